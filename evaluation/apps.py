@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class EvaluationConfig(AppConfig):
+    name = "evaluation"
+    verbose_name = "Evaluation"

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class LabelingConfig(AppConfig):
+    name = "labeling"
+    verbose_name = "Labeling"

@@ -1,0 +1,3 @@
+from __future__ import annotations
+
+from django.db import models  # noqa: F401
