@@ -32,6 +32,11 @@ class Scale:
         return f"{self.min}..{self.max}"
 
 
+def default_relevant_min_grade(scale: Scale) -> int:
+    """The binary cutoff when a file names none: 2 (the seed's), kept inside the scale (0..1 gives 1)."""
+    return min(max(DEFAULT_RELEVANT_MIN_GRADE, scale.min + 1), scale.max)
+
+
 @dataclass(frozen=True, slots=True)
 class Judgment:
     doc_id: str
