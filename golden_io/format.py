@@ -824,7 +824,8 @@ def golden_warnings(golden: GoldenFile) -> list[Problem]:
 # --------------------------------------------------------------------------------------------- dumping
 
 
-def _weight(value: float) -> int | float:
+def canonical_weight(value: float) -> int | float:
+    """A weight as the canonical dump writes it: 2.0 as 2, 0.5 as 0.5."""
     if float(value).is_integer() and abs(value) < _MAX_INT_WEIGHT:
         return int(value)
     return float(value)
@@ -839,7 +840,7 @@ def _query_dict(q: GoldenQuery) -> dict[str, Any]:
     if q.stratum is not None:
         out["stratum"] = q.stratum
     if q.weight != 1:
-        out["weight"] = _weight(q.weight)
+        out["weight"] = canonical_weight(q.weight)
     if q.tier != "core":
         out["tier"] = q.tier
     if q.expect_empty:
