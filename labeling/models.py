@@ -1,3 +1,292 @@
+"""Golden sets and everything raters touch: rubric, queries, documents, pools, assignments, judgments.
+
+Single-row behaviour only; writes that span rows live in `labeling.services`, reads in
+`labeling.selectors`. Shaped for what later issues add here: agreement and adjudication (issue 4) read
+`Judgment` rows grouped by (query, document) and create `kind=third` assignments scoped to the
+disagreeing candidates; a golden-version freeze (issue 5) replaces `FrozenLabel`; an evaluation run
+(issue 6) extends a pool through `services.candidates_add` with its own provenance.
+"""
+
 from __future__ import annotations
 
-from django.db import models  # noqa: F401
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+CONTENT_FIELDS = ("title", "url", "snippet", "body", "fields")
+
+
+def content_hash(values: dict[str, Any]) -> str:
+    """sha256 over the content fields in a canonical JSON form: equal content, equal hash, across imports."""
+    canonical = json.dumps(
+        {name: values.get(name) or ("" if name != "fields" else {}) for name in CONTENT_FIELDS},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Rubric(models.Model):
+    """A versioned rubric; a change is a new row with the next version, never an edit in place."""
+
+    name = models.SlugField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    scale_min = models.IntegerField(default=0)
+    scale_max = models.IntegerField(default=3)
+    # [{"grade", "label", "meaning", "positive_examples": [3], "negative_examples": [3]}], highest first.
+    grades = models.JSONField(default=list)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="rubric_name_version_unique"),
+            models.CheckConstraint(
+                condition=Q(scale_min__lt=models.F("scale_max")), name="rubric_scale_order"
+            ),
+        ]
+        ordering = ["name", "-version"]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def scale(self) -> range:
+        return range(self.scale_min, self.scale_max + 1)
+
+    @property
+    def grades_desc(self) -> list[dict[str, Any]]:
+        return sorted(self.grades, key=lambda g: -int(g["grade"]))
+
+
+class GoldenSet(models.Model):
+    """A product surface and locale scope: judgments are only valid within it."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    surface = models.CharField(max_length=100, help_text="the product surface, e.g. help-center")
+    locales = models.JSONField(default=list, blank=True, help_text="locale scope; empty means any locale")
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="golden_sets")
+    k = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
+    relevant_min_grade = models.IntegerField(default=2)
+    dual_rate = models.FloatField(
+        default=0.2,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="share of queries that also go to a second rater",
+    )
+    # Dispute thresholds (issue 4 reads them; DESIGN.md defaults).
+    hard_diff = models.PositiveIntegerField(default=2)
+    min_dual_docs = models.PositiveIntegerField(default=5)
+    min_exact = models.FloatField(default=0.55)
+    max_mad = models.FloatField(default=0.45)
+    # The version name of the current frozen labels (FrozenLabel rows), "" before any import.
+    frozen_version = models.CharField(max_length=100, blank=True)
+    reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="reviewed_sets")
+    raters = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="rated_sets")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(dual_rate__gte=0) & Q(dual_rate__lte=1), name="dual_rate_0_1"),
+        ]
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def in_scope(self, locale: str | None) -> bool:
+        return not self.locales or locale in self.locales
+
+
+class Document(models.Model):
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="documents")
+    doc_id = models.CharField(max_length=200, help_text="the id the search system returns")
+    # NULL, not "", for "no key": the unique (golden_set, key) constraint must ignore documents without one.
+    key = models.CharField(  # noqa: DJ001
+        max_length=500, null=True, blank=True, help_text="durable key, e.g. canonical URL"
+    )
+    title = models.CharField(max_length=500, blank=True)
+    url = models.CharField(max_length=1000, blank=True)
+    snippet = models.TextField(blank=True)
+    body = models.TextField(blank=True)
+    fields = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["golden_set", "doc_id"], name="document_set_doc_id_unique"),
+            models.UniqueConstraint(
+                fields=["golden_set", "key"], condition=Q(key__isnull=False), name="document_set_key_unique"
+            ),
+        ]
+        ordering = ["golden_set", "doc_id"]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.content_hash = content_hash(
+            {
+                "title": self.title,
+                "url": self.url,
+                "snippet": self.snippet,
+                "body": self.body,
+                "fields": self.fields,
+            }
+        )
+        super().save(*args, **kwargs)
+
+
+class Query(models.Model):
+    class Tier(models.TextChoices):
+        CORE = "core"
+        SHADOW = "shadow"
+        CHALLENGE = "challenge"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        RETIRED = "retired"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="queries")
+    external_id = models.CharField(max_length=200)
+    text = models.CharField(max_length=1000)
+    locale = models.CharField(max_length=35, blank=True)
+    filters = models.JSONField(default=dict, blank=True)
+    stratum = models.CharField(max_length=100, blank=True)
+    weight = models.FloatField(default=1.0, help_text="traffic weight")
+    tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.CORE)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    quarantine_reason = models.TextField(blank=True)
+    expect_empty = models.BooleanField(default=False)
+    critical = models.BooleanField(default=False)
+    tags = models.JSONField(default=list, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["golden_set", "external_id"], name="query_set_external_id_unique"
+            ),
+        ]
+        ordering = ["golden_set", "external_id"]
+        verbose_name_plural = "queries"
+
+    def __str__(self) -> str:
+        return f"{self.external_id}: {self.text}"
+
+
+class FrozenLabel(models.Model):
+    """The set's current frozen grade for (query, document); a golden-version freeze replaces these rows."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="frozen_labels")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="frozen_labels")
+    grade = models.IntegerField()
+    version = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "document"], name="frozen_label_query_document_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}={self.grade}@{self.version}"
+
+
+class Candidate(models.Model):
+    """One pool entry. Provenance says which systems returned it at which rank; raters never see it."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="candidates")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="candidates")
+    # [{"system": "bm25", "rank": 3}, {"system": "judged", "rank": null}], one entry per system.
+    provenance = models.JSONField(default=list)
+    best_rank = models.PositiveIntegerField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "document"], name="candidate_query_document_unique"),
+        ]
+        ordering = ["query", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}"
+
+
+class Assignment(models.Model):
+    class Kind(models.TextChoices):
+        PRIMARY = "primary"
+        SECOND = "second"
+        THIRD = "third"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        DONE = "done"
+        REASSIGNED = "reassigned"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.PRIMARY)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+    # Empty: the whole pool. Otherwise only these candidates (a third rater on disagreeing documents).
+    scope = models.ManyToManyField(Candidate, blank=True, related_name="scoped_assignments")
+    created = models.DateTimeField(auto_now_add=True)
+    completed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Nobody is assigned the same query twice, whatever happens to the first assignment.
+            models.UniqueConstraint(fields=["query", "rater"], name="assignment_query_rater_unique"),
+        ]
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["rater", "status"], name="assignment_rater_status")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id} → {self.rater_id} ({self.kind}, {self.status})"
+
+
+class Judgment(models.Model):
+    """A rater's current grade for one document of an assignment; every change is a JudgmentEvent."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="judgments")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="judgments")
+    grade = models.IntegerField()
+    note = models.TextField(blank=True)
+    time_spent_ms = models.PositiveIntegerField(default=0, help_text="total over every save of this item")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "document"], name="judgment_assignment_document_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id}/{self.document_id}={self.grade}"
+
+
+class JudgmentEvent(models.Model):
+    """The audit trail: who set which grade when, from what. Never updated or deleted by the app."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="events")
+    rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgment_events"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    old_grade = models.IntegerField(null=True, blank=True)
+    new_grade = models.IntegerField()
+    note = models.TextField(blank=True)
+    time_spent_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.judgment_id}: {self.old_grade} → {self.new_grade}"

@@ -1,6 +1,20 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
+
+from labeling import views
 
 app_name = "labeling"
-urlpatterns: list[URLPattern | URLResolver] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("queue/", views.queue, name="queue"),
+    path("queue/next/", views.queue_next, name="queue_next"),
+    path("assignments/<int:pk>/", views.grade, name="grade"),
+    path("assignments/<int:pk>/grades/", views.grades, name="grades"),
+    path("assignments/<int:pk>/reassign/", views.reassign, name="reassign"),
+    path("sets/", views.set_list, name="set_list"),
+    path("sets/<slug:slug>/", views.set_detail, name="set_detail"),
+    path("sets/<slug:slug>/queries/<int:pk>/", views.query_review, name="query_review"),
+    path("sets/<slug:slug>/import/", views.import_page, name="import"),
+    path("sets/<slug:slug>/import/<slug:kind>/", views.import_upload, name="import_upload"),
+    path("sets/<slug:slug>/assign/", views.assign, name="assign"),
+]

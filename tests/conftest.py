@@ -1,6 +1,8 @@
 """Root fixtures: the cast every permission test uses (healthchecks' alice / bob / charlie).
 
-alice and bob are raters, rita is a reviewer, charlie is an outsider with no group.
+alice and bob are raters, rita is a reviewer, charlie is an outsider with no group. `golden_set` is
+a set rita reviews and alice and bob rate; `assignment` is alice's, on a query with a five-document
+pool whose first document carries a frozen grade of 3.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
+
+from labeling.models import Assignment, GoldenSet
+from tests import factories
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
@@ -40,3 +45,17 @@ def rita(db: None) -> User:
 @pytest.fixture
 def charlie(db: None) -> User:
     return _user("charlie", None)
+
+
+@pytest.fixture
+def golden_set(alice: User, bob: User, rita: User) -> GoldenSet:
+    return factories.GoldenSetFactory.create(slug="help-center", raters=[alice, bob], reviewers=[rita])
+
+
+@pytest.fixture
+def assignment(golden_set: GoldenSet, alice: User) -> Assignment:
+    query = factories.pooled_query(golden_set, 5, external_id="q-0471", text="refund policy for annual plan")
+    first = query.candidates.order_by("best_rank").first()
+    assert first is not None
+    factories.FrozenLabelFactory.create(query=query, document=first.document, grade=3)
+    return factories.AssignmentFactory.create(query=query, rater=alice)

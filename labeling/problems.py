@@ -1,0 +1,73 @@
+"""What an import reports (pure, no Django): every problem with its place, and what was done.
+
+One shape for every import (golden files, documents, query logs, run files) so the pages and the
+management commands render them the same way. A report with problems means nothing was imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    where: str  # "line 12", "queries[3].judgments[1].grade", "header"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+@dataclass(slots=True)
+class ImportReport:
+    kind: str  # "golden", "documents", "query log", "run"
+    source: str  # file name or URL
+    problems: list[Problem] = field(default_factory=list)
+    # Ordered facts for the report page: ("queries created", 12), ("emails stripped", 3)...
+    counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "ok": self.ok,
+            "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+            "counts": dict(self.counts),
+            "notes": list(self.notes),
+        }
+
+    def render_text(self) -> str:
+        head = f"{self.kind} import of {self.source}: " + (
+            "ok" if self.ok else f"FAILED with {len(self.problems)} problem(s), nothing imported"
+        )
+        lines = [head]
+        lines += [f"  problem: {p}" for p in self.problems]
+        lines += [f"  {name}: {n}" for name, n in self.counts.items()]
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def decode_utf8(data: bytes, report: ImportReport) -> str | None:
+    """UTF-8 text (a BOM is accepted), or None with a problem naming where the first bad byte is."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        report.add(
+            f"line {line}",
+            f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be decoded "
+            "(save the file as UTF-8)",
+        )
+        return None

@@ -1,0 +1,166 @@
+"""Reads for the labeling pages. Each page's data comes from a fixed number of queries (no N+1)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
+from labeling.roles import is_admin
+
+
+def shuffle_key(*, rater_id: int, query_id: int, candidate_id: int) -> str:
+    """The blind order: fixed per (rater, query), so stable across reloads and different per rater."""
+    return hashlib.sha256(f"{rater_id}:{query_id}:{candidate_id}".encode()).hexdigest()
+
+
+def _count(queryset: QuerySet[Any], column: str) -> Coalesce:
+    sub = queryset.order_by().values(column).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(sub, output_field=IntegerField()), Value(0))
+
+
+def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
+    """The rater's assignments with progress (`n_graded`, `n_total`), open ones first, oldest first."""
+    pool = Candidate.objects.filter(query_id=OuterRef("query_id"))
+    scope = Candidate.objects.filter(scoped_assignments=OuterRef("pk"))
+    graded = Judgment.objects.filter(assignment_id=OuterRef("pk"))
+    return (
+        Assignment.objects.filter(rater=rater)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .select_related("query__golden_set")
+        .annotate(
+            n_pool=_count(pool, "query_id"),
+            n_scope=_count(scope, "scoped_assignments"),
+            n_graded=_count(graded, "assignment_id"),
+        )
+        .order_by("-status", "created", "id")  # "open" sorts after "done": descending puts it first
+    )
+
+
+def assignment_next(*, rater: Any, after: int | None = None) -> Assignment | None:
+    """The rater's next open assignment: the first after `after` in queue order, else the first at all."""
+    open_ = Assignment.objects.filter(rater=rater, status=Assignment.Status.OPEN).order_by("created", "id")
+    if after is not None:
+        current = Assignment.objects.filter(pk=after, rater=rater).values_list("created", "id").first()
+        if current is not None:
+            later = open_.filter(Q(created__gt=current[0]) | Q(created=current[0], id__gt=current[1])).first()
+            if later is not None:
+                return later
+            return open_.exclude(pk=after).first()
+    return open_.first()
+
+
+@dataclass(frozen=True, slots=True)
+class GradingItem:
+    candidate_id: int
+    document: Document
+    grade: int | None  # the rater's own saved grade, nothing else
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class GradingPage:
+    assignment: Assignment
+    query: Query
+    items: list[GradingItem]
+    graded: int
+    total: int
+
+
+def grading_page_get(*, assignment: Assignment) -> GradingPage:
+    """What the rater may see: the query, the documents in their blind order and their own grades.
+
+    Never provenance, ranks, frozen labels or anyone else's judgments: those are not even fetched.
+    """
+    candidates = list(
+        Candidate.objects.filter(
+            Q(scoped_assignments=assignment) if assignment.scope.exists() else Q(query_id=assignment.query_id)
+        )
+        .select_related("document")
+        .only("id", "query_id", "document")
+    )
+    own = {
+        j.document_id: j
+        for j in Judgment.objects.filter(assignment=assignment).only("document_id", "grade", "note")
+    }
+    candidates.sort(
+        key=lambda c: shuffle_key(
+            rater_id=assignment.rater_id, query_id=assignment.query_id, candidate_id=c.pk
+        )
+    )
+    items = [
+        GradingItem(
+            candidate_id=c.pk,
+            document=c.document,
+            grade=own[c.document_id].grade if c.document_id in own else None,
+            note=own[c.document_id].note if c.document_id in own else "",
+        )
+        for c in candidates
+    ]
+    graded = sum(1 for item in items if item.grade is not None)
+    return GradingPage(
+        assignment=assignment, query=assignment.query, items=items, graded=graded, total=len(items)
+    )
+
+
+def grades_get(*, assignment: Assignment) -> dict[str, dict[str, Any]]:
+    """The rater's saved grades by candidate id (a second tab refreshes itself from this)."""
+    rows = Judgment.objects.filter(assignment=assignment).values_list("document_id", "grade", "note")
+    by_document = {doc: (grade, note) for doc, grade, note in rows}
+    candidates = Candidate.objects.filter(query_id=assignment.query_id, document_id__in=list(by_document))
+    return {
+        str(c.pk): {"grade": by_document[c.document_id][0], "note": by_document[c.document_id][1]}
+        for c in candidates.only("id", "document_id")
+    }
+
+
+def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
+    """The sets a reviewer reviews (admins: all of them), with query counts."""
+    sets = GoldenSet.objects.select_related("rubric").annotate(n_queries=Count("queries", distinct=True))
+    if is_admin(user):
+        return sets.order_by("slug")
+    return sets.filter(reviewers=user).order_by("slug")
+
+
+def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:
+    """The set's queries with pool size, frozen labels and live assignments (for the overview table)."""
+    live = Assignment.objects.exclude(status=Assignment.Status.REASSIGNED).select_related("rater")
+    return (
+        golden_set.queries.annotate(
+            n_pool=_count(Candidate.objects.filter(query_id=OuterRef("pk")), "query_id"),
+            n_frozen=_count(FrozenLabel.objects.filter(query_id=OuterRef("pk")), "query_id"),
+        )
+        .prefetch_related(Prefetch("assignments", queryset=live.order_by("kind", "id"), to_attr="live"))
+        .order_by("external_id")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRow:
+    candidate: Candidate
+    frozen: int | None
+    judgments: list[Judgment]
+
+
+def query_review_get(*, query: Query) -> list[ReviewRow]:
+    """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
+    and note with its history."""
+    frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+    judgments: dict[int, list[Judgment]] = {}
+    for j in (
+        Judgment.objects.filter(assignment__query=query)
+        .select_related("assignment__rater")
+        .prefetch_related("events")
+        .order_by("assignment__kind", "assignment_id")
+    ):
+        judgments.setdefault(j.document_id, []).append(j)
+    candidates = (
+        Candidate.objects.filter(query=query)
+        .select_related("document")
+        .order_by(F("best_rank").asc(nulls_last=True), "document__doc_id")
+    )
+    return [ReviewRow(c, frozen.get(c.document_id), judgments.get(c.document_id, [])) for c in candidates]

@@ -1,0 +1,900 @@
+"""Everything that writes labeling rows: imports, pools, assignments, grading.
+
+Imports validate the whole file first and write in one transaction, so a file with any problem imports
+nothing; each returns an `ImportReport` naming every problem with its place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from labeling import querylog
+from labeling.models import (
+    Assignment,
+    Candidate,
+    Document,
+    FrozenLabel,
+    GoldenSet,
+    Judgment,
+    JudgmentEvent,
+    Query,
+    Rubric,
+    content_hash,
+)
+from labeling.problems import ImportReport, decode_utf8
+
+POOL_DEPTH = 20
+JUDGED_SYSTEM = "judged"  # provenance of a document that was judged for the query before
+MAX_NOTE = 2000
+# One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
+MAX_TIME_PER_SAVE_MS = 10 * 60 * 1000
+
+
+# --- rubric -------------------------------------------------------------------------------------
+
+
+def rubric_import(*, data: bytes, source: str) -> tuple[Rubric | None, ImportReport]:
+    """A rubric from its JSON file; re-importing identical content is a no-op, other content is refused."""
+    report = ImportReport(kind="rubric", source=source)
+    text = decode_utf8(data, report)
+    if text is None:
+        return None, report
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        report.add(f"line {exc.lineno}", f"malformed JSON at column {exc.colno}: {exc.msg}")
+        return None, report
+    fields = _rubric_fields(obj, report)
+    if fields is None:
+        return None, report
+    existing = Rubric.objects.filter(name=fields["name"], version=fields["version"]).first()
+    if existing is not None:
+        same = (existing.scale_min, existing.scale_max, existing.grades) == (
+            fields["scale_min"],
+            fields["scale_max"],
+            fields["grades"],
+        )
+        if not same:
+            report.add(
+                "version",
+                f"rubric {existing} exists with other content; a change to a rubric is a new version",
+            )
+            return None, report
+        report.count("rubrics unchanged")
+        return existing, report
+    rubric = Rubric.objects.create(**fields)
+    report.count("rubrics created")
+    return rubric, report
+
+
+def _rubric_fields(obj: object, report: ImportReport) -> dict[str, Any] | None:
+    if not isinstance(obj, dict):
+        report.add("file", "expected a JSON object with name, version, scale and grades")
+        return None
+    name, version, scale, grades = (obj.get(k) for k in ("name", "version", "scale", "grades"))
+    if not isinstance(name, str) or not name.strip():
+        report.add("name", f"expected a non-empty name, found {name!r}")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        report.add("version", f"expected an integer >= 1, found {version!r}")
+    lo = scale.get("min") if isinstance(scale, dict) else None
+    hi = scale.get("max") if isinstance(scale, dict) else None
+    if not (isinstance(lo, int) and isinstance(hi, int) and _is_int(lo) and _is_int(hi) and lo < hi):
+        report.add("scale", f'expected {{"min": int, "max": int}} with min < max, found {scale!r}')
+        return None
+    if not isinstance(grades, list):
+        report.add("grades", "expected a list with one entry per grade of the scale")
+        return None
+    seen: set[int] = set()
+    for i, entry in enumerate(grades):
+        where = f"grades[{i}]"
+        if not isinstance(entry, dict):
+            report.add(where, "expected an object")
+            continue
+        grade = entry.get("grade")
+        if not isinstance(grade, int) or not _is_int(grade) or not lo <= grade <= hi:
+            report.add(f"{where}.grade", f"{grade!r} is outside the scale {lo}..{hi}")
+        elif grade in seen:
+            report.add(f"{where}.grade", f"grade {grade} is described twice")
+        else:
+            seen.add(grade)
+        for key in ("label", "meaning"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                report.add(f"{where}.{key}", "expected non-empty text")
+        for key in ("positive_examples", "negative_examples"):
+            examples = entry.get(key)
+            if (
+                not isinstance(examples, list)
+                or len(examples) < 3
+                or not all(isinstance(e, str) for e in examples)
+            ):
+                report.add(f"{where}.{key}", "expected at least three examples (text)")
+    missing = sorted(set(range(lo, hi + 1)) - seen)
+    if missing and all(isinstance(e, dict) for e in grades):
+        report.add("grades", f"no description for grade(s) {', '.join(map(str, missing))}")
+    if not report.ok:
+        return None
+    return {
+        "name": name.strip(),  # type: ignore[union-attr]
+        "version": version,
+        "scale_min": lo,
+        "scale_max": hi,
+        "grades": sorted(grades, key=lambda g: -g["grade"]),
+    }
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+_DOC_KEYS = ("id", "key", "title", "url", "snippet", "body", "fields")
+
+
+@transaction.atomic
+def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """Documents from JSONL (`id`, `title` required; `key`, `url`, `snippet`, `body`, `fields`), upserted
+    by id; a changed document gets a new content hash."""
+    report = ImportReport(kind="documents", source=source)
+    text = decode_utf8(data, report)
+    if text is None:
+        return report
+    rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    key_lines: dict[str, tuple[int, str]] = {}
+    ignored: Counter[str] = Counter()
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        row = _document_row(raw, f"line {line}", report, ignored)
+        if row is None:
+            continue
+        doc_id = row["doc_id"]
+        if doc_id in lines:
+            report.add(f"line {line}: id", f"duplicate id {doc_id!r} (first on line {lines[doc_id]})")
+            continue
+        if row["key"] is not None:
+            if row["key"] in key_lines:
+                first_line, first_id = key_lines[row["key"]]
+                report.add(
+                    f"line {line}: key",
+                    f"duplicate key {row['key']!r} (also {first_id!r} on line {first_line})",
+                )
+                continue
+            key_lines[row["key"]] = (line, doc_id)
+        lines[doc_id] = line
+        rows[doc_id] = row
+    if not rows and report.ok:
+        report.add("file", "no documents found")
+    if ignored:
+        report.notes.append(
+            "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
+        )
+    existing = {d.doc_id: d for d in golden_set.documents.all()}
+    taken_keys = {d.key: d.doc_id for d in existing.values() if d.key}
+    for doc_id, row in rows.items():
+        owner = taken_keys.get(row["key"]) if row["key"] else None
+        if owner is not None and owner != doc_id and owner not in rows:
+            report.add(
+                f"line {lines[doc_id]}: key",
+                f"key {row['key']!r} already belongs to document {owner!r} of this golden set",
+            )
+    if not report.ok:
+        return report
+    to_create: list[Document] = []
+    to_update: list[Document] = []
+    for doc_id, row in rows.items():
+        digest = content_hash(row)
+        doc = existing.get(doc_id)
+        if doc is None:
+            to_create.append(Document(golden_set=golden_set, content_hash=digest, **row))
+        elif doc.content_hash != digest or doc.key != row["key"]:
+            for name, value in row.items():
+                setattr(doc, name, value)
+            doc.content_hash = digest
+            to_update.append(doc)
+    # Keys move between documents in one file: clear the moving ones first so the unique index holds.
+    moving = [d for d in to_update if d.key and taken_keys.get(d.key) not in (None, d.doc_id)]
+    if moving:
+        Document.objects.filter(golden_set=golden_set, key__in=[d.key for d in moving]).update(key=None)
+    Document.objects.bulk_create(to_create, batch_size=500)
+    Document.objects.bulk_update(to_update, [*_DOC_KEYS[1:], "content_hash"], batch_size=500)
+    report.count("documents created", len(to_create))
+    report.count("documents updated", len(to_update))
+    report.count("documents unchanged", len(rows) - len(to_create) - len(to_update))
+    return report
+
+
+def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[str]) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        report.add(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
+        return None
+    if not isinstance(obj, dict):
+        report.add(where, f"expected a JSON object, found {type(obj).__name__}")
+        return None
+    ok = True
+    doc_id = obj.get("id")
+    if _is_int(doc_id):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        report.add(f"{where}: id", f"missing or empty id (found {obj.get('id')!r})")
+        ok = False
+    if not isinstance(obj.get("title"), str) or not obj["title"].strip():
+        report.add(f"{where}: title", f"missing or empty title (found {obj.get('title')!r})")
+        ok = False
+    for name in ("url", "snippet", "body"):
+        if obj.get(name) is not None and not isinstance(obj[name], str):
+            report.add(f"{where}: {name}", f"expected text, found {type(obj[name]).__name__}")
+            ok = False
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        report.add(f"{where}: key", f"expected a non-empty text key or null, found {key!r}")
+        ok = False
+    fields = obj.get("fields", {})
+    if not isinstance(fields, dict):
+        report.add(f"{where}: fields", f"expected an object, found {type(fields).__name__}")
+        ok = False
+    ignored.update(k for k in obj if k not in _DOC_KEYS)
+    if not ok:
+        return None
+    return {
+        "doc_id": doc_id.strip(),  # type: ignore[union-attr]
+        "key": key.strip() if isinstance(key, str) else None,
+        "title": obj["title"].strip(),
+        "url": obj.get("url") or "",
+        "snippet": obj.get("snippet") or "",
+        "body": obj.get("body") or "",
+        "fields": fields,
+    }
+
+
+# --- golden files -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """A golden file into the set: its queries (created or updated by id) and its judgments, which become
+    the set's current frozen labels (replacing the previous ones). Every judged document must already be a
+    document of the set."""
+    from golden_io.format import GoldenFormatError, parse
+
+    report = ImportReport(kind="golden", source=source)
+    try:
+        golden = parse(data)
+    except GoldenFormatError as exc:
+        for problem in exc.problems:
+            report.add(problem.where, problem.message)
+        return report
+    rubric = golden_set.rubric
+    if (golden.scale.min, golden.scale.max) != (rubric.scale_min, rubric.scale_max):
+        report.add(
+            "scale",
+            f"the file's scale {golden.scale} differs from rubric {rubric}'s scale "
+            f"{rubric.scale_min}..{rubric.scale_max}",
+        )
+    if golden.rubric and golden.rubric != str(rubric):
+        report.add(
+            "rubric", f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}"
+        )
+    documents = {d.doc_id: d for d in golden_set.documents.all()}
+    for i, q in enumerate(golden.queries):
+        if q.locale and not golden_set.in_scope(q.locale):
+            report.add(
+                f"queries[{i}].locale",
+                f"query {q.id}: locale {q.locale} is outside the golden set's scope "
+                f"({', '.join(golden_set.locales)})",
+            )
+        for j, judgment in enumerate(q.judgments):
+            doc = documents.get(judgment.doc_id)
+            where = f"queries[{i}].judgments[{j}]"
+            if doc is None:
+                report.add(
+                    f"{where}.doc_id",
+                    f"query {q.id}: {judgment.doc_id} is not a document of golden set {golden_set.slug} "
+                    "(import its documents first)",
+                )
+            elif judgment.key and doc.key and judgment.key != doc.key:
+                report.add(
+                    f"{where}.key", f"query {q.id}: key {judgment.key} differs from the document's {doc.key}"
+                )
+    if not report.ok:
+        return report
+    existing = {q.external_id: q for q in golden_set.queries.all()}
+    created = updated = 0
+    for q in golden.queries:
+        values = {
+            "text": q.text,
+            "locale": q.locale or "",
+            "filters": dict(q.filters),
+            "stratum": q.stratum or "",
+            "weight": q.weight,
+            "tier": q.tier,
+            "status": Query.Status.ACTIVE,
+            "expect_empty": q.expect_empty,
+            "critical": q.critical,
+            "tags": list(q.tags),
+        }
+        row = existing.get(q.id)
+        if row is None:
+            existing[q.id] = Query.objects.create(golden_set=golden_set, external_id=q.id, **values)
+            created += 1
+        elif any(getattr(row, k) != v for k, v in values.items()):
+            Query.objects.filter(pk=row.pk).update(**values)
+            updated += 1
+    replaced = FrozenLabel.objects.filter(query__golden_set=golden_set).delete()[0]
+    labels = [
+        FrozenLabel(query=existing[q.id], document=documents[j.doc_id], grade=j.grade, version=golden.version)
+        for q in golden.queries
+        for j in q.judgments
+    ]
+    FrozenLabel.objects.bulk_create(labels, batch_size=1000)
+    changes = {"k": golden.k, "relevant_min_grade": golden.relevant_min_grade}
+    for name, value in changes.items():
+        if getattr(golden_set, name) != value:
+            report.notes.append(f"golden set {name} changed from {getattr(golden_set, name)} to {value}")
+            setattr(golden_set, name, value)
+    golden_set.frozen_version = golden.version
+    golden_set.save(update_fields=["k", "relevant_min_grade", "frozen_version"])
+    report.count("queries created", created)
+    report.count("queries updated", updated)
+    report.count("queries unchanged", len(golden.queries) - created - updated)
+    report.count("frozen labels", len(labels))
+    report.count("previous frozen labels replaced", replaced)
+    report.count("pool candidates added", pool_add_judged(golden_set=golden_set))
+    unlabeled = [q.id for q in golden.queries if not q.has_positive_judgment and not q.expect_empty]
+    if unlabeled:
+        report.notes.append(f"no judgment at grade >= 1 (no_positive_judgments): {', '.join(unlabeled)}")
+    return report
+
+
+# --- query logs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingOptions:
+    cap: int  # the most active queries the golden set may hold after the import
+    reserve_share: float = querylog.DEFAULT_RESERVE_SHARE
+    zero_hit_min_share: float = querylog.DEFAULT_ZERO_HIT_MIN_SHARE
+    stratum_shares: Mapping[str, float] | None = None
+    seed: int = 0
+
+
+@transaction.atomic
+def query_log_import(
+    *, golden_set: GoldenSet, data: bytes, source: str, options: SamplingOptions
+) -> ImportReport:
+    """Sample new queries from a production log into the set (see `labeling.querylog` for the rules).
+
+    The cap is on the set: the sample fills the set up to `cap` active queries. Queries already in the
+    set (same locale and normalised text) are not sampled again.
+    """
+    report = ImportReport(kind="query log", source=source)
+    if options.cap < 1:
+        report.add("cap", f"the cap must be at least 1, got {options.cap}")
+    if not 0 <= options.reserve_share <= 1:
+        report.add("reserve_share", f"must be between 0 and 1, got {options.reserve_share}")
+    rows = querylog.parse_log(data, name=source, report=report)
+    if not report.ok:
+        return report
+    cleaned = querylog.clean(rows)
+    report.count("rows read", cleaned.rows)
+    for kind in querylog.PII_KINDS:
+        report.count(f"PII removed: {kind}", cleaned.pii.get(kind, 0))
+    report.count("rows with PII", cleaned.queries_with_pii)
+    report.count("rows empty after removing PII", cleaned.empty_after_stripping)
+    report.count("blank rows", cleaned.blank)
+    report.count("duplicates merged", cleaned.duplicates_merged)
+    report.count("distinct queries", len(cleaned.queries))
+    in_scope = [q for q in cleaned.queries if not q.locale or golden_set.in_scope(q.locale)]
+    report.count("outside the locale scope", len(cleaned.queries) - len(in_scope))
+    known = {(q.locale, querylog.normalize(q.text)) for q in golden_set.queries.all()}
+    known_ids = set(golden_set.queries.values_list("external_id", flat=True))
+    fresh = [q for q in in_scope if (q.locale, q.norm) not in known and q.external_id not in known_ids]
+    report.count("already in the golden set", len(in_scope) - len(fresh))
+    active = golden_set.queries.filter(status=Query.Status.ACTIVE).count()
+    room = max(0, options.cap - active)
+    if room == 0:
+        report.notes.append(f"the golden set already holds {active} active queries, the cap is {options.cap}")
+    result = querylog.sample(
+        fresh,
+        cap=room,
+        reserve_share=options.reserve_share,
+        stratum_shares=options.stratum_shares,
+        zero_hit_min_share=options.zero_hit_min_share,
+        seed=options.seed,
+    )
+    for stratum in querylog.STRATA:
+        report.count(f"sampled from {stratum}", result.taken[stratum])
+        report.notes.append(f"{stratum}: {result.taken[stratum]} sampled of {result.available[stratum]}")
+    report.count("known failures reserved", result.taken["reserved"])
+    report.notes.append(
+        f"known failures (zero hits in >= {options.zero_hit_min_share:.0%} of searches): "
+        f"{result.taken['reserved']} reserved of {result.available['failures']}"
+    )
+    Query.objects.bulk_create(
+        [
+            Query(
+                golden_set=golden_set,
+                external_id=s.query.external_id,
+                text=s.query.text,
+                locale=s.query.locale,
+                stratum=s.stratum,
+                weight=float(s.query.count),
+                tags=["from-log"] + (["known-failure"] if s.reserved else []),
+            )
+            for s in result.selected
+        ]
+    )
+    report.count("queries created", len(result.selected))
+    return report
+
+
+# --- candidate pools ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEntry:
+    document: Document
+    system: str
+    rank: int | None  # None: no system ranked it (judged before, queued by hand)
+
+
+def candidates_add(*, query: Query, entries: Iterable[PoolEntry]) -> int:
+    """Add entries to one query's pool (issue 6 queues unjudged documents through this)."""
+    return pool_merge(pools={query.pk: list(entries)})
+
+
+@transaction.atomic
+def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]]) -> int:
+    """Union the entries into the pools of the given query ids; returns how many candidates are new.
+
+    A system appears once per candidate: a rebuilt pool replaces that system's rank instead of adding a
+    second entry, so rebuilding is idempotent. Open work is kept honest: a finished assignment whose pool
+    grew is open again.
+    """
+    existing = {
+        (c.query_id, c.document_id): c for c in Candidate.objects.filter(query_id__in=list(pools)).order_by()
+    }
+    new: dict[tuple[int, int], Candidate] = {}
+    changed: dict[int, Candidate] = {}
+    for query_id, entries in pools.items():
+        for entry in entries:
+            pair = (query_id, entry.document.pk)
+            candidate = existing.get(pair) or new.get(pair)
+            if candidate is None:
+                candidate = new[pair] = Candidate(query_id=query_id, document=entry.document, provenance=[])
+            merged = [p for p in candidate.provenance if p["system"] != entry.system]
+            merged.append({"system": entry.system, "rank": entry.rank})
+            merged.sort(key=lambda p: p["system"])
+            if merged != candidate.provenance:
+                candidate.provenance = merged
+                ranks = [p["rank"] for p in merged if p["rank"] is not None]
+                candidate.best_rank = min(ranks) if ranks else None
+                if candidate.pk:
+                    changed[candidate.pk] = candidate
+    Candidate.objects.bulk_create(new.values(), batch_size=1000)
+    Candidate.objects.bulk_update(changed.values(), ["provenance", "best_rank"], batch_size=1000)
+    grown = {query_id for query_id, _ in new}
+    if grown:
+        Assignment.objects.filter(
+            query_id__in=grown, status=Assignment.Status.DONE, scope__isnull=True
+        ).update(status=Assignment.Status.OPEN, completed=None)
+    return len(new)
+
+
+def pool_add_judged(*, golden_set: GoldenSet) -> int:
+    """Every document judged for a query before (frozen labels, raters' judgments) joins its pool."""
+    pools: dict[int, list[PoolEntry]] = {}
+    for label in FrozenLabel.objects.filter(query__golden_set=golden_set).select_related("document"):
+        pools.setdefault(label.query_id, []).append(PoolEntry(label.document, JUDGED_SYSTEM, None))
+    judged = Judgment.objects.filter(assignment__query__golden_set=golden_set).select_related(
+        "document", "assignment"
+    )
+    for judgment in judged:
+        pools.setdefault(judgment.assignment.query_id, []).append(
+            PoolEntry(judgment.document, JUDGED_SYSTEM, None)
+        )
+    return pool_merge(pools=pools)
+
+
+def _pools_from_rankings(
+    *,
+    golden_set: GoldenSet,
+    rankings: Mapping[str, Sequence[str]],
+    system: str,
+    depth: int,
+    report: ImportReport,
+    where: str,
+) -> dict[int, list[PoolEntry]]:
+    """Top `depth` of each ranking as pool entries; unknown documents are problems, unknown queries notes."""
+    queries = {q.external_id: q.pk for q in golden_set.queries.all()}
+    documents = {d.doc_id: d for d in golden_set.documents.all()}
+    pools: dict[int, list[PoolEntry]] = {}
+    unknown_queries = sorted(set(rankings) - set(queries))
+    if unknown_queries:
+        report.notes.append(
+            f"{len(unknown_queries)} query id(s) not in the golden set, skipped: "
+            + ", ".join(unknown_queries[:20])
+        )
+    for qid in sorted(set(rankings) & set(queries)):
+        for rank, doc_id in enumerate(list(rankings[qid])[:depth], start=1):
+            doc = documents.get(doc_id)
+            if doc is None:
+                report.add(
+                    f"{where} query {qid} rank {rank}",
+                    f"{doc_id} is not a document of golden set {golden_set.slug} "
+                    "(import the documents first)",
+                )
+                continue
+            pools.setdefault(queries[qid], []).append(PoolEntry(doc, system, rank))
+    return pools
+
+
+def pool_import_run(
+    *, golden_set: GoldenSet, data: bytes, source: str, system: str | None = None, depth: int = POOL_DEPTH
+) -> ImportReport:
+    """One system's top `depth` per query from a TREC run file, plus the judged documents."""
+    from golden_io.trec import TrecFormatError, read_run
+
+    report = ImportReport(kind="run", source=source)
+    system = (system or PurePath(source).stem).strip()
+    if not system:
+        report.add("system", "name the system this run comes from")
+    text = decode_utf8(data, report)
+    if text is None or not report.ok:
+        return report
+    try:
+        run = read_run(text)
+    except TrecFormatError as exc:
+        for problem in exc.problems:
+            where, sep, message = problem.partition(": ")
+            report.add(where if sep else "", message if sep else problem)
+        return report
+    rankings = {qid: list(run[qid]) for qid in run}
+    return _pool_write(golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report)
+
+
+@dataclass(frozen=True, slots=True)
+class _HarnessQuery:
+    id: str
+    text: str
+    locale: str | None
+    filters: Mapping[str, Any] = field(default_factory=dict)
+
+
+def pool_fetch(
+    *,
+    golden_set: GoldenSet,
+    url: str,
+    system: str,
+    depth: int = POOL_DEPTH,
+    params: Mapping[str, Any] | None = None,
+    adapter: str = "http_json",
+    concurrency: int = 8,
+) -> ImportReport:
+    """One system's top `depth` for every active query, by calling its search endpoint with the harness.
+    A query the endpoint failed to answer is a problem: nothing is written then (rerun when it is up)."""
+    from evaluation.harness import HarnessConfig, search_all_sync
+
+    report = ImportReport(kind="run", source=f"{system} at {url}")
+    queries = [
+        _HarnessQuery(q.external_id, q.text, q.locale or None, q.filters)
+        for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")
+    ]
+    config = HarnessConfig(
+        url=url, adapter=adapter, size=depth, params=dict(params or {}), concurrency=concurrency
+    )
+    results = search_all_sync(queries, config)
+    for result in results:
+        if result.error:
+            report.add(f"query {result.query_id}", f"search failed: {result.error}")
+    if not report.ok:
+        return report
+    rankings = {r.query_id: list(r.ids) for r in results}
+    return _pool_write(golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report)
+
+
+@transaction.atomic
+def _pool_write(
+    *,
+    golden_set: GoldenSet,
+    rankings: Mapping[str, Sequence[str]],
+    system: str,
+    depth: int,
+    report: ImportReport,
+) -> ImportReport:
+    pools = _pools_from_rankings(
+        golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report, where=system
+    )
+    if not report.ok:
+        return report
+    report.count("queries pooled", len(pools))
+    report.count("pool entries", sum(len(v) for v in pools.values()))
+    report.count("candidates added", pool_merge(pools=pools))
+    report.count("judged candidates added", pool_add_judged(golden_set=golden_set))
+    return report
+
+
+# --- assignments --------------------------------------------------------------------------------
+
+
+class AssignmentError(Exception):
+    """A reassignment or assignment that would break a rule; the message says which."""
+
+
+def dual_sampled(*, golden_set: GoldenSet, query: Query) -> bool:
+    """Deterministic: the same queries are dual-labeled however often assignment runs."""
+    digest = hashlib.sha256(f"{golden_set.slug}:{query.external_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < golden_set.dual_rate
+
+
+@dataclass(slots=True)
+class AssignReport:
+    primary: int = 0
+    second: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@transaction.atomic
+def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None = None) -> AssignReport:
+    """Give every active query with a pool a primary rater, and the dual sample a second, different one.
+
+    Idempotent: queries that already have a live assignment of a kind are skipped. Whole queries only;
+    the least-loaded rater gets the next one (ties by id), never someone who held the query before.
+    """
+    pool = list(raters) if raters is not None else list(golden_set.raters.order_by("id"))
+    report = AssignReport()
+    if not pool:
+        report.notes.append(f"golden set {golden_set.slug} has no raters: add some first")
+        return report
+    load: Counter[int] = Counter(
+        dict(
+            Assignment.objects.filter(query__golden_set=golden_set, status=Assignment.Status.OPEN)
+            .order_by()
+            .values("rater")
+            .annotate(n=Count("id"))
+            .values_list("rater", "n")
+        )
+    )
+    queries = (
+        golden_set.queries.filter(status=Query.Status.ACTIVE)
+        .annotate(pool=Count("candidates"))
+        .filter(pool__gt=0)
+        .prefetch_related("assignments")
+        .order_by("external_id")
+    )
+    for query in queries:
+        held = {a.rater_id for a in query.assignments.all()}
+        live = {a.kind for a in query.assignments.all() if a.status != Assignment.Status.REASSIGNED}
+        wanted = [Assignment.Kind.PRIMARY]
+        if dual_sampled(golden_set=golden_set, query=query):
+            wanted.append(Assignment.Kind.SECOND)
+        for kind in wanted:
+            if kind in live:
+                continue
+            free = [r for r in pool if r.pk not in held]
+            if not free:
+                report.notes.append(f"query {query.external_id}: no rater left for a {kind} assignment")
+                break
+            rater = min(free, key=lambda r: (load[r.pk], r.pk))
+            Assignment.objects.create(query=query, rater=rater, kind=kind)
+            held.add(rater.pk)
+            load[rater.pk] += 1
+            if kind == Assignment.Kind.PRIMARY:
+                report.primary += 1
+            else:
+                report.second += 1
+    return report
+
+
+@transaction.atomic
+def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
+    """Move an assignment to another rater. The old one keeps its rater and judgments, marked reassigned,
+    so a tab still open on it gets a clear refusal instead of writing into someone else's work."""
+    old = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if old.status == Assignment.Status.REASSIGNED:
+        raise AssignmentError("this assignment was already reassigned")
+    if old.rater_id == rater.pk:
+        raise AssignmentError(f"{rater} already holds this assignment")
+    existing = Assignment.objects.select_for_update().filter(query_id=old.query_id, rater=rater).first()
+    if existing is not None and existing.status != Assignment.Status.REASSIGNED:
+        raise AssignmentError(
+            f"{rater} already has this query ({existing.kind}); nobody grades a query twice"
+        )
+    old.status = Assignment.Status.REASSIGNED
+    old.save(update_fields=["status"])
+    if existing is not None:
+        # The query comes back to someone who had it before: their earlier work is theirs again.
+        existing.status = Assignment.Status.OPEN
+        existing.kind = old.kind
+        existing.completed = None
+        existing.save(update_fields=["status", "kind", "completed"])
+        new = existing
+    else:
+        new = Assignment.objects.create(query_id=old.query_id, rater=rater, kind=old.kind)
+    new.scope.set(old.scope.all())
+    _refresh_completion(new)
+    return new
+
+
+def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
+    """(graded, total) for the assignment, marking it done or open again to match."""
+    graded, total = assignment_progress(assignment)
+    complete = total > 0 and graded >= total
+    if complete and assignment.status == Assignment.Status.OPEN:
+        assignment.status = Assignment.Status.DONE
+        assignment.completed = timezone.now()
+        assignment.save(update_fields=["status", "completed"])
+    elif not complete and assignment.status == Assignment.Status.DONE:
+        assignment.status = Assignment.Status.OPEN
+        assignment.completed = None
+        assignment.save(update_fields=["status", "completed"])
+    return graded, total
+
+
+def assignment_candidates(assignment: Assignment) -> Q:
+    """The candidates an assignment covers: its scope when it has one, else the query's whole pool."""
+    if assignment.scope.exists():
+        return Q(scoped_assignments=assignment)
+    return Q(query_id=assignment.query_id)
+
+
+def assignment_progress(assignment: Assignment) -> tuple[int, int]:
+    total = Candidate.objects.filter(assignment_candidates(assignment)).count()
+    graded = Judgment.objects.filter(assignment=assignment).count()
+    return graded, total
+
+
+# --- grading ------------------------------------------------------------------------------------
+
+
+class GradingError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(GradingError):
+    status = 404
+    code = "not_found"
+
+
+class Reassigned(GradingError):
+    status = 409
+    code = "reassigned"
+
+
+class OffScale(GradingError):
+    status = 400
+    code = "off_scale"
+
+
+class NoteRequired(GradingError):
+    status = 422
+    code = "note_required"
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    judgment: Judgment
+    created: bool
+    changed: bool
+    graded: int
+    total: int
+    status: str
+
+
+REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
+
+
+@transaction.atomic
+def judgment_submit(
+    *,
+    assignment_id: int,
+    rater: User,
+    candidate_id: int,
+    grade: int,
+    note: str = "",
+    time_spent_ms: int = 0,
+) -> SubmitResult:
+    """Save one grade: insert or update the rater's judgment and append its history event.
+
+    The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
+    reassignment (which takes the same lock) cannot slip between the check and the write.
+    """
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("query__golden_set__rubric")
+        .filter(pk=assignment_id, rater=rater)
+        .first()
+    )
+    if assignment is None:
+        raise NotFound("no such assignment")
+    if assignment.status == Assignment.Status.REASSIGNED:
+        raise Reassigned(REASSIGNED_MESSAGE)
+    candidate = (
+        Candidate.objects.filter(assignment_candidates(assignment), pk=candidate_id)
+        .select_related("document")
+        .first()
+    )
+    if candidate is None:
+        raise NotFound(f"candidate {candidate_id} is not part of this assignment")
+    rubric = assignment.query.golden_set.rubric
+    if grade not in rubric.scale:
+        raise OffScale(f"grade {grade} is outside the scale {rubric.scale_min}..{rubric.scale_max}")
+    note = note.strip()
+    if len(note) > MAX_NOTE:
+        raise GradingError(f"the note is longer than {MAX_NOTE} characters")
+    frozen = (
+        FrozenLabel.objects.filter(query_id=assignment.query_id, document_id=candidate.document_id)
+        .values_list("grade", flat=True)
+        .first()
+    )
+    if frozen is not None and grade != frozen and not note:
+        raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
+    spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
+    judgment, created = _judgment_upsert(assignment, candidate.document, grade=grade, note=note, spent=spent)
+    changed = created or judgment.grade != grade or note != judgment.note
+    old_grade = None if created else judgment.grade
+    if not created:
+        judgment.time_spent_ms += spent
+        fields = ["time_spent_ms", "updated"]
+        if changed:
+            # The note belongs to this grade: a regrade without one leaves no stale reason behind (the
+            # history keeps every earlier note).
+            judgment.grade = grade
+            judgment.note = note
+            fields += ["grade", "note"]
+        judgment.save(update_fields=fields)
+    if changed:
+        JudgmentEvent.objects.create(
+            judgment=judgment,
+            rater=rater,
+            old_grade=old_grade,
+            new_grade=grade,
+            note=note,
+            time_spent_ms=spent,
+        )
+    graded, total = _refresh_completion(assignment)
+    return SubmitResult(
+        judgment=judgment,
+        created=created,
+        changed=bool(changed),
+        graded=graded,
+        total=total,
+        status=assignment.status,
+    )
+
+
+def _judgment_upsert(
+    assignment: Assignment, document: Document, *, grade: int, note: str, spent: int
+) -> tuple[Judgment, bool]:
+    """The existing judgment (locked), or a new one with this grade. The unique constraint is the last
+    word: should another writer insert first (SQLite has no row locks), its row is taken instead."""
+    found = Judgment.objects.select_for_update().filter(assignment=assignment, document=document).first()
+    if found is not None:
+        return found, False
+    try:
+        with transaction.atomic():
+            created = Judgment.objects.create(
+                assignment=assignment, document=document, grade=grade, note=note, time_spent_ms=spent
+            )
+            return created, True
+    except IntegrityError:
+        return Judgment.objects.select_for_update().get(assignment=assignment, document=document), False

@@ -1,0 +1,45 @@
+"""Role-aware bits for the shared templates (base.html nav, home.html), which no labeling view renders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.db.models import Count
+
+from labeling import roles, selectors
+from labeling.models import Assignment
+
+register = template.Library()
+
+
+@register.simple_tag
+def user_roles(user: Any) -> dict[str, bool]:
+    return roles.roles(user)
+
+
+@register.simple_tag
+def rater_summary(user: Any) -> dict[str, Any]:
+    """Open and finished assignments and where to start, for a rater's home page."""
+    if not roles.is_rater(user):
+        return {}
+    counts = dict(
+        Assignment.objects.filter(rater=user)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .order_by()
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    return {
+        "open": counts.get(Assignment.Status.OPEN, 0),
+        "done": counts.get(Assignment.Status.DONE, 0),
+        "next": selectors.assignment_next(rater=user),
+    }
+
+
+@register.simple_tag
+def reviewer_sets(user: Any) -> list[Any]:
+    if not roles.is_reviewer(user):
+        return []
+    return list(selectors.golden_set_list(user=user))
