@@ -152,9 +152,9 @@ def _decode_json(text: str, *, line: int | None) -> tuple[Any, Problem | None]:
     except RecursionError:
         where = "" if line is None else f"line {line}"
         return None, Problem(where, "invalid JSON: nested too deeply to read", "json")
-    except ValueError as e:  # e.g. an integer literal longer than Python's int conversion limit
+    except ValueError:  # the only other ValueError: an integer literal beyond Python's digit limit
         where = "" if line is None else f"line {line}"
-        return None, Problem(where, f"invalid JSON: {e}", "json")
+        return None, Problem(where, "invalid JSON: a number is too long to read", "json")
 
 
 def _to_text(data: str | bytes | bytearray | memoryview) -> str:
@@ -256,13 +256,16 @@ class _Checker:
         self,
         value: object,
         where: str,
-        allowed: Sequence[str],
+        allowed: Sequence[str] | None,
         *,
         what: str,
         query_id: str | None = None,
         hint: Callable[[str], str | None] | None = None,
     ) -> Mapping[str, Any] | None:
-        """An object with only `allowed` keys; unknown keys are errors, with the close match suggested."""
+        """An object with string keys, only `allowed` ones unless that is None.
+
+        An unknown key is an error, with the close match suggested (a typo must not be silently ignored).
+        """
         if not isinstance(value, Mapping):
             self.add(where, f"{what} must be an object, got {_describe(value)}", "type", query_id)
             return None
@@ -276,7 +279,7 @@ class _Checker:
         for key in value:
             if not isinstance(key, str):
                 self.add(where, f"field names must be strings, got {_describe(key)}", "type", query_id)
-            elif key not in allowed:
+            elif allowed is not None and key not in allowed:
                 extra = hint(key) if hint else None
                 self.add(_join(where, key), extra or _unknown_field(key, allowed), "unknown_field", query_id)
         return value
@@ -408,11 +411,7 @@ class _Checker:
 
         qid = self.string(obj["id"], place("id"), ident=True) if self.required(obj, "id", where) else None
         if qid is not None:
-            if qid in self.query_places:
-                message = f"duplicate query id {_quote(qid)} (also {self.query_places[qid]})"
-                self.add(place("id"), message, "duplicate_query")
-            else:
-                self.query_places[qid] = where.removesuffix(": ")
+            self.once(self.query_places, qid, where.removesuffix(": "), place("id"), "query id", None)
         text = (
             self.string(obj["text"], place("text"), query_id=ctx)
             if self.required(obj, "text", where, ctx)
@@ -428,7 +427,7 @@ class _Checker:
         )
         critical = self.boolean(obj["critical"], place("critical"), ctx) if "critical" in obj else False
         tags = self.tags(obj["tags"], place("tags"), ctx) if "tags" in obj else ()
-        judgments = self.judgments(obj.get("judgments", []), place("judgments"), scale, ctx)
+        judgments, grades_ok = self.judgments(obj.get("judgments", []), place("judgments"), scale, ctx)
 
         if critical and expect_empty:
             self.add(
@@ -438,7 +437,7 @@ class _Checker:
                 "conflict",
                 ctx,
             )
-        elif critical and judgments is not None and not any(j.grade >= 1 for j in judgments):
+        elif critical and grades_ok and not any(j.grade >= 1 for j in judgments):
             self.add(
                 place("critical"),
                 "a critical query needs a judgment at grade >= 1 "
@@ -449,7 +448,7 @@ class _Checker:
 
         if len(self.problems) > before:
             return None
-        assert qid is not None and text is not None and tier is not None and judgments is not None
+        assert qid is not None and text is not None and tier is not None
         assert weight is not None and filters is not None and tags is not None
         assert expect_empty is not None and critical is not None
         return GoldenQuery(
@@ -490,23 +489,13 @@ class _Checker:
         return weight
 
     def filters(self, value: object, where: str, qid: str | None) -> dict[str, Any] | None:
-        if not isinstance(value, Mapping):
-            self.add(where, f"filters must be an object, got {_describe(value)}", "type", qid)
-            return None
         before = len(self.problems)
-        for key in getattr(value, "repeated", ()):
-            self.add(
-                _join(where, key),
-                "appears more than once in the same object (JSON would keep only the last)",
-                "duplicate_field",
-                qid,
-            )
+        obj = self.obj(value, where, None, what="filters", query_id=qid)
+        if obj is None:
+            return None
         out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                self.add(where, f"filter names must be strings, got {_describe(key)}", "type", qid)
-                continue
-            if self.string(key, f"{where}[{_quote(key)}]", query_id=qid) is None:
+        for key, item in obj.items():
+            if not isinstance(key, str) or self.string(key, f"{where}[{_quote(key)}]", query_id=qid) is None:
                 continue
             place = _join(where, key)
             if isinstance(item, list | tuple):
@@ -544,38 +533,31 @@ class _Checker:
             self.add(where, f"tags must be an array of strings, got {_describe(value)}", "type", qid)
             return None
         before = len(self.problems)
-        first: dict[str, int] = {}
+        seen: dict[str, str] = {}
         for i, item in enumerate(value):
             tag = self.string(item, f"{where}[{i}]", query_id=qid)
-            if tag is None:
-                continue
-            if tag in first:
-                self.add(
-                    f"{where}[{i}]",
-                    f"duplicate tag {_quote(tag)} (also {where}[{first[tag]}])",
-                    "duplicate_tag",
-                    qid,
-                )
-            else:
-                first[tag] = i
+            if tag is not None:
+                self.once(seen, tag, f"{where}[{i}]", f"{where}[{i}]", "tag", qid)
         if len(self.problems) > before:
             return None
-        return tuple(sorted(first))
+        return tuple(sorted(seen))
 
     def judgments(
         self, value: object, where: str, scale: Scale | None, qid: str | None
-    ) -> tuple[Judgment, ...] | None:
+    ) -> tuple[tuple[Judgment, ...], bool]:
+        """The valid judgments (sorted by doc id) and whether every grade was valid."""
         if not isinstance(value, list | tuple):
             self.add(where, f"judgments must be an array, got {_describe(value)}", "type", qid)
-            return None
-        before = len(self.problems)
+            return (), False
         out: list[Judgment] = []
-        doc_seen: dict[str, int] = {}
-        key_seen: dict[str, int] = {}
+        grades_ok = True
+        docs: dict[str, str] = {}
+        keys: dict[str, str] = {}
         for i, item in enumerate(value):
             place = f"{where}[{i}]"
             obj = self.obj(item, place, JUDGMENT_FIELDS, what="a judgment", query_id=qid)
             if obj is None:
+                grades_ok = False
                 continue
             doc_id = (
                 self.string(obj["doc_id"], _join(place, "doc_id"), ident=True, query_id=qid)
@@ -590,33 +572,25 @@ class _Checker:
             if grade is not None and scale is not None and grade not in scale:
                 self.add(_join(place, "grade"), f"{grade} is outside the scale {scale}", "off_scale", qid)
                 grade = None
+            grades_ok = grades_ok and grade is not None
             key = self.optional_string(obj, "key", place, qid)
             if doc_id is not None:
-                if doc_id in doc_seen:
-                    self.add(
-                        _join(place, "doc_id"),
-                        f"duplicate judgment for document {_quote(doc_id)} "
-                        f"(also {where}[{doc_seen[doc_id]}])",
-                        "duplicate_judgment",
-                        qid,
-                    )
-                else:
-                    doc_seen[doc_id] = i
+                self.once(docs, doc_id, place, _join(place, "doc_id"), "judgment for document", qid)
             if key is not None:
-                if key in key_seen:
-                    self.add(
-                        _join(place, "key"),
-                        f"duplicate key {_quote(key)} (also {where}[{key_seen[key]}])",
-                        "duplicate_key",
-                        qid,
-                    )
-                else:
-                    key_seen[key] = i
+                self.once(keys, key, place, _join(place, "key"), "key", qid)
             if doc_id is not None and grade is not None:
                 out.append(Judgment(doc_id=doc_id, grade=grade, key=key))
-        if len(self.problems) > before:
-            return None
-        return tuple(sorted(out, key=lambda j: natural_key(j.doc_id)))
+        return tuple(sorted(out, key=lambda j: natural_key(j.doc_id))), grades_ok
+
+    def once(
+        self, seen: dict[str, str], value: str, here: str, where: str, what: str, qid: str | None
+    ) -> None:
+        """Report `value` if `seen` has it already (naming where it was first), else remember it."""
+        if value in seen:
+            code = "duplicate_" + what.split()[0]
+            self.add(where, f"duplicate {what} {_quote(value)} (also {seen[value]})", code, qid)
+        else:
+            seen[value] = here
 
 
 def _join(where: str, key: str) -> str:
@@ -771,10 +745,10 @@ def parse_jsonl(data: str | bytes) -> GoldenFile:
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    for _, line in _lines(text):
-        stripped = line.strip()
-        return stripped.startswith("{") and stripped.endswith("}")
-    return False
+    """A header line and at least one more line, the first an object on its own line."""
+    lines = _lines(text)
+    first = next(lines, (0, ""))[1].strip()
+    return first.startswith("{") and first.endswith("}") and next(lines, None) is not None
 
 
 def parse(data: str | bytes, *, fmt: Format | None = None) -> GoldenFile:
@@ -888,7 +862,8 @@ def _one_line(value: Any) -> str:
 
 
 def _pretty(value: Any, level: int, *, inline_items: bool = False) -> str:
-    """json.dumps(indent=2), except that the items of an `inline_items` array stay on one line each."""
+    """json.dumps(indent=2), except that an array of scalars (tags, a filter's values) stays on one line,
+    and so does each item of an `inline_items` array (a judgment: a regrade is then a one-line diff)."""
     pad = "  " * (level + 1)
     end = "  " * level
     if isinstance(value, dict) and value:
@@ -897,7 +872,7 @@ def _pretty(value: Any, level: int, *, inline_items: bool = False) -> str:
             for key, item in value.items()
         )
         return f"{{\n{body}\n{end}}}"
-    if isinstance(value, list) and value:
+    if isinstance(value, list) and any(isinstance(item, dict | list) for item in value):
         render = _one_line if inline_items else (lambda item: _pretty(item, level + 1))
         body = ",\n".join(f"{pad}{render(item)}" for item in value)
         return f"[\n{body}\n{end}]"
