@@ -72,10 +72,10 @@ def _dcg(grades: NDArray[np.int64], discounts: NDArray[np.float64]) -> NDArray[n
     The actual and the ideal lists go through this same code, so an ideal ranking scores exactly 1.0.
     Grades <= 0 earn nothing (a negative grade is "judged, not relevant", as trec_eval reads it).
     """
+    terms = (np.exp2(np.maximum(grades, 0).astype(np.float64)) - 1.0) / discounts[:, None]
     total = np.zeros(grades.shape[1], dtype=np.float64)
     for position in range(grades.shape[0]):
-        gain = np.exp2(np.maximum(grades[position], 0).astype(np.float64)) - 1.0
-        total += gain / discounts[position]
+        total += terms[position]
     return total
 
 
@@ -108,10 +108,16 @@ def _ideal_grades(judgments: Sequence[Mapping[str, int]], k: int) -> NDArray[np.
         return np.zeros((k, queries), dtype=np.int64)
     level_of = np.searchsorted(-levels, -values[positive])
     counts = np.bincount(owner[positive] * levels.size + level_of, minlength=queries * levels.size)
-    # at_or_above[q, j]: how many of q's documents have grade >= levels[j]
+    # at_or_above[q, j]: how many of q's documents have grade >= levels[j]. In the ideal list, positions
+    # from at_or_above[q, j] on are past level j: mark where each level ends, and a running count of the
+    # marks gives, per position, the index of the level found there (levels.size: past every positive).
     at_or_above = np.cumsum(counts.reshape(queries, levels.size), axis=1)
-    grade_or_zero = np.append(levels, 0)
-    return np.stack([grade_or_zero[(at_or_above <= position).sum(axis=1)] for position in range(k)])
+    ends = np.zeros((queries, k + 1), dtype=np.int64)
+    rows = np.arange(queries)
+    for j in range(levels.size):
+        ends[rows, np.minimum(at_or_above[:, j], k)] += 1
+    level_at = np.cumsum(ends[:, :k], axis=1)
+    return np.ascontiguousarray(np.append(levels, 0)[level_at].T)
 
 
 def score_lists(
