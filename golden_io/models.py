@@ -1,3 +1,203 @@
+"""Golden versions (immutable snapshots of a golden set) and their export to git.
+
+A `GoldenVersion` row holds the exact bytes `golden_io.format.dump_json` produced at the freeze; once
+written it is never changed or deleted. The model refuses `save()` on an existing row and `delete()`, its
+queryset refuses `update()`, `delete()` and `bulk_update()`, every foreign key pointing at it or from it
+PROTECTs, and on the database a trigger refuses UPDATE (and on PostgreSQL DELETE) from raw SQL too
+(migration 0002). Writes go through `golden_io.services`; reads through `golden_io.selectors`.
+"""
+
 from __future__ import annotations
 
-from django.db import models  # noqa: F401
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from golden_io.format import parse_json
+from golden_io.golden import GoldenFile
+from labeling.models import GoldenSet
+
+# Version names end up in the file, in `golden@<name>` git tags and in URLs: a conservative alphabet.
+VERSION_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+
+class ImmutableVersionError(Exception):
+    """Raised by every ORM path that would change or delete a frozen golden version."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"golden versions are immutable: {what} is refused (freeze a new version instead)")
+
+
+def version_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a version (None when it can)."""
+    if not VERSION_NAME_RE.match(name):
+        return (
+            f"version name {name!r} must be 1-100 characters of letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+    if ".." in name or name.endswith((".", ".lock")):
+        return f"version name {name!r} cannot contain '..' or end with '.' or '.lock' (it becomes a git tag)"
+    return None
+
+
+class GoldenVersionQuerySet(models.QuerySet["GoldenVersion"]):
+    def update(self, **kwargs: Any) -> int:
+        raise ImmutableVersionError("QuerySet.update()")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise ImmutableVersionError("QuerySet.delete()")
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: int | None = None) -> int:
+        raise ImmutableVersionError("QuerySet.bulk_update()")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        raise ImmutableVersionError("QuerySet.update_or_create()")
+
+
+class GoldenVersion(models.Model):
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="versions")
+    name = models.CharField(max_length=100)
+    # The exact bytes dump_json wrote; the file served, exported and evaluated is always this.
+    content = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+    parent = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="children"
+    )
+    rubric_name = models.CharField(max_length=100)
+    rubric_version = models.PositiveIntegerField()
+    k = models.PositiveIntegerField()
+    relevant_min_grade = models.IntegerField()
+    scale_min = models.IntegerField()
+    scale_max = models.IntegerField()
+    # {"queries": {"core": n, "shadow": n, "challenge": n}, "total_queries", "judgments", "documents",
+    #  "methods": {"single": n, ...}}
+    counts = models.JSONField(default=dict)
+    # Per judged document at the freeze: {doc_id: {"key": key or null, "content_hash": sha256}}. The hash
+    # is the content that was judged (carried over from the parent for labels carried over), so a document
+    # whose live hash differs is stale.
+    documents = models.JSONField(default=dict)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="golden_versions",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    objects = GoldenVersionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["golden_set", "name"], name="golden_version_set_name_unique"),
+        ]
+        ordering = ["golden_set", "-created", "-id"]
+        get_latest_by = ["created", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.golden_set.slug}@{self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ImmutableVersionError(f"saving version {self.name!r} again")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise ImmutableVersionError(f"deleting version {self.name!r}")
+
+    @property
+    def content_bytes(self) -> bytes:
+        # PostgreSQL hands back a memoryview, SQLite bytes; callers always get bytes.
+        return bytes(self.content)
+
+    def golden(self) -> GoldenFile:
+        """The frozen golden file (parsed from the stored bytes, so it is exactly what was frozen)."""
+        return parse_json(self.content_bytes)
+
+    @property
+    def tag(self) -> str:
+        return f"golden@{self.name}"
+
+    @property
+    def rubric_label(self) -> str:
+        return f"{self.rubric_name}@{self.rubric_version}"
+
+
+class GitExportConfig(models.Model):
+    """Where a golden set's versions are exported. Credentials are env var NAMES, never values."""
+
+    class Format(models.TextChoices):
+        JSON = "json"
+        JSONL = "jsonl"
+
+    golden_set = models.OneToOneField(GoldenSet, on_delete=models.CASCADE, related_name="git_export")
+    repository_path = models.CharField(
+        max_length=1000, help_text="absolute path of the local working repository (created if missing)"
+    )
+    branch = models.CharField(max_length=200, default="main")
+    file_path = models.CharField(max_length=500, help_text="path of the golden file inside the repository")
+    file_format = models.CharField(max_length=5, choices=Format.choices, default=Format.JSON)
+    remote_url = models.CharField(
+        max_length=1000, blank=True, help_text="push here after each export (empty: local only)"
+    )
+    username_env = models.CharField(
+        max_length=100, blank=True, help_text="name of the environment variable holding the username"
+    )
+    password_env = models.CharField(
+        max_length=100, blank=True, help_text="name of the environment variable holding the password or token"
+    )
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.golden_set.slug} -> {self.repository_path}:{self.branch}/{self.file_path}"
+
+    def clean(self) -> None:
+        from golden_io.git_export import config_problems
+
+        problems = config_problems(
+            repository_path=self.repository_path,
+            branch=self.branch,
+            file_path=self.file_path,
+            remote_url=self.remote_url,
+            username_env=self.username_env,
+            password_env=self.password_env,
+        )
+        if problems:
+            raise ValidationError(problems)
+
+
+class GitExport(models.Model):
+    """One export attempt of a version: what was committed, tagged and pushed, or why not."""
+
+    class Status(models.TextChoices):
+        EXPORTED = "exported"  # committed and tagged (and pushed when a remote is set)
+        UNCHANGED = "unchanged"  # the tag already pointed at this exact content: nothing written
+        PUSH_FAILED = "push_failed"  # committed and tagged locally; the push did not go through
+        REFUSED = "refused"  # the tag exists with other content
+        FAILED = "failed"  # nothing written (bad configuration, unreadable repository, ...)
+
+    version = models.ForeignKey(GoldenVersion, on_delete=models.PROTECT, related_name="exports")
+    status = models.CharField(max_length=12, choices=Status.choices)
+    repository_path = models.CharField(max_length=1000)
+    branch = models.CharField(max_length=200)
+    file_path = models.CharField(max_length=500)
+    commit = models.CharField(max_length=40, blank=True)
+    tag = models.CharField(max_length=200)
+    pushed = models.BooleanField(default=False)
+    remote_url = models.CharField(max_length=1000, blank=True)
+    message = models.TextField(blank=True, help_text="what happened, and what to do when it failed")
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.version} -> {self.tag} ({self.status})"

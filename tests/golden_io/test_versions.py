@@ -1,0 +1,138 @@
+"""GoldenVersion: immutable through every ORM path, the admin and raw SQL; content round-trips."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import DatabaseError, connection, transaction
+from django.test import Client
+from django.urls import reverse
+
+from golden_io.format import dump_json
+from golden_io.golden import GoldenFile, GoldenQuery, Judgment
+from golden_io.models import GoldenVersion, ImmutableVersionError
+from labeling.models import GoldenSet
+
+pytestmark = pytest.mark.django_db
+
+
+def _version(
+    golden_set: GoldenSet, name: str = "2026-08-01", parent: GoldenVersion | None = None
+) -> GoldenVersion:
+    golden = GoldenFile(
+        version=name,
+        queries=(GoldenQuery(id="q-1", text="refund", judgments=(Judgment("d-1", 3, key="https://h/d-1"),)),),
+        rubric="help-center@1",
+    )
+    content = dump_json(golden)
+    return GoldenVersion.objects.create(
+        golden_set=golden_set,
+        name=name,
+        content=content,
+        sha256=hashlib.sha256(content).hexdigest(),
+        parent=parent,
+        rubric_name="help-center",
+        rubric_version=1,
+        k=10,
+        relevant_min_grade=2,
+        scale_min=0,
+        scale_max=3,
+        counts={"queries": {"core": 1, "shadow": 0, "challenge": 0}, "judgments": 1},
+    )
+
+
+@pytest.fixture
+def version(golden_set: GoldenSet) -> GoldenVersion:
+    return _version(golden_set)
+
+
+def test_it_names_itself_set_at_version(version: GoldenVersion) -> None:
+    assert str(version) == "help-center@2026-08-01"
+    assert version.tag == "golden@2026-08-01"
+
+
+def test_it_parses_its_stored_bytes(version: GoldenVersion) -> None:
+    fresh = GoldenVersion.objects.get(pk=version.pk)  # bytes as the database hands them back
+
+    assert isinstance(fresh.content_bytes, bytes)
+    assert fresh.golden().query("q-1").judgments == (Judgment("d-1", 3, key="https://h/d-1"),)
+    assert dump_json(fresh.golden()) == fresh.content_bytes
+
+
+def test_it_refuses_save_on_an_existing_row(version: GoldenVersion) -> None:
+    version.notes = "edited"
+    with pytest.raises(ImmutableVersionError, match="immutable: saving version '2026-08-01' again"):
+        version.save()
+    assert GoldenVersion.objects.get(pk=version.pk).notes == ""
+
+
+def test_it_refuses_delete(version: GoldenVersion) -> None:
+    with pytest.raises(ImmutableVersionError, match="deleting version"):
+        version.delete()
+    assert GoldenVersion.objects.filter(pk=version.pk).exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        lambda qs, v: qs.update(notes="x"),
+        lambda qs, v: qs.delete(),
+        lambda qs, v: qs.bulk_update([v], ["notes"]),
+        lambda qs, v: qs.update_or_create(pk=v.pk, defaults={"notes": "x"}),
+        lambda qs, v: qs.select_for_update().filter(pk=v.pk).update(k=3),
+    ],
+    ids=["update", "delete", "bulk_update", "update_or_create", "select_for_update_update"],
+)
+def test_it_refuses_queryset_writes(version: GoldenVersion, path) -> None:
+    version.notes = "x"
+    with pytest.raises(ImmutableVersionError, match="golden versions are immutable"):
+        path(GoldenVersion.objects.all(), version)
+    fresh = GoldenVersion.objects.get(pk=version.pk)
+    assert (fresh.notes, fresh.k) == ("", 10)
+
+
+def test_it_refuses_writes_through_the_related_manager(version: GoldenVersion, golden_set: GoldenSet) -> None:
+    with pytest.raises(ImmutableVersionError):
+        golden_set.versions.update(notes="x")
+    with pytest.raises(ImmutableVersionError):
+        golden_set.versions.all().delete()
+    assert golden_set.versions.get().notes == ""
+
+
+def test_it_protects_a_version_from_cascades(version: GoldenVersion, golden_set: GoldenSet) -> None:
+    from django.db.models import ProtectedError
+
+    child = _version(golden_set, "2026-08-02", parent=version)
+    with pytest.raises(ProtectedError):
+        golden_set.delete()
+    assert GoldenVersion.objects.filter(pk__in=[version.pk, child.pk]).count() == 2
+
+
+def test_it_refuses_raw_sql_updates_in_the_database(version: GoldenVersion) -> None:
+    with pytest.raises(DatabaseError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE golden_io_goldenversion SET notes = 'x' WHERE id = %s", [version.pk])
+    if connection.vendor == "postgresql":
+        with pytest.raises(DatabaseError, match="immutable"), transaction.atomic(), connection.cursor() as c:
+            c.execute("DELETE FROM golden_io_goldenversion WHERE id = %s", [version.pk])
+    assert GoldenVersion.objects.get(pk=version.pk).notes == ""
+
+
+def test_the_admin_shows_a_version_read_only(version: GoldenVersion, client: Client) -> None:
+    admin = User.objects.create_superuser("root", "root@example.org", "pw-long-enough-123")
+    client.force_login(admin)
+    change = reverse("admin:golden_io_goldenversion_change", args=[version.pk])
+
+    page = client.get(change)
+    assert page.status_code == 200
+    assert b'name="_save"' not in page.content  # no save button: view only
+    assert b"2026-08-01" in page.content
+
+    assert client.post(change, {"notes": "edited"}).status_code == 403
+    delete = reverse("admin:golden_io_goldenversion_delete", args=[version.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    listing = client.get(reverse("admin:golden_io_goldenversion_changelist"))
+    assert b"delete_selected" not in listing.content
+    assert client.get(reverse("admin:golden_io_goldenversion_add")).status_code == 403
+    assert GoldenVersion.objects.get(pk=version.pk).notes == ""
