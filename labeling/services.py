@@ -564,7 +564,9 @@ def pool_import_run(
             report.add(where if sep else "", message if sep else problem)
         return report
     rankings = {qid: list(run[qid]) for qid in run}
-    return _pool_write(golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report)
+    return pool_import_rankings(
+        golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,18 +606,22 @@ def pool_fetch(
     if not report.ok:
         return report
     rankings = {r.query_id: list(r.ids) for r in results}
-    return _pool_write(golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report)
+    return pool_import_rankings(
+        golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report
+    )
 
 
 @transaction.atomic
-def _pool_write(
+def pool_import_rankings(
     *,
     golden_set: GoldenSet,
     rankings: Mapping[str, Sequence[str]],
     system: str,
-    depth: int,
-    report: ImportReport,
+    depth: int = POOL_DEPTH,
+    report: ImportReport | None = None,
 ) -> ImportReport:
+    """One system's ranked ids per query (external ids) into the pools, plus the judged documents."""
+    report = report or ImportReport(kind="run", source=system)
     pools = _pools_from_rankings(
         golden_set=golden_set, rankings=rankings, system=system, depth=depth, report=report, where=system
     )

@@ -8,6 +8,7 @@ pool whose first document carries a frozen grade of 3.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -18,6 +19,12 @@ from tests import factories
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """PBKDF2's million rounds cost most of a test's setup here; tests do not test the hasher."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _user(username: str, group: str | None) -> User:

@@ -1,0 +1,278 @@
+"""Imports: documents, golden files, query logs, rubrics. A file with any problem imports nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from labeling import services
+from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query, Rubric
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def _jsonl(*rows: Any) -> bytes:
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows).encode()
+
+
+def _doc(doc_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": doc_id,
+        "key": f"https://help.example.com/{doc_id}",
+        "title": f"Article {doc_id}",
+        "url": f"https://help.example.com/{doc_id}",
+        "snippet": "Short.",
+        "body": "Long.",
+        "fields": {"product": "billing", "locale": "en-US"},
+        **extra,
+    }
+
+
+@pytest.fixture
+def gset() -> GoldenSet:
+    return factories.GoldenSetFactory.create(slug="hc", locales=["en-US", "de-DE"])
+
+
+def _golden(*queries: dict[str, Any], **top: Any) -> bytes:
+    return json.dumps({"version": "2026-08-01", "k": 10, "queries": list(queries), **top}).encode()
+
+
+def _query(qid: str, *judgments: tuple[str, int], **extra: Any) -> dict[str, Any]:
+    return {
+        "id": qid,
+        "text": f"text of {qid}",
+        "locale": "en-US",
+        "filters": {"product": "billing"},
+        "judgments": [{"doc_id": d, "grade": g} for d, g in judgments],
+        **extra,
+    }
+
+
+# --- documents --------------------------------------------------------------------------------------
+
+
+def test_it_imports_documents_and_updates_changed_ones(gset: GoldenSet) -> None:
+    report = services.documents_import(golden_set=gset, data=_jsonl(_doc("d1"), _doc("d2")), source="c.jsonl")
+    assert report.ok, report.problems
+    assert report.counts["documents created"] == 2
+    before = Document.objects.get(doc_id="d1").content_hash
+    again = services.documents_import(
+        golden_set=gset, data=_jsonl(_doc("d1", title="Renamed"), _doc("d2")), source="c.jsonl"
+    )
+    assert (again.counts["documents updated"], again.counts["documents unchanged"]) == (1, 1)
+    d1 = Document.objects.get(doc_id="d1")
+    assert d1.title == "Renamed" and d1.content_hash != before and len(d1.content_hash) == 64
+
+
+def test_it_reports_every_bad_document_line_and_imports_nothing(gset: GoldenSet) -> None:
+    data = _jsonl(
+        _doc("d1"),
+        _doc("d1"),  # duplicate id
+        {"title": "no id"},
+        "{not json",
+        _doc("d3", key=_doc("d1")["key"]),  # duplicate key
+        _doc("d4", fields=["x"]),
+        _doc("d5", title=""),
+    )
+    report = services.documents_import(golden_set=gset, data=data, source="c.jsonl")
+    assert [p.where for p in report.problems] == [
+        "line 2: id",
+        "line 3: id",
+        "line 4",
+        "line 5: key",
+        "line 6: fields",
+        "line 7: title",
+    ]
+    assert "duplicate id 'd1' (first on line 1)" in report.problems[0].message
+    assert "also 'd1' on line 1" in report.problems[3].message
+    assert not Document.objects.exists()
+
+
+def test_it_refuses_documents_that_are_not_utf8(gset: GoldenSet) -> None:
+    data = json.dumps(_doc("d1", title="Rückerstattung"), ensure_ascii=False).encode("latin-1")
+    report = services.documents_import(golden_set=gset, data=data, source="c.jsonl")
+    assert not report.ok
+    assert report.problems[0].where == "line 1" and "not UTF-8" in report.problems[0].message
+    assert not Document.objects.exists()
+
+
+def test_it_refuses_a_key_that_belongs_to_another_stored_document(gset: GoldenSet) -> None:
+    services.documents_import(golden_set=gset, data=_jsonl(_doc("d1")), source="a")
+    report = services.documents_import(
+        golden_set=gset, data=_jsonl(_doc("d9", key=_doc("d1")["key"])), source="b"
+    )
+    assert [str(p) for p in report.problems] == [
+        "line 1: key: key 'https://help.example.com/d1' already belongs to document 'd1' of this golden set"
+    ]
+    assert Document.objects.count() == 1
+
+
+# --- golden files -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def docs(gset: GoldenSet) -> None:
+    services.documents_import(golden_set=gset, data=_jsonl(*(_doc(f"d{i}") for i in range(1, 6))), source="c")
+
+
+def test_it_imports_a_golden_file_as_the_sets_frozen_labels(gset: GoldenSet, docs: None) -> None:
+    data = _golden(
+        _query("q-1", ("d1", 3), ("d2", 1), stratum="billing", weight=12, critical=True),
+        _query("q-2", ("d3", 0), locale="de-DE", tier="shadow"),
+        relevant_min_grade=2,
+    )
+    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
+    assert report.ok, report.problems
+    assert report.counts["queries created"] == 2
+    assert report.counts["frozen labels"] == 3
+    q1 = Query.objects.get(external_id="q-1")
+    assert (q1.stratum, q1.weight, q1.critical, q1.filters) == ("billing", 12.0, True, {"product": "billing"})
+    assert Query.objects.get(external_id="q-2").tier == "shadow"
+    labels = set(
+        FrozenLabel.objects.values_list("query__external_id", "document__doc_id", "grade", "version")
+    )
+    assert labels == {
+        ("q-1", "d1", 3, "2026-08-01"),
+        ("q-1", "d2", 1, "2026-08-01"),
+        ("q-2", "d3", 0, "2026-08-01"),
+    }
+    gset.refresh_from_db()
+    assert gset.frozen_version == "2026-08-01"
+    # Judged documents join the pools, marked as judged (no rank).
+    assert Candidate.objects.filter(query=q1).count() == 2
+    assert Candidate.objects.filter(query=q1).first().provenance == [{"system": "judged", "rank": None}]  # type: ignore[union-attr]
+
+
+def test_a_new_golden_file_replaces_the_frozen_labels(gset: GoldenSet, docs: None) -> None:
+    services.golden_import(golden_set=gset, data=_golden(_query("q-1", ("d1", 3), ("d2", 1))), source="v1")
+    v2 = json.dumps(
+        {"version": "2026-09-01", "k": 10, "queries": [_query("q-1", ("d1", 2), text="new text")]}
+    ).encode()
+    report = services.golden_import(golden_set=gset, data=v2, source="v2")
+    assert report.counts["previous frozen labels replaced"] == 2
+    assert list(FrozenLabel.objects.values_list("document__doc_id", "grade", "version")) == [
+        ("d1", 2, "2026-09-01")
+    ]
+    assert Query.objects.get(external_id="q-1").text == "new text"
+
+
+def test_it_names_each_problem_of_a_golden_file_and_imports_nothing(gset: GoldenSet, docs: None) -> None:
+    data = _golden(
+        _query("q-1", ("d1", 3), ("doc-404", 2)),
+        _query("q-2", ("d2", 7)),
+        _query("q-3", ("d3", 1), locale="fr-FR"),
+    )
+    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
+    messages = [str(p) for p in report.problems]
+    assert any(
+        m.startswith("queries[1].judgments[0].grade") and "outside the scale 0..3" in m for m in messages
+    )
+    assert not Query.objects.exists() and not FrozenLabel.objects.exists()
+    # The grade fixed, the remaining problems are the set's: unknown document and locale out of scope.
+    fixed = _golden(_query("q-1", ("d1", 3), ("doc-404", 2)), _query("q-3", ("d3", 1), locale="fr-FR"))
+    report = services.golden_import(golden_set=gset, data=fixed, source="golden.json")
+    assert [p.where for p in report.problems] == ["queries[0].judgments[1].doc_id", "queries[1].locale"]
+    assert "doc-404 is not a document of golden set hc" in report.problems[0].message
+    assert "fr-FR is outside the golden set's scope (en-US, de-DE)" in report.problems[1].message
+    assert not Query.objects.exists() and not FrozenLabel.objects.exists()
+
+
+def test_it_refuses_a_golden_file_on_another_scale_or_rubric(gset: GoldenSet, docs: None) -> None:
+    data = _golden(_query("q-1", ("d1", 1)), scale={"min": 0, "max": 1}, rubric="other@2")
+    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
+    assert [p.where for p in report.problems] == ["scale", "rubric"]
+    assert "differs from rubric help-center@1's scale 0..3" in report.problems[0].message
+    assert not Query.objects.exists()
+
+
+def test_it_reports_malformed_golden_json_with_its_place(gset: GoldenSet) -> None:
+    report = services.golden_import(golden_set=gset, data=b'{"version": "x", "queries": [', source="g.json")
+    assert [p.where for p in report.problems] == ["line 1, column 30"]
+    assert "JSON" in report.problems[0].message
+    assert not Query.objects.exists()
+
+
+# --- query logs -------------------------------------------------------------------------------------
+
+
+def _log_csv(rows: list[tuple[str, int, int, str]]) -> bytes:
+    lines = ["query,count,zero_hits,locale"] + [f'"{q}",{c},{z},{loc}' for q, c, z, loc in rows]
+    return "\n".join(lines).encode()
+
+
+def test_it_samples_a_query_log_into_the_set_up_to_the_cap(gset: GoldenSet) -> None:
+    factories.QueryFactory.create(golden_set=gset, text="Refund policy", locale="en-US")
+    rows = [(f"topic {i}", 1000 // (i + 1), 0, "en-US") for i in range(300)]
+    rows += [("refund policy", 50, 0, "en-US"), ("mail me at a@b.io", 3, 0, "en-US")]
+    rows += [(f"failing {i}", 5, 5, "en-US") for i in range(40)]
+    rows += [("bonjour", 9, 0, "fr-FR")]
+    options = services.SamplingOptions(cap=61, reserve_share=0.2, seed=5)
+    report = services.query_log_import(
+        golden_set=gset, data=_log_csv(rows), source="log.csv", options=options
+    )
+    assert report.ok, report.problems
+    assert report.counts["queries created"] == 60  # the set held 1 query; the cap is on the set
+    assert report.counts["known failures reserved"] == 12
+    assert report.counts["PII removed: email"] == 1
+    assert report.counts["already in the golden set"] == 1
+    assert report.counts["outside the locale scope"] == 1
+    created = Query.objects.filter(tags__contains=["from-log"])
+    assert created.count() == 60
+    assert created.filter(tags__contains=["known-failure"]).count() == 12
+    assert set(created.values_list("stratum", flat=True)) <= {"head", "torso", "tail"}
+    assert not created.filter(text__contains="@").exists()
+    assert not created.filter(locale="fr-FR").exists()
+    again = services.query_log_import(golden_set=gset, data=_log_csv(rows), source="log.csv", options=options)
+    assert again.counts["queries created"] == 0  # the set is full
+
+
+def test_a_query_log_with_a_bad_row_imports_nothing(gset: GoldenSet) -> None:
+    data = _log_csv([("fine", 3, 0, "en-US")]) + b'\n"broken",x,0,en-US'
+    options = services.SamplingOptions(cap=10)
+    report = services.query_log_import(golden_set=gset, data=data, source="log.csv", options=options)
+    assert [str(p) for p in report.problems] == ["line 3: count: expected a non-negative integer, found 'x'"]
+    assert not Query.objects.exists()
+
+
+# --- rubrics ----------------------------------------------------------------------------------------
+
+
+def _rubric(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": "support",
+        "version": 1,
+        "scale": {"min": 0, "max": 3},
+        "grades": [dict(g) for g in factories.GRADES],
+    }
+    data.update(overrides)
+    return data
+
+
+def test_it_imports_a_rubric_once_and_refuses_changed_content_under_the_same_version() -> None:
+    rubric, report = services.rubric_import(data=json.dumps(_rubric()).encode(), source="r.json")
+    assert report.ok and rubric is not None and str(rubric) == "support@1"
+    assert [g["grade"] for g in rubric.grades] == [3, 2, 1, 0]
+    same, again = services.rubric_import(data=json.dumps(_rubric()).encode(), source="r.json")
+    assert same == rubric and again.counts == {"rubrics unchanged": 1}
+    changed = _rubric()
+    changed["grades"][0]["meaning"] = "something else"
+    _, refused = services.rubric_import(data=json.dumps(changed).encode(), source="r.json")
+    assert "exists with other content; a change to a rubric is a new version" in str(refused.problems[0])
+    _, v2 = services.rubric_import(data=json.dumps({**changed, "version": 2}).encode(), source="r.json")
+    assert v2.ok and Rubric.objects.filter(name="support").count() == 2
+
+
+def test_it_names_each_rubric_problem() -> None:
+    grades = [dict(g) for g in factories.GRADES[:3]]  # grade 0 missing
+    grades[0]["positive_examples"] = ["only one"]
+    grades[1]["grade"] = 9
+    _, report = services.rubric_import(data=json.dumps(_rubric(grades=grades)).encode(), source="r.json")
+    assert [str(p) for p in report.problems] == [
+        "grades[0].positive_examples: expected at least three examples (text)",
+        "grades[1].grade: 9 is outside the scale 0..3",
+        "grades: no description for grade(s) 0, 2",
+    ]
+    assert not Rubric.objects.filter(name="support").exists()

@@ -1,0 +1,194 @@
+"""Every labeling view and endpoint against the rater (alice), the second rater (bob), the reviewer of
+the set (rita), an outsider (charlie), a reviewer of another set, and anonymous visitors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from labeling.models import Assignment, GoldenSet
+from tests import factories
+
+OK, REDIRECT, SEE_OTHER, FORBIDDEN, NOT_FOUND = 200, 302, 303, 403, 404
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    url: Callable[[Assignment], str]
+    expected: dict[str, int]  # user -> status
+    data: Callable[[Assignment], dict] | None = None
+    json_body: Callable[[Assignment], dict] | None = None
+
+
+def _doc_upload(_: Assignment) -> dict:
+    line = json.dumps({"id": "new-doc", "title": "A new article"}).encode()
+    return {"file": SimpleUploadedFile("docs.jsonl", line)}
+
+
+def _slug(a: Assignment) -> str:
+    return a.query.golden_set.slug
+
+
+CASES = [
+    Case(
+        "queue",
+        "get",
+        lambda a: reverse("labeling:queue"),
+        {"alice": OK, "bob": OK, "rita": FORBIDDEN, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "queue_next",
+        "get",
+        lambda a: reverse("labeling:queue_next"),
+        {"alice": REDIRECT, "bob": REDIRECT, "rita": FORBIDDEN, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "grade page",
+        "get",
+        lambda a: reverse("labeling:grade", args=[a.pk]),
+        {"alice": OK, "bob": NOT_FOUND, "rita": NOT_FOUND, "charlie": NOT_FOUND},
+    ),
+    Case(
+        "grades get",
+        "get",
+        lambda a: reverse("labeling:grades", args=[a.pk]),
+        {"alice": OK, "bob": NOT_FOUND, "rita": NOT_FOUND, "charlie": NOT_FOUND},
+    ),
+    Case(
+        "grades post",
+        "post",
+        lambda a: reverse("labeling:grades", args=[a.pk]),
+        {"alice": OK, "bob": NOT_FOUND, "rita": NOT_FOUND, "charlie": NOT_FOUND},
+        json_body=lambda a: {"candidate": a.query.candidates.order_by("best_rank")[1].pk, "grade": 2},
+    ),
+    Case(
+        "reassign",
+        "post",
+        lambda a: reverse("labeling:reassign", args=[a.pk]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": SEE_OTHER, "charlie": FORBIDDEN},
+        data=lambda a: {"rater": User.objects.get(username="bob").pk},
+    ),
+    Case(
+        "set list",
+        "get",
+        lambda a: reverse("labeling:set_list"),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "set detail",
+        "get",
+        lambda a: reverse("labeling:set_detail", args=[_slug(a)]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "query review",
+        "get",
+        lambda a: reverse("labeling:query_review", args=[_slug(a), a.query.pk]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "import page",
+        "get",
+        lambda a: reverse("labeling:import", args=[_slug(a)]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+    ),
+    Case(
+        "import upload",
+        "post",
+        lambda a: reverse("labeling:import_upload", args=[_slug(a), "documents"]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        data=_doc_upload,
+    ),
+    Case(
+        "assign",
+        "post",
+        lambda a: reverse("labeling:assign", args=[_slug(a)]),
+        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": REDIRECT, "charlie": FORBIDDEN},
+    ),
+]
+
+
+def _request(client: Client, case: Case, assignment: Assignment):
+    url = case.url(assignment)
+    if case.method == "get":
+        return client.get(url)
+    if case.json_body is not None:
+        return client.post(url, data=json.dumps(case.json_body(assignment)), content_type="application/json")
+    return client.post(url, data=case.data(assignment) if case.data else {})
+
+
+@pytest.mark.parametrize("user", ["alice", "bob", "rita", "charlie"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_view_answers_each_role_as_designed(
+    case: Case, user: str, assignment: Assignment, charlie: User, client: Client
+) -> None:
+    client.force_login(User.objects.get(username=user))
+    response = _request(client, case, assignment)
+    assert response.status_code == case.expected[user], response.content[:300]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_anonymous_visitors_are_sent_to_the_login_page(
+    case: Case, assignment: Assignment, client: Client
+) -> None:
+    response = _request(client, case, assignment)
+    assert response.status_code == REDIRECT
+    assert response["Location"].startswith(reverse("login"))
+
+
+REVIEWER_CASES = [
+    c for c in CASES if c.expected["rita"] in (OK, REDIRECT, SEE_OTHER) and c.name != "set list"
+]
+
+
+@pytest.mark.parametrize("case", REVIEWER_CASES, ids=[c.name for c in REVIEWER_CASES])
+def test_a_reviewer_of_another_set_gets_404(case: Case, assignment: Assignment, client: Client) -> None:
+    other = factories.UserFactory.create(username="rex", groups=["reviewers"])
+    factories.GoldenSetFactory.create(slug="other", reviewers=[other])
+    client.force_login(other)
+    assert _request(client, case, assignment).status_code == NOT_FOUND
+
+
+@pytest.mark.parametrize("case", REVIEWER_CASES, ids=[c.name for c in REVIEWER_CASES])
+def test_an_admin_reaches_every_set(case: Case, assignment: Assignment, client: Client) -> None:
+    admin = factories.UserFactory.create(username="ada", groups=["admins"])
+    client.force_login(admin)
+    assert _request(client, case, assignment).status_code == case.expected["rita"]
+
+
+def test_the_set_list_shows_a_reviewer_only_their_sets(
+    golden_set: GoldenSet, rita: User, client: Client
+) -> None:
+    factories.GoldenSetFactory.create(slug="not-ritas", name="Not Ritas")
+    client.force_login(rita)
+    body = client.get(reverse("labeling:set_list")).content.decode()
+    assert golden_set.name in body and "Not Ritas" not in body
+
+
+def test_nav_and_home_follow_the_role(
+    assignment: Assignment, rita: User, charlie: User, client: Client
+) -> None:
+    alice = assignment.rater
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    assert "My queue" in home and "Golden sets" not in home
+    assert reverse("labeling:grade", args=[assignment.pk]) in home  # "Start grading"
+    client.force_login(rita)
+    home = client.get("/").content.decode()
+    assert "Golden sets" in home and "My queue" not in home and assignment.query.golden_set.name in home
+    client.force_login(charlie)
+    home = client.get("/").content.decode()
+    assert "no role yet" in home and "My queue" not in home and "Golden sets" not in home
+
+
+def test_health_needs_no_login(client: Client, db: None) -> None:
+    assert client.get("/health/").status_code == OK
