@@ -18,13 +18,14 @@ Query semantics, deliberately like a stock Elasticsearch `match` query on a help
   Each remaining word is one clause (`"q"`-string in, clauses out: the engine knows nothing of synonyms).
 - A document matches when at least `min(clauses, min_should_match)` clauses (default 3) occur in its title
   or body: one- to three-word queries need every word, longer questions need any three.
-- Matches are ranked by FTS5's BM25 over title (weight 3) and body (weight 1), summed over clauses;
+- Matches are ranked by FTS5's BM25 over title (weight 3) and snippet + body (weight 1), summed over clauses;
   ties by document id ascending, so the order is deterministic.
 - Filters keep documents whose `fields[name]` equals the value (a list value means any of; a list-valued
   field matches when any element does); a missing field never matches. `locale` keeps documents whose
   `fields.locale` equals it (case-insensitive); documents without a locale are kept.
-- `"rewrite": true` runs the synonym rewriter *before* the engine: each word with a rule in the pack is
-  followed by its expansions and the rewritten string is searched as if the user had typed it. Every
+- `"rewrite": true` runs the synonym rewriter *before* the engine: a word with a `replace` rule is swapped
+  for its replacement (spelling variants: one word for one word), a word with an `expand` rule is
+  followed by its expansions, and the rewritten string is searched as if the user had typed it. Every
   added word is therefore an ordinary clause: it adds its own BM25 term to the score and counts towards
   the minimum-should-match. demo/README.md explains why that erases refunds.
 """
@@ -59,9 +60,11 @@ MAX_REQUEST_BYTES = 1 << 20
 DEFAULT_SYNONYMS_PATH = Path(__file__).with_name("synonyms.json")
 
 # Small on purpose: a word that carries meaning in a help center ("plan", "return", "account") must never
-# be here, because a dropped word cannot match. German and French lists cover the localized articles.
+# be here, because a dropped word cannot match. German and French lists cover the localized articles;
+# s, t, ll, ... are what the word splitter leaves of English contractions ("can't" -> "can", "t").
 _STOPWORD_TEXT = """
     a an and are as at be been but by can could did do does for from had has have how i if in into is it
+    no not s t d ll re ve m
     its me my of on or our so than that the their them then there these they this to was we were what
     when where which who why will with would you your yours
     am auf aus bei das dem den der des die ein eine einem einen einer es für hat ich ihr im ist kann mein
@@ -203,13 +206,16 @@ def load_corpus(path: str | os.PathLike[str]) -> list[Document]:
 
 @dataclass(frozen=True, slots=True)
 class SynonymRule:
+    """`terms` -> either `expand` (words added after the original) or `replace` (words instead of it)."""
+
     terms: tuple[str, ...]
-    expand: tuple[str, ...]
+    expand: tuple[str, ...] = ()
+    replace: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class SynonymPack:
-    """One-way expansions: a query word listed in a rule's `terms` is followed by the rule's `expand`."""
+    """A versioned list of one-way rules, applied word by word before the engine sees the query."""
 
     name: str
     version: str
@@ -219,12 +225,19 @@ class SynonymPack:
     def label(self) -> str:
         return f"{self.name}@{self.version}"
 
-    def expansions(self, word: str) -> tuple[str, ...]:
-        added: list[str] = []
+    def rewrite(self, word: str) -> tuple[str, ...]:
+        """The words that stand for `word` after rewriting: itself (unless replaced) and its expansions."""
+        replacements: list[str] = []
+        expansions: list[str] = []
         for rule in self.rules:
             if word in rule.terms:
-                added.extend(w for w in rule.expand if w not in added)
-        return tuple(added)
+                replacements.extend(rule.replace)
+                expansions.extend(rule.expand)
+        out: list[str] = []
+        for w in (*(replacements or [word]), *expansions):
+            if w not in out:
+                out.append(w)
+        return tuple(out)
 
 
 def _word_list(value: object, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -260,9 +273,20 @@ def parse_synonyms(obj: object, *, source: str = "synonyms") -> SynonymPack:
         if not isinstance(raw, dict):
             problems.append(f"{where}: expected an object")
             continue
+        unknown = sorted(set(raw) - {"terms", "expand", "replace", "note"})
+        if unknown:
+            problems.append(f"{where}: unknown keys {unknown}")
         terms = _word_list(raw.get("terms"), f"{where}.terms", problems)
-        expand = _word_list(raw.get("expand"), f"{where}.expand", problems)
-        rules.append(SynonymRule(terms=terms, expand=expand))
+        if ("expand" in raw) == ("replace" in raw):
+            problems.append(f"{where}: needs exactly one of expand or replace")
+            continue
+        if "expand" in raw:
+            rules.append(
+                SynonymRule(terms=terms, expand=_word_list(raw["expand"], f"{where}.expand", problems))
+            )
+        else:
+            words = _word_list(raw["replace"], f"{where}.replace", problems)
+            rules.append(SynonymRule(terms=terms, replace=words))
     if problems:
         raise SynonymsError(problems)
     return SynonymPack(name=obj["name"], version=obj["version"], rules=tuple(rules))
@@ -290,10 +314,10 @@ def query_words(text: str) -> list[str]:
 
 
 def rewrite_words(words: Sequence[str], pack: SynonymPack) -> list[str]:
-    """Each word followed by its expansions, as the rewriter hands them to the engine."""
+    """The query as the rewriter hands it to the engine: each word's rewrite, in order, repeats dropped."""
     clauses: list[str] = []
     for word in words:
-        for clause in (word, *pack.expansions(word)):
+        for clause in pack.rewrite(word):
             if clause not in clauses:
                 clauses.append(clause)
     return clauses
@@ -402,10 +426,15 @@ class SearchIndex:
         return scores, per_clause
 
 
+def _indexed_body(doc: Document) -> str:
+    # The snippet is the article's own summary, so it is searchable like the body.
+    return "\n\n".join(part for part in (doc.snippet, doc.body) if part)
+
+
 def build_index(
     docs: Iterable[Document], path: str | os.PathLike[str] = ":memory:", *, generation: str | None = None
 ) -> SearchIndex:
-    """Index the documents (title and body) into a new SQLite database.
+    """Index the documents (title; snippet and body) into a new SQLite database.
 
     `path` other than ":memory:" is written to a temporary file and renamed into place, so a reader never
     sees a half-built index; an existing file at `path` is replaced. `generation` defaults to a content hash.
@@ -437,7 +466,7 @@ def build_index(
         with conn:
             conn.executemany(
                 "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
-                ((i, d.title, d.body) for i, d in enumerate(docs)),
+                ((i, d.title, _indexed_body(d)) for i, d in enumerate(docs)),
             )
             conn.executemany(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)",
