@@ -1,10 +1,10 @@
 """The search harness: call a search system for every golden query and record what came back (pure, no
 Django; async httpx).
 
-Bounded concurrency (a semaphore), a per-request timeout, retries with capped exponential backoff and a
-little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx, 429 honouring
-`Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded on its query as
-`QueryResult(error=...)`: METRICS.md never counts an errored query as empty.
+Bounded concurrency (a fixed pool of workers), a per-request timeout, retries with capped exponential
+backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
+429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded
+on its query as `QueryResult(error=...)`: METRICS.md never counts an errored query as empty.
 
 Used by the `assay run` command, the Celery chunk tasks and candidate-pool building:
 
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib.util
 import json
 import math
 import random
+import ssl
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -210,14 +213,12 @@ class _Outcome:
 
 
 class _Runner:
-    def __init__(self, config: HarnessConfig, client: httpx.AsyncClient) -> None:
+    def __init__(self, config: HarnessConfig) -> None:
         self.config = config
-        self.client = client
         self.adapter = config.make_adapter()
-        self.semaphore = asyncio.Semaphore(config.concurrency)
         self.limiter = _RateLimiter(config.rate_limit) if config.rate_limit else None
 
-    async def run_one(self, query: SearchQuery) -> QueryResult:
+    async def run_one(self, client: httpx.AsyncClient, query: SearchQuery) -> QueryResult:
         config = self.config
         try:
             request = self.adapter.build_request(
@@ -235,47 +236,48 @@ class _Runner:
         headers = httpx.Headers(dict(request.headers))
         headers.update(config.headers)
         attempts = 0
-        async with self.semaphore:
-            while True:
-                attempts += 1
-                if self.limiter:
-                    await self.limiter.wait()
-                started = time.perf_counter()
-                try:
-                    outcome = await self._attempt(request, headers)
-                except _Transient as exc:
-                    latency = (time.perf_counter() - started) * 1000
-                    if attempts > config.retries:
-                        tries = f" after {attempts} attempts" if attempts > 1 else ""
-                        return QueryResult(
-                            query_id=query.id,
-                            error=f"{exc}{tries}",
-                            status=exc.status,
-                            latency_ms=latency,
-                            attempts=attempts,
-                        )
-                    await asyncio.sleep(backoff_delay(config, attempts, exc.retry_after))
-                    continue
-                except _Permanent as exc:
+        while True:
+            attempts += 1
+            if self.limiter:
+                await self.limiter.wait()
+            started = time.perf_counter()
+            try:
+                outcome = await self._attempt(client, request, headers)
+            except _Transient as exc:
+                latency = (time.perf_counter() - started) * 1000
+                if attempts > config.retries:
+                    tries = f" after {attempts} attempts" if attempts > 1 else ""
                     return QueryResult(
                         query_id=query.id,
-                        error=str(exc),
+                        error=f"{exc}{tries}",
                         status=exc.status,
-                        latency_ms=(time.perf_counter() - started) * 1000,
+                        latency_ms=latency,
                         attempts=attempts,
                     )
+                await asyncio.sleep(backoff_delay(config, attempts, exc.retry_after))
+                continue
+            except _Permanent as exc:
                 return QueryResult(
                     query_id=query.id,
-                    ids=outcome.hits_ids,
-                    titles=outcome.titles,
-                    status=outcome.status,
+                    error=str(exc),
+                    status=exc.status,
                     latency_ms=(time.perf_counter() - started) * 1000,
                     attempts=attempts,
-                    index_generation=outcome.generation,
-                    model_id=outcome.model_id,
                 )
+            return QueryResult(
+                query_id=query.id,
+                ids=outcome.hits_ids,
+                titles=outcome.titles,
+                status=outcome.status,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                attempts=attempts,
+                index_generation=outcome.generation,
+                model_id=outcome.model_id,
+            )
 
-    async def _attempt(self, request: SearchRequest, headers: httpx.Headers) -> _Outcome:
+    async def _attempt(
+        self, client: httpx.AsyncClient, request: SearchRequest, headers: httpx.Headers
+    ) -> _Outcome:
         config = self.config
         content: str | None = None
         if request.form:
@@ -284,7 +286,7 @@ class _Runner:
             headers = httpx.Headers(headers)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         try:
-            response = await self.client.request(
+            response = await client.request(
                 request.method,
                 request.url,
                 headers=headers,
@@ -330,9 +332,22 @@ def _read_marker(response: httpx.Response, body: Any, header: str | None, path: 
     return None
 
 
-def _client(config: HarnessConfig) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
-    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout), limits=limits, trust_env=config.trust_env)
+def _skip_sniffio_probe() -> None:
+    """httpcore 1.0 runs `import sniffio` each time it sets up a lock (several times per request). When
+    sniffio is not installed, every one of those failed imports searches sys.path again; measured here,
+    that is most of the harness's CPU time. Recording the absence once makes the import fail at once,
+    exactly as it would have. A no-op when sniffio is installed."""
+    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+        sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+
+def _client(config: HarnessConfig, ssl_context: ssl.SSLContext) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(config.timeout),
+        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+        trust_env=config.trust_env,
+        verify=ssl_context,
+    )
 
 
 async def search_all(
@@ -340,38 +355,46 @@ async def search_all(
     config: HarnessConfig,
     *,
     on_result: Callable[[QueryResult], None] | None = None,
-    client: httpx.AsyncClient | None = None,
 ) -> list[QueryResult]:
     """One QueryResult per query, in the order given (golden order), each with its error if it failed.
 
-    `on_result` is called once per finished query, in completion order, from the event loop (keep it
-    quick; an exception it raises aborts the run and propagates). `client` lets a caller share
-    connections across runs; by default one is made for this call and closed after it.
+    `config.concurrency` workers pull the next query from a shared cursor, so at most that many requests
+    are in flight, and no task waits per query (100,000 queries cost 32 tasks, not 100,000). Each worker
+    owns a one-connection client: httpcore scans every connection of a pool on each request, so 32 small
+    pools are far cheaper than one pool of 32. `on_result` is called once per finished query, in
+    completion order, from the event loop (keep it quick; an exception it raises stops the run and
+    propagates).
     """
-    owned = client is None
-    client = client or _client(config)
-    try:
-        runner = _Runner(config, client)
+    _skip_sniffio_probe()
+    runner = _Runner(config)
+    results: list[QueryResult | None] = [None] * len(queries)
+    cursor = iter(range(len(queries)))  # shared: next() never awaits, so no two workers get one index
+    workers = min(config.concurrency, len(queries))
+    # One SSL context for all workers: loading the CA bundle costs ~50 ms per client.
+    ssl_context = httpx.create_ssl_context(trust_env=config.trust_env)
+    clients = [_client(config, ssl_context) for _ in range(workers)]
 
-        async def one(query: SearchQuery) -> QueryResult:
-            result = await runner.run_one(query)
+    async def work(worker_client: httpx.AsyncClient) -> None:
+        for index in cursor:
+            result = await runner.run_one(worker_client, queries[index])
+            results[index] = result
             if on_result is not None:
                 on_result(result)
-            return result
 
-        tasks = [asyncio.ensure_future(one(q)) for q in queries]
-        try:
-            # Golden order by construction: gather keeps the order of its arguments.
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            # A failing callback (or a cancelled caller) stops the run: no request outlives the client.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+    tasks = [asyncio.ensure_future(work(c)) for c in clients]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        # A failing callback (or a cancelled caller) stops the run: no request outlives its client.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     finally:
-        if owned:
-            await client.aclose()
+        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+    done = [r for r in results if r is not None]
+    assert len(done) == len(queries)  # every index was taken by exactly one worker
+    return done
 
 
 def search_all_sync(
