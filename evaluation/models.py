@@ -1,3 +1,271 @@
+"""Search targets, evaluation runs and their per-query results, baselines, budgets and nightly schedules.
+
+Single-row behaviour only: writes that span rows are in `evaluation.services`, reads in
+`evaluation.selectors`, the Celery side in `evaluation.tasks`. The run row is the unit of idempotency:
+tasks claim work with conditional updates on its `status`, and `QueryRunResult` is unique per
+(run, query), so a chunk delivered twice writes each query once.
+"""
+
 from __future__ import annotations
 
-from django.db import models  # noqa: F401
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from evaluation.adapters import ADAPTER_NAMES
+from evaluation.targets import TargetSpec, target_spec
+
+
+class SearchTarget(models.Model):
+    """One search system to evaluate. Header secrets are env var names (`{"env": "VAR"}`), never values."""
+
+    class Adapter(models.TextChoices):
+        HTTP_JSON = "http_json", "http_json (the seed's contract)"
+        ELASTICSEARCH = "elasticsearch", "Elasticsearch"
+        OPENSEARCH = "opensearch", "OpenSearch"
+        SOLR = "solr", "Solr"
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    adapter = models.CharField(max_length=20, choices=Adapter.choices, default=Adapter.HTTP_JSON)
+    url = models.CharField(max_length=1000, help_text="search endpoint, index URL or Solr core URL")
+    headers = models.JSONField(
+        default=dict, blank=True, help_text='name -> value, or {"env": "VARIABLE"} for secrets'
+    )
+    params = models.JSONField(default=dict, blank=True, help_text="engine parameters sent on every call")
+    stages = models.JSONField(
+        default=dict, blank=True, help_text='stage toggles sent like params, e.g. {"rewrite": false}'
+    )
+    cache_bypass_header = models.CharField(
+        max_length=300, blank=True, help_text="'Name: value' sent on every call, e.g. Cache-Control: no-cache"
+    )
+    timeout = models.FloatField(default=10.0, validators=[MinValueValidator(0.001)], help_text="seconds")
+    concurrency = models.PositiveIntegerField(
+        default=8, validators=[MinValueValidator(1)], help_text="requests in flight per chunk task"
+    )
+    retries = models.PositiveIntegerField(default=3, help_text="retries of transient failures")
+    rate_limit = models.FloatField(
+        null=True, blank=True, help_text="requests per second over the whole run (empty: unlimited)"
+    )
+    generation_header = models.CharField(max_length=100, blank=True)
+    generation_field = models.CharField(max_length=200, blank=True, help_text="dotted path in the reply body")
+    model_id_header = models.CharField(max_length=100, blank=True)
+    model_id_field = models.CharField(max_length=200, blank=True)
+    es_template = models.JSONField(null=True, blank=True, help_text="elasticsearch/opensearch query template")
+    solr_method = models.CharField(max_length=4, choices=[("GET", "GET"), ("POST", "POST")], default="GET")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="targets"
+    )
+    golden_sets = models.ManyToManyField(
+        "labeling.GoldenSet", blank=True, related_name="targets", help_text="the sets evaluated on it"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(adapter__in=ADAPTER_NAMES), name="search_target_adapter_known"
+            ),
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def spec(self) -> TargetSpec:
+        return target_spec(self)
+
+
+class EvaluationRun(models.Model):
+    """A golden version evaluated against a target with given params: one row, many QueryRunResults."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINALIZING = "finalizing"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Verdict(models.TextChoices):
+        PASS = "pass"  # noqa: S105  (a verdict, not a password)
+        WARN = "warn"
+        FAIL = "fail"
+        NONE = "none", "none (not gated yet)"
+
+    class Trigger(models.TextChoices):
+        WEB = "web"
+        API = "api"
+        CI = "ci"
+        SCHEDULE = "schedule"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.FINALIZING)
+    FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    golden_version = models.ForeignKey(
+        "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="evaluation_runs"
+    )
+    target = models.ForeignKey(SearchTarget, on_delete=models.PROTECT, related_name="runs")
+    # The target as called (TargetSpec.to_dict(), secrets as env var names) and the run's param overrides.
+    target_snapshot = models.JSONField(default=dict)
+    params = models.JSONField(default=dict, blank=True, help_text="overrides on top of the target's")
+    effective_params = models.JSONField(default=dict, blank=True, help_text="what the engine was sent")
+    rebaseline = models.BooleanField(
+        default=False, help_text="gate as a rebaseline: identity differences are accepted, not refused"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    # Durable key -> live doc id as read at the start, so the report scores against one consistent map.
+    key_map = models.JSONField(default=dict, blank=True)
+    keys = models.JSONField(default=dict, blank=True, help_text="ResolvedGolden.to_dict(): unresolved keys")
+    report = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(max_length=4, choices=Verdict.choices, default=Verdict.NONE)
+    gate = models.JSONField(null=True, blank=True)
+    baseline = models.ForeignKey(
+        "Baseline", on_delete=models.SET_NULL, null=True, blank=True, related_name="gated_runs"
+    )
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.WEB)
+    triggered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    schedule = models.ForeignKey(
+        "RunSchedule", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    error_message = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="last progress written by a chunk")
+    finalizing_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    redispatches = models.PositiveIntegerField(default=0, help_text="times the sweeper re-sent missing work")
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [
+            models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
+            models.Index(fields=["target", "golden_version", "-created"], name="run_target_version"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(done__lte=models.F("total")), name="run_done_lte_total"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.golden_version_id} on {self.target_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
+
+    @property
+    def triggered_by_label(self) -> str:
+        """Who or what started it: a username, or the trigger ("schedule", "ci", ...)."""
+        if self.triggered_by_id is not None and self.triggered_by is not None:
+            return f"{self.triggered_by.get_username()} ({self.trigger})"
+        return self.trigger
+
+
+class QueryRunResult(models.Model):
+    """What the engine returned for one golden query in one run; written once per (run, query)."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
+    query_id = models.CharField(max_length=200, help_text="the golden query's external id")
+    ids = models.JSONField(default=list, blank=True)
+    titles = models.JSONField(default=list, blank=True)
+    error = models.TextField(null=True, blank=True)  # noqa: DJ001  (None = answered; "" is not an error)
+    http_status = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=1)
+    index_generation = models.CharField(max_length=200, blank=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "query_id"], name="query_run_result_run_query_unique"),
+        ]
+        ordering = ["run", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.query_id}"
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Baseline(models.Model):
+    """A run a reviewer approved as the floor for (golden set, target). A promotion adds a row: the
+    newest is in force, the older rows are the history."""
+
+    golden_set = models.ForeignKey("labeling.GoldenSet", on_delete=models.CASCADE, related_name="baselines")
+    target = models.ForeignKey(SearchTarget, on_delete=models.CASCADE, related_name="baselines")
+    run = models.ForeignKey(EvaluationRun, on_delete=models.PROTECT, related_name="baselines")
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    rationale = models.TextField()
+    approved_at = models.DateTimeField(auto_now_add=True)
+    previous = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Filled by the rebaseline workflow: where baseline/relevance.json and RELEVANCE_NOTES.md were written.
+    git_branch = models.CharField(max_length=300, blank=True)
+    git_commit = models.CharField(max_length=40, blank=True)
+    git_message = models.TextField(blank=True)
+    git_pushed = models.BooleanField(default=False)
+    git_push_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-approved_at", "-id"]
+        get_latest_by = ["approved_at", "id"]
+        indexes = [models.Index(fields=["golden_set", "target", "-approved_at"], name="baseline_current")]
+
+    def __str__(self) -> str:
+        return f"baseline of {self.golden_set_id} on {self.target_id}: run {self.run_id}"
+
+
+class BudgetSet(models.Model):
+    """A golden set's gate budgets, in the `evaluation.drift` budgets format (validated by load_budgets)."""
+
+    golden_set = models.OneToOneField("labeling.GoldenSet", on_delete=models.CASCADE, related_name="budgets")
+    data = models.JSONField(default=dict)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"budgets of {self.golden_set_id}"
+
+
+class RunSchedule(models.Model):
+    """A nightly run of (golden set, target) on the set's newest golden version, at hour:minute UTC."""
+
+    golden_set = models.ForeignKey(
+        "labeling.GoldenSet", on_delete=models.CASCADE, related_name="run_schedules"
+    )
+    target = models.ForeignKey(SearchTarget, on_delete=models.CASCADE, related_name="schedules")
+    enabled = models.BooleanField(default=True)
+    hour = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(23)])
+    minute = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(59)])
+    params = models.JSONField(default=dict, blank=True)
+    # The day (UTC) of the last run it started: a schedule starts at most one run a day.
+    last_run_on = models.DateField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["golden_set", "target"], name="run_schedule_set_target_unique"),
+            models.CheckConstraint(condition=Q(hour__lte=23) & Q(minute__lte=59), name="run_schedule_time"),
+        ]
+        ordering = ["golden_set", "target"]
+
+    def __str__(self) -> str:
+        return f"nightly {self.golden_set_id} on {self.target_id} at {self.hour:02d}:{self.minute:02d} UTC"

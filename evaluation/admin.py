@@ -1,0 +1,121 @@
+"""Admin: targets, budgets and schedules are editable (with the services' validation); runs, their results
+and baselines are records and are read-only here (runs are created, cancelled and promoted through the
+services, which keep their invariants)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from evaluation.drift import BudgetsError, load_budgets
+from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from evaluation.targets import spec_problems, target_spec
+
+
+class SearchTargetForm(forms.ModelForm):
+    class Meta:
+        model = SearchTarget
+        fields = (
+            "name",
+            "description",
+            "adapter",
+            "url",
+            "headers",
+            "params",
+            "stages",
+            "cache_bypass_header",
+            "timeout",
+            "concurrency",
+            "retries",
+            "rate_limit",
+            "generation_header",
+            "generation_field",
+            "model_id_header",
+            "model_id_field",
+            "es_template",
+            "solr_method",
+            "owner",
+            "golden_sets",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        candidate = SearchTarget(**{k: v for k, v in data.items() if k not in ("golden_sets", "owner")})
+        problems = spec_problems(target_spec(candidate))
+        if problems:
+            raise forms.ValidationError(problems)
+        return data
+
+
+@admin.register(SearchTarget)
+class SearchTargetAdmin(admin.ModelAdmin):
+    form = SearchTargetForm
+    list_display = ("name", "adapter", "url", "concurrency", "rate_limit", "owner", "updated")
+    search_fields = ("name", "url")
+    filter_horizontal = ("golden_sets",)
+
+
+class _ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(_ReadOnly):
+    list_display = (
+        "id",
+        "golden_version",
+        "target",
+        "status",
+        "done",
+        "total",
+        "errors",
+        "verdict",
+        "created",
+    )
+    list_filter = ("status", "verdict", "trigger", "target")
+    search_fields = ("target__name", "golden_version__name")
+
+
+@admin.register(QueryRunResult)
+class QueryRunResultAdmin(_ReadOnly):
+    list_display = ("run", "query_id", "error", "http_status", "latency_ms", "attempts")
+    search_fields = ("query_id",)
+
+
+@admin.register(Baseline)
+class BaselineAdmin(_ReadOnly):
+    list_display = ("golden_set", "target", "run", "approved_by", "approved_at", "git_branch")
+
+
+class BudgetSetForm(forms.ModelForm):
+    class Meta:
+        model = BudgetSet
+        fields = ("golden_set", "data")
+
+    def clean_data(self) -> Any:
+        try:
+            return load_budgets(self.cleaned_data["data"]).to_dict()
+        except BudgetsError as exc:
+            raise forms.ValidationError(exc.problems) from exc
+
+
+@admin.register(BudgetSet)
+class BudgetSetAdmin(admin.ModelAdmin):
+    form = BudgetSetForm
+    list_display = ("golden_set", "updated_by", "updated")
+
+
+@admin.register(RunSchedule)
+class RunScheduleAdmin(admin.ModelAdmin):
+    list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on")
+    list_filter = ("enabled",)

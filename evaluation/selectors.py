@@ -1,0 +1,262 @@
+"""Reads for evaluation: who sees which runs, run lists and progress, trends, side-by-side data for one
+query, unjudged documents in the top k, baselines, budgets, targets and schedules.
+
+Runs show target names and rankings, which raters must never see (grading is blind): a run is visible
+to admins, to reviewers of its golden set and to the user who triggered it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from evaluation.drift import Budgets, load_budgets
+from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from golden_io.golden import GoldenQuery
+from labeling.models import GoldenSet
+
+TREND_METRICS = ("ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate", "error_rate", "judged_at_k")
+
+
+def _is_admin(user: Any) -> bool:
+    from labeling.roles import is_admin
+
+    return is_admin(user)
+
+
+def runs_visible(*, user: Any) -> QuerySet[EvaluationRun]:
+    """Every run `user` may see (see the module docstring)."""
+    runs = EvaluationRun.objects.all()
+    if not getattr(user, "is_authenticated", False):
+        return runs.none()
+    if _is_admin(user):
+        return runs
+    return runs.filter(Q(golden_version__golden_set__reviewers=user) | Q(triggered_by=user)).distinct()
+
+
+def run_list(
+    *,
+    user: Any,
+    golden_set: GoldenSet | None = None,
+    target: SearchTarget | None = None,
+    status: str | None = None,
+) -> QuerySet[EvaluationRun]:
+    """Runs `user` may see, newest first, optionally of one set, target or status. The report and gate
+    JSON are deferred: a list never needs them."""
+    runs = runs_visible(user=user)
+    if golden_set is not None:
+        runs = runs.filter(golden_version__golden_set=golden_set)
+    if target is not None:
+        runs = runs.filter(target=target)
+    if status is not None:
+        runs = runs.filter(status=status)
+    return (
+        runs.select_related("golden_version__golden_set", "target", "triggered_by")
+        .defer("report", "gate", "key_map")
+        .order_by("-created", "-id")
+    )
+
+
+def run_get(*, user: Any, run_id: int) -> EvaluationRun | None:
+    """The run if `user` may see it, else None (a view answers 404 either way)."""
+    return (
+        runs_visible(user=user)
+        .select_related("golden_version__golden_set", "target", "triggered_by", "baseline__run")
+        .filter(pk=run_id)
+        .first()
+    )
+
+
+def run_progress(*, run: EvaluationRun) -> dict[str, Any]:
+    """What a progress bar polls: fresh from the database (a chunk may have written since `run` was read)."""
+    row: dict[str, Any] = dict(
+        EvaluationRun.objects.filter(pk=run.pk)
+        .values("status", "done", "total", "errors", "verdict", "error_message", "finished_at")
+        .get()
+    )
+    total, done = row["total"], row["done"]
+    final = row["status"] in EvaluationRun.FINAL
+    row["percent"] = 100.0 * done / total if total else (100.0 if final else 0.0)
+    row["final"] = final
+    return row
+
+
+def run_trend(
+    *, target: SearchTarget, golden_set: GoldenSet, metrics: tuple[str, ...] = TREND_METRICS
+) -> list[dict[str, Any]]:
+    """Each finished run of `target` on `golden_set`, oldest first: its core-tier means (METRICS.md's
+    unweighted values, the gate's), the golden version (a trend line breaks where it changes: values under
+    two versions are not comparable) and the verdict."""
+    runs = (
+        EvaluationRun.objects.filter(
+            target=target, golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
+        )
+        .select_related("golden_version")
+        .order_by("finished_at", "id")
+    )
+    points = []
+    for run in runs:
+        report = run.report or {}
+        core = (report.get("tiers") or {}).get("core") or {}
+        points.append(
+            {
+                "run_id": run.pk,
+                "finished_at": run.finished_at,
+                "golden_version": run.golden_version.name,
+                "verdict": run.verdict,
+                "params": run.effective_params,
+                **{m: (core.get(m) or {}).get("value") for m in metrics},
+            }
+        )
+    return points
+
+
+def _per_query(run: EvaluationRun, query_id: str) -> dict[str, Any] | None:
+    for row in (run.report or {}).get("per_query", []):
+        if row["id"] == query_id:
+            return dict(row)
+    return None
+
+
+def run_compare_query(*, run_a: EvaluationRun, run_b: EvaluationRun, query_id: str) -> dict[str, Any]:
+    """Side-by-side data for one query in two runs: each run's ranked list (id, title, grade, whether
+    judged) and metrics, and for every document in either list its rank in each (None = absent) with
+    the change. Raises KeyError when neither run has the query."""
+    from evaluation.services import resolved_golden
+
+    sides = []
+    grades: dict[str, int] = {}
+    query: GoldenQuery | None = None
+    for run in (run_a, run_b):
+        golden = resolved_golden(run).golden
+        q = next((q for q in golden.queries if q.id == query_id), None)
+        if q is not None:
+            query = query or q
+            grades.update(q.grades)
+        result = QueryRunResult.objects.filter(run=run, query_id=query_id).first()
+        ids = list(result.ids[: golden.k]) if result else []
+        titles = list(result.titles) if result else []
+        judged = q.grades if q is not None else {}
+        sides.append(
+            {
+                "run_id": run.pk,
+                "target": run.target.name,
+                "params": run.effective_params,
+                "error": result.error if result else None,
+                "metrics": _per_query(run, query_id),
+                "hits": [
+                    {
+                        "rank": i,
+                        "doc_id": doc_id,
+                        "title": titles[i - 1] if i - 1 < len(titles) else "",
+                        "grade": judged.get(doc_id),
+                        "judged": doc_id in judged,
+                    }
+                    for i, doc_id in enumerate(ids, start=1)
+                ],
+            }
+        )
+    if query is None:
+        raise KeyError(query_id)
+    ranks = [{h["doc_id"]: h["rank"] for h in side["hits"]} for side in sides]
+    docs = list(dict.fromkeys([*ranks[0], *ranks[1]]))
+    changes = []
+    for doc_id in docs:
+        before, after = ranks[0].get(doc_id), ranks[1].get(doc_id)
+        changes.append(
+            {
+                "doc_id": doc_id,
+                "grade": grades.get(doc_id),
+                "rank_a": before,
+                "rank_b": after,
+                "moved": None if before is None or after is None else before - after,
+            }
+        )
+    return {
+        "query": {
+            "id": query.id,
+            "text": query.text,
+            "locale": query.locale,
+            "filters": dict(query.filters),
+            "stratum": query.stratum,
+            "tier": query.tier,
+        },
+        "a": sides[0],
+        "b": sides[1],
+        "documents": changes,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class UnjudgedRow:
+    query_id: str
+    text: str
+    documents: list[tuple[str, int]]  # (doc id, rank) of the unjudged documents in the top k
+
+
+def unjudged_in_top_k(*, run: EvaluationRun) -> list[UnjudgedRow]:
+    """Per query, the documents in the run's top k that have no judgment of any grade (judged@k < 1):
+    the labels are going stale there. Errored queries have no list and are left out."""
+    from evaluation.services import resolved_golden
+
+    golden = resolved_golden(run).golden
+    results = {
+        r.query_id: r
+        for r in QueryRunResult.objects.filter(run=run, error__isnull=True).only("query_id", "ids")
+    }
+    rows = []
+    for query in golden.queries:
+        result = results.get(query.id)
+        if result is None:
+            continue
+        judged = query.grades
+        docs = [(d, rank) for rank, d in enumerate(result.ids[: golden.k], start=1) if d not in judged]
+        # A repeated id is one document to judge.
+        unique = list({d: (d, rank) for d, rank in reversed(docs)}.values())[::-1]
+        if unique:
+            rows.append(UnjudgedRow(query.id, query.text, sorted(unique, key=lambda x: x[1])))
+    return rows
+
+
+def run_results(*, run: EvaluationRun) -> QuerySet[QueryRunResult]:
+    return QueryRunResult.objects.filter(run=run).order_by("id")
+
+
+def baseline_get(*, golden_set: GoldenSet, target: SearchTarget) -> Baseline | None:
+    """The baseline in force for (set, target): the newest promotion."""
+    return (
+        Baseline.objects.filter(golden_set=golden_set, target=target)
+        .select_related("run__golden_version", "approved_by")
+        .order_by("-approved_at", "-id")
+        .first()
+    )
+
+
+def baseline_list(*, golden_set: GoldenSet, target: SearchTarget | None = None) -> QuerySet[Baseline]:
+    """Every promotion (the history), newest first."""
+    rows = Baseline.objects.filter(golden_set=golden_set)
+    if target is not None:
+        rows = rows.filter(target=target)
+    return rows.select_related("run__golden_version", "target", "approved_by").order_by("-approved_at", "-id")
+
+
+def budgets_get(*, golden_set: GoldenSet) -> Budgets:
+    """The set's budgets, or METRICS.md's defaults when it has none."""
+    row = BudgetSet.objects.filter(golden_set=golden_set).first()
+    return load_budgets(row.data if row else None)
+
+
+def target_list(*, golden_set: GoldenSet | None = None) -> QuerySet[SearchTarget]:
+    targets = SearchTarget.objects.all()
+    if golden_set is not None:
+        targets = targets.filter(golden_sets=golden_set)
+    return targets.order_by("name")
+
+
+def schedule_list(*, golden_set: GoldenSet | None = None) -> QuerySet[RunSchedule]:
+    rows = RunSchedule.objects.select_related("golden_set", "target")
+    if golden_set is not None:
+        rows = rows.filter(golden_set=golden_set)
+    return rows.order_by("golden_set__slug", "target__name")

@@ -1,0 +1,139 @@
+"""Celery tasks of evaluation runs: thin interfaces over `evaluation.services` (CONVENTIONS.md "Celery").
+
+Explicit stable names, JSON arguments (ids), services imported inside. Idempotency lives in the
+database (conditional status updates, unique (run, query) results), so every task here is safe to run
+twice; `run_chunk` and `run_finalize` are `acks_late` with `reject_on_worker_lost`: a chunk whose worker
+is killed goes back to the broker and another worker finishes it without duplicating a result.
+
+Periodic tasks for celery beat: `evaluation.runs_nightly` (every few minutes: starts the due nightly
+schedules) and `evaluation.runs_sweep` (every minute: moves runs that stopped moving). docs/runs.md
+gives the CELERY_BEAT_SCHEDULE lines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import Any, TypeVar
+
+from celery import chord, group, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# A chunk of MAX_CHUNK queries at a slow engine's worst case (every query timing out with retries)
+# stays well inside these; the soft limit turns the rest of a chunk into per-query errors.
+CHUNK_SOFT_LIMIT_S = 50 * 60
+CHUNK_HARD_LIMIT_S = 55 * 60
+FINALIZE_SOFT_LIMIT_S = 10 * 60
+FINALIZE_HARD_LIMIT_S = 11 * 60
+
+
+def _final_status_on_error(func: F) -> F:
+    """The wrapper that always leaves a run with a final status: an unexpected error fails the run (with
+    the error as its message) instead of leaving it RUNNING for ever."""
+
+    @wraps(func)
+    def wrapper(run_id: int, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(run_id, *args, **kwargs)
+        except Exception as exc:
+            from evaluation.services import run_fail
+
+            logger.exception("run %s: %s failed", run_id, func.__name__)
+            run_fail(run_id=run_id, message=f"{func.__name__}: {type(exc).__name__}: {exc}")
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def dispatch_chunks(run_id: int, chunks: Sequence[Sequence[str]]) -> None:
+    """Fan a run's chunks out over the workers with finalize as the chord's callback."""
+    if not chunks:
+        run_finalize.delay(run_id)
+        return
+    chord(group(run_chunk.s(run_id, list(c)) for c in chunks))(run_finalize.si(run_id))
+
+
+@shared_task(name="evaluation.run_start", ignore_result=True)
+@_final_status_on_error
+def run_start(run_id: int) -> None:
+    """Claim a queued run (QUEUED -> RUNNING), resolve its durable keys, fan out its chunks."""
+    from evaluation.services import run_begin
+
+    plan = run_begin(run_id=run_id)
+    if plan is None:
+        logger.info("run %s: not queued any more (claimed elsewhere or cancelled)", run_id)
+        return
+    dispatch_chunks(run_id, plan.chunks)
+
+
+@shared_task(
+    name="evaluation.run_chunk",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=CHUNK_SOFT_LIMIT_S,
+    time_limit=CHUNK_HARD_LIMIT_S,
+)
+def run_chunk(run_id: int, query_ids: list[str]) -> dict[str, Any]:
+    """Search the chunk's queries that have no result yet. Per-query failures are recorded, never raised,
+    so the chord's callback always runs; the chunk that completes the run also triggers finalize (a chord
+    can fire early or not at all when a chunk was redelivered)."""
+    from evaluation.services import run_chunk_process
+
+    try:
+        outcome = run_chunk_process(run_id=run_id, query_ids=query_ids)
+    except SoftTimeLimitExceeded:  # raised outside the per-query handling (e.g. while loading the run)
+        logger.error("run %s: chunk hit its soft time limit before searching", run_id)
+        return {"written": 0, "complete": False}
+    if outcome.complete:
+        run_finalize.delay(run_id)
+    return {"written": outcome.written, "skipped": outcome.skipped, "stopped": outcome.stopped}
+
+
+@shared_task(
+    name="evaluation.run_finalize",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=FINALIZE_SOFT_LIMIT_S,
+    time_limit=FINALIZE_HARD_LIMIT_S,
+    ignore_result=True,
+)
+@_final_status_on_error
+def run_finalize(run_id: int) -> str:
+    """Report and verdict against the baseline, once every query has a result (else it waits)."""
+    from evaluation.services import run_finalize_process
+
+    return run_finalize_process(run_id=run_id)
+
+
+@shared_task(name="evaluation.runs_sweep", ignore_result=True)
+def runs_sweep() -> dict[str, Any]:
+    """Periodic: start, finalize or re-send the work of runs that stopped moving (see services)."""
+    from evaluation.services import runs_sweep as sweep
+
+    actions = sweep()
+    for run_id in actions.start:
+        run_start.delay(run_id)
+    for run_id in actions.finalize:
+        run_finalize.delay(run_id)
+    for run_id, chunks in actions.redispatch.items():
+        logger.warning("run %s: no progress, re-sending %s chunk(s)", run_id, len(chunks))
+        dispatch_chunks(run_id, chunks)
+    return {
+        "start": actions.start,
+        "finalize": actions.finalize,
+        "redispatch": sorted(actions.redispatch),
+        "failed": actions.failed,
+    }
+
+
+@shared_task(name="evaluation.runs_nightly", ignore_result=True)
+def runs_nightly() -> list[int]:
+    """Periodic: start the runs of the nightly schedules that are due (each at most once a day)."""
+    from evaluation.services import runs_nightly as start_due
+
+    return [run.pk for run in start_due()]

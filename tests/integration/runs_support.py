@@ -1,0 +1,93 @@
+"""Builders shared by the run tests (unit tests with eager Celery, and the worker-process integration
+tests): golden versions, targets, and a golden file whose queries a stub server can answer by text."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from evaluation.models import SearchTarget
+from evaluation.services import target_create
+from golden_io.format import dump_json
+from golden_io.golden import GoldenFile, GoldenQuery, Judgment
+from golden_io.models import GoldenVersion
+from labeling.models import GoldenSet
+
+
+def golden_file(
+    n: int = 6,
+    *,
+    version: str = "2026-08-01",
+    strata: Sequence[str] = ("billing", "docs"),
+    keys: bool = False,
+    **extra: Any,
+) -> GoldenFile:
+    """Queries q-1..q-n with texts `query 1`.. and judgments d1=3, d2=2, d4=1 (the stub's default reply is
+    d1, d2, d3); strata alternate. With `keys`, each judgment carries the key `key:<doc id>`."""
+    queries = []
+    for i in range(1, n + 1):
+        judgments = tuple(
+            Judgment(doc, grade, key=f"key:{doc}" if keys else None)
+            for doc, grade in (("d1", 3), ("d2", 2), ("d4", 1))
+        )
+        queries.append(
+            GoldenQuery(
+                id=f"q-{i}",
+                text=f"query {i}",
+                judgments=judgments,
+                stratum=strata[(i - 1) % len(strata)] if strata else None,
+                locale="en-US",
+                filters={"product": "billing"} if i % 2 else {},
+            )
+        )
+    return GoldenFile(version=version, queries=tuple(queries), rubric="help-center@1", **extra)
+
+
+def make_version(
+    golden_set: GoldenSet, golden: GoldenFile | None = None, name: str | None = None
+) -> GoldenVersion:
+    golden = golden or golden_file()
+    content = dump_json(golden)
+    return GoldenVersion.objects.create(
+        golden_set=golden_set,
+        name=name or golden.version,
+        content=content,
+        sha256=hashlib.sha256(content).hexdigest(),
+        rubric_name="help-center",
+        rubric_version=1,
+        k=golden.k,
+        relevant_min_grade=golden.relevant_min_grade,
+        scale_min=golden.scale.min,
+        scale_max=golden.scale.max,
+        counts={
+            "queries": {"core": len(golden.queries)},
+            "judgments": sum(len(q.judgments) for q in golden.queries),
+        },
+    )
+
+
+def make_target(
+    url: str, golden_set: GoldenSet, *, name: str = "staging", owner: User | None = None, **settings: Any
+) -> SearchTarget:
+    settings.setdefault("timeout", 5.0)
+    settings.setdefault("retries", 0)
+    settings.setdefault("concurrency", 4)
+    return target_create(name=name, url=url, owner=owner, golden_sets=[golden_set], **settings)
+
+
+@contextmanager
+def eager_celery() -> Iterator[None]:
+    """Run tasks in-process (unit tests only: CONVENTIONS.md keeps real workers for integration tests)."""
+    from config.celery import app
+
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = before
