@@ -645,7 +645,11 @@ def _delta_interval(
 def _num(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "-"
-    return f"{value:+.4f}" if signed else f"{value:.4f}"
+    if not signed:
+        return f"{value:.4f}"
+    text = f"{value:+.4f}"
+    # A float-noise difference such as -3e-17 is no change: never show it as "-0.0000".
+    return "+0.0000" if text == "-0.0000" else text
 
 
 def _rank(rank: int | None) -> str:
