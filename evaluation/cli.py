@@ -261,7 +261,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- score
 
 
-_RESULT_FIELDS = ("query_id", "ids", "error", "titles", "status", "latency_ms", "attempts")
+_RESULT_FIELDS = ("query_id", "ids", "error", "titles")
 
 
 def _is_id(value: Any) -> bool:
