@@ -19,12 +19,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from demo.golden_spec import QUERIES, RUBRIC_NAME, VERSION, QuerySpec
 from demo.search_service import (
     DEFAULT_SYNONYMS_PATH,
     Document,
     SearchIndex,
+    SearchResult,
     SynonymPack,
     build_index,
     load_corpus,
@@ -68,20 +70,33 @@ class Pool:
         return list(dict.fromkeys((*self.off, *self.on)))
 
 
-def query_pool(index: SearchIndex, spec: QuerySpec, synonyms: SynonymPack, *, k: int = K) -> Pool:
-    runs = [
-        search(
-            index,
-            spec.text,
-            filters=spec.filters,
-            locale=spec.locale,
-            size=k,
-            rewrite=rewrite,
-            synonyms=synonyms,
-        )
-        for rewrite in (False, True)
-    ]
-    return Pool(off=tuple(h.id for h in runs[0].hits), on=tuple(h.id for h in runs[1].hits))
+class QueryLike(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def filters(self) -> Mapping[str, Any]: ...
+    @property
+    def locale(self) -> str | None: ...
+
+
+def run_query(
+    index: SearchIndex, query: QueryLike, synonyms: SynonymPack, *, rewrite: bool, k: int = K
+) -> SearchResult:
+    """One golden query (a QuerySpec or a GoldenQuery) as the harness would send it: filters, locale, k."""
+    return search(
+        index,
+        query.text,
+        filters=query.filters,
+        locale=query.locale,
+        size=k,
+        rewrite=rewrite,
+        synonyms=synonyms,
+    )
+
+
+def query_pool(index: SearchIndex, spec: QueryLike, synonyms: SynonymPack, *, k: int = K) -> Pool:
+    off, on = (run_query(index, spec, synonyms, rewrite=rewrite, k=k) for rewrite in (False, True))
+    return Pool(off=tuple(h.id for h in off.hits), on=tuple(h.id for h in on.hits))
 
 
 def build_golden(
