@@ -41,6 +41,18 @@ class SearchRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchCall:
+    """One query as the engine should see it: what an adapter turns into a request."""
+
+    url: str
+    text: str
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    locale: str | None = None
+    size: int = 10
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Hits:
     ids: tuple[str, ...]
     # Aligned with ids ("" where a hit has none) when the engine returned any title; else empty.
@@ -51,16 +63,7 @@ class Adapter(Protocol):
     @property
     def name(self) -> str: ...
 
-    def build_request(
-        self,
-        url: str,
-        *,
-        text: str,
-        filters: Mapping[str, Any],
-        locale: str | None,
-        size: int,
-        params: Mapping[str, Any],
-    ) -> SearchRequest: ...
+    def build_request(self, call: SearchCall) -> SearchRequest: ...
 
     def parse_response(self, body: Any) -> Hits: ...
 
@@ -140,24 +143,15 @@ class HttpJsonAdapter:
 
     name: str = "http_json"
 
-    def build_request(
-        self,
-        url: str,
-        *,
-        text: str,
-        filters: Mapping[str, Any],
-        locale: str | None,
-        size: int,
-        params: Mapping[str, Any],
-    ) -> SearchRequest:
-        body: dict[str, Any] = {"q": text, "filters": dict(filters), "size": size}
-        if locale:
-            body["locale"] = locale
-        clash = sorted(set(params) & {"q", "filters", "size", "locale"})
+    def build_request(self, call: SearchCall) -> SearchRequest:
+        body: dict[str, Any] = {"q": call.text, "filters": dict(call.filters), "size": call.size}
+        if call.locale:
+            body["locale"] = call.locale
+        clash = sorted(set(call.params) & {"q", "filters", "size", "locale"})
         if clash:
             raise AdapterError(f"params {', '.join(clash)}: would overwrite the request's own fields")
-        body.update(params)
-        return SearchRequest("POST", url, headers=_locale_headers(locale), json_body=body)
+        body.update(call.params)
+        return SearchRequest("POST", call.url, headers=_locale_headers(call.locale), json_body=body)
 
     def parse_response(self, body: Any) -> Hits:
         return _collect(_require_list(body, ("hits",)), "hits", "id", lambda hit: hit.get("title"))
@@ -240,24 +234,19 @@ class ElasticsearchAdapter:
     def __post_init__(self) -> None:
         check_template(self.template)
 
-    def build_request(
-        self,
-        url: str,
-        *,
-        text: str,
-        filters: Mapping[str, Any],
-        locale: str | None,
-        size: int,
-        params: Mapping[str, Any],
-    ) -> SearchRequest:
-        values = {"q": text, "size": size, "filters": es_filter_clauses(filters), "locale": locale}
-        endpoint = url if url.rstrip("/").endswith("/_search") else url.rstrip("/") + "/_search"
+    def build_request(self, call: SearchCall) -> SearchRequest:
+        values = {
+            "q": call.text,
+            "size": call.size,
+            "filters": es_filter_clauses(call.filters),
+            "locale": call.locale,
+        }
         return SearchRequest(
             "POST",
-            endpoint,
-            headers=_locale_headers(locale),
+            _endpoint(call.url, "/_search"),
+            headers=_locale_headers(call.locale),
             json_body=_fill(self.template, values),
-            params=tuple((k, _query_value(v)) for k, v in params.items()),
+            params=tuple((k, _query_value(v)) for k, v in call.params.items()),
         )
 
     def parse_response(self, body: Any) -> Hits:
@@ -266,6 +255,11 @@ class ElasticsearchAdapter:
             return source.get("title") if isinstance(source, dict) else None
 
         return _collect(_require_list(body, ("hits", "hits")), "hits.hits", "_id", title)
+
+
+def _endpoint(url: str, suffix: str) -> str:
+    """The engine's API path under the URL given (an index or core URL), unless it is already there."""
+    return url if url.rstrip("/").endswith(suffix) else url.rstrip("/") + suffix
 
 
 def _query_value(value: Any) -> str:
@@ -298,24 +292,15 @@ class SolrAdapter:
     method: Literal["GET", "POST"] = "GET"
     name: str = "solr"
 
-    def build_request(
-        self,
-        url: str,
-        *,
-        text: str,
-        filters: Mapping[str, Any],
-        locale: str | None,
-        size: int,
-        params: Mapping[str, Any],
-    ) -> SearchRequest:
-        clash = sorted(set(params) & {"q", "fq", "rows", "wt"})
+    def build_request(self, call: SearchCall) -> SearchRequest:
+        clash = sorted(set(call.params) & {"q", "fq", "rows", "wt"})
         if clash:
             raise AdapterError(f"params {', '.join(clash)}: would overwrite the request's own fields")
-        fields = [("q", text), *(("fq", fq) for fq in solr_filter_queries(filters))]
-        fields += [("rows", str(size)), ("wt", "json")]
-        fields += [(k, _query_value(v)) for k, v in params.items()]
-        endpoint = url if url.rstrip("/").endswith("/select") else url.rstrip("/") + "/select"
-        headers = _locale_headers(locale)
+        fields = [("q", call.text), *(("fq", fq) for fq in solr_filter_queries(call.filters))]
+        fields += [("rows", str(call.size)), ("wt", "json")]
+        fields += [(k, _query_value(v)) for k, v in call.params.items()]
+        endpoint = _endpoint(call.url, "/select")
+        headers = _locale_headers(call.locale)
         if self.method == "POST":
             return SearchRequest("POST", endpoint, headers=headers, form=tuple(fields))
         return SearchRequest("GET", endpoint, headers=headers, params=tuple(fields))

@@ -452,24 +452,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        return value
 
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
-    return value
+    return parse
 
 
 def _positive_float(text: str) -> float:
@@ -513,12 +506,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VAR",
         help="HTTP header whose value is read from environment variable VAR (for secrets)",
     )
-    run.add_argument("--concurrency", type=_positive_int, default=8, metavar="N", help="requests in flight")
+    run.add_argument(
+        "--concurrency", type=_int_at_least(1), default=8, metavar="N", help="requests in flight"
+    )
     run.add_argument(
         "--timeout", type=_positive_float, default=10.0, metavar="S", help="per request, seconds"
     )
     run.add_argument(
-        "--retries", type=_non_negative_int, default=3, metavar="N", help="retries of transient failures"
+        "--retries", type=_int_at_least(0), default=3, metavar="N", help="retries of transient failures"
     )
     run.add_argument(
         "--rate-limit", type=_positive_float, default=None, metavar="RPS", help="requests/second"
@@ -547,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--budgets", metavar="FILE", help="budgets JSON (default: the seed's table)")
     gate.add_argument("--rebaseline", action="store_true", help="accept a new floor: mismatches become notes")
     gate.add_argument("--summary", metavar="FILE", help="write the markdown summary (PR comment) here")
-    gate.add_argument("--top", type=_non_negative_int, default=10, metavar="N", help="top losers shown")
+    gate.add_argument("--top", type=_int_at_least(0), default=10, metavar="N", help="top losers shown")
     gate.set_defaults(handler=cmd_gate)
 
     validate = commands.add_parser("validate", help="check a golden file: problems (exit 2) or warnings")

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from evaluation.adapters import Adapter, AdapterError, SearchRequest, make_adapter
+from evaluation.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
 from evaluation.results import QueryResult
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -110,9 +110,7 @@ def config_problems(config: HarnessConfig) -> list[str]:
             problems.append(f"{name.replace('_', '-')} {path!r}: expected a dotted path such as meta.model")
     try:
         # A trial request surfaces params that clash with the request's own fields before any call.
-        config.make_adapter().build_request(
-            config.url, text="", filters={}, locale=None, size=max(config.size, 1), params=config.params
-        )
+        config.make_adapter().build_request(SearchCall(config.url, "", params=config.params))
     except AdapterError as exc:
         problems.append(str(exc))
     return problems
@@ -222,12 +220,9 @@ class _Runner:
         config = self.config
         try:
             request = self.adapter.build_request(
-                config.url,
-                text=query.text,
-                filters=query.filters or {},
-                locale=query.locale,
-                size=config.size,
-                params=config.params,
+                SearchCall(
+                    config.url, query.text, query.filters or {}, query.locale, config.size, config.params
+                )
             )
         except AdapterError as exc:
             return QueryResult(query_id=query.id, error=str(exc), attempts=0)

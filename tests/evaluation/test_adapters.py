@@ -12,6 +12,7 @@ from evaluation.adapters import (
     AdapterError,
     ElasticsearchAdapter,
     HttpJsonAdapter,
+    SearchCall,
     SolrAdapter,
     check_template,
     es_filter_clauses,
@@ -222,19 +223,15 @@ def test_a_template_is_refused_for_engines_without_templates() -> None:
 
 def test_params_may_not_overwrite_the_request_fields() -> None:
     with pytest.raises(AdapterError, match="params q: would overwrite"):
-        HttpJsonAdapter().build_request(
-            "http://h/s", text="t", filters={}, locale=None, size=1, params={"q": 1}
-        )
+        HttpJsonAdapter().build_request(SearchCall("http://h/s", "t", params={"q": 1}))
     with pytest.raises(AdapterError, match="params fq, rows: would overwrite"):
-        SolrAdapter().build_request(
-            "http://h/s", text="t", filters={}, locale=None, size=1, params={"rows": 1, "fq": "x"}
-        )
+        SolrAdapter().build_request(SearchCall("http://h/s", "t", params={"rows": 1, "fq": "x"}))
 
 
 def test_the_es_template_is_filled_without_touching_the_original() -> None:
     adapter = ElasticsearchAdapter()
-    first = adapter.build_request("http://h/i", text="one", filters={}, locale=None, size=3, params={})
-    second = adapter.build_request("http://h/i", text="two", filters={"a": 1}, locale=None, size=4, params={})
+    first = adapter.build_request(SearchCall("http://h/i", "one", size=3))
+    second = adapter.build_request(SearchCall("http://h/i", "two", {"a": 1}, size=4))
 
     assert first.json_body["query"]["bool"]["must"]["multi_match"]["query"] == "one"
     assert first.json_body["query"]["bool"]["filter"] == []
