@@ -291,6 +291,9 @@ class _Runner:
             )
         except httpx.TransportError as exc:
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+        except httpx.HTTPError as exc:
+            # Not the network: a body that cannot be decoded (bad gzip) will not improve on a retry.
+            raise _Permanent(f"{type(exc).__name__}: {exc}") from exc
         status = response.status_code
         if status in RETRY_STATUSES:
             wait = parse_retry_after(response.headers.get("Retry-After"))

@@ -380,3 +380,12 @@ def test_a_failing_progress_callback_stops_the_run(stub_server: StubServer) -> N
 
     with pytest.raises(RuntimeError, match="database went away"):
         search_all_sync([q("a"), q("b")], config(stub_server), on_result=explode)
+
+
+def test_an_undecodable_body_is_an_error_for_that_query_only(stub_server: StubServer) -> None:
+    stub_server.on("gz", Reply(json={"hits": []}, headers={"Content-Encoding": "gzip"}))
+
+    bad, good = search_all_sync([q("gz"), q("fine")], config(stub_server))
+
+    assert bad.error is not None and bad.error.startswith("DecodingError: ") and bad.attempts == 1
+    assert good.ok and good.ids == ("d1", "d2", "d3")
