@@ -21,11 +21,10 @@ import json
 import math
 import os
 import re
-import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from golden_io.golden import (
     DEFAULT_K,
@@ -60,6 +59,8 @@ SCALE_FIELDS = ("min", "max")
 # Beyond this an integral weight is written as a float: `2` reads better than `2.0`, but a weight of 1e300
 # written out as 301 digits would not.
 _MAX_INT_WEIGHT = 1e15
+# Integers must fit in 64 bits: what the database stores, and small enough to print in a message.
+_MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,13 @@ def natural_key(value: str) -> tuple[Any, ...]:
     for i, part in enumerate(_DIGITS.split(value)):
         if not part:
             continue
-        parts.append((0, int(part), part) if i % 2 else (1, part))
+        if i % 2:
+            # A digit run compares by value: by length once leading zeros are gone, then digit by digit
+            # (no int(): ids may hold more digits than Python converts).
+            digits = part.lstrip("0")
+            parts.append((0, len(digits), digits, part))
+        else:
+            parts.append((1, part))
     return (tuple(parts), value)
 
 
@@ -136,6 +143,9 @@ class _NonFinite:
     """NaN / Infinity / -Infinity: Python's json reads them, JSON does not allow them."""
 
     name: str
+
+
+_JSON_SPACE = " \t\r\n"  # what JSON allows between tokens; anything else on a "blank" line is junk
 
 
 def _loads(text: str) -> Any:
@@ -198,8 +208,7 @@ def _describe(value: object) -> str:
     if isinstance(value, bool):
         return f"boolean {'true' if value else 'false'}"
     if isinstance(value, int):
-        text = str(value) if abs(value) < 10**30 else "a very long integer"
-        return f"integer {text}"
+        return f"integer {value}" if abs(value) < 10**30 else "a very large integer"
     if isinstance(value, float):
         return f"number {value!r}"
     if isinstance(value, _NonFinite):
@@ -213,24 +222,30 @@ def _describe(value: object) -> str:
     return f"a Python {type(value).__name__}"
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# str.isspace() and the Cc category, the same sets as re's \s (str patterns) and \x00-\x1f, \x7f-\x9f.
+_NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
 def _bad_chars(value: str) -> str | None:
-    for ch in value:
-        if "\ud800" <= ch <= "\udfff":
-            return f"contains a lone surrogate \\u{ord(ch):04x} (not valid Unicode)"
+    found = _SURROGATE.search(value)
+    if found:
+        return f"contains a lone surrogate \\u{ord(found.group()):04x} (not valid Unicode)"
     return None
 
 
 def _ident_problem(value: str) -> str | None:
     """Ids, doc ids and versions travel through TREC files (whitespace separated) and git tags."""
-    for ch in value:
-        if ch.isspace() or unicodedata.category(ch) == "Cc":
-            return (
-                f"{_quote(value)} contains whitespace or a control character ({ch!r}), not allowed in an id"
-            )
+    found = _NOT_IN_ID.search(value)
+    if found:
+        return (
+            f"{_quote(value)} contains whitespace or a control character ({found.group()!r}), "
+            "not allowed in an id"
+        )
     return None
 
 
@@ -299,7 +314,7 @@ class _Checker:
         query_id: str | None = None,
     ) -> str | None:
         if not isinstance(value, str):
-            hint = f' (write "{value}")' if _is_int(value) else ""
+            hint = f' (write "{value}")' if _is_int(value) and abs(value) <= _MAX_INT else ""
             self.add(where, f"must be a string, got {_describe(value)}{hint}", "type", query_id)
             return None
         bad = _bad_chars(value)
@@ -319,7 +334,10 @@ class _Checker:
         return None if value is None else self.string(value, _join(where, key), query_id=query_id)
 
     def integer(self, value: object, where: str, query_id: str | None = None) -> int | None:
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_int(value):
+            if abs(value) > _MAX_INT:
+                self.add(where, f"must be an integer between {-_MAX_INT} and {_MAX_INT}", "range", query_id)
+                return None
             return value
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             message = f"must be an integer, got {value!r} (a number with a decimal point: write {int(value)})"
@@ -681,7 +699,7 @@ def from_dict(data: object) -> GoldenFile:
 
 
 def _decode_document(text: str) -> tuple[Any, Problem | None]:
-    if not text.strip():
+    if not text.strip(_JSON_SPACE):
         return None, Problem("", "the file is empty", "empty")
     return _decode_json(text, line=None)
 
@@ -697,7 +715,7 @@ def parse_json(data: str | bytes) -> GoldenFile:
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     # Split on "\n" only: str.splitlines would also split inside a line at U+2028, \x0c, \x85 ...
     for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
+        if line.strip(_JSON_SPACE):
             yield number, line.removesuffix("\r")
 
 
@@ -747,7 +765,7 @@ def parse_jsonl(data: str | bytes) -> GoldenFile:
 def _looks_like_jsonl(text: str) -> bool:
     """A header line and at least one more line, the first an object on its own line."""
     lines = _lines(text)
-    first = next(lines, (0, ""))[1].strip()
+    first = next(lines, (0, ""))[1].strip(_JSON_SPACE)
     return first.startswith("{") and first.endswith("}") and next(lines, None) is not None
 
 
@@ -857,8 +875,9 @@ def _checked(golden: GoldenFile) -> dict[str, Any]:
     return data
 
 
-def _one_line(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+_one_line = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False
+).encode  # one instance: dumps() makes one a call
 
 
 def _pretty(value: Any, level: int, *, inline_items: bool = False) -> str:

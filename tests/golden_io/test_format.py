@@ -256,6 +256,22 @@ def test_natural_key_orders_numbers_by_value_and_is_total() -> None:
     assert sorted(reversed(ids), key=natural_key) == ordered
 
 
+def test_natural_key_handles_digit_runs_longer_than_python_converts() -> None:
+    long_id = "q-" + "9" * 5000
+
+    padded_eight = "q-" + "0" * 4999 + "8"
+
+    assert sorted([long_id, "q-10", padded_eight, "q-9"], key=natural_key) == [
+        "q-" + "0" * 4999 + "8",
+        "q-9",
+        "q-10",
+        long_id,
+    ]
+    data = base()
+    data["queries"][1]["id"] = long_id
+    assert [q.id for q in from_dict(data).queries] == ["q-1", long_id]
+
+
 # ------------------------------------------------------------------------------------------ every rule
 
 
@@ -431,7 +447,7 @@ RULES: list[tuple[str, Any, str]] = [
     (
         "weight too large for a float",
         _set("queries.1.weight", 10**400),
-        'queries[1].weight: must be a finite number, got integer a very long integer (query "q-2")',
+        'queries[1].weight: must be a finite number, got a very large integer (query "q-2")',
     ),
     (
         "weight a string",
@@ -620,6 +636,23 @@ def test_it_rejects_each_bad_input_with_one_problem_naming_its_place(
     assert problems_of(mutate(base())) == [expected]
 
 
+@pytest.mark.parametrize(
+    ("value", "described"),
+    [(2**63, "integer 9223372036854775808"), (-(10**5000), "a very large integer")],
+    ids=["2^63", "-10^5000"],
+)
+def test_integers_beyond_64_bits_are_rejected_without_crashing(value: int, described: str) -> None:
+    data = base() | {"k": value, "relevant_min_grade": value, "version": value}
+    data["queries"][0]["judgments"][0]["grade"] = value
+
+    assert problems_of(data) == [
+        f"version: must be a string, got {described}",
+        "k: must be an integer between -9223372036854775807 and 9223372036854775807",
+        "relevant_min_grade: must be an integer between -9223372036854775807 and 9223372036854775807",
+        'queries[0].judgments[0].grade: must be an integer between -9223372036854775807 and 9223372036854775807 (query "q-1")',
+    ]
+
+
 def test_duplicate_keys_in_one_judgment_are_reported() -> None:
     data = base()
     data["queries"][0]["judgments"][1]["key"] = data["queries"][0]["judgments"][0]["key"] = "https://x/a"
@@ -723,6 +756,13 @@ def test_it_says_not_utf8_with_the_byte_offset() -> None:
 def test_an_empty_file_is_reported_as_empty(data: bytes | str) -> None:
     for fmt in (None, "json", "jsonl"):
         assert text_problems(data, fmt=fmt) == ["the file is empty"]
+
+
+def test_a_jsonl_line_of_non_json_whitespace_is_not_skipped_as_blank() -> None:
+    text = '{"version": "v1"}\n\x0c\n{"id": "q", "text": "t"}\n'
+
+    assert text_problems(text) == ["line 2, column 1: invalid JSON: Expecting value"]
+    assert text_problems("\x0c") == ["line 1, column 1: invalid JSON: Expecting value"]
 
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
