@@ -197,8 +197,8 @@ def _describe_transport_error(exc: httpx.TransportError, timeout: float) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return f"timeout after {timeout:g}s"
     if isinstance(exc, httpx.ConnectError):
-        return f"connect error: {exc or type(exc).__name__}"
-    return f"{type(exc).__name__}: {exc or 'connection dropped'}"
+        return f"connect error: {str(exc) or type(exc).__name__}"
+    return f"{type(exc).__name__}: {str(exc) or 'connection dropped'}"
 
 
 @dataclass(slots=True)
@@ -241,7 +241,7 @@ class _Runner:
             except _Transient as exc:
                 latency = (time.perf_counter() - started) * 1000
                 if attempts > config.retries:
-                    tries = f" after {attempts} attempts" if attempts > 1 else ""
+                    tries = f" ({attempts} attempts)" if attempts > 1 else ""
                     return QueryResult(
                         query_id=query.id,
                         error=f"{exc}{tries}",

@@ -121,7 +121,7 @@ def test_it_retries_connect_errors_then_records_the_error() -> None:
 
     assert not result.ok and result.ids == ()
     assert result.error is not None and result.error.startswith("connect error")
-    assert "after 3 attempts" in result.error
+    assert "(3 attempts)" in result.error
     assert result.attempts == 3 and result.status is None
 
 
@@ -140,7 +140,7 @@ def test_it_gives_up_on_5xx_after_its_retries(stub_server: StubServer) -> None:
 
     result = only(search_all_sync([q("down")], config(stub_server, retries=2)))
 
-    assert result.error == "HTTP 502: <html>bad gateway</html> after 3 attempts"
+    assert result.error == "HTTP 502: <html>bad gateway</html> (3 attempts)"
     assert result.status == 502 and result.attempts == 3 and result.ids == ()
     assert len(stub_server.requests) == 3
 
@@ -203,9 +203,18 @@ def test_a_timeout_is_an_error_after_retries(stub_server: StubServer) -> None:
 
     result = only(search_all_sync([q("slow")], config(stub_server, timeout=0.2, retries=1)))
 
-    assert result.error == "timeout after 0.2s after 2 attempts"
+    assert result.error == "timeout after 0.2s (2 attempts)"
     assert result.ids == () and result.attempts == 2
     assert len(stub_server.requests_for("slow")) == 2
+
+
+def test_a_connection_dropped_every_time_is_named_in_the_error(stub_server: StubServer) -> None:
+    stub_server.on("drop", Reply(drop=True))
+
+    result = only(search_all_sync([q("drop")], config(stub_server, retries=1)))
+
+    assert result.error == "RemoteProtocolError: Server disconnected without sending a response. (2 attempts)"
+    assert result.status is None and result.attempts == 2
 
 
 def test_a_dropped_connection_is_retried(stub_server: StubServer) -> None:
