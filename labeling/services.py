@@ -736,9 +736,9 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
     return new
 
 
-def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
+def _refresh_completion(assignment: Assignment, *, scoped: bool | None = None) -> tuple[int, int]:
     """(graded, total) for the assignment, marking it done or open again to match."""
-    graded, total = assignment_progress(assignment)
+    graded, total = assignment_progress(assignment, scoped=scoped)
     complete = total > 0 and graded >= total
     if complete and assignment.status == Assignment.Status.OPEN:
         assignment.status = Assignment.Status.DONE
@@ -751,15 +751,16 @@ def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
     return graded, total
 
 
-def assignment_candidates(assignment: Assignment) -> Q:
-    """The candidates an assignment covers: its scope when it has one, else the query's whole pool."""
-    if assignment.scope.exists():
-        return Q(scoped_assignments=assignment)
-    return Q(query_id=assignment.query_id)
+def assignment_candidates(assignment: Assignment, *, scoped: bool | None = None) -> Q:
+    """The candidates an assignment covers: its scope when it has one, else the query's whole pool.
+    `scoped` saves the lookup when the caller already knows."""
+    if scoped is None:
+        scoped = assignment.scope.exists()
+    return Q(scoped_assignments=assignment) if scoped else Q(query_id=assignment.query_id)
 
 
-def assignment_progress(assignment: Assignment) -> tuple[int, int]:
-    total = Candidate.objects.filter(assignment_candidates(assignment)).count()
+def assignment_progress(assignment: Assignment, *, scoped: bool | None = None) -> tuple[int, int]:
+    total = Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped)).count()
     graded = Judgment.objects.filter(assignment=assignment).count()
     return graded, total
 
@@ -834,9 +835,10 @@ def judgment_submit(
         raise NotFound("no such assignment")
     if assignment.status == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
+    scoped = assignment.scope.exists()
     candidate = (
-        Candidate.objects.filter(assignment_candidates(assignment), pk=candidate_id)
-        .select_related("document")
+        Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped), pk=candidate_id)
+        .only("id", "document_id")
         .first()
     )
     if candidate is None:
@@ -855,7 +857,9 @@ def judgment_submit(
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
-    judgment, created = _judgment_upsert(assignment, candidate.document, grade=grade, note=note, spent=spent)
+    judgment, created = _judgment_upsert(
+        assignment, candidate.document_id, grade=grade, note=note, spent=spent
+    )
     changed = created or judgment.grade != grade or note != judgment.note
     old_grade = None if created else judgment.grade
     if not created:
@@ -877,7 +881,7 @@ def judgment_submit(
             note=note,
             time_spent_ms=spent,
         )
-    graded, total = _refresh_completion(assignment)
+    graded, total = _refresh_completion(assignment, scoped=scoped)
     return SubmitResult(
         judgment=judgment,
         created=created,
@@ -889,18 +893,19 @@ def judgment_submit(
 
 
 def _judgment_upsert(
-    assignment: Assignment, document: Document, *, grade: int, note: str, spent: int
+    assignment: Assignment, document_id: int, *, grade: int, note: str, spent: int
 ) -> tuple[Judgment, bool]:
     """The existing judgment (locked), or a new one with this grade. The unique constraint is the last
     word: should another writer insert first (SQLite has no row locks), its row is taken instead."""
-    found = Judgment.objects.select_for_update().filter(assignment=assignment, document=document).first()
+    mine = Judgment.objects.select_for_update().filter(assignment=assignment, document_id=document_id)
+    found = mine.first()
     if found is not None:
         return found, False
     try:
         with transaction.atomic():
             created = Judgment.objects.create(
-                assignment=assignment, document=document, grade=grade, note=note, time_spent_ms=spent
+                assignment=assignment, document_id=document_id, grade=grade, note=note, time_spent_ms=spent
             )
             return created, True
     except IntegrityError:
-        return Judgment.objects.select_for_update().get(assignment=assignment, document=document), False
+        return mine.get(), False

@@ -135,11 +135,12 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
     Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
     404 not your assignment or a candidate outside it; 409 reassigned; 422 note required.
     """
-    assignment = _get_assignment_for_rater(request, pk)
     if request.method == "GET":
+        assignment = _get_assignment_for_rater(request, pk)
         return JsonResponse(
             {"status": assignment.status, "grades": selectors.grades_get(assignment=assignment)}
         )
+    # The service looks the assignment up itself, locked, and answers 404 for anyone else's.
     try:
         body = json.loads(request.body or b"null")
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -151,7 +152,7 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
         return _json_error(400, "bad_request", problem)
     try:
         result = services.judgment_submit(
-            assignment_id=assignment.pk,
+            assignment_id=pk,
             rater=request.user,  # type: ignore[arg-type]
             candidate_id=body["candidate"],
             grade=body["grade"],
