@@ -210,7 +210,7 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evaluation.harness import run_meta, search_all_sync
+    from evaluation.harness import redact_url, run_meta, search_all_sync
     from evaluation.report import build_report
 
     golden = _load_golden(args.golden)
@@ -226,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if errors and all(r.status is None for r in results):
         # Not one HTTP answer: a wrong URL or a service that is down, not a measurement of the system.
         raise UsageError(
-            f"no query got an answer from {args.search_url} ({errors[0].error}); no artifact written"
+            f"no query got an answer from {redact_url(config.url)} ({errors[0].error}); no artifact written"
         )
     run = run_meta(config, results, started_at=started_at, duration=duration)
     run["golden_file"] = args.golden
