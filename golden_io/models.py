@@ -22,7 +22,8 @@ from labeling.models import GoldenSet
 
 # Version names end up in the file, in `golden@<name>` git tags and in URLs: a conservative alphabet.
 VERSION_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+# Words the pages use beside version names (…/versions/freeze/, diff against "working").
+RESERVED_NAMES = frozenset({"freeze", "diff", "git", "working"})
 
 
 class ImmutableVersionError(Exception):
@@ -41,6 +42,8 @@ def version_name_problem(name: str) -> str | None:
         )
     if ".." in name or name.endswith((".", ".lock")):
         return f"version name {name!r} cannot contain '..' or end with '.' or '.lock' (it becomes a git tag)"
+    if name.lower() in RESERVED_NAMES:
+        return f"version name {name!r} is reserved ({', '.join(sorted(RESERVED_NAMES))})"
     return None
 
 

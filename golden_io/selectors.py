@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from golden_io.diff import GoldenDiff, diff
+from golden_io.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
+from golden_io.golden import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.models import GitExport, GoldenVersion
-from labeling.models import Document, GoldenSet
+from labeling.models import Document, GoldenSet, Query
 from labeling.roles import is_admin
 
 
@@ -50,3 +56,245 @@ def version_latest(*, golden_set: GoldenSet) -> GoldenVersion | None:
 
 def export_list(*, version: GoldenVersion) -> QuerySet[GitExport]:
     return GitExport.objects.filter(version=version).select_related("by").order_by("-created", "-id")
+
+
+# ------------------------------------------------------------------------------------------ working labels
+
+WORKING = "working"  # the version label of the working labels in a diff ("what the next freeze changes")
+
+
+@dataclass(frozen=True, slots=True)
+class UnresolvedLabel:
+    """A (query, document) the consolidated labels have no final grade for yet."""
+
+    query_id: str  # external id
+    doc_id: str
+    tier: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.query_id} / {self.doc_id} ({self.tier}): {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingGolden:
+    """The golden file a freeze would write now, and what stands in its way.
+
+    `blocked`: unresolved labels in core queries (a freeze refuses them or moves their queries to shadow).
+    `left_out`: unresolved labels in shadow and challenge queries, left out of the file and listed.
+    `documents`: per judged doc id, its durable key and the content hash that was judged.
+    """
+
+    golden: GoldenFile
+    blocked: tuple[UnresolvedLabel, ...]
+    left_out: tuple[UnresolvedLabel, ...]
+    methods: dict[str, int]
+    documents: dict[str, dict[str, str | None]]
+    query_pks: dict[str, int]  # external id -> Query pk, for the queries in `golden`
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        return golden_counts(self.golden) | {
+            "methods": dict(sorted(self.methods.items())),
+            "left_out_unresolved": len(self.left_out),
+        }
+
+
+def golden_counts(golden: GoldenFile) -> dict[str, Any]:
+    tiers = Counter(q.tier for q in golden.queries)
+    return {
+        "queries": {tier: tiers.get(tier, 0) for tier in TIERS},
+        "total_queries": len(golden.queries),
+        "judgments": sum(len(q.judgments) for q in golden.queries),
+        "documents": len({j.doc_id for q in golden.queries for j in q.judgments}),
+    }
+
+
+class WorkingGoldenInvalid(ValueError):
+    """The working labels do not make a valid golden file (e.g. a query id with a space in it)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("the working labels do not make a valid golden file:\n" + "\n".join(problems))
+
+
+def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> WorkingGolden:
+    """Build the golden file from the consolidated labels, the active queries and their tiers.
+
+    Retired queries are left out. Raises `WorkingGoldenInvalid` when the result would not be a valid
+    golden file (each problem names the query).
+    """
+    from labeling.selectors import labels_consolidated  # type: ignore[attr-defined]  # issue 4, landing
+
+    rubric = golden_set.rubric
+    consolidated = labels_consolidated(golden_set=golden_set)
+    queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE)}
+    doc_pks = {label.document_id for label in consolidated.labels} | {
+        u.document_id for u in consolidated.unresolved
+    }
+    docs = {
+        d.pk: d
+        for d in Document.objects.filter(golden_set=golden_set, pk__in=doc_pks).only(
+            "pk", "doc_id", "key", "content_hash"
+        )
+    }
+    judgments: dict[int, list[Judgment]] = {pk: [] for pk in queries}
+    methods: Counter[str] = Counter()
+    doc_methods: dict[int, set[str]] = {}
+    for label in consolidated.labels:
+        doc = docs.get(label.document_id)
+        if label.query_id not in queries or doc is None:
+            continue  # a retired query, or a document of another set: not part of this set's version
+        judgments[label.query_id].append(Judgment(doc_id=doc.doc_id, grade=label.grade, key=doc.key or None))
+        methods[label.method] += 1
+        doc_methods.setdefault(doc.pk, set()).add(label.method)
+    blocked: list[UnresolvedLabel] = []
+    left_out: list[UnresolvedLabel] = []
+    for u in consolidated.unresolved:
+        query, doc = queries.get(u.query_id), docs.get(u.document_id)
+        if query is None or doc is None:
+            continue
+        item = UnresolvedLabel(query.external_id, doc.doc_id, query.tier, u.reason)
+        (blocked if query.tier == Query.Tier.CORE else left_out).append(item)
+    raw = GoldenFile(
+        version=name,
+        queries=tuple(_golden_query(q, judgments[pk]) for pk, q in queries.items()),
+        k=golden_set.k,
+        relevant_min_grade=golden_set.relevant_min_grade,
+        scale=Scale(rubric.scale_min, rubric.scale_max),
+        rubric=str(rubric),
+    )
+    try:
+        golden = from_dict(to_dict(raw))  # validated, and canonical (sorted) as the dump will be
+    except GoldenFormatError as exc:
+        raise WorkingGoldenInvalid([_problem_text(p, raw) for p in exc.problems]) from None
+    return WorkingGolden(
+        golden=golden,
+        blocked=tuple(sorted(blocked, key=_label_order)),
+        left_out=tuple(sorted(left_out, key=_label_order)),
+        methods=dict(methods),
+        documents=_judged_documents(golden_set, docs, doc_methods),
+        query_pks={q.external_id: pk for pk, q in queries.items()},
+    )
+
+
+def _label_order(u: UnresolvedLabel) -> tuple[Any, ...]:
+    return (natural_key(u.query_id), natural_key(u.doc_id))
+
+
+def _golden_query(q: Query, judgments: list[Judgment]) -> GoldenQuery:
+    return GoldenQuery(
+        id=q.external_id,
+        text=q.text,
+        judgments=tuple(judgments),
+        locale=q.locale or None,
+        filters=q.filters,
+        stratum=q.stratum or None,
+        weight=q.weight,
+        tier=q.tier,
+        expect_empty=q.expect_empty,
+        critical=q.critical,
+        tags=tuple(q.tags) if isinstance(q.tags, list) else q.tags,
+    )
+
+
+def _problem_text(problem: Problem, raw: GoldenFile) -> str:
+    # The places say queries[i] in the unsorted build order; the query id is what a reviewer can act on.
+    match = re.match(r"queries\[(\d+)\]", problem.where)
+    if match and problem.query_id is None and int(match.group(1)) < len(raw.queries):
+        return f"query {raw.queries[int(match.group(1))].id}: {problem}"
+    return str(problem)
+
+
+def _judged_documents(
+    golden_set: GoldenSet, docs: dict[int, Document], doc_methods: dict[int, set[str]]
+) -> dict[str, dict[str, str | None]]:
+    """doc id -> {"key", "content_hash"}: the hash that was judged.
+
+    A document whose labels are all carried over from the frozen labels keeps the hash the previous
+    version recorded for it (so a change since then stays visible as stale); otherwise the current hash.
+    """
+    previous = version_latest(golden_set=golden_set)
+    recorded = previous.documents if previous is not None else {}
+    by_key = {meta.get("key"): meta for meta in recorded.values() if meta.get("key")}
+    out: dict[str, dict[str, str | None]] = {}
+    for pk, methods in doc_methods.items():
+        doc = docs[pk]
+        content_hash = doc.content_hash
+        if methods == {"frozen"}:
+            before = by_key.get(doc.key) if doc.key else recorded.get(doc.doc_id)
+            if before is not None and before.get("content_hash"):
+                content_hash = str(before["content_hash"])
+        out[doc.doc_id] = {"key": doc.key or None, "content_hash": content_hash}
+    return dict(sorted(out.items(), key=lambda item: natural_key(item[0])))
+
+
+# ------------------------------------------------------------------------------------------ diffs
+
+
+def version_diff(*, old: GoldenVersion, new: GoldenVersion) -> GoldenDiff:
+    return diff(old.golden(), new.golden())
+
+
+def working_diff(*, golden_set: GoldenSet) -> tuple[GoldenVersion | None, WorkingGolden, GoldenDiff]:
+    """What the next freeze would change against the newest version (everything, before the first)."""
+    latest = version_latest(golden_set=golden_set)
+    working = working_golden_get(golden_set=golden_set)
+    base = latest.golden() if latest is not None else _empty_like(working.golden)
+    return latest, working, diff(base, working.golden)
+
+
+def _empty_like(golden: GoldenFile) -> GoldenFile:
+    return replace(golden, version="(none)", queries=())
+
+
+# ------------------------------------------------------------------------------------------ version page
+
+
+@dataclass(frozen=True, slots=True)
+class StaleDocument:
+    """A judged document whose content changed since it was judged (or that is gone)."""
+
+    doc_id: str  # as the version recorded it
+    key: str | None
+    live_doc_id: str | None  # None: no live document matches any more
+    judged_hash: str
+    live_hash: str | None
+    queries: tuple[str, ...]  # the version's queries that judged it
+
+
+def stale_documents(*, version: GoldenVersion, golden: GoldenFile | None = None) -> list[StaleDocument]:
+    """Judged documents whose live content hash differs from the one recorded at the freeze.
+
+    Matched by durable key when the document had one, else by doc id. A document that no longer exists
+    is not stale but unresolved (the version page lists it with the unresolved keys).
+    """
+    golden = golden or version.golden()
+    judged_in: dict[str, list[str]] = {}
+    for q in golden.queries:
+        for j in q.judgments:
+            judged_in.setdefault(j.doc_id, []).append(q.id)
+    recorded: dict[str, Any] = version.documents
+    keys = [m["key"] for m in recorded.values() if m.get("key")]
+    plain = [doc_id for doc_id, m in recorded.items() if not m.get("key")]
+    live = Document.objects.filter(golden_set_id=version.golden_set_id).filter(
+        Q(key__in=keys) | Q(doc_id__in=plain)
+    )
+    by_key = {d.key: d for d in live if d.key}
+    by_id = {d.doc_id: d for d in live}
+    out: list[StaleDocument] = []
+    for doc_id, meta in recorded.items():
+        doc = by_key.get(meta["key"]) if meta.get("key") else by_id.get(doc_id)
+        if doc is None or doc.content_hash == meta.get("content_hash"):
+            continue
+        out.append(
+            StaleDocument(
+                doc_id=doc_id,
+                key=meta.get("key"),
+                live_doc_id=doc.doc_id,
+                judged_hash=str(meta.get("content_hash")),
+                live_hash=doc.content_hash,
+                queries=tuple(sorted(judged_in.get(doc_id, ()), key=natural_key)),
+            )
+        )
+    return sorted(out, key=lambda s: natural_key(s.doc_id))

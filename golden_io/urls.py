@@ -1,6 +1,22 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
+
+from golden_io import views
 
 app_name = "golden_io"
-urlpatterns: list[URLPattern | URLResolver] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("versions/", views.set_list, name="set_list"),
+    path("sets/<slug:slug>/versions/", views.version_list, name="version_list"),
+    path("sets/<slug:slug>/versions/freeze/", views.freeze, name="freeze"),
+    path("sets/<slug:slug>/versions/diff/", views.version_diff, name="diff"),
+    path("sets/<slug:slug>/versions/git/", views.export_config, name="export_config"),
+    path("sets/<slug:slug>/versions/<str:name>/", views.version_detail, name="version_detail"),
+    path("sets/<slug:slug>/versions/<str:name>/export/", views.export, name="export"),
+    path("sets/<slug:slug>/versions/<str:name>/requeue/", views.requeue, name="requeue"),
+    path(
+        "sets/<slug:slug>/versions/<str:name>/download/<slug:fmt>/",
+        views.version_download,
+        name="download",
+    ),
+]

@@ -1,0 +1,394 @@
+"""Writes for golden versions: freeze, export to git, re-judging queue, export configuration.
+
+The freeze (`golden_version_freeze`) locks the golden set row while it names and writes the version, so
+two freezes at once are serialised: the second sees the first as its parent and takes the next name
+(or, asked for the same explicit name, is refused). Nothing is half-written: a refused freeze changes
+nothing, not even the tiers it would have moved.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from golden_io import git_export, selectors
+from golden_io.diff import GoldenDiff, diff
+from golden_io.format import dump_json, dump_jsonl
+from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
+from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
+from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Query
+from labeling.services import PoolEntry, candidates_add
+
+REJUDGE_SYSTEM = "stale"  # pool provenance of a document queued again because its content changed
+
+
+class FreezeError(Exception):
+    """The freeze was refused; nothing was written. `problems` lists every reason."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class FreezeBlocked(FreezeError):
+    """Core queries have documents without a final grade; `unresolved` lists each (query, document)."""
+
+    def __init__(self, unresolved: Sequence[UnresolvedLabel]) -> None:
+        self.unresolved = list(unresolved)
+        queries = len({u.query_id for u in unresolved})
+        super().__init__(
+            [
+                f"{len(unresolved)} document(s) in {queries} core {'query' if queries == 1 else 'queries'} "
+                "have no final grade yet: resolve them, or freeze with quarantine_unresolved to move those "
+                "queries to the shadow tier first",
+                *(str(u) for u in unresolved),
+            ]
+        )
+
+
+# ------------------------------------------------------------------------------------------ freeze
+
+
+def version_name_next(*, golden_set: GoldenSet, on: dt.date) -> str:
+    """`2026-08-01`, then `2026-08-01.2`, `.3`... for further freezes on the same day."""
+    base = on.isoformat()
+    taken = set(
+        GoldenVersion.objects.filter(golden_set=golden_set, name__startswith=base).values_list(
+            "name", flat=True
+        )
+    )
+    if base not in taken:
+        return base
+    suffixes = [int(m.group(1)) for name in taken if (m := re.fullmatch(re.escape(base) + r"\.(\d+)", name))]
+    return f"{base}.{max([1, *suffixes]) + 1}"
+
+
+@transaction.atomic
+def golden_version_freeze(
+    *,
+    golden_set: GoldenSet,
+    by: User | None,
+    name: str | None = None,
+    notes: str = "",
+    quarantine_unresolved: bool = False,
+    on: dt.date | None = None,
+) -> GoldenVersion:
+    """Cut an immutable version from the consolidated labels, the active queries and their tiers.
+
+    `name` defaults to the date (`on`, default today in the configured time zone), `.2` etc. for more
+    on the same day. Unresolved labels in core queries refuse the freeze (`FreezeBlocked`) unless
+    `quarantine_unresolved`, which first moves those queries to shadow (listed in the notes).
+    Afterwards the set's frozen labels and `frozen_version` are the new version's.
+    """
+    # The lock serialises freezes of one set: naming, parent and content are read under it.
+    locked = GoldenSet.objects.select_for_update().select_related("rubric").get(pk=golden_set.pk)
+    parent = selectors.version_latest(golden_set=locked)
+    if name is None:
+        name = version_name_next(golden_set=locked, on=on or timezone.localdate())
+    problems: list[str] = []
+    if problem := version_name_problem(name):
+        problems.append(problem)
+    elif GoldenVersion.objects.filter(golden_set=locked, name=name).exists():
+        problems.append(
+            f"golden set {locked.slug} already has a version {name!r}: versions are never replaced"
+        )
+    if problems:
+        raise FreezeError(problems)
+    try:
+        working = selectors.working_golden_get(golden_set=locked, name=name)
+    except WorkingGoldenInvalid as exc:
+        raise FreezeError(exc.problems) from None
+    extra_notes: list[str] = []
+    if working.blocked:
+        if not quarantine_unresolved:
+            raise FreezeBlocked(working.blocked)
+        extra_notes.append(_quarantine(locked, working, name))
+        working = selectors.working_golden_get(golden_set=locked, name=name)
+        if working.blocked:  # labels changed under us in a way the lock does not cover: refuse, roll back
+            raise FreezeBlocked(working.blocked)
+    if working.left_out:
+        extra_notes.append(
+            "Left out (no final grade yet, shadow or challenge queries):\n"
+            + "\n".join(f"- {u}" for u in working.left_out)
+        )
+    content = dump_json(working.golden)
+    try:
+        with transaction.atomic():
+            version = GoldenVersion.objects.create(
+                golden_set=locked,
+                name=name,
+                content=content,
+                sha256=hashlib.sha256(content).hexdigest(),
+                parent=parent,
+                rubric_name=locked.rubric.name,
+                rubric_version=locked.rubric.version,
+                k=working.golden.k,
+                relevant_min_grade=working.golden.relevant_min_grade,
+                scale_min=working.golden.scale.min,
+                scale_max=working.golden.scale.max,
+                counts=working.counts,
+                documents=working.documents,
+                notes="\n\n".join(part for part in (notes.strip(), *extra_notes) if part),
+                created_by=by,
+            )
+    except IntegrityError:
+        # Only reachable without the row lock (SQLite ignores select_for_update): same name, raced.
+        raise FreezeError([f"golden set {locked.slug} already has a version {name!r}"]) from None
+    _replace_frozen_labels(locked, working, name)
+    locked.frozen_version = name
+    locked.save(update_fields=["frozen_version"])
+    golden_set.frozen_version = name
+    return version
+
+
+def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str) -> str:
+    """Move the core queries with unresolved labels to shadow; the text for the version's notes."""
+    by_query: dict[str, list[UnresolvedLabel]] = {}
+    for u in working.blocked:
+        by_query.setdefault(u.query_id, []).append(u)
+    lines = [f"Moved to shadow before freezing (unresolved labels in core queries, freeze {name}):"]
+    for query_id, items in by_query.items():
+        reason = f"freeze {name}: no final grade for " + ", ".join(f"{u.doc_id} ({u.reason})" for u in items)
+        Query.objects.filter(golden_set=golden_set, external_id=query_id).update(
+            tier=Query.Tier.SHADOW, quarantine_reason=reason
+        )
+        lines.append(f"- {query_id}: " + ", ".join(f"{u.doc_id} ({u.reason})" for u in items))
+    return "\n".join(lines)
+
+
+def _replace_frozen_labels(golden_set: GoldenSet, working: WorkingGolden, name: str) -> None:
+    """The version's judgments become the frozen labels of its queries (retired queries keep theirs)."""
+    query_pks = [working.query_pks[q.id] for q in working.golden.queries]
+    doc_pks = dict(
+        Document.objects.filter(golden_set=golden_set, doc_id__in=list(working.documents)).values_list(
+            "doc_id", "pk"
+        )
+    )
+    FrozenLabel.objects.filter(query_id__in=query_pks).delete()
+    FrozenLabel.objects.bulk_create(
+        [
+            FrozenLabel(
+                query_id=working.query_pks[q.id], document_id=doc_pks[j.doc_id], grade=j.grade, version=name
+            )
+            for q in working.golden.queries
+            for j in q.judgments
+        ],
+        batch_size=1000,
+    )
+
+
+# ------------------------------------------------------------------------------------------ git export
+
+
+class ExportConfigError(ValueError):
+    def __init__(self, problems: dict[str, str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{k}: {v}" for k, v in problems.items()))
+
+
+def git_export_configure(
+    *,
+    golden_set: GoldenSet,
+    repository_path: str,
+    file_path: str,
+    branch: str = "main",
+    file_format: str = GitExportConfig.Format.JSON,
+    remote_url: str = "",
+    username_env: str = "",
+    password_env: str = "",
+) -> GitExportConfig:
+    """Create or replace the set's export configuration; `ExportConfigError` names each bad field."""
+    problems = git_export.config_problems(
+        repository_path=repository_path,
+        branch=branch,
+        file_path=file_path,
+        remote_url=remote_url,
+        username_env=username_env,
+        password_env=password_env,
+    )
+    if file_format not in GitExportConfig.Format.values:
+        problems["file_format"] = f"file format {file_format!r} must be json or jsonl"
+    if problems:
+        raise ExportConfigError(problems)
+    config, _ = GitExportConfig.objects.update_or_create(
+        golden_set=golden_set,
+        defaults={
+            "repository_path": repository_path,
+            "branch": branch,
+            "file_path": file_path,
+            "file_format": file_format,
+            "remote_url": remote_url,
+            "username_env": username_env,
+            "password_env": password_env,
+        },
+    )
+    return config
+
+
+def export_message(*, version: GoldenVersion, change: GoldenDiff | None) -> str:
+    """The commit (and tag) message: a subject with the counts, the diff summary, the methodology."""
+    counts = version.counts
+    tiers = counts.get("queries", {})
+    subject = (
+        f"golden {version}: {counts.get('total_queries', 0)} queries ("
+        + ", ".join(f"{tier} {n}" for tier, n in tiers.items())
+        + f"), {counts.get('judgments', 0)} judgments"
+    )
+    body = [
+        change.summary() if change is not None else f"First version of golden set {version.golden_set.slug}.",
+        f"Rubric {version.rubric_label}, k={version.k}, relevant_min_grade={version.relevant_min_grade}, "
+        f"scale {version.scale_min}..{version.scale_max}.",
+        f"sha256 {version.sha256}",
+        f"Frozen by {version.created_by or 'unknown'} at {version.created:%Y-%m-%d %H:%M} UTC.",
+    ]
+    return subject + "\n\n" + "\n\n".join(body) + "\n"
+
+
+def export_author(user: User | None) -> git_export.Author:
+    if user is None:
+        return git_export.Author("Assay", "assay@localhost")
+    return git_export.Author(
+        user.get_full_name() or user.username, user.email or f"{user.username}@localhost"
+    )
+
+
+def golden_version_export(*, version: GoldenVersion, by: User | None) -> GitExport:
+    """Write the version to its set's git repository, tag `golden@<name>`, push when a remote is set.
+
+    Always returns the recorded `GitExport` row: its status says exported / unchanged / push_failed /
+    refused / failed, and its message what happened and what to do.
+    """
+    config = GitExportConfig.objects.filter(golden_set_id=version.golden_set_id).first()
+    row = GitExport(version=version, tag=version.tag, by=by)
+    if config is None:
+        row.status = GitExport.Status.FAILED
+        row.message = (
+            f"golden set {version.golden_set.slug} has no git export configured: set the repository path, "
+            "branch and file path first"
+        )
+        row.save()
+        return row
+    row.repository_path, row.branch, row.file_path = config.repository_path, config.branch, config.file_path
+    row.remote_url = config.remote_url
+    golden = version.golden()
+    content = (
+        version.content_bytes if config.file_format == GitExportConfig.Format.JSON else dump_jsonl(golden)
+    )
+    change = diff(version.parent.golden(), golden) if version.parent is not None else None
+    message = export_message(version=version, change=change)
+    remote = (
+        git_export.Remote(config.remote_url, config.username_env, config.password_env)
+        if config.remote_url
+        else None
+    )
+    try:
+        result = git_export.git_write(
+            repository_path=config.repository_path,
+            branch=config.branch,
+            files={config.file_path: content},
+            message=message,
+            author=export_author(by if by is not None else version.created_by),
+            tag=version.tag,
+            remote=remote,
+        )
+    except git_export.TagConflict as exc:
+        row.status, row.message = GitExport.Status.REFUSED, str(exc)
+    except (git_export.GitExportError, OSError) as exc:
+        row.status, row.message = GitExport.Status.FAILED, f"nothing was written: {exc}"
+    else:
+        row.commit, row.pushed = result.commit, result.pushed
+        if result.push_error is not None:
+            row.status, row.message = GitExport.Status.PUSH_FAILED, result.push_error
+        elif not result.created:
+            row.status = GitExport.Status.UNCHANGED
+            row.message = (
+                f"{version.tag} already holds this content at {result.commit[:12]}: nothing written"
+                + ("; pushed" if result.pushed else "")
+            )
+        else:
+            row.status = GitExport.Status.EXPORTED
+            row.message = f"committed {result.commit[:12]} on {config.branch} and tagged {version.tag}" + (
+                f"; pushed to {config.remote_url}" if result.pushed else ""
+            )
+    row.save()
+    return row
+
+
+# ------------------------------------------------------------------------------------------ re-judging
+
+
+@dataclass(slots=True)
+class RequeueReport:
+    assignments: int = 0
+    candidates_added: int = 0
+    queued: list[str] = field(default_factory=list)  # "q-1: doc-7, doc-9 -> bob"
+    notes: list[str] = field(default_factory=list)
+
+
+@transaction.atomic
+def stale_requeue(*, version: GoldenVersion, doc_ids: Sequence[str] | None = None) -> RequeueReport:
+    """Queue the version's stale documents (all, or `doc_ids`) for re-judging.
+
+    Per query that judged them, one assignment scoped to those documents goes to a rater of the set who
+    has not held the query (nobody grades a query twice; see labeling's Assignment constraint), the
+    least loaded first. A query with no such rater left is reported, not skipped silently.
+    """
+    golden_set = version.golden_set
+    stale = selectors.stale_documents(version=version)
+    if doc_ids is not None:
+        wanted = set(doc_ids)
+        unknown = wanted - {s.doc_id for s in stale}
+        if unknown:
+            raise FreezeError([f"{d} is not a stale document of {version}" for d in sorted(unknown)])
+        stale = [s for s in stale if s.doc_id in wanted]
+    report = RequeueReport()
+    if not stale:
+        report.notes.append(f"{version} has no stale documents")
+        return report
+    by_query: dict[str, list[str]] = {}
+    for s in stale:
+        if s.live_doc_id is not None:
+            for qid in s.queries:
+                by_query.setdefault(qid, []).append(s.live_doc_id)
+    raters = list(golden_set.raters.order_by("id"))
+    load = dict(
+        Assignment.objects.filter(rater__in=raters, status=Assignment.Status.OPEN)
+        .values_list("rater")
+        .annotate(n=Count("id"))
+        .values_list("rater", "n")
+    )
+    queries = {
+        q.external_id: q
+        for q in Query.objects.filter(golden_set=golden_set, external_id__in=list(by_query)).prefetch_related(
+            "assignments"
+        )
+    }
+    for qid, live_ids in sorted(by_query.items()):
+        query = queries.get(qid)
+        if query is None or query.status != Query.Status.ACTIVE:
+            report.notes.append(f"query {qid} is retired or gone: not queued")
+            continue
+        docs = list(Document.objects.filter(golden_set=golden_set, doc_id__in=live_ids))
+        report.candidates_added += candidates_add(
+            query=query, entries=[PoolEntry(d, REJUDGE_SYSTEM, None) for d in docs]
+        )
+        held = {a.rater_id for a in query.assignments.all()}
+        free = [r for r in raters if r.pk not in held]
+        if not free:
+            report.notes.append(f"query {qid}: every rater of the set has graded it before; add a rater")
+            continue
+        rater = min(free, key=lambda r: (load.get(r.pk, 0), r.pk))
+        assignment = Assignment.objects.create(query=query, rater=rater, kind=Assignment.Kind.PRIMARY)
+        assignment.scope.set(Candidate.objects.filter(Q(query=query) & Q(document__in=docs)))
+        load[rater.pk] = load.get(rater.pk, 0) + 1
+        report.assignments += 1
+        report.queued.append(f"{qid}: {', '.join(sorted(d.doc_id for d in docs))} -> {rater.username}")
+    return report

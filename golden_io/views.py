@@ -1,0 +1,268 @@
+"""Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration.
+
+Reviewers of the set and admins only; anyone else (raters included) gets a 404, so the existence of a
+set or version is not confirmed. Thin: check access, call one service or selector, render.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from golden_io import selectors, services
+from golden_io.diff import diff
+from golden_io.format import dump_jsonl
+from golden_io.keys import resolve_keys
+from golden_io.models import GitExportConfig, GoldenVersion
+from golden_io.trec import write_qrels
+from labeling.models import GoldenSet
+from labeling.roles import is_admin, is_reviewer
+
+DOWNLOADS = {
+    "json": ("application/json", "json"),
+    "jsonl": ("application/x-ndjson", "jsonl"),
+    "qrels": ("text/plain; charset=utf-8", "qrels"),
+}
+
+
+# --- access helpers -----------------------------------------------------------------------------
+
+
+def _get_set(request: HttpRequest, slug: str) -> GoldenSet:
+    """The set, if the user reviews it or is an admin; a 404 for everyone else."""
+    if not is_reviewer(request.user):
+        raise Http404("no such golden set")
+    sets = GoldenSet.objects.select_related("rubric")
+    if not is_admin(request.user):
+        sets = sets.filter(reviewers=request.user.pk)
+    golden_set = sets.filter(slug=slug).first()
+    if golden_set is None:
+        raise Http404("no such golden set")
+    return golden_set
+
+
+def _get_version(request: HttpRequest, slug: str, name: str) -> GoldenVersion:
+    golden_set = _get_set(request, slug)
+    version = selectors.version_get(golden_set=golden_set, name=name)
+    if version is None:
+        raise Http404("no such version")
+    return version
+
+
+# --- forms --------------------------------------------------------------------------------------
+
+
+class FreezeForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, required=False, help_text="leave empty for today's date (2026-08-01, then .2, .3…)"
+    )
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    quarantine_unresolved = forms.BooleanField(
+        required=False,
+        label="Move core queries with unresolved documents to shadow first",
+    )
+
+
+class ExportConfigForm(forms.ModelForm):
+    class Meta:
+        model = GitExportConfig
+        fields = [
+            "repository_path",
+            "branch",
+            "file_path",
+            "file_format",
+            "remote_url",
+            "username_env",
+            "password_env",
+        ]
+
+
+# --- pages --------------------------------------------------------------------------------------
+
+
+@require_GET
+def set_list(request: HttpRequest) -> HttpResponse:
+    if not is_reviewer(request.user):
+        raise Http404("no golden sets")
+    sets = selectors.golden_set_list(user=request.user)
+    return render(request, "golden_io/set_list.html", {"sets": sets})
+
+
+@require_GET
+def version_list(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set(request, slug)
+    versions = list(selectors.version_list(golden_set=golden_set))
+    return render(
+        request,
+        "golden_io/version_list.html",
+        {"golden_set": golden_set, "versions": versions, "config": _config(golden_set)},
+    )
+
+
+@require_GET
+def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    version = _get_version(request, slug, name)
+    golden = version.golden()
+    resolved = resolve_keys(golden, selectors.live_keys(version.golden_set))
+    return render(
+        request,
+        "golden_io/version_detail.html",
+        {
+            "golden_set": version.golden_set,
+            "version": version,
+            "counts": version.counts,
+            "resolved": resolved,
+            "stale": selectors.stale_documents(version=version, golden=golden),
+            "exports": list(selectors.export_list(version=version)),
+            "config": _config(version.golden_set),
+            "children": list(version.children.order_by("created", "id")),
+        },
+    )
+
+
+@require_GET
+def version_download(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
+    version = _get_version(request, slug, name)
+    if fmt not in DOWNLOADS:
+        raise Http404("unknown format")
+    content_type, extension = DOWNLOADS[fmt]
+    if fmt == "json":
+        body: bytes = version.content_bytes  # the stored bytes themselves, never a re-dump
+    elif fmt == "jsonl":
+        body = dump_jsonl(version.golden())
+    else:
+        body = write_qrels(version.golden()).encode()
+    response = HttpResponse(body, content_type=content_type)
+    filename = f"{version.golden_set.slug}@{version.name}.{extension}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    if fmt == "json":
+        response["X-Content-SHA256"] = version.sha256
+    return response
+
+
+@require_GET
+def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
+    """`?old=A&new=B` between two versions; `new=working` for what the next freeze would change."""
+    golden_set = _get_set(request, slug)
+    versions = list(selectors.version_list(golden_set=golden_set))
+    old_name = request.GET.get("old", "")
+    new_name = request.GET.get("new", selectors.WORKING)
+    context: dict[str, Any] = {
+        "golden_set": golden_set,
+        "versions": versions,
+        "old_name": old_name,
+        "new_name": new_name,
+        "working": selectors.WORKING,
+    }
+    if new_name == selectors.WORKING:
+        try:
+            latest, working, change = selectors.working_diff(golden_set=golden_set)
+        except selectors.WorkingGoldenInvalid as exc:
+            context["problems"] = exc.problems
+            return render(request, "golden_io/diff.html", context, status=422)
+        context.update(change=change, working_golden=working, old_name=latest.name if latest else "")
+        if old_name and old_name != context["old_name"]:
+            old = _named(golden_set, old_name)
+            context.update(change=diff(old.golden(), working.golden), old_name=old.name)
+    else:
+        if not old_name:
+            new = _named(golden_set, new_name)
+            old_name = new.parent.name if new.parent is not None else ""
+            if not old_name:
+                context["problems"] = [f"{new_name} is the first version: pick another version to compare"]
+                return render(request, "golden_io/diff.html", context)
+        old, new = _named(golden_set, old_name), _named(golden_set, new_name)
+        context.update(change=selectors.version_diff(old=old, new=new), old_name=old.name)
+    context["markdown"] = context["change"].to_markdown()
+    return render(request, "golden_io/diff.html", context)
+
+
+def _named(golden_set: GoldenSet, name: str) -> GoldenVersion:
+    version = selectors.version_get(golden_set=golden_set, name=name)
+    if version is None:
+        raise Http404(f"no version {name}")
+    return version
+
+
+@require_http_methods(["GET", "POST"])
+def freeze(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set(request, slug)
+    form = FreezeForm(request.POST or None)
+    context: dict[str, Any] = {"golden_set": golden_set, "form": form}
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = services.golden_version_freeze(
+                golden_set=golden_set,
+                by=request.user,  # type: ignore[arg-type]
+                name=form.cleaned_data["name"].strip() or None,
+                notes=form.cleaned_data["notes"],
+                quarantine_unresolved=form.cleaned_data["quarantine_unresolved"],
+            )
+        except services.FreezeBlocked as exc:
+            context.update(blocked=exc.unresolved, problems=exc.problems[:1])
+        except services.FreezeError as exc:
+            context["problems"] = exc.problems
+        else:
+            messages.success(request, f"Froze {version} ({version.counts.get('total_queries', 0)} queries).")
+            return redirect("golden_io:version_detail", slug=golden_set.slug, name=version.name)
+    try:
+        latest, working, change = selectors.working_diff(golden_set=golden_set)
+        context.update(latest=latest, working=working, change=change)
+    except selectors.WorkingGoldenInvalid as exc:
+        context.setdefault("problems", exc.problems)
+    status = 422 if request.method == "POST" else 200
+    return render(request, "golden_io/freeze.html", context, status=status)
+
+
+@require_POST
+def export(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    version = _get_version(request, slug, name)
+    row = services.golden_version_export(version=version, by=request.user)  # type: ignore[arg-type]
+    level = messages.SUCCESS if row.status in ("exported", "unchanged") else messages.ERROR
+    messages.add_message(request, level, f"Export {row.get_status_display()}: {row.message}")
+    return redirect("golden_io:version_detail", slug=slug, name=name)
+
+
+@require_POST
+def requeue(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    version = _get_version(request, slug, name)
+    doc_ids = request.POST.getlist("doc_id") or None
+    try:
+        report = services.stale_requeue(version=version, doc_ids=doc_ids)
+    except services.FreezeError as exc:
+        messages.error(request, str(exc))
+    else:
+        summary = f"Queued {report.assignments} assignment(s) for re-judging"
+        messages.success(request, "; ".join([summary, *report.queued]))
+        for note in report.notes:
+            messages.warning(request, note)
+    return redirect("golden_io:version_detail", slug=slug, name=name)
+
+
+@require_http_methods(["GET", "POST"])
+def export_config(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set(request, slug)
+    instance = _config(golden_set)
+    form = ExportConfigForm(request.POST or None, instance=instance)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.git_export_configure(golden_set=golden_set, **form.cleaned_data)
+        except services.ExportConfigError as exc:
+            for field_name, problem in exc.problems.items():
+                form.add_error(field_name if field_name in form.fields else None, problem)
+        else:
+            messages.success(request, "Git export configuration saved.")
+            return redirect("golden_io:version_list", slug=slug)
+    status = 422 if request.method == "POST" else 200
+    return render(
+        request, "golden_io/export_config.html", {"golden_set": golden_set, "form": form}, status=status
+    )
+
+
+def _config(golden_set: GoldenSet) -> GitExportConfig | None:
+    return GitExportConfig.objects.filter(golden_set=golden_set).first()

@@ -1,0 +1,95 @@
+"""Two freezes at once, each in its own thread, connection and transaction (needs real row locks).
+
+They yield two distinct versions (the second names itself after the first and takes it as its parent) or,
+asked for the same explicit name, one version and one refusal; never a mix of both freezes' content.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from golden_io import services
+from golden_io.models import GoldenVersion
+from labeling.models import FrozenLabel, GoldenSet
+from tests.golden_io.test_versions_support import (
+    ConsolidatedStub,
+    build_set,
+    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DAY = dt.date(2026, 8, 1)
+SPEC = {
+    "q-1": {"labels": {"d-1": 3, "d-2": 0}},
+    "q-2": {"labels": {"d-2": 1, "d-3": 2}},
+}
+
+
+def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run work(0..n-1) in n threads released together; each result or the exception it raised."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()  # each thread has its own connection: give it back
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a freeze never finished (deadlock?)"
+    return results
+
+
+def test_two_freezes_at_once_make_two_distinct_chained_versions(
+    golden_set: GoldenSet, rita: User, bob: User, consolidated: ConsolidatedStub
+) -> None:
+    build_set(golden_set, SPEC)
+    users = [rita, bob]
+
+    results = _at_once(
+        2, lambda i: services.golden_version_freeze(golden_set=golden_set, by=users[i], on=DAY)
+    )
+
+    assert all(isinstance(r, GoldenVersion) for r in results), results
+    versions = sorted(GoldenVersion.objects.filter(golden_set=golden_set), key=lambda v: v.name)
+    assert [v.name for v in versions] == ["2026-08-01", "2026-08-01.2"]
+    first, second = versions
+    assert first.parent is None and second.parent == first
+    assert first.golden().version == "2026-08-01" and second.golden().version == "2026-08-01.2"
+    assert first.golden().queries == second.golden().queries
+    # The frozen labels are one version's, whole: never some rows from each.
+    assert set(
+        FrozenLabel.objects.filter(query__golden_set=golden_set).values_list("version", flat=True)
+    ) == {"2026-08-01.2"}
+    golden_set.refresh_from_db()
+    assert golden_set.frozen_version == "2026-08-01.2"
+
+
+def test_two_freezes_with_the_same_name_make_one_version_and_one_refusal(
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+) -> None:
+    build_set(golden_set, SPEC)
+
+    results = _at_once(2, lambda i: services.golden_version_freeze(golden_set=golden_set, by=rita, name="v1"))
+
+    made = [r for r in results if isinstance(r, GoldenVersion)]
+    refused = [r for r in results if isinstance(r, services.FreezeError)]
+    assert (len(made), len(refused)) == (1, 1), results
+    assert "already has a version 'v1'" in str(refused[0])
+    assert GoldenVersion.objects.filter(golden_set=golden_set).count() == 1

@@ -1,0 +1,89 @@
+"""Round trip: a golden file imported and frozen without changes comes back byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from golden_io import services
+from golden_io.format import dump_json, parse
+from golden_io.golden import GoldenFile, GoldenQuery, Judgment, Scale
+from golden_io.models import GoldenVersion
+from labeling import services as labeling_services
+from labeling.models import GoldenSet
+from tests import factories
+from tests.golden_io.test_versions_support import (
+    ConsolidatedStub,
+    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
+)
+
+pytestmark = pytest.mark.django_db
+DEMO = Path(__file__).resolve().parents[2] / "demo"
+
+
+def _imported(golden_set: GoldenSet, data: bytes) -> None:
+    report = labeling_services.golden_import(golden_set=golden_set, data=data, source="golden.json")
+    assert report.ok, report.render_text()
+
+
+def test_the_demo_golden_file_round_trips_byte_for_byte(rita: User, consolidated: ConsolidatedStub) -> None:
+    rubric, report = labeling_services.rubric_import(
+        data=(DEMO / "rubric.json").read_bytes(), source="rubric"
+    )
+    assert rubric is not None, report.render_text()
+    golden_set = factories.GoldenSetFactory.create(slug="help-center", rubric=rubric, locales=[])
+    docs = labeling_services.documents_import(
+        golden_set=golden_set, data=(DEMO / "corpus.jsonl").read_bytes(), source="corpus.jsonl"
+    )
+    assert docs.ok, docs.render_text()
+    original = (DEMO / "golden.json").read_bytes()
+    _imported(golden_set, original)
+
+    version = services.golden_version_freeze(golden_set=golden_set, by=rita, name=parse(original).version)
+
+    assert version.content_bytes == original
+    assert GoldenVersion.objects.get(pk=version.pk).content_bytes == original  # as stored, not as built
+    assert version.counts["total_queries"] == 86
+
+
+def test_a_file_with_its_own_scale_cutoff_and_k_round_trips(
+    rita: User, consolidated: ConsolidatedStub
+) -> None:
+    rubric = factories.RubricFactory.create(name="support", version=3, scale_min=0, scale_max=4)
+    golden_set = factories.GoldenSetFactory.create(slug="support", rubric=rubric, locales=[])
+    for doc_id in ("doc-2", "doc-10", "doc-11"):
+        factories.DocumentFactory.create(golden_set=golden_set, doc_id=doc_id, key=None, url=f"/{doc_id}")
+    golden = GoldenFile(
+        version="2026-09-01",
+        k=20,
+        relevant_min_grade=3,
+        scale=Scale(0, 4),
+        rubric="support@3",
+        queries=(
+            GoldenQuery(
+                "q-2", "annual refund", (Judgment("doc-2", 4), Judgment("doc-10", 0)), locale="en-GB"
+            ),
+            GoldenQuery(
+                "q-10",
+                "facture",
+                (Judgment("doc-11", 3),),
+                filters={"product": "billing", "region": ["eu", "us"]},
+                stratum="billing",
+                weight=2.5,
+                tier="challenge",
+                expect_empty=False,
+                critical=True,
+                tags=("disputed", "fr"),
+            ),
+            GoldenQuery("q-11", "no results expected", (), expect_empty=True, tier="shadow"),
+        ),
+    )
+    original = dump_json(golden)
+    _imported(golden_set, original)
+
+    version = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-09-01")
+
+    assert version.content_bytes == original
+    assert (version.k, version.relevant_min_grade, version.scale_max) == (20, 3, 4)
