@@ -57,6 +57,8 @@ DEFAULT_MIN_SHOULD_MATCH = 3
 TITLE_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
 MAX_REQUEST_BYTES = 1 << 20
+# Like Lucene's max clause count: one index lookup per clause, so an unbounded query is a denial of service.
+MAX_CLAUSES = 256
 DEFAULT_SYNONYMS_PATH = Path(__file__).with_name("synonyms.json")
 
 # Small on purpose: a word that carries meaning in a help center ("plan", "return", "account") must never
@@ -554,6 +556,8 @@ def search(
         raise RequestError(["rewrite: no synonym pack is loaded"])
     words = query_words(request.q)
     clauses = rewrite_words(words, synonyms) if request.rewrite and synonyms else words
+    if len(clauses) > MAX_CLAUSES:
+        raise RequestError([f"q: {len(clauses)} distinct words to search for; at most {MAX_CLAUSES}"])
     hits: list[Hit] = []
     if clauses:
         scores, per_clause = index.match(clauses)

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from demo.search_service import (
+    MAX_CLAUSES,
     CorpusError,
     Document,
     RequestError,
@@ -176,6 +177,14 @@ def test_it_rewrites_only_when_asked_and_the_expansions_change_the_match(index: 
     assert [h.id for h in on.hits] == ["doc-2"]
 
 
+def test_it_refuses_a_query_with_too_many_distinct_words(index: SearchIndex) -> None:
+    many = " ".join(f"word{i}" for i in range(MAX_CLAUSES + 1))
+    with pytest.raises(RequestError, match=f"q: {MAX_CLAUSES + 1} distinct words to search for; at most"):
+        search(index, many)
+    # Repeats do not count: the engine searches each word once.
+    assert search(index, "refund " * (MAX_CLAUSES + 1)).hits
+
+
 def test_it_refuses_a_rewrite_without_a_synonym_pack(index: SearchIndex) -> None:
     with pytest.raises(RequestError, match="no synonym pack"):
         search(index, "refund", rewrite=True)
@@ -235,6 +244,35 @@ def test_it_reports_every_bad_corpus_line_at_once(tmp_path: Path) -> None:
     assert [p.split(": ", 1)[0] for p in caught.value.problems] == [f"{path}:{n}" for n in (2, 3, 4, 5, 6)]
     assert "id: 'a' already used on line 1" in caught.value.problems[3]
     assert "fields.f: expected" in caught.value.problems[4]
+
+
+def test_it_swaps_a_replaced_word_without_adding_a_clause(index: SearchIndex) -> None:
+    pack = parse_synonyms(
+        {
+            "name": "typos",
+            "version": "1",
+            "rules": [{"terms": ["webhok"], "replace": ["webhooks"], "note": "x"}],
+        }
+    )
+    assert search(index, "webhok", synonyms=pack).hits == ()
+    fixed = search(index, "webhok", synonyms=pack, rewrite=True)
+    assert fixed.rewritten_query == "webhooks"
+    assert [h.id for h in fixed.hits] == ["doc-6"]
+
+
+def test_it_rejects_a_synonym_rule_that_both_expands_and_replaces() -> None:
+    with pytest.raises(SynonymsError) as caught:
+        parse_synonyms(
+            {
+                "name": "p",
+                "version": "1",
+                "rules": [{"terms": ["a1"], "expand": ["b1"], "replace": ["c1"], "weight": 2}],
+            }
+        )
+    assert caught.value.problems == [
+        "synonyms: rules[0]: unknown keys ['weight']",
+        "synonyms: rules[0]: needs exactly one of expand or replace",
+    ]
 
 
 def test_it_rejects_a_synonym_pack_with_bad_rules() -> None:
