@@ -1,0 +1,288 @@
+"""Evaluation runs on real Celery worker processes, Redis and PostgreSQL, against a loopback stub engine.
+
+The workers are `celery -A config worker` subprocesses pointed at the test database pytest-django made
+(committed data: `transactional_db`) and at Redis database 8 of REDIS_URL's server (flushed first).
+Covered: a run completes with one result per query and the right report; a worker SIGKILLed mid-run and
+a second worker finishing the run with exactly one result per query; timeouts and errors recorded as
+errors (never empties) with the verdict failing closed; cancel stopping the chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection
+
+from evaluation.models import EvaluationRun, QueryRunResult
+from evaluation.services import run_cancel, run_create
+from labeling.models import GoldenSet
+from tests.integration.runs_support import golden_file, make_target, make_version
+from tests.support.processes import REPO
+from tests.support.stub_server import Reply, StubServer, hits_reply
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not settings.CELERY_BROKER_URL.startswith("redis://"),
+        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
+    ),
+]
+
+Status = EvaluationRun.Status
+WAIT_S = 60.0
+# Broadcast chatter between workers is of no use to these tests and costs a second at start.
+FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
+
+
+class Worker:
+    """One `celery worker` process (its own process group, so SIGKILL takes its pool children too)."""
+
+    def __init__(self, name: str, log: Path, env: dict[str, str]) -> None:
+        self.name, self.log = name, log
+        self.handle = log.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-l",
+                "info",
+                "-c",
+                "2",
+                "-n",
+                f"{name}@%h",
+                *FAST_START,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=self.handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = WAIT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if " ready." in self.log.read_text(errors="replace"):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(
+            f"worker {self.name} did not start:\n{self.log.read_text(errors='replace')[-3000:]}"
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        # Cold shutdown: nothing of a finished test is left to finish, and a warm one takes seconds.
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.handle.close()
+
+
+StartWorker = Callable[..., Worker]
+
+
+@pytest.fixture
+def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker]:
+    import redis
+
+    from config.celery import app
+
+    # The workers consume the broker this suite publishes to (REDIS_URL: database 8 here, 15 in CI),
+    # flushed first so no earlier run's messages are redelivered into this test.
+    url = str(app.conf.broker_url)
+    redis.Redis.from_url(url).flushdb()
+    workers: list[Worker] = []
+
+    def start(name: str, **env: str) -> Worker:
+        environment = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": url,
+            "CELERY_BROKER_URL": url,
+            "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
+            "ASSAY_VAR_DIR": str(tmp_path / "var"),
+            **env,
+        }
+        environment.pop("CELERY_TASK_ALWAYS_EAGER", None)
+        worker = Worker(name, tmp_path / f"{name}.log", environment)
+        workers.append(worker)
+        worker.wait_ready()
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+def _wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def _status(run: EvaluationRun) -> str:
+    run.refresh_from_db()
+    return run.status
+
+
+def _finished(run: EvaluationRun) -> bool:
+    return _status(run) in EvaluationRun.FINAL
+
+
+def _one_per_query(run: EvaluationRun) -> list[str]:
+    ids = list(QueryRunResult.objects.filter(run=run).values_list("query_id", flat=True))
+    assert len(ids) == len(set(ids)), "a query has more than one result"
+    return sorted(ids, key=lambda q: int(q.split("-")[1]))
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+def test_a_run_completes_on_a_worker_with_one_result_per_query(
+    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+) -> None:
+    version = make_version(golden_set, golden_file(30))
+    target = make_target(f"{stub.url}/search", golden_set, concurrency=2)  # chunks of 8: four chunk tasks
+    stub.on("query 7", hits_reply(["d4", "d9"]))
+    start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: _finished(run), "the run to finish")
+
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert _one_per_query(run) == [f"q-{i}" for i in range(1, 31)]
+    assert (run.total, run.done, run.errors) == (30, 30, 0)
+    assert run.report is not None
+    rows = {row["id"]: row for row in run.report["per_query"]}
+    gain_d1_d2 = 7 + 3 / 1.5849625007211562
+    ideal = gain_d1_d2 + 1 / 2  # d1 (3), d2 (2), d4 (1)
+    assert rows["q-1"]["ndcg"] == pytest.approx(gain_d1_d2 / ideal)
+    assert rows["q-7"]["ndcg"] == pytest.approx(1.0 / ideal)  # only d4 (grade 1) at rank 1
+    assert run.report["n"] == 30
+    assert run.report["ndcg"] == pytest.approx((29 * gain_d1_d2 / ideal + 1.0 / ideal) / 30)
+    assert run.verdict == EvaluationRun.Verdict.NONE
+
+
+def test_a_killed_worker_loses_no_query_and_a_second_worker_finishes(
+    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+) -> None:
+    stub.default = hits_reply(["d1", "d2", "d3"], delay=0.25)
+    version = make_version(golden_set, golden_file(40))
+    # Chunks of 8 queries at 2 in flight: about a second each, five chunk tasks.
+    target = make_target(f"{stub.url}/search", golden_set, concurrency=2)
+    first = start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: QueryRunResult.objects.filter(run=run).count() >= 3, "the first results")
+    first.kill()
+    at_kill = set(QueryRunResult.objects.filter(run=run).values_list("query_id", flat=True))
+    assert len(at_kill) < 40, "the first worker finished before it could be killed"
+    assert _status(run) == Status.RUNNING
+    # The dead worker's chunks are unacknowledged in Redis; a worker restores those older than the
+    # visibility timeout when it starts polling.
+    time.sleep(2.5)
+    start_worker("w2", CELERY_VISIBILITY_TIMEOUT="2")
+    _wait(lambda: _finished(run), "the second worker to finish the run")
+
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert _one_per_query(run) == [f"q-{i}" for i in range(1, 41)]
+    assert (run.done, run.errors) == (40, 0)
+    assert run.report is not None and run.report["n"] == 40
+    # What the dead worker had written was not searched again; only its unfinished queries were.
+    texts = [r.key for r in stub.requests]
+    assert all(texts.count(f"query {qid.split('-')[1]}") == 1 for qid in at_kill)
+    assert {f"query {i}" for i in range(1, 41)} == set(texts)
+
+
+def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
+    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+) -> None:
+    version = make_version(golden_set, golden_file(12))
+    target = make_target(f"{stub.url}/search", golden_set, timeout=0.5, retries=1)
+    stub.on("query 3", Reply(status=503, text="overloaded"))
+    stub.on("query 8", hits_reply(["d1"], delay=3.0))  # longer than the timeout
+    stub.on("query 11", Reply(text="<html>maintenance</html>"))
+    start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: _finished(run), "the run to finish")
+
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert _one_per_query(run) == [f"q-{i}" for i in range(1, 13)]
+    errors = dict(
+        QueryRunResult.objects.filter(run=run, error__isnull=False).values_list("query_id", "error")
+    )
+    assert sorted(errors) == ["q-11", "q-3", "q-8"]
+    assert "HTTP 503" in str(errors["q-3"]) and "2 attempts" in str(errors["q-3"])
+    assert "timeout" in str(errors["q-8"])
+    assert "not JSON" in str(errors["q-11"])
+    assert run.report is not None
+    assert run.report["empty_rate"] == 0.0  # none of them counted as empty
+    assert run.report["error_rate"] == pytest.approx(3 / 12)
+    assert run.verdict == EvaluationRun.Verdict.FAIL
+    assert run.gate is not None and [f["kind"] for f in run.gate["failures"]] == ["errors"]
+
+
+def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
+    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+) -> None:
+    stub.default = hits_reply(["d1", "d2", "d3"], delay=0.3)
+    version = make_version(golden_set, golden_file(40))
+    target = make_target(f"{stub.url}/search", golden_set, concurrency=2)
+    start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: QueryRunResult.objects.filter(run=run).count() >= 2, "the first results")
+    assert run_cancel(run=run, by=rita)
+
+    # Every chunk, running or queued, sees the cancel and stops: the engine stops being called.
+    def settled() -> bool:
+        before = len(stub.requests)
+        time.sleep(1.0)
+        return len(stub.requests) == before
+
+    _wait(settled, "the chunks to stop calling the engine")
+
+    assert _status(run) == Status.CANCELLED
+    assert run.report is None and run.verdict == EvaluationRun.Verdict.NONE
+    assert len(stub.requests) < 40
+    assert QueryRunResult.objects.filter(run=run).count() < 40
