@@ -249,8 +249,9 @@ def query_agreement(
     the same for every query at once)."""
     errors = _settings_errors(scale, relevant_min_grade, hard_diff)
     for doc_id, doc_grades in grades.items():
-        if not isinstance(doc_id, str) or not doc_id:
-            errors.append(f"grades[{doc_id!r}]: a document id must be a non-empty string")
+        problem = _id_problem(doc_id)
+        if problem:
+            errors.append(f"grades[{doc_id!r}]: the document id {problem}")
         for i, g in enumerate(doc_grades):
             problem = _grade_problem(g, scale)
             if problem:
@@ -432,8 +433,8 @@ class _Columns:
                 if problem:
                     errors.append(f"ratings[{i}].grade: {problem}")
         given = np.fromiter((t is not None for t in times), dtype=bool, count=len(times))
-        numeric = [t if type(t) in (int, float) else math.nan for t in times]
-        time_ms = np.array([math.nan if t is None else t for t in numeric], dtype=np.float64)
+        # None (unknown) and anything that is not a number both become NaN; only the latter is an error.
+        time_ms = np.array([t if type(t) in (int, float) else math.nan for t in times], dtype=np.float64)
         bad_time = np.flatnonzero(given & ~(np.isfinite(time_ms) & (time_ms >= 0)))
         errors.extend(f"ratings[{i}].time_ms: {times[i]!r} must be a finite number >= 0" for i in bad_time)
         if errors:

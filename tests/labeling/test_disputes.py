@@ -328,3 +328,23 @@ def test_it_names_every_bad_item_when_consolidating_a_set() -> None:
         "items[1]: ('q', 'a') already appears at items[0]",
         "items[2] ('q', 'b'): grades[0]: 7 is not a grade on 0..3",
     ]
+
+
+def test_it_gives_the_reasons_docs_agreement_md_shows() -> None:
+    docs = [
+        DocGrades("d1", (2, 2)),
+        DocGrades("d2", (1, 2)),
+        DocGrades("d3", (0, 3)),
+        DocGrades("d4", (3, 3)),
+        DocGrades("d5", (0, 1)),
+        DocGrades("d6", (1, 1, 2)),
+    ]
+    decision = query_dispute(docs, query_id="q-7")
+    assert decision.reasons == (
+        "relevance flip on d2: 1 vs 2 (relevant from grade 2)",
+        "hard disagreement and relevance flip on d3: 0 vs 3 (relevant from grade 2)",
+        "relevance flip on d6: 1 vs 1 vs 2 (relevant from grade 2)",
+        "exact agreement 3/8 = 0.375 is below 0.55 on 6 dual-labeled documents",
+        "mean absolute difference 7/8 = 0.875 is above 0.45 on 6 dual-labeled documents",
+    )
+    assert decision.disagreeing_docs == ("d2", "d3", "d5", "d6")
