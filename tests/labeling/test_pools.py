@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-
 import pytest
 
-from demo import search_service
 from labeling import services
 from labeling.models import Assignment, Candidate, Document, GoldenSet, Query
 from tests import factories
@@ -105,21 +101,6 @@ def test_a_grown_pool_reopens_a_finished_assignment(gset: GoldenSet, alice) -> N
     )
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.OPEN
-
-
-@pytest.fixture
-def search_url() -> Iterator[str]:
-    """The demo search engine on a loopback port, serving this test's corpus."""
-    docs = [
-        search_service.Document(id=f"d{i}", title=f"Refund article {i}", body="refund money back")
-        for i in range(1, 31)
-    ]
-    server = search_service.make_server(search_service.build_index(docs), port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"{server.url}/search"
-    server.shutdown()
-    server.server_close()
 
 
 def test_it_pools_from_a_live_search_endpoint_through_the_harness(gset: GoldenSet, search_url: str) -> None:

@@ -1,0 +1,173 @@
+"""The management commands: imports, pools, assignments, and the idempotent demo load."""
+
+from __future__ import annotations
+
+import json
+import stat
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from labeling.management.commands import demo_load
+from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric
+from tests import factories
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.django_db
+
+
+def _call(*args: Any, **kwargs: Any) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, **kwargs)
+    return out.getvalue()
+
+
+def test_a_golden_set_is_built_from_the_command_line(
+    tmp_path: Path, alice: User, bob: User, rita: User
+) -> None:
+    rubric = tmp_path / "rubric.json"
+    grades = [dict(g) for g in factories.GRADES]
+    rubric.write_text(
+        json.dumps({"name": "cli", "version": 1, "scale": {"min": 0, "max": 3}, "grades": grades})
+    )
+    assert "rubrics created: 1" in _call("import_rubric", str(rubric))
+    _call(
+        "create_golden_set",
+        "cli-set",
+        "--surface=docs",
+        "--rubric=cli@1",
+        "--locales=en-US",
+        "--dual-rate=1",
+        "--reviewers=rita",
+    )
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps({"id": f"d{i}", "title": f"Doc {i}"}) for i in range(1, 4)))
+    assert "documents created: 3" in _call("import_documents", "cli-set", str(docs))
+    golden = tmp_path / "golden.json"
+    query = {"id": "q1", "text": "refund", "locale": "en-US", "judgments": [{"doc_id": "d3", "grade": 2}]}
+    golden.write_text(json.dumps({"version": "v1", "k": 5, "queries": [query]}))
+    assert "frozen labels: 1" in _call("import_golden", "cli-set", str(golden))
+    run = tmp_path / "bm25.run"
+    run.write_text("q1 Q0 d1 1 3.0 bm25\nq1 Q0 d2 2 2.0 bm25\n")
+    assert "candidates added: 2" in _call("build_pools", "cli-set", "--run", str(run))
+    out = _call("assign_queries", "cli-set", "--raters=alice,bob")
+    assert "assigned 1 primary and 1 second assignment(s)" in out
+    gs = GoldenSet.objects.get(slug="cli-set")
+    assert (gs.k, gs.dual_rate, list(gs.reviewers.all())) == (5, 1.0, [rita])
+    assert set(Candidate.objects.values_list("document__doc_id", flat=True)) == {"d1", "d2", "d3"}
+    assert set(Assignment.objects.values_list("rater__username", "kind")) == {
+        ("alice", "primary"),
+        ("bob", "second"),
+    }
+
+
+def test_a_failed_import_exits_with_every_problem_and_writes_nothing(tmp_path: Path) -> None:
+    factories.GoldenSetFactory.create(slug="hc")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "d1", "title": "x"}\n{"id": "d1", "title": "y"}\n{"title": "z"}\n')
+    with pytest.raises(CommandError) as info:
+        _call("import_documents", "hc", str(docs))
+    text = str(info.value)
+    assert "FAILED with 2 problem(s), nothing imported" in text
+    assert "line 2: id: duplicate id 'd1' (first on line 1)" in text and "line 3: id" in text
+    assert not Document.objects.exists()
+
+
+def test_commands_name_an_unknown_golden_set_and_an_unreadable_file(tmp_path: Path) -> None:
+    factories.GoldenSetFactory.create(slug="hc")
+    with pytest.raises(CommandError, match="no golden set 'nope' \\(known: hc\\)"):
+        _call("import_golden", "nope", str(tmp_path / "g.json"))
+    with pytest.raises(CommandError, match="cannot read .*missing.jsonl"):
+        _call("import_documents", "hc", str(tmp_path / "missing.jsonl"))
+
+
+def test_the_query_log_command_samples_the_demo_log_with_a_cap(tmp_path: Path) -> None:
+    gs = factories.GoldenSetFactory.create(slug="hc", locales=[])
+    out = _call(
+        "import_query_log", "hc", str(REPO / "demo" / "query_log.csv"), "--cap=120", "--reserve-share=0.15"
+    )
+    assert "queries created: 120" in out
+    assert "known failures reserved: 18" in out
+    for kind in ("email", "card", "phone", "digits"):
+        removed = int(out.split(f"PII removed: {kind}: ")[1].split()[0])
+        assert removed > 0, kind  # the demo log plants every kind
+    queries = Query.objects.filter(golden_set=gs)
+    assert queries.count() == 120
+    assert not queries.filter(text__regex=r"@|\d{6,}").exists()
+    with pytest.raises(CommandError, match="stratum-shares"):
+        _call(
+            "import_query_log",
+            "hc",
+            str(REPO / "demo" / "query_log.csv"),
+            "--cap=5",
+            '--stratum-shares={"x": 1}',
+        )
+
+
+def test_build_pools_calls_a_live_search_url_through_the_harness(search_url: str) -> None:
+    gs = factories.GoldenSetFactory.create(slug="hc")
+    for i in range(1, 31):
+        factories.DocumentFactory.create(golden_set=gs, doc_id=f"d{i}")
+    factories.QueryFactory.create(golden_set=gs, external_id="q1", text="refund", filters={})
+    out = _call("build_pools", "hc", f"--search-url=live={search_url}", "--depth=5")
+    assert "candidates added: 5" in out
+    assert Candidate.objects.filter(provenance__contains=[{"system": "live"}]).count() == 5
+
+
+@pytest.fixture
+def var_dir(tmp_path: Path, settings: Any) -> Path:
+    settings.VAR_DIR = tmp_path
+    return tmp_path
+
+
+def _snapshot() -> dict[str, Any]:
+    return {
+        "users": sorted(User.objects.values_list("username", flat=True)),
+        "rubrics": Rubric.objects.count(),
+        "documents": Document.objects.count(),
+        "queries": sorted(Query.objects.values_list("external_id", flat=True)),
+        "frozen": sorted(FrozenLabel.objects.values_list("query__external_id", "document__doc_id", "grade")),
+        "pool": sorted(Candidate.objects.values_list("query__external_id", "document__doc_id", "provenance")),
+        "assignments": sorted(
+            Assignment.objects.values_list("query__external_id", "rater__username", "kind")
+        ),
+    }
+
+
+def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
+    out = _call("demo_load")
+    logins = json.loads((var_dir / "demo-logins.json").read_text())
+    assert set(logins) == {"rater1", "rater2", "reviewer", "admin"}
+    assert stat.S_IMODE((var_dir / "demo-logins.json").stat().st_mode) == 0o600
+    for name, password in logins.items():
+        assert f"{name:<9} {password}" in out
+        assert User.objects.get(username=name).check_password(password)
+    first = _snapshot()
+    assert first["documents"] > 300 and len(first["queries"]) > 75
+    assert ("q-0471", "doc-8821", 3) in first["frozen"]
+    assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
+    assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
+    # Some work is already done when it runs again: the reload changes nothing and loses nothing.
+    assignment = Assignment.objects.filter(rater__username="rater1").first()
+    assert assignment is not None
+    candidate = assignment.query.candidates.first()
+    assert candidate is not None
+    factories.JudgmentFactory.create(assignment=assignment, document=candidate.document, grade=1, note="kept")
+    again = _call("demo_load")
+    assert _snapshot() == first
+    assert Judgment.objects.get().note == "kept"
+    assert json.loads((var_dir / "demo-logins.json").read_text()) == logins
+    assert "new assignments: 0 primary, 0 second" in again
+    admin = User.objects.get(username="admin")
+    assert admin.is_superuser and admin.groups.filter(name="admins").exists()
+
+
+def test_print_logins_only_prints(var_dir: Path) -> None:
+    out = _call("demo_load", "--print-logins")
+    assert "Demo logins" in out and "rater1" in out
+    assert not GoldenSet.objects.exists()
+    assert demo_load.demo_logins() == json.loads((var_dir / "demo-logins.json").read_text())

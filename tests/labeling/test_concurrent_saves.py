@@ -1,0 +1,90 @@
+"""Racing saves on the real database: threads hit judgment_submit at the same moment (each thread has its
+own connection and transaction, as web workers do). No duplicate judgment, no lost history."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from labeling import services
+from labeling.models import Assignment, Judgment, JudgmentEvent
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _race(workers: list[Callable[[], object]]) -> list[object]:
+    barrier = threading.Barrier(len(workers))
+    results: list[object] = [None] * len(workers)
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = workers[i]()
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_simultaneous_saves_of_one_document_make_one_judgment_and_every_event(
+    golden_set, alice: User
+) -> None:
+    query = factories.pooled_query(golden_set, 3)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    candidate = query.candidates.first()
+    assert candidate is not None
+    grades = [0, 1, 2, 3, 0, 1, 2, 3]
+
+    def save(grade: int) -> Callable[[], object]:
+        return lambda: services.judgment_submit(
+            assignment_id=assignment.pk, rater=alice, candidate_id=candidate.pk, grade=grade
+        )
+
+    results = _race([save(g) for g in grades])
+    assert all(isinstance(r, services.SubmitResult) for r in results), results
+    assert Judgment.objects.count() == 1
+    events = list(JudgmentEvent.objects.order_by("id").values_list("old_grade", "new_grade"))
+    # The saves took turns: each event starts from the grade the previous one left.
+    assert events[0][0] is None
+    assert all(events[i][0] == events[i - 1][1] for i in range(1, len(events)))
+    assert Judgment.objects.get().grade == events[-1][1]
+    changed = sum(1 for r in results if isinstance(r, services.SubmitResult) and r.changed)
+    assert len(events) == changed
+
+
+def test_a_save_racing_a_reassignment_never_lands_after_it(golden_set, alice: User, bob: User) -> None:
+    for _ in range(5):
+        query = factories.pooled_query(golden_set, 2)
+        assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+        candidate = query.candidates.first()
+        assert candidate is not None
+        results = _race(
+            [
+                lambda a=assignment, c=candidate: services.judgment_submit(
+                    assignment_id=a.pk, rater=alice, candidate_id=c.pk, grade=2
+                ),
+                lambda a=assignment: services.assignment_reassign(assignment=a, rater=bob),
+            ]
+        )
+        saved, moved = results
+        assert isinstance(moved, Assignment), moved
+        assignment.refresh_from_db()
+        assert assignment.status == "reassigned"
+        if isinstance(saved, services.SubmitResult):
+            # The save won the lock: it happened before the reassignment, on alice's open assignment.
+            assert saved.judgment.assignment_id == assignment.pk
+        else:
+            assert isinstance(saved, services.Reassigned)
+            assert not Judgment.objects.filter(assignment=assignment).exists()
