@@ -81,7 +81,7 @@ def test_commands_name_an_unknown_golden_set_and_an_unreadable_file(tmp_path: Pa
     factories.GoldenSetFactory.create(slug="hc")
     with pytest.raises(CommandError, match="no golden set 'nope' \\(known: hc\\)"):
         _call("import_golden", "nope", str(tmp_path / "g.json"))
-    with pytest.raises(CommandError, match="cannot read .*missing.jsonl"):
+    with pytest.raises(CommandError, match=r"cannot read .*missing\.jsonl"):
         _call("import_documents", "hc", str(tmp_path / "missing.jsonl"))
 
 

@@ -3,6 +3,7 @@ own connection and transaction, as web workers do). No duplicate judgment, no lo
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -70,14 +71,15 @@ def test_a_save_racing_a_reassignment_never_lands_after_it(golden_set, alice: Us
         assignment = factories.AssignmentFactory.create(query=query, rater=alice)
         candidate = query.candidates.first()
         assert candidate is not None
-        results = _race(
-            [
-                lambda a=assignment, c=candidate: services.judgment_submit(
-                    assignment_id=a.pk, rater=alice, candidate_id=c.pk, grade=2
-                ),
-                lambda a=assignment: services.assignment_reassign(assignment=a, rater=bob),
-            ]
+        save = functools.partial(
+            services.judgment_submit,
+            assignment_id=assignment.pk,
+            rater=alice,
+            candidate_id=candidate.pk,
+            grade=2,
         )
+        move = functools.partial(services.assignment_reassign, assignment=assignment, rater=bob)
+        results = _race([save, move])
         saved, moved = results
         assert isinstance(moved, Assignment), moved
         assignment.refresh_from_db()
