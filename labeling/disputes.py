@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 else:
     R = TypeVar("R")
 
-# DESIGN.md: a final grade needs a reviewer when three grades span two or more grades.
+# DESIGN.md: a final grade needs a reviewer when three grades are two or more apart (highest - lowest).
 REVIEW_SPREAD = 2
 
 Method = Literal["single", "agreed", "median", "adjudicated"]
@@ -275,10 +275,10 @@ def consolidate(
 
     In order: an adjudication always wins; no grade, or fewer than `expected` (1 single, 2 dual), is
     unresolved awaiting a rater; a lone grade on a single-labeled document stands; equal grades are
-    agreed; two that differ await a third rater; three or more spanning REVIEW_SPREAD grades or more go
-    to a reviewer even when two of them agree (0, 0, 3 is not a confident 0); otherwise the median,
-    which with grades one apart is also the majority. An even count whose two middle grades differ
-    (only possible beyond three grades) is a tie for the reviewer.
+    agreed; two that differ await a third rater; three or more whose highest and lowest are
+    REVIEW_SPREAD or more apart go to a reviewer even when two of them agree (0, 0, 3 is not a
+    confident 0); otherwise the median, which with grades one apart is also the majority. An even
+    count whose two middle grades differ (only possible beyond three grades) is a tie for the reviewer.
     """
     errors = [
         f"grades[{i}]: {g!r} is not a grade on {scale}"
@@ -310,7 +310,7 @@ def consolidate(
     text = ", ".join(map(str, ordered))
     spread = ordered[-1] - ordered[0]
     if spread >= REVIEW_SPREAD:
-        return Final(None, None, f"grades {text} span {spread} grades: a reviewer decides", "reviewer")
+        return Final(None, None, f"grades {text} are {spread} apart: a reviewer decides", "reviewer")
     low, high = ordered[(n - 1) // 2], ordered[n // 2]
     if low != high:
         return Final(

@@ -253,18 +253,18 @@ def test_it_never_picks_the_first_two_and_breaks_ties_by_id(
         ((1, 2, 2), None, 2, Final(2, "median")),
         ((1, 2, 1), None, 2, Final(1, "median")),
         ((3, 3, 3), None, 2, Final(3, "agreed")),
-        # Two agree, but the three span two grades or more: a reviewer decides.
+        # Two agree, but the three are two or more apart: a reviewer decides.
         (
             (0, 3, 0),
             None,
             2,
-            Final(None, None, "grades 0, 0, 3 span 3 grades: a reviewer decides", "reviewer"),
+            Final(None, None, "grades 0, 0, 3 are 3 apart: a reviewer decides", "reviewer"),
         ),
         (
             (0, 2, 1),
             None,
             2,
-            Final(None, None, "grades 0, 1, 2 span 2 grades: a reviewer decides", "reviewer"),
+            Final(None, None, "grades 0, 1, 2 are 2 apart: a reviewer decides", "reviewer"),
         ),
         (
             (1, 1, 2, 2),
@@ -312,7 +312,7 @@ def test_it_consolidates_a_golden_set_and_lists_what_is_unresolved() -> None:
     ]
     data = result.to_dict()
     assert [row["method"] for row in data["labels"]] == ["single", "median", "adjudicated"]
-    assert data["unresolved"][1]["unresolved_reason"] == "grades 0, 3, 3 span 3 grades: a reviewer decides"
+    assert data["unresolved"][1]["unresolved_reason"] == "grades 0, 3, 3 are 3 apart: a reviewer decides"
 
 
 def test_it_names_every_bad_item_when_consolidating_a_set() -> None:
