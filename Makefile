@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 
 run: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py demo_load
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py runstack --host $(HOST) --port $(PORT)
 
 lint: install

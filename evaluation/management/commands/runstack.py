@@ -10,6 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from labeling.management.commands.demo_load import demo_logins, render_logins
+
 
 class Command(BaseCommand):
     help = "Start web, Celery worker (and what later parts add) until Ctrl-C."
@@ -23,10 +25,22 @@ class Command(BaseCommand):
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
             "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "2"],
+            "search": [
+                python,
+                "-m",
+                "demo.search_service",
+                "--corpus",
+                "demo/corpus.jsonl",
+                "--port",
+                "8765",
+            ],
         }
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
         self.stdout.write(self.style.SUCCESS(f"\nAssay is up at http://{host}:{port}/"))
-        self.stdout.write(f"Health check: http://{host}:{port}/health/\nPress Ctrl-C to stop.\n")
+        self.stdout.write(f"Health check: http://{host}:{port}/health/")
+        self.stdout.write("Demo search service (the seed's http_json contract): http://127.0.0.1:8765/search")
+        self.stdout.write(render_logins(demo_logins()))
+        self.stdout.write("Press Ctrl-C to stop.\n")
         stopping = False
 
         def stop(*_: object) -> None:
