@@ -40,6 +40,7 @@ DEFAULT_SEED = 20_240_611
 # conclusions.
 ALPHA_RELIABLE = 0.8
 ALPHA_TENTATIVE = 0.667
+NO_SHARED_ITEMS = "no shared items"
 # Shown in an error message before the rest is summarised as "... and N more".
 MAX_ERRORS_SHOWN = 20
 
@@ -204,6 +205,8 @@ class AgreementReport:
 
     def pair(self, a: str, b: str) -> PairAgreement:
         """The pair's figures in (a, b) order; a pair with nothing in common gets undefined ones."""
+        if a == b:
+            raise ValueError(f"pair: {a!r} twice; a pair is two different raters")
         lo, hi = sorted((a, b))
         found = next((p for p in self.pairs if p.rater_a == lo and p.rater_b == hi), None)
         if found is None:
@@ -214,7 +217,7 @@ class AgreementReport:
         """Rater x rater kappa (symmetric; the diagonal is left out) for the dashboard."""
         names = [r.rater for r in self.raters]
         known = {(p.rater_a, p.rater_b): p.kappa(variant) for p in self.pairs}
-        none = Undefined("no shared items")
+        none = Undefined(NO_SHARED_ITEMS)
         return {a: {b: known.get((min(a, b), max(a, b)), none) for b in names if b != a} for a in names}
 
     def to_dict(self) -> dict[str, Any]:
@@ -704,7 +707,7 @@ def _pair_figures(data: _Columns, pairs: _PairRows) -> tuple[PairAgreement, ...]
 
 
 def _pair_without_overlap(a: str, b: str, scale: Scale) -> PairAgreement:
-    none = Undefined("no shared items")
+    none = Undefined(NO_SHARED_ITEMS)
     zeros = _distribution([0] * (scale.max - scale.min + 1), scale)
     return PairAgreement(a, b, 0, none, none, none, none, none, zeros, dict(zeros))
 

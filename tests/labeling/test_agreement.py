@@ -384,3 +384,9 @@ def test_query_agreement_names_bad_grades_by_document() -> None:
         "grades['d1'][1]: 7 is outside the scale 0..3",
         "grades['d2'][0]: '2' is not an integer grade",
     ]
+
+
+def test_it_refuses_to_pair_a_rater_with_themselves() -> None:
+    report = agreement_compute(_pairs([(1, 1)]), n_resamples=10)
+    with pytest.raises(ValueError, match="pair: 'A' twice"):
+        report.pair("A", "A")
