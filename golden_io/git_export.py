@@ -19,18 +19,23 @@ the rebaseline workflow writes `baseline/relevance.json` and `RELEVANCE_NOTES.md
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
+import random
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import urlsplit
 
 from dulwich import porcelain
 from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import commit_tree_changes
 from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
@@ -38,7 +43,7 @@ from dulwich.repo import Repo
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
-_MAX_ATTEMPTS = 5  # compare-and-swap retries when another writer moves the branch meanwhile
+_MAX_ATTEMPTS = 20  # compare-and-swap retries when another writer moves or locks the branch meanwhile
 
 
 class GitExportError(Exception):
@@ -306,9 +311,10 @@ def git_write(
     when = int(time.time()) if when is None else when
     branch_ref = b"refs/heads/" + branch.encode()
     with open_repository(repository_path, create=True, branch=branch) as repo:
-        commit, created, tag_created = _write_locally(
-            repo, branch_ref, files, message, author, tag, tag_message, when
-        )
+        with _exclusive(repo):
+            commit, created, tag_created = _write_locally(
+                repo, branch_ref, files, message, author, tag, tag_message, when
+            )
         result = WriteResult(commit=commit.decode(), created=created, tag=tag, tag_created=tag_created)
         if remote is None or not remote.url:
             return result
@@ -329,6 +335,24 @@ def git_write(
             "unchanged content writes nothing and only pushes."
         ),
     )
+
+
+@contextmanager
+def _exclusive(repo: Repo) -> Iterator[None]:
+    """Serialise Assay's writers to one repository (threads and processes on this machine).
+
+    Compare-and-swap on the refs would be enough, but dulwich's lock files are not safe under
+    contention: a writer that has just renamed its `<ref>.lock` into place then removes `<ref>.lock` by
+    name, which by then may be the next writer's lock (seen here as FileNotFoundError and lost updates).
+    An advisory lock on a file of our own keeps two Assay writers from ever racing there.
+    """
+    path = os.path.join(repo.controldir(), "assay-export.flock")
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _write_locally(
@@ -362,11 +386,14 @@ def _write_locally(
             target, created = head, False
             break
         # Compare-and-swap: another writer that moved the branch meanwhile is rebuilt upon, not overwritten.
-        if repo.refs.set_if_equals(Ref(branch_ref), old, commit.id, message=b"assay export"):
+        if _swap(repo.refs.set_if_equals, Ref(branch_ref), old, commit.id):
             target, created = commit, True
             break
     else:
-        raise GitExportError(f"branch {branch_ref.decode()} kept moving during the export: try again")
+        raise GitExportError(
+            f"branch {branch_ref.decode()} kept moving or stayed locked during the export (a stale .lock "
+            f"file in {repo.controldir()}?): nothing was written, try again"
+        )
     if worktree and created:
         _update_worktree(repo, files)
     if tag_ref is None:
@@ -380,13 +407,30 @@ def _write_locally(
     tag_obj.tag_timezone = 0
     tag_obj.message = (tag_message or message).rstrip("\n").encode() + b"\n"
     repo.object_store.add_object(tag_obj)
-    if not repo.refs.add_if_new(Ref(tag_ref), tag_obj.id):
+    if not _swap(repo.refs.add_if_new, Ref(tag_ref), tag_obj.id, retry_locked=True):
+        existing = _ref(repo, tag_ref)
+        if existing is None:
+            raise GitExportError(
+                f"could not create tag {tag}: {tag_ref.decode()} stays locked (a stale .lock file in "
+                f"{repo.controldir()}?); the commit {target.id.decode()[:12]} is on the branch, export again"
+            )
         # Someone tagged it between our check and now: same rule, judged on what they tagged.
-        tagged = _peel_commit(repo, _ref(repo, tag_ref) or tag_obj.id)
+        tagged = _peel_commit(repo, existing)
         if not _holds(repo, tagged, files):
             raise TagConflict(_conflict_message(repo, tag, tagged, files))
         return tagged.id, created, False
     return target.id, True, True
+
+
+def _swap(update: Callable[..., bool], *args: Any, retry_locked: bool = False) -> bool:
+    """Run a ref update; a ref another writer holds locked right now counts as "moved" (False), after a
+    short randomised pause, so the caller's loop rebuilds on whatever that writer leaves."""
+    for attempt in range(_MAX_ATTEMPTS if retry_locked else 1):
+        try:
+            return update(*args)
+        except FileLocked:
+            time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+    return False
 
 
 def _conflict_message(repo: Repo, tag: str, tagged: Commit, files: Mapping[str, bytes]) -> str:

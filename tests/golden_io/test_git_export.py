@@ -1,0 +1,508 @@
+"""Git export: the dulwich writer, and the version export on top of it, checked with the git CLI.
+
+Remotes are local bare repositories (file URLs), the only kind that can run here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from golden_io import git_export, services
+from golden_io.format import dump_jsonl
+from golden_io.git_export import Author, GitExportError, Remote, TagConflict, git_write, read_file
+from golden_io.models import GitExport, GoldenVersion
+from labeling.models import GoldenSet
+from tests.golden_io.test_versions_support import (
+    ConsolidatedStub,
+    build_set,
+    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
+)
+
+RITA = Author("Rita Reviewer", "rita@example.org")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def bare(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ the writer
+
+
+def test_it_commits_and_tags_in_a_new_bare_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "golden.git"
+
+    result = git_write(
+        repository_path=repo,
+        branch="main",
+        files={"golden/help.json": b'{"v": 1}\n'},
+        message="golden help-center@v1\n\nbody line",
+        author=RITA,
+        tag="golden@v1",
+    )
+
+    assert result.created and result.tag_created and not result.pushed
+    assert git(repo, "rev-parse", "main") == result.commit
+    assert git(repo, "show", "main:golden/help.json") == '{"v": 1}'
+    assert (
+        git(repo, "log", "-1", "--format=%an <%ae>|%s|%b", "main")
+        == "Rita Reviewer <rita@example.org>|golden help-center@v1|body line"
+    )
+    assert git(repo, "cat-file", "-t", "golden@v1") == "tag"  # annotated, not lightweight
+    assert git(repo, "rev-parse", "golden@v1^{commit}") == result.commit
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
+    git(repo, "fsck", "--strict")
+
+
+def test_rewriting_identical_content_under_the_same_tag_is_a_no_op(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    first = git_write(
+        repository_path=repo, branch="main", files={"a.json": b"1"}, message="m", author=RITA, tag="t1"
+    )
+
+    again = git_write(
+        repository_path=repo, branch="main", files={"a.json": b"1"}, message="m2", author=RITA, tag="t1"
+    )
+
+    assert (again.commit, again.created, again.tag_created) == (first.commit, False, False)
+    assert git(repo, "rev-list", "--count", "main") == "1"
+
+
+def test_a_tag_holding_other_content_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    git_write(repository_path=repo, branch="main", files={"a.json": b"1"}, message="m", author=RITA, tag="t1")
+    head = git(repo, "rev-parse", "main")
+
+    with pytest.raises(
+        TagConflict, match=r"tag t1 already exists .* a\.json differs .* Tags are never moved"
+    ):
+        git_write(
+            repository_path=repo, branch="main", files={"a.json": b"2"}, message="m", author=RITA, tag="t1"
+        )
+
+    assert git(repo, "rev-parse", "main") == head
+    assert read_file(repo, "t1", "a.json") == b"1"
+
+
+def test_it_writes_several_files_on_another_branch_without_a_tag(tmp_path: Path) -> None:
+    # The rebaseline workflow's use: its own branch, two files, no tag; main is untouched.
+    repo = tmp_path / "r"
+    git_write(
+        repository_path=repo, branch="main", files={"golden/help.json": b"{}"}, message="m", author=RITA
+    )
+    main = git(repo, "rev-parse", "main")
+
+    result = git_write(
+        repository_path=repo,
+        branch="rebaseline/golden@2026-08-01",
+        files={
+            "baseline/relevance.json": b'{"ndcg": 0.5}',
+            "RELEVANCE_NOTES.md": b"| metric | before | after |\n",
+        },
+        message="Rebaseline",
+        author=RITA,
+    )
+
+    assert result.tag is None and result.created
+    assert git(repo, "rev-parse", "main") == main
+    assert sorted(git(repo, "ls-tree", "-r", "--name-only", "rebaseline/golden@2026-08-01").split()) == [
+        "RELEVANCE_NOTES.md",
+        "baseline/relevance.json",
+    ]
+
+
+def test_a_branch_that_already_holds_the_files_gets_no_new_commit(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    first = git_write(
+        repository_path=repo, branch="main", files={"a": b"1", "b/c": b"2"}, message="m", author=RITA
+    )
+
+    second = git_write(
+        repository_path=repo, branch="main", files={"b/c": b"2"}, message="m", author=RITA, tag="t2"
+    )
+
+    assert second.commit == first.commit and second.tag_created
+    assert git(repo, "rev-list", "--count", "main") == "1"
+    assert git(repo, "rev-parse", "t2^{commit}") == first.commit
+
+
+def test_concurrent_writers_on_one_branch_lose_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    git_write(repository_path=repo, branch="main", files={"seed": b"0"}, message="seed", author=RITA)
+    n = 6
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            barrier.wait()
+            git_write(
+                repository_path=repo,
+                branch="main",
+                files={f"f{i}": str(i).encode()},
+                message=f"w{i}",
+                author=RITA,
+                tag=f"t{i}",
+            )
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+    assert errors == []
+    assert sorted(git(repo, "ls-tree", "--name-only", "main").split()) == [
+        *(f"f{i}" for i in range(n)),
+        "seed",
+    ]
+    assert git(repo, "rev-list", "--count", "main") == str(n + 1)
+    for i in range(n):  # each tag is on the commit that added its file
+        assert git(repo, "show", f"t{i}:f{i}") == str(i)
+    git(repo, "fsck", "--strict")
+
+
+def test_in_a_working_repository_it_updates_the_checked_out_files_and_refuses_local_edits(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    git(
+        repo,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@example.org",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    )
+
+    git_write(repository_path=repo, branch="main", files={"golden/h.json": b"1\n"}, message="m", author=RITA)
+    assert (repo / "golden" / "h.json").read_bytes() == b"1\n"
+    assert git(repo, "status", "--porcelain") == ""
+
+    (repo / "golden" / "h.json").write_bytes(b"hand edit\n")
+    head = git(repo, "rev-parse", "main")
+    with pytest.raises(GitExportError, match=r"uncommitted changes in golden/h.json"):
+        git_write(
+            repository_path=repo, branch="main", files={"golden/h.json": b"2\n"}, message="m", author=RITA
+        )
+    assert git(repo, "rev-parse", "main") == head
+    assert (repo / "golden" / "h.json").read_bytes() == b"hand edit\n"
+
+
+def test_it_pushes_to_a_bare_remote(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+
+    result = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"g.json": b"1"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(remote.as_uri()),
+    )
+
+    assert result.pushed and result.push_error is None
+    assert git(remote, "rev-parse", "main") == result.commit
+    assert git(remote, "rev-parse", "golden@v1^{commit}") == result.commit
+    assert git(remote, "cat-file", "-t", "golden@v1") == "tag"
+
+
+def test_a_failed_push_keeps_the_local_commit_and_says_what_to_do(tmp_path: Path) -> None:
+    local = tmp_path / "local"
+    missing = tmp_path / "nowhere.git"
+
+    result = git_write(
+        repository_path=local,
+        branch="main",
+        files={"g.json": b"1"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(missing)),
+    )
+
+    assert result.created and not result.pushed
+    assert result.push_error is not None
+    assert f"push to {missing} failed" in result.push_error
+    assert "export again" in result.push_error and str(local) in result.push_error
+    assert git(local, "rev-parse", "golden@v1^{commit}") == result.commit
+
+    bare(missing)  # the remote is fixed: exporting again writes nothing and pushes
+    retry = git_write(
+        repository_path=local,
+        branch="main",
+        files={"g.json": b"1"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(missing)),
+    )
+    assert (retry.created, retry.pushed, retry.commit) == (False, True, result.commit)
+    assert git(missing, "rev-parse", "golden@v1^{commit}") == result.commit
+
+
+def test_a_remote_that_rejects_the_push_is_reported(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    other = tmp_path / "other"
+    git_write(
+        repository_path=other,
+        branch="main",
+        files={"x": b"theirs"},
+        message="theirs",
+        author=RITA,
+        remote=Remote(str(remote)),
+    )
+
+    result = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"g.json": b"1"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(remote)),
+    )
+
+    assert not result.pushed and result.push_error is not None
+    assert "failed" in result.push_error
+    assert git(remote, "log", "-1", "--format=%s", "main") == "theirs"  # the remote's history is untouched
+
+
+def test_a_missing_credential_variable_fails_the_push_by_name_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ASSAY_TEST_GIT_TOKEN", raising=False)
+    remote = bare(tmp_path / "remote.git")
+
+    result = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"g": b"1"},
+        message="m",
+        author=RITA,
+        remote=Remote(str(remote), password_env="ASSAY_TEST_GIT_TOKEN"),
+    )
+
+    assert result.push_error is not None
+    assert "the environment variable ASSAY_TEST_GIT_TOKEN (the password) is not set" in result.push_error
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        ({"repository_path": "relative/path"}, "repository_path", "absolute"),
+        ({"branch": "bad..branch"}, "branch", "not a valid git branch"),
+        ({"file_path": "../escape.json"}, "file_path", "'..'"),
+        ({"file_path": ".git/config"}, "file_path", "inside .git"),
+        (
+            {"remote_url": "https://bot:s3cret@git.example.org/x.git"},
+            "remote_url",
+            "must not contain a password",
+        ),
+        ({"password_env": "ghp_abc123 secret"}, "password_env", "never the secret itself"),
+    ],
+)
+def test_it_names_each_bad_configuration_field(kwargs: dict[str, str], field: str, message: str) -> None:
+    values = {"repository_path": "/srv/golden", "branch": "main", "file_path": "golden/help.json"} | kwargs
+
+    problems = git_export.config_problems(**values)
+
+    assert list(problems) == [field]
+    assert message in problems[field]
+
+
+def test_bad_arguments_write_nothing(tmp_path: Path) -> None:
+    with pytest.raises(GitExportError, match="no files to write"):
+        git_write(repository_path=tmp_path / "r", branch="main", files={}, message="m", author=RITA)
+    with pytest.raises(GitExportError, match="tag 'bad tag' is not a valid git tag"):
+        git_write(
+            repository_path=tmp_path / "r",
+            branch="main",
+            files={"a": b""},
+            message="m",
+            author=RITA,
+            tag="bad tag",
+        )
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "file.txt").write_text("not a repository")
+    with pytest.raises(GitExportError, match="exists and is not a git repository"):
+        git_write(
+            repository_path=tmp_path / "junk", branch="main", files={"a": b""}, message="m", author=RITA
+        )
+
+
+# ------------------------------------------------------------------------------------------ version export
+
+
+SPEC = {"q-1": {"labels": {"d-1": 3, "d-2": 0}}, "q-2": {"tier": "shadow", "labels": {"d-2": 1}}}
+
+
+@pytest.fixture
+def versions(
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+) -> tuple[GoldenVersion, GoldenVersion]:
+    built = build_set(golden_set, SPEC)
+    v1 = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-08-01")
+    consolidated.grade(built.queries["q-1"], built.docs["d-2"], 2, "adjudicated")
+    v2 = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-08-02")
+    return v1, v2
+
+
+@pytest.mark.django_db
+def test_exporting_a_version_commits_tags_pushes_and_records_it(
+    versions: tuple[GoldenVersion, GoldenVersion], golden_set: GoldenSet, rita: User, tmp_path: Path
+) -> None:
+    remote = bare(tmp_path / "remote.git")
+    repo = tmp_path / "golden"
+    services.git_export_configure(
+        golden_set=golden_set,
+        repository_path=str(repo),
+        file_path="golden/help-center.json",
+        remote_url=remote.as_uri(),
+    )
+    rita.first_name, rita.last_name = "Rita", "Reviewer"
+    rita.save()
+    v1, v2 = versions
+
+    first = services.golden_version_export(version=v1, by=rita)
+    row = services.golden_version_export(version=v2, by=rita)
+
+    assert (first.status, row.status) == ("exported", "exported")
+    assert row.pushed and row.tag == "golden@2026-08-02"
+    assert git(repo, "show", "golden@2026-08-02:golden/help-center.json").encode() + b"\n" == v2.content_bytes
+    assert (
+        git(repo, "rev-parse", "golden@2026-08-02^{commit}") == row.commit == git(remote, "rev-parse", "main")
+    )
+    assert git(repo, "log", "-1", "--format=%an <%ae>", "main") == "Rita Reviewer <rita@example.org>"
+    message = git(repo, "log", "-1", "--format=%B", "main")
+    assert message.startswith(
+        "golden help-center@2026-08-02: 2 queries (core 1, shadow 1, challenge 0), 3 judgments"
+    )
+    assert (
+        "Golden 2026-08-01 -> 2026-08-02 (2 queries): judgments changed in 1 query: 1 regraded (1 up, 0 down)"
+        in message
+    )
+    assert f"sha256 {v2.sha256}" in message and "Rubric help-center@1, k=10" in message
+    assert git(repo, "rev-list", "--count", "main") == "2"
+    assert list(GitExport.objects.filter(version=v2).values_list("status", "commit", "pushed")) == [
+        ("exported", row.commit, True)
+    ]
+
+
+@pytest.mark.django_db
+def test_re_exporting_a_version_is_a_no_op(
+    versions: tuple[GoldenVersion, GoldenVersion], golden_set: GoldenSet, rita: User, tmp_path: Path
+) -> None:
+    repo = tmp_path / "golden"
+    services.git_export_configure(golden_set=golden_set, repository_path=str(repo), file_path="help.json")
+    v1, _ = versions
+    first = services.golden_version_export(version=v1, by=rita)
+
+    again = services.golden_version_export(version=v1, by=rita)
+
+    assert (again.status, again.commit) == ("unchanged", first.commit)
+    assert "nothing written" in again.message
+    assert git(repo, "rev-list", "--count", "main") == "1"
+
+
+@pytest.mark.django_db
+def test_a_tag_conflict_is_refused_and_recorded(
+    versions: tuple[GoldenVersion, GoldenVersion], golden_set: GoldenSet, rita: User, tmp_path: Path
+) -> None:
+    repo = tmp_path / "golden"
+    v1, _ = versions
+    # Someone else's golden@2026-08-01 with other content is already there.
+    git_write(
+        repository_path=repo,
+        branch="main",
+        files={"help.json": b"{}\n"},
+        message="x",
+        author=RITA,
+        tag=v1.tag,
+    )
+    services.git_export_configure(golden_set=golden_set, repository_path=str(repo), file_path="help.json")
+
+    row = services.golden_version_export(version=v1, by=rita)
+
+    assert row.status == "refused" and row.commit == ""
+    assert "tag golden@2026-08-01 already exists" in row.message and "help.json differs" in row.message
+    assert read_file(repo, "main", "help.json") == b"{}\n"
+
+
+@pytest.mark.django_db
+def test_a_failed_push_is_recorded_with_the_local_commit(
+    versions: tuple[GoldenVersion, GoldenVersion], golden_set: GoldenSet, rita: User, tmp_path: Path
+) -> None:
+    repo = tmp_path / "golden"
+    services.git_export_configure(
+        golden_set=golden_set,
+        repository_path=str(repo),
+        file_path="help.json",
+        remote_url=str(tmp_path / "gone.git"),
+    )
+    v1, _ = versions
+
+    row = services.golden_version_export(version=v1, by=rita)
+
+    assert (row.status, row.pushed) == ("push_failed", False)
+    assert row.commit == git(repo, "rev-parse", "golden@2026-08-01^{commit}")
+    assert "export again" in row.message
+
+
+@pytest.mark.django_db
+def test_jsonl_exports_write_the_jsonl_form(
+    versions: tuple[GoldenVersion, GoldenVersion], golden_set: GoldenSet, rita: User, tmp_path: Path
+) -> None:
+    repo = tmp_path / "golden"
+    services.git_export_configure(
+        golden_set=golden_set, repository_path=str(repo), file_path="help.jsonl", file_format="jsonl"
+    )
+    v1, _ = versions
+
+    services.golden_version_export(version=v1, by=rita)
+
+    assert read_file(repo, v1.tag, "help.jsonl") == dump_jsonl(v1.golden())
+
+
+@pytest.mark.django_db
+def test_exporting_without_a_configuration_fails_clearly(
+    versions: tuple[GoldenVersion, GoldenVersion], rita: User
+) -> None:
+    row = services.golden_version_export(version=versions[0], by=rita)
+
+    assert row.status == "failed"
+    assert "has no git export configured" in row.message
+
+
+@pytest.mark.django_db
+def test_configuring_refuses_bad_fields_by_name(golden_set: GoldenSet) -> None:
+    with pytest.raises(services.ExportConfigError) as caught:
+        services.git_export_configure(
+            golden_set=golden_set,
+            repository_path="rel",
+            file_path="a.json",
+            file_format="xml",
+            username_env="1x",
+        )
+
+    assert set(caught.value.problems) == {"repository_path", "file_format", "username_env"}
