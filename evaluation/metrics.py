@@ -103,10 +103,17 @@ def _ideal_grades(judgments: Sequence[Mapping[str, int]], k: int) -> NDArray[np.
     )
     owner = np.repeat(np.arange(queries), sizes)
     positive = values > 0
-    levels = np.unique(values[positive])[::-1]  # highest grade first
-    if not levels.size:
+    grades = values[positive]
+    if not grades.size:
         return np.zeros((k, queries), dtype=np.int64)
-    level_of = np.searchsorted(-levels, -values[positive])
+    highest = int(grades.max())
+    if highest <= 32:
+        # The usual case, a small scale: every grade from the highest down is a level (cheaper than unique).
+        levels = np.arange(highest, 0, -1)
+        level_of = highest - grades
+    else:
+        levels = np.unique(grades)[::-1]  # highest grade first
+        level_of = np.searchsorted(-levels, -grades)
     counts = np.bincount(owner[positive] * levels.size + level_of, minlength=queries * levels.size)
     # at_or_above[q, j]: how many of q's documents have grade >= levels[j]. In the ideal list, positions
     # from at_or_above[q, j] on are past level j: mark where each level ends, and a running count of the

@@ -245,3 +245,12 @@ def test_it_rejects_mismatched_inputs() -> None:
 
 def test_it_finds_the_first_rank_of_each_document_in_the_whole_list() -> None:
     assert first_ranks(["a", "b", "a", "c"], ["a", "c", "z"]) == {"a": 1, "c": 4, "z": None}
+
+
+def test_it_scores_grades_far_above_the_usual_scale() -> None:
+    # Grades above 32 take the other path to the ideal list (distinct levels instead of every grade).
+    scores = score_query({"a": 40, "b": 35, "c": 1}, ["b", "c", "a"], k=3, relevant_min_grade=35)
+    dcg = (2**35 - 1) + (2**1 - 1) / LOG2(3) + (2**40 - 1) / LOG2(4)
+    idcg = (2**40 - 1) + (2**35 - 1) / LOG2(3) + (2**1 - 1) / LOG2(4)
+    assert scores.ndcg == pytest.approx(dcg / idcg, rel=1e-15)
+    assert scores.p == pytest.approx(2 / 3)
