@@ -26,7 +26,7 @@ import random
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -227,6 +227,14 @@ def _checked_out(repo: Repo, branch_ref: bytes) -> bool:
         return False
 
 
+def _start(repo: Repo, start_from: Sequence[str]) -> Commit | None:
+    for name in start_from:
+        sha = _ref(repo, name.encode())
+        if sha is not None:
+            return _peel_commit(repo, sha)
+    return None
+
+
 def _check_clean(repo: Repo, head: Commit | None, files: Mapping[str, bytes]) -> None:
     """Refuse when a file about to be written has uncommitted changes in the working tree."""
     dirty: list[str] = []
@@ -289,8 +297,12 @@ def git_write(
     tag_message: str | None = None,
     remote: Remote | None = None,
     when: int | None = None,
+    start_from: Sequence[str] = (),
 ) -> WriteResult:
     """Commit `files` (repository path -> bytes) on `branch`, optionally tag and push; see the module doc.
+
+    A branch that does not exist yet starts at the first of `start_from` (full ref names such as
+    `refs/tags/golden@2026-08-01` or `refs/heads/main`) that exists, else with no parent.
 
     Raises `GitExportError` (or `TagConflict`) before writing anything when the write cannot be done.
     """
@@ -313,7 +325,7 @@ def git_write(
     with open_repository(repository_path, create=True, branch=branch) as repo:
         with _exclusive(repo):
             commit, created, tag_created = _write_locally(
-                repo, branch_ref, files, message, author, tag, tag_message, when
+                repo, branch_ref, files, message, author, tag, tag_message, when, start_from
             )
         result = WriteResult(commit=commit.decode(), created=created, tag=tag, tag_created=tag_created)
         if remote is None or not remote.url:
@@ -364,6 +376,7 @@ def _write_locally(
     tag: str | None,
     tag_message: str | None,
     when: int,
+    start_from: Sequence[str],
 ) -> tuple[ObjectID, bool, bool]:
     """(commit id, whether a commit or tag was created, whether the tag was created)."""
     tag_ref = b"refs/tags/" + tag.encode() if tag is not None else None
@@ -377,17 +390,23 @@ def _write_locally(
     worktree = _checked_out(repo, branch_ref)
     for _ in range(_MAX_ATTEMPTS):
         old = _ref(repo, branch_ref)
-        head = _peel_commit(repo, old) if old is not None else None
+        head = _peel_commit(repo, old) if old is not None else _start(repo, start_from)
         if worktree:
             _check_clean(repo, head, files)
         commit = _new_commit(repo, head, files, message, author, when)
-        if commit is None:
+        if commit is None and old is not None:
             assert head is not None
             target, created = head, False
             break
+        new = commit if commit is not None else head
+        assert new is not None  # no head means a commit was made
         # Compare-and-swap: another writer that moved the branch meanwhile is rebuilt upon, not overwritten.
-        if _swap(repo.refs.set_if_equals, Ref(branch_ref), old, commit.id):
-            target, created = commit, True
+        if old is None:
+            swapped = _swap(repo.refs.add_if_new, Ref(branch_ref), new.id)
+        else:
+            swapped = _swap(repo.refs.set_if_equals, Ref(branch_ref), old, new.id)
+        if swapped:
+            target, created = new, True
             break
     else:
         raise GitExportError(

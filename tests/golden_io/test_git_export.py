@@ -95,31 +95,59 @@ def test_a_tag_holding_other_content_is_refused_and_nothing_is_written(tmp_path:
     assert read_file(repo, "t1", "a.json") == b"1"
 
 
-def test_it_writes_several_files_on_another_branch_without_a_tag(tmp_path: Path) -> None:
-    # The rebaseline workflow's use: its own branch, two files, no tag; main is untouched.
+def test_it_writes_several_files_on_a_new_branch_started_from_a_tag(tmp_path: Path) -> None:
+    # The rebaseline workflow's use: its own branch from the version's tag, two files, no tag; main untouched.
     repo = tmp_path / "r"
+    tagged = git_write(
+        repository_path=repo,
+        branch="main",
+        files={"golden/help.json": b"{}"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+    )
     git_write(
-        repository_path=repo, branch="main", files={"golden/help.json": b"{}"}, message="m", author=RITA
+        repository_path=repo, branch="main", files={"golden/help.json": b"{ }"}, message="m2", author=RITA
     )
     main = git(repo, "rev-parse", "main")
 
     result = git_write(
         repository_path=repo,
-        branch="rebaseline/golden@2026-08-01",
+        branch="rebaseline/golden@v1",
         files={
             "baseline/relevance.json": b'{"ndcg": 0.5}',
             "RELEVANCE_NOTES.md": b"| metric | before | after |\n",
         },
         message="Rebaseline",
         author=RITA,
+        start_from=["refs/tags/golden@v0", "refs/tags/golden@v1", "refs/heads/main"],
     )
 
     assert result.tag is None and result.created
     assert git(repo, "rev-parse", "main") == main
-    assert sorted(git(repo, "ls-tree", "-r", "--name-only", "rebaseline/golden@2026-08-01").split()) == [
+    assert git(repo, "rev-parse", "rebaseline/golden@v1^") == tagged.commit
+    assert sorted(git(repo, "ls-tree", "-r", "--name-only", "rebaseline/golden@v1").split()) == [
         "RELEVANCE_NOTES.md",
         "baseline/relevance.json",
+        "golden/help.json",
     ]
+    assert read_file(repo, "rebaseline/golden@v1", "golden/help.json") == b"{}"
+
+
+def test_a_new_branch_whose_start_already_holds_the_files_points_at_it(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    first = git_write(repository_path=repo, branch="main", files={"a": b"1"}, message="m", author=RITA)
+
+    result = git_write(
+        repository_path=repo,
+        branch="copy",
+        files={"a": b"1"},
+        message="m",
+        author=RITA,
+        start_from=["refs/heads/main"],
+    )
+
+    assert result.commit == first.commit == git(repo, "rev-parse", "copy")
 
 
 def test_a_branch_that_already_holds_the_files_gets_no_new_commit(tmp_path: Path) -> None:
