@@ -300,12 +300,17 @@ def validate_artifact(data: object, role: str = "report") -> None:
     strata = check.field(slices, "stratum", "slices.", "an object") if slices is not None else None
     for name in strata or {}:
         check.aggregate(slices["stratum"], name, "slices.stratum.")
+    flags = check.field(data, "flags", "", "an object", required=False)
+    if flags is not None:
+        check.field(flags, "errors", "flags.", "a list", required=False)
     for path, entry in check.rows(data, "critical"):
         check.field(entry, "rank", path, "an integer or null")
+        check.field(entry, "best_docs", path, "a list", required=False)
     for path, row in check.rows(data, "per_query"):
         check.field(row, "ndcg", path, "a number or null")
-        for key in ("ranks", "grades"):
-            check.field(row, key, path, "an object", required=False)
+        for key, each in (("ranks", "an integer or null"), ("grades", "an integer")):
+            for doc_id in check.field(row, key, path, "an object", required=False) or {}:
+                check.field(row[key], doc_id, f"{path}{key}.", each)
     if check.problems:
         raise ArtifactError(check.problems)
 
@@ -566,7 +571,7 @@ def _check_critical(gate: _Gate, current: Mapping[str, Any], budgets: Budgets) -
         rank = entry.get("rank")
         if rank is not None and rank <= budgets.critical_rank:
             continue
-        docs = ", ".join(entry.get("best_docs") or []) or "no positively graded document"
+        docs = ", ".join(str(d) for d in entry.get("best_docs") or []) or "no positively graded document"
         where = f"at rank {rank}" if rank is not None else "not returned"
         gate.failures.append(
             Finding(

@@ -7,8 +7,19 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from evaluation.drift import ArtifactError, GateResult, compare, load_budgets, validate_artifact
+from evaluation.drift import (
+    ArtifactError,
+    GateResult,
+    compare,
+    github_annotations,
+    load_budgets,
+    render_markdown,
+    render_text,
+    validate_artifact,
+)
 from evaluation.report import build_report
 from evaluation.results import QueryResult
 from golden_io.golden import GoldenFile, GoldenQuery, Judgment, Scale
@@ -325,6 +336,9 @@ def test_it_refuses_files_that_are_not_reports_naming_each_problem() -> None:
     broken["tiers"]["core"]["ndcg"]["value"] = "high"
     broken["per_query"][0]["ndcg"] = None
     broken["per_query"][1] = ["not", "a", "row"]
+    broken["per_query"][2]["grades"] = {"best": "high"}
+    broken["per_query"][2]["ranks"] = {"best": 1.5}
+    broken["flags"] = {"errors": "none"}
     with pytest.raises(ArtifactError) as caught:
         compare(broken, {"ndcg": 0.7}, load_budgets(None))
     found = caught.value.problems
@@ -332,6 +346,9 @@ def test_it_refuses_files_that_are_not_reports_naming_each_problem() -> None:
     assert "current: k: expected an integer, got '10'" in found
     assert "current: tiers.core.ndcg.value: expected a number or null, got 'high'" in found
     assert "current: per_query[1]: expected an object with a string id" in found
+    assert "current: per_query[2].grades.best: expected an integer, got 'high'" in found
+    assert "current: per_query[2].ranks.best: expected an integer or null, got 1.5" in found
+    assert "current: flags.errors: expected a list, got 'none'" in found
     assert "baseline: metrics_spec: missing" in found
     assert not any("per_query[0]" in p for p in found)  # a null nDCG (errored query) is fine
 
@@ -349,3 +366,48 @@ def test_it_accepts_every_report_the_report_builder_writes() -> None:
         scale=Scale(0, 3),
     )
     validate_artifact(make_report(golden=golden), "current")
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _paths(item, (*prefix, i))
+    return found
+
+
+CRITICAL_REPORT = make_report(golden=GoldenFile(version="v", queries=(q("a", critical=True), q("b"))))
+JUNK = [None, "x", 1.5, -1, True, [], {}, ["x"], {"value": "x"}, float("nan")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    path=st.sampled_from(_paths(CRITICAL_REPORT)),
+    junk=st.sampled_from(JUNK),
+    delete=st.booleans(),
+    side=st.sampled_from(["current", "baseline"]),
+)
+def test_it_turns_any_damage_to_a_report_into_an_artifact_error_or_a_result(
+    path: tuple[Any, ...], junk: Any, delete: bool, side: str
+) -> None:
+    damaged = copy.deepcopy(CRITICAL_REPORT)
+    parent = damaged
+    for key in path[:-1]:
+        parent = parent[key]
+    if delete and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = junk
+    current, baseline = (damaged, CRITICAL_REPORT) if side == "current" else (CRITICAL_REPORT, damaged)
+    try:
+        result = compare(current, baseline, load_budgets(None))
+    except ArtifactError as error:
+        assert error.problems and all(p.startswith(f"{side}: ") for p in error.problems)
+        return
+    render_text(result)
+    render_markdown(result)
+    github_annotations(result)
+    json.dumps(result.to_dict())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from golden_io.golden import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.trec import (
@@ -233,3 +235,30 @@ def test_it_reads_the_cranfield_graded_qrels_into_a_golden_file() -> None:
 def test_it_sorts_ids_naturally() -> None:
     ids = ["q-10", "q-2", "q-1", "a", "q-2b", "10", "9"]
     assert sorted(ids, key=natural_key) == ["9", "10", "a", "q-1", "q-2", "q-2b", "q-10"]
+
+
+line_st = st.lists(
+    st.one_of(st.text(max_size=12), st.sampled_from(["1", "Q0", "0", "2.5", "-1", "nan", "1e3", "x y"])),
+    max_size=8,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(line_st, max_size=8))
+def test_it_never_fails_on_any_text_with_anything_but_a_format_error(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    for reader in (read_qrels, read_run):
+        try:
+            reader(text)
+        except TrecFormatError as error:
+            assert error.problems and all(p.startswith("line ") for p in error.problems)
+
+
+token_st = st.text(st.characters(blacklist_categories=["Z", "C"]), min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ranked=st.dictionaries(token_st, st.lists(token_st, unique=True, min_size=1, max_size=12), max_size=5))
+def test_it_reads_back_every_run_it_writes(ranked: dict[str, list[str]]) -> None:
+    run = read_run(write_run(ranked))
+    assert {qid: list(ids) for qid, ids in run.items()} == ranked
