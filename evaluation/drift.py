@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evaluation.report import paired_bootstrap
-from golden_io.trec import natural_key
+from golden_io.format import natural_key
 
 DROP_METRICS = ("ndcg", "mrr", "precision_at_k")  # worse when lower: gated on baseline - current
 RISE_METRICS = ("empty_rate", "lt3_rate")  # worse when higher: gated on current - baseline

@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 
 from evaluation.metrics import first_ranks, score_lists
 from evaluation.results import QueryResult
+from golden_io.format import natural_key
 from golden_io.golden import TIERS, GoldenFile, GoldenQuery
-from golden_io.trec import natural_key
 
 METRICS_SPEC = "1"
 DEFAULT_CRITICAL_RANK = 3

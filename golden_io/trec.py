@@ -9,9 +9,9 @@ Every problem in a file is collected and reported at once, each naming its line.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from golden_io.format import natural_key
 from golden_io.golden import (
     DEFAULT_K,
     DEFAULT_RELEVANT_MIN_GRADE,
@@ -28,16 +28,6 @@ class TrecFormatError(ValueError):
     def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-_DIGITS = re.compile(r"(\d+)", re.ASCII)
-
-
-def natural_key(value: str) -> tuple[tuple[int, int, str], ...]:
-    """Sort key putting `q-2` before `q-10`; the (kind, number, text) triples never compare int to str."""
-    return tuple(
-        (0, int(part), part) if part.isdigit() else (1, 0, part) for part in _DIGITS.split(value) if part
-    )
 
 
 def _rows(text: str, columns: str, problems: list[str], *, extra: bool) -> Iterator[tuple[int, list[str]]]:

@@ -12,7 +12,6 @@ from golden_io.golden import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.trec import (
     TrecFormatError,
     golden_from_trec,
-    natural_key,
     read_qrels,
     read_run,
     write_qrels,
@@ -230,11 +229,6 @@ def test_it_reads_the_cranfield_graded_qrels_into_a_golden_file() -> None:
     # data/cranfield/README.md: 183 queries have a document at grade >= 2, 42 have none.
     assert sum(any(j.grade >= 2 for j in q.judgments) for q in golden.queries) == 183
     assert sum(len(q.judgments) for q in golden.queries) == 1837
-
-
-def test_it_sorts_ids_naturally() -> None:
-    ids = ["q-10", "q-2", "q-1", "a", "q-2b", "10", "9"]
-    assert sorted(ids, key=natural_key) == ["9", "10", "a", "q-1", "q-2", "q-2b", "q-10"]
 
 
 line_st = st.lists(
