@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
@@ -11,9 +9,13 @@ from django.test import Client
 from django.urls import reverse
 
 from golden_io.format import dump_json
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment
+from golden_io.golden import GoldenQuery, Judgment
+from golden_io.keys import resolve_keys
 from golden_io.models import GoldenVersion, ImmutableVersionError
-from labeling.models import GoldenSet
+from golden_io.selectors import live_keys
+from labeling.models import Document, GoldenSet
+from tests import factories
+from tests.golden_io.test_versions_support import version_make
 
 pytestmark = pytest.mark.django_db
 
@@ -21,26 +23,8 @@ pytestmark = pytest.mark.django_db
 def _version(
     golden_set: GoldenSet, name: str = "2026-08-01", parent: GoldenVersion | None = None
 ) -> GoldenVersion:
-    golden = GoldenFile(
-        version=name,
-        queries=(GoldenQuery(id="q-1", text="refund", judgments=(Judgment("d-1", 3, key="https://h/d-1"),)),),
-        rubric="help-center@1",
-    )
-    content = dump_json(golden)
-    return GoldenVersion.objects.create(
-        golden_set=golden_set,
-        name=name,
-        content=content,
-        sha256=hashlib.sha256(content).hexdigest(),
-        parent=parent,
-        rubric_name="help-center",
-        rubric_version=1,
-        k=10,
-        relevant_min_grade=2,
-        scale_min=0,
-        scale_max=3,
-        counts={"queries": {"core": 1, "shadow": 0, "challenge": 0}, "judgments": 1},
-    )
+    query = GoldenQuery(id="q-1", text="refund", judgments=(Judgment("d-1", 3, key="https://h/d-1"),))
+    return version_make(golden_set, name, query, parent=parent)
 
 
 @pytest.fixture
@@ -136,3 +120,33 @@ def test_the_admin_shows_a_version_read_only(version: GoldenVersion, client: Cli
     assert b"delete_selected" not in listing.content
     assert client.get(reverse("admin:golden_io_goldenversion_add")).status_code == 403
     assert GoldenVersion.objects.get(pk=version.pk).notes == ""
+
+
+def test_live_keys_resolve_a_version_after_document_ids_are_renumbered(golden_set: GoldenSet) -> None:
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d-1", key="https://h/d-1")
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d-2", key="https://h/d-2")
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d-9", key=None, url="/d-9")
+    version = version_make(
+        golden_set,
+        "2026-08-01",
+        GoldenQuery(
+            "q-1",
+            "refund",
+            (
+                Judgment("d-1", 3, key="https://h/d-1"),
+                Judgment("d-2", 1, key="https://h/d-2"),
+                Judgment("d-9", 2),
+            ),
+        ),
+    )
+    # A re-ingest renumbers d-1 (its durable key stays) and drops d-2 altogether.
+    Document.objects.filter(golden_set=golden_set, doc_id="d-1").update(doc_id="7001")
+    Document.objects.filter(golden_set=golden_set, doc_id="d-2").delete()
+
+    live = live_keys(golden_set)
+    resolved = resolve_keys(version.golden(), live)
+
+    assert live == {"https://h/d-1": "7001"}
+    assert resolved.golden.query("q-1").grades == {"7001": 3, "d-2": 1, "d-9": 2}
+    assert [(u.key, u.doc_id, u.kept) for u in resolved.unresolved] == [("https://h/d-2", "d-2", True)]
+    assert version.golden().query("q-1").grades == {"d-1": 3, "d-2": 1, "d-9": 2}  # the version never changes
