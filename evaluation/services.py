@@ -70,7 +70,12 @@ FINALIZE_LEASE = timedelta(minutes=10)
 STALL_AFTER = timedelta(minutes=10)
 QUEUED_GRACE = timedelta(minutes=10)
 MAX_REDISPATCHES = 3
-# Progress and the cancel check are written at most this often per chunk while results keep arriving.
+# A chunk writes its finished queries at least this often (a killed worker loses at most this much of
+# finished work, which the redelivered chunk searches again) and in batches, so a fast engine costs a
+# database round trip per batch rather than per query.
+WRITE_EVERY_S = 0.1
+WRITE_BATCH = 200
+# Progress, heartbeat and the cancel check: at most this often per chunk.
 TOUCH_EVERY_S = 0.5
 
 
@@ -423,6 +428,28 @@ class _Search:
         return batch
 
 
+def _stream(run_id: int, search: _Search, seen: set[str]) -> bool:
+    """Write the search's results as they come (adding their ids to `seen`) until it is done; True when
+    the run stopped being RUNNING meanwhile (the search is then told to stop)."""
+    pending: list[QueryResult] = []
+    last_write = last_touch = time.monotonic()
+    while True:
+        finished = not search.thread.is_alive()
+        pending += search.drain(timeout=0.05)
+        now = time.monotonic()
+        if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
+            _write(run_id, pending)
+            seen.update(r.query_id for r in pending)
+            pending, last_write = [], now
+        if now - last_touch >= TOUCH_EVERY_S:
+            last_touch = now
+            if not _touch(run_id)[0]:
+                search.stop.set()
+                return True
+        if finished and not pending and search.results.empty():
+            return False
+
+
 def _error_results(query_ids: Iterable[str], message: str) -> list[QueryResult]:
     return [QueryResult(query_id=qid, error=message, attempts=0) for qid in query_ids]
 
@@ -465,21 +492,7 @@ def run_chunk_process(*, run_id: int, query_ids: Sequence[str]) -> ChunkOutcome:
         seen: set[str] = set()
         try:
             search.thread.start()
-            last_touch = time.monotonic()
-            while True:
-                finished = not search.thread.is_alive()
-                batch = search.drain(timeout=0.1)
-                if batch:
-                    _write(run_id, batch)
-                    seen.update(r.query_id for r in batch)
-                    written += len(batch)
-                if batch or time.monotonic() - last_touch >= TOUCH_EVERY_S:
-                    last_touch = time.monotonic()
-                    if not _touch(run_id)[0]:
-                        stopped = True
-                        break
-                if finished and not batch:
-                    break
+            stopped = _stream(run_id, search, seen)
             if search.error is not None:
                 raise search.error
         except Exception as exc:
@@ -495,6 +508,7 @@ def run_chunk_process(*, run_id: int, query_ids: Sequence[str]) -> ChunkOutcome:
             search.stop.set()
             if search.thread.is_alive():
                 search.thread.join(30)
+            written += len(seen)
     still_running, done, total = _touch(run_id)
     return ChunkOutcome(
         written,

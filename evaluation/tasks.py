@@ -21,6 +21,8 @@ from celery import chord, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 logger = logging.getLogger(__name__)
+# httpx logs every request at INFO: a worker running at INFO would write a line per query of every run.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
