@@ -1,0 +1,82 @@
+"""Single-row behaviour and the database's own guarantees for runs and targets."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+
+from evaluation.admin import SearchTargetForm
+from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from labeling.models import GoldenSet
+from tests.integration.runs_support import make_version
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def target() -> SearchTarget:
+    return SearchTarget.objects.create(name="staging", url="http://127.0.0.1:9/search")
+
+
+@pytest.fixture
+def run(golden_set: GoldenSet, target: SearchTarget) -> EvaluationRun:
+    return EvaluationRun.objects.create(golden_version=make_version(golden_set), target=target, total=8)
+
+
+def test_the_database_keeps_one_result_per_query(run: EvaluationRun) -> None:
+    QueryRunResult.objects.create(run=run, query_id="q-1", ids=["d1"])
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        QueryRunResult.objects.create(run=run, query_id="q-1", ids=["d2"])
+    # What a redelivered chunk does: the insert is ignored, the first result stands.
+    QueryRunResult.objects.bulk_create(
+        [QueryRunResult(run=run, query_id="q-1", ids=["d3"])], ignore_conflicts=True
+    )
+    assert list(QueryRunResult.objects.filter(run=run).values_list("ids", flat=True)) == [["d1"]]
+
+
+def test_progress_cannot_pass_the_total(run: EvaluationRun) -> None:
+    with pytest.raises(IntegrityError), transaction.atomic():
+        EvaluationRun.objects.filter(pk=run.pk).update(done=9)
+
+
+def test_percent_and_who_triggered(run: EvaluationRun, rita: User) -> None:
+    run.done = 2
+    assert run.percent == 25.0 and run.is_active
+    assert run.triggered_by_label == "web"
+    run.triggered_by, run.trigger = rita, EvaluationRun.Trigger.CI
+    assert run.triggered_by_label == "rita (ci)"
+    run.total, run.status = 0, EvaluationRun.Status.SUCCEEDED
+    assert run.percent == 100.0 and not run.is_active
+
+
+def test_the_database_refuses_an_unknown_adapter_and_a_bad_schedule_time(
+    target: SearchTarget, golden_set: GoldenSet
+) -> None:
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SearchTarget.objects.create(name="x", url="http://127.0.0.1:9/", adapter="lucene")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        RunSchedule.objects.create(golden_set=golden_set, target=target, hour=24)
+
+
+def test_the_admin_form_validates_a_target_like_the_service() -> None:
+    data = {
+        "name": "prod",
+        "adapter": "http_json",
+        "url": "http://127.0.0.1:9/search",
+        "headers": '{"Authorization": "Bearer abc"}',
+        "params": "{}",
+        "stages": "{}",
+        "timeout": 10,
+        "concurrency": 8,
+        "retries": 3,
+        "solr_method": "GET",
+        "es_template": "null",
+    }
+
+    form = SearchTargetForm(data=data)
+
+    assert not form.is_valid()
+    assert "headers.Authorization: looks like a credential" in str(form.errors)
+    assert SearchTargetForm(data={**data, "headers": '{"Authorization": {"env": "TOKEN"}}'}).is_valid()
