@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.metrics import first_ranks, score_lists, score_query
+from golden_io.trec import read_run
 
 DOCS = [f"d{i}" for i in range(12)]
 
@@ -142,6 +143,40 @@ def test_it_scores_the_ideal_order_exactly_one(
     ideal = [*sorted(shuffled, key=lambda d: -judgments[d]), "u1", "u2"]
     scores = score_query(judgments, ideal, k=k, relevant_min_grade=1)
     assert scores.ndcg == (1.0 if positive else 0.0)
+
+
+scored_st = st.dictionaries(st.sampled_from(DOCS), st.sampled_from([1.0, 2.0, 3.0]), max_size=12)  # many ties
+
+
+@settings(max_examples=200, deadline=None)
+@given(queries=st.lists(st.tuples(judgments_st, scored_st), min_size=1, max_size=5), c=st.integers(1, 3))
+def test_it_orders_tied_scores_as_trec_eval_does_through_read_run(
+    queries: list[tuple[dict[str, int], dict[str, float]]], c: int
+) -> None:
+    # pytrec_eval sorts the {doc: score} maps itself with trec_eval's rule; Assay gets the same run as a
+    # TREC file through read_run. k = 20 is deeper than any list, so recip_rank (no cutoff) is RR@k.
+    text = "".join(
+        f"{i} Q0 {doc} 0 {score} t\n"
+        for i, (_, scores) in enumerate(queries)
+        for doc, score in scores.items()
+    )
+    run = read_run(text)
+    arrays = score_lists(
+        [j for j, _ in queries],
+        [run.get(str(i), ()) for i in range(len(queries))],
+        k=20,
+        relevant_min_grade=c,
+    )
+    qrels = {str(i): dict(j) for i, (j, _) in enumerate(queries) if j}
+    gains = {qid: {d: 2**g - 1 for d, g in docs.items()} for qid, docs in qrels.items()}
+    scored = {str(i): dict(s) for i, (_, s) in enumerate(queries) if s}
+    ndcg = pytrec_eval.RelevanceEvaluator(gains, {"ndcg_cut.20"}).evaluate(scored)
+    binary = pytrec_eval.RelevanceEvaluator(qrels, {"P.20", "recip_rank"}, relevance_level=c).evaluate(scored)
+    for i in range(len(queries)):
+        qid = str(i)
+        assert math.isclose(arrays.ndcg[i], ndcg.get(qid, {}).get("ndcg_cut_20", 0.0), abs_tol=1e-12)
+        assert math.isclose(arrays.p[i], binary.get(qid, {}).get("P_20", 0.0), abs_tol=1e-12)
+        assert math.isclose(arrays.rr[i], binary.get(qid, {}).get("recip_rank", 0.0), abs_tol=1e-12)
 
 
 # --- by hand ----------------------------------------------------------------------------------------------
