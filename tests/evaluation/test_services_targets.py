@@ -186,8 +186,13 @@ def _run(target: SearchTarget, golden_set: GoldenSet, rita: User, capture: Any) 
     return run
 
 
+@pytest.mark.parametrize("adapter", ["elasticsearch", "opensearch"])
 def test_an_elasticsearch_target_sends_the_template_and_reads_hits_hits(
-    engine: StubServer, golden_set: GoldenSet, rita: User, django_capture_on_commit_callbacks: Any
+    adapter: str,
+    engine: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     engine.on(
         "/products/_search",
@@ -196,7 +201,7 @@ def test_an_elasticsearch_target_sends_the_template_and_reads_hits_hits(
     target = make_target(
         f"{engine.url}/products",
         golden_set,
-        adapter="elasticsearch",
+        adapter=adapter,
         es_template={
             "size": "{{size}}",
             "query": {"match": {"title": "{{q}}"}},
