@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
@@ -18,8 +18,9 @@ def shuffle_key(*, rater_id: int, query_id: int, candidate_id: int) -> str:
     return hashlib.sha256(f"{rater_id}:{query_id}:{candidate_id}".encode()).hexdigest()
 
 
-def _count(queryset: QuerySet[Any], column: str) -> Coalesce:
-    sub = queryset.order_by().values(column).annotate(n=Count("pk")).values("n")
+def count_subquery(queryset: QuerySet[Any]) -> Coalesce:
+    """COUNT(*) of a (correlated) queryset as an expression, so several counts cost one query."""
+    sub = queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n")
     return Coalesce(Subquery(sub, output_field=IntegerField()), Value(0))
 
 
@@ -33,9 +34,9 @@ def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
         .exclude(status=Assignment.Status.REASSIGNED)
         .select_related("query__golden_set")
         .annotate(
-            n_pool=_count(pool, "query_id"),
-            n_scope=_count(scope, "scoped_assignments"),
-            n_graded=_count(graded, "assignment_id"),
+            n_pool=count_subquery(pool),
+            n_scope=count_subquery(scope),
+            n_graded=count_subquery(graded),
         )
         .order_by("-status", "created", "id")  # "open" sorts after "done": descending puts it first
     )
@@ -131,8 +132,8 @@ def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:
     live = Assignment.objects.exclude(status=Assignment.Status.REASSIGNED).select_related("rater")
     return (
         golden_set.queries.annotate(
-            n_pool=_count(Candidate.objects.filter(query_id=OuterRef("pk")), "query_id"),
-            n_frozen=_count(FrozenLabel.objects.filter(query_id=OuterRef("pk")), "query_id"),
+            n_pool=count_subquery(Candidate.objects.filter(query_id=OuterRef("pk"))),
+            n_frozen=count_subquery(FrozenLabel.objects.filter(query_id=OuterRef("pk"))),
         )
         .prefetch_related(Prefetch("assignments", queryset=live.order_by("kind", "id"), to_attr="live"))
         .order_by("external_id")

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from labeling import querylog
@@ -33,6 +33,7 @@ from labeling.models import (
     content_hash,
 )
 from labeling.problems import ImportReport, decode_utf8
+from labeling.selectors import count_subquery
 
 POOL_DEPTH = 20
 JUDGED_SYSTEM = "judged"  # provenance of a document that was judged for the query before
@@ -760,8 +761,17 @@ def assignment_candidates(assignment: Assignment, *, scoped: bool | None = None)
 
 
 def assignment_progress(assignment: Assignment, *, scoped: bool | None = None) -> tuple[int, int]:
-    total = Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped)).count()
-    graded = Judgment.objects.filter(assignment=assignment).count()
+    """(graded, total), in one query."""
+    pool = Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped))
+    graded, total = (
+        Assignment.objects.filter(pk=assignment.pk)
+        .annotate(
+            n_graded=count_subquery(Judgment.objects.filter(assignment_id=assignment.pk)),
+            n_total=count_subquery(pool),
+        )
+        .values_list("n_graded", "n_total")
+        .get()
+    )
     return graded, total
 
 
@@ -828,6 +838,7 @@ def judgment_submit(
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("query__golden_set__rubric")
+        .annotate(scoped=Exists(Assignment.scope.through.objects.filter(assignment_id=OuterRef("pk"))))
         .filter(pk=assignment_id, rater=rater)
         .first()
     )
@@ -835,9 +846,13 @@ def judgment_submit(
         raise NotFound("no such assignment")
     if assignment.status == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
-    scoped = assignment.scope.exists()
+    scoped: bool = assignment.scoped
+    frozen_label = FrozenLabel.objects.filter(
+        query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
+    )
     candidate = (
         Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped), pk=candidate_id)
+        .annotate(frozen=Subquery(frozen_label.values("grade")[:1]))
         .only("id", "document_id")
         .first()
     )
@@ -849,11 +864,7 @@ def judgment_submit(
     note = note.strip()
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
-    frozen = (
-        FrozenLabel.objects.filter(query_id=assignment.query_id, document_id=candidate.document_id)
-        .values_list("grade", flat=True)
-        .first()
-    )
+    frozen: int | None = candidate.frozen
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
