@@ -1,0 +1,128 @@
+"""The reviewers' import page and the admin: uploads call the same services and show the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from labeling.models import Candidate, Document, GoldenSet, Query
+from tests import factories
+
+
+@pytest.fixture
+def as_rita(client: Client, rita: User) -> Client:
+    client.force_login(rita)
+    return client
+
+
+def _upload(client: Client, golden_set: GoldenSet, kind: str, name: str, data: bytes, **fields: object):
+    url = reverse("labeling:import_upload", args=[golden_set.slug, kind])
+    return client.post(url, {"file": SimpleUploadedFile(name, data), **fields})
+
+
+def test_the_import_page_offers_every_import(as_rita: Client, golden_set: GoldenSet) -> None:
+    body = as_rita.get(reverse("labeling:import", args=[golden_set.slug])).content.decode()
+    for section in ("import-documents", "import-golden", "import-query-log", "import-run"):
+        assert f'id="{section}"' in body
+    assert 'name="cap"' in body and 'name="reserve_share"' in body and 'name="system"' in body
+
+
+def test_a_failed_upload_lists_every_problem_with_400_and_imports_nothing(
+    as_rita: Client, golden_set: GoldenSet
+) -> None:
+    data = b'{"id": "d1", "title": "A"}\n{"id": "d1", "title": "B"}\nnot json\n'
+    response = _upload(as_rita, golden_set, "documents", "docs.jsonl", data)
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "not imported — 2 problems; nothing was changed" in body
+    assert "line 2: id" in body and "duplicate id" in body and "line 3" in body
+    assert not Document.objects.exists()
+
+
+def test_a_golden_upload_is_reported_and_imported(as_rita: Client, golden_set: GoldenSet) -> None:
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="doc-8821")
+    golden = {
+        "version": "2026-08-01",
+        "k": 10,
+        "queries": [
+            {
+                "id": "q-0471",
+                "text": "refund policy for annual plan",
+                "locale": "en-US",
+                "filters": {"product": "billing", "status": "published"},
+                "judgments": [{"doc_id": "doc-8821", "grade": 3}],
+            }
+        ],
+    }
+    response = _upload(as_rita, golden_set, "golden", "golden.json", json.dumps(golden).encode())
+    assert response.status_code == 200
+    assert 'id="import-ok"' in response.content.decode()
+    assert Query.objects.get().external_id == "q-0471"
+
+
+def test_a_query_log_upload_uses_the_sampling_options(as_rita: Client, golden_set: GoldenSet) -> None:
+    rows = "\n".join(f"query {i},{100 - i},{5 if i % 10 == 0 else 0},en-US" for i in range(60))
+    data = f"query,count,zero_hits,locale\n{rows}\n".encode()
+    response = _upload(
+        as_rita,
+        golden_set,
+        "query-log",
+        "log.csv",
+        data,
+        cap=20,
+        reserve_share=0.25,
+        zero_hit_min_share=0.05,
+        seed=3,
+    )
+    assert response.status_code == 200, response.content[:500]
+    assert Query.objects.count() == 20
+    assert Query.objects.filter(tags__contains=["known-failure"]).count() == 5
+
+
+def test_a_bad_option_is_shown_on_the_form(as_rita: Client, golden_set: GoldenSet) -> None:
+    response = _upload(as_rita, golden_set, "query-log", "log.csv", b"query,count\na,1\n", cap=0, seed=0)
+    assert response.status_code == 400
+    assert "Ensure this value is greater than or equal to 1" in response.content.decode()
+    assert not Query.objects.exists()
+
+
+def test_a_run_upload_pools_candidates(as_rita: Client, golden_set: GoldenSet) -> None:
+    query = factories.QueryFactory.create(golden_set=golden_set, external_id="q1")
+    for i in (1, 2):
+        factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}")
+    run = b"q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n"
+    response = _upload(as_rita, golden_set, "run", "run.txt", run, system="dense-v2", depth=20)
+    assert response.status_code == 200
+    assert set(Candidate.objects.filter(query=query).values_list("document__doc_id", flat=True)) == {
+        "d1",
+        "d2",
+    }
+
+
+def test_an_unknown_import_kind_is_404(as_rita: Client, golden_set: GoldenSet) -> None:
+    assert _upload(as_rita, golden_set, "spreadsheet", "x.csv", b"x").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "rubric",
+        "goldenset",
+        "document",
+        "query",
+        "frozenlabel",
+        "candidate",
+        "assignment",
+        "judgment",
+        "judgmentevent",
+    ],
+)
+def test_the_admin_lists_every_labeling_model(model: str, assignment, client: Client) -> None:
+    admin = factories.UserFactory.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    assert client.get(f"/admin/labeling/{model}/").status_code == 200
