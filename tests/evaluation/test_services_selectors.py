@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.selectors import (
+    near_duplicate_titles,
     run_compare_query,
     run_get,
     run_list,
@@ -156,6 +157,25 @@ def test_unjudged_documents_in_the_top_k_are_listed_and_queued_for_rating(
     candidate = Candidate.objects.get(query=q1, document=d3)
     assert candidate.provenance == [{"system": f"run:{run.pk}", "rank": 3}]
     assert unjudged_queue(run=run, by=rita).added == 0  # queueing again adds nothing
+
+
+def test_near_duplicate_titles_in_the_top_k_are_grouped(finished: Any, stub: StubServer) -> None:
+    titles = [
+        ("d1", "Refund policy for annual plans"),
+        ("d2", "Invoices"),
+        ("d3", "Refund Policy for Annual Plans!"),
+        ("d5", "refund policy: annual plans"),
+        ("d6", ""),
+    ]
+    stub.on("query 1", Reply(json={"hits": [{"id": d, "title": t} for d, t in titles]}))
+
+    run = finished()
+    found = near_duplicate_titles(run=run)
+
+    assert [row["query_id"] for row in found] == ["q-1"]
+    assert [[(h["rank"], h["doc_id"]) for h in group] for group in found[0]["groups"]] == [
+        [(1, "d1"), (3, "d3"), (4, "d5")]
+    ]
 
 
 def test_durable_keys_resolve_to_renumbered_ids_and_the_rest_are_listed(
