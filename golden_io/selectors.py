@@ -91,6 +91,7 @@ class WorkingGolden:
     methods: dict[str, int]
     documents: dict[str, dict[str, str | None]]
     query_pks: dict[str, int]  # external id -> Query pk, for the queries in `golden`
+    document_pks: dict[str, int]  # doc id -> Document pk, for the judged documents
 
     @property
     def counts(self) -> dict[str, Any]:
@@ -158,7 +159,11 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
         (blocked if query.tier == Query.Tier.CORE else left_out).append(item)
     raw = GoldenFile(
         version=name,
-        queries=tuple(_golden_query(q, judgments[pk]) for pk, q in queries.items()),
+        # In natural id order, as to_dict writes them, so a problem's place `queries[i]` is this tuple's i.
+        queries=tuple(
+            _golden_query(q, judgments[pk])
+            for pk, q in sorted(queries.items(), key=lambda item: natural_key(item[1].external_id))
+        ),
         k=golden_set.k,
         relevant_min_grade=golden_set.relevant_min_grade,
         scale=Scale(rubric.scale_min, rubric.scale_max),
@@ -175,6 +180,7 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
         methods=dict(methods),
         documents=_judged_documents(golden_set, docs, doc_methods),
         query_pks={q.external_id: pk for pk, q in queries.items()},
+        document_pks={d.doc_id: d.pk for d in docs.values()},
     )
 
 

@@ -142,7 +142,7 @@ def golden_version_freeze(
     except IntegrityError:
         # Only reachable without the row lock (SQLite ignores select_for_update): same name, raced.
         raise FreezeError([f"golden set {locked.slug} already has a version {name!r}"]) from None
-    _replace_frozen_labels(locked, working, name)
+    _replace_frozen_labels(working, name)
     locked.frozen_version = name
     locked.save(update_fields=["frozen_version"])
     golden_set.frozen_version = name
@@ -164,25 +164,49 @@ def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str) -> str
     return "\n".join(lines)
 
 
-def _replace_frozen_labels(golden_set: GoldenSet, working: WorkingGolden, name: str) -> None:
-    """The version's judgments become the frozen labels of its queries (retired queries keep theirs)."""
+def _replace_frozen_labels(working: WorkingGolden, name: str) -> None:
+    """The version's judgments become the frozen labels of its queries (retired queries keep theirs).
+
+    Only what changed is written (deleted, regraded, created), then one UPDATE stamps the version name:
+    re-creating every row would cost seconds on a large set for a freeze that changed a few grades.
+    """
     query_pks = [working.query_pks[q.id] for q in working.golden.queries]
-    doc_pks = dict(
-        Document.objects.filter(golden_set=golden_set, doc_id__in=list(working.documents)).values_list(
-            "doc_id", "pk"
+    wanted = {
+        (working.query_pks[q.id], working.document_pks[j.doc_id]): j.grade
+        for q in working.golden.queries
+        for j in q.judgments
+    }
+    existing: dict[tuple[int, int], tuple[int, int]] = {}
+    for chunk in _chunks(query_pks):
+        rows = FrozenLabel.objects.filter(query_id__in=chunk).values_list(
+            "pk", "query_id", "document_id", "grade"
         )
-    )
-    FrozenLabel.objects.filter(query_id__in=query_pks).delete()
+        existing.update({(q, d): (pk, g) for pk, q, d, g in rows})
+    gone = [pk for pair, (pk, _) in existing.items() if pair not in wanted]
+    regraded: dict[int, list[int]] = {}
+    for pair, (pk, grade) in existing.items():
+        if pair in wanted and wanted[pair] != grade:
+            regraded.setdefault(wanted[pair], []).append(pk)
+    for chunk in _chunks(gone):
+        FrozenLabel.objects.filter(pk__in=chunk).delete()
+    for grade, pks in regraded.items():
+        for chunk in _chunks(pks):
+            FrozenLabel.objects.filter(pk__in=chunk).update(grade=grade)
+    for chunk in _chunks(query_pks):
+        FrozenLabel.objects.filter(query_id__in=chunk).update(version=name)
     FrozenLabel.objects.bulk_create(
         [
-            FrozenLabel(
-                query_id=working.query_pks[q.id], document_id=doc_pks[j.doc_id], grade=j.grade, version=name
-            )
-            for q in working.golden.queries
-            for j in q.judgments
+            FrozenLabel(query_id=q, document_id=d, grade=g, version=name)
+            for (q, d), g in wanted.items()
+            if (q, d) not in existing
         ],
         batch_size=1000,
     )
+
+
+def _chunks(values: Sequence[int], size: int = 10_000) -> list[Sequence[int]]:
+    """Slices of `values` small enough for one statement's parameters (PostgreSQL allows 65535)."""
+    return [values[i : i + size] for i in range(0, len(values), size)]
 
 
 # ------------------------------------------------------------------------------------------ git export

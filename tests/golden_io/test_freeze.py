@@ -36,6 +36,8 @@ def test_it_freezes_consolidated_labels_with_tiers_rubric_and_cutoff(
 ) -> None:
     built = build_set(golden_set, SPEC)
     consolidated.grade(built.queries["q-1"], built.docs["d-2"], 1, "adjudicated")  # a regrade 0 -> 1
+    consolidated.grade(built.queries["q-2"], built.docs["d-1"], 2, "single")  # a new judgment
+    consolidated.unresolve(built.queries["q-10"], built.docs["d-4"])  # challenge: left out, listed
 
     version = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
 
@@ -66,9 +68,9 @@ def test_it_freezes_consolidated_labels_with_tiers_rubric_and_cutoff(
         "queries": {"core": 1, "shadow": 1, "challenge": 1},
         "total_queries": 3,
         "judgments": 5,
-        "documents": 4,
-        "methods": {"adjudicated": 1, "frozen": 4},
-        "left_out_unresolved": 0,
+        "documents": 3,
+        "methods": {"adjudicated": 1, "frozen": 3, "single": 1},
+        "left_out_unresolved": 1,
     }
     assert version.created_by == rita and version.parent is None
     # The set's frozen labels are now the version's: the regrade is in, the retired query keeps its own.
@@ -78,9 +80,14 @@ def test_it_freezes_consolidated_labels_with_tiers_rubric_and_cutoff(
         (f.query.external_id, f.document.doc_id): (f.grade, f.version)
         for f in FrozenLabel.objects.filter(query__golden_set=golden_set).select_related("query", "document")
     }
-    assert frozen[("q-1", "d-2")] == (1, "2026-08-01")
-    assert frozen[("q-3", "d-1")] == (1, "import")
-    assert len(frozen) == 6
+    assert frozen == {
+        ("q-1", "d-1"): (3, "2026-08-01"),
+        ("q-1", "d-2"): (1, "2026-08-01"),  # regraded
+        ("q-2", "d-1"): (2, "2026-08-01"),  # created
+        ("q-2", "d-2"): (1, "2026-08-01"),
+        ("q-2", "d-3"): (2, "2026-08-01"),
+        ("q-3", "d-1"): (1, "import"),  # retired: untouched
+    }  # (q-10, d-4), left out as unresolved, is no longer a frozen label
 
 
 def test_it_names_versions_by_date_then_a_suffix_and_chains_parents(
@@ -208,12 +215,14 @@ def test_it_refuses_a_name_the_set_already_has(
 def test_it_names_the_query_when_the_labels_make_no_valid_golden_file(
     golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
 ) -> None:
-    build_set(golden_set, {"q 7": {"labels": {"d-1": 2}}, "q-8": {"labels": {"d-1": 3}}})
+    # Created first, sorted second: the message must still name the right query.
+    build_set(golden_set, {"z 7": {"labels": {"d-1": 2}}, "a-8": {"labels": {"d-1": 3}}})
 
     with pytest.raises(services.FreezeError) as caught:
         services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
 
-    assert any("q 7" in p and "whitespace" in p for p in caught.value.problems)
+    [problem] = caught.value.problems
+    assert problem.startswith("query z 7: queries[1].id: ") and "whitespace" in problem
     assert not GoldenVersion.objects.exists()
 
 
