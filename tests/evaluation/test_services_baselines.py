@@ -4,7 +4,6 @@ branch through the git export."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,39 +20,19 @@ from evaluation.services import BaselineError, baseline_promote, budgets_set, re
 from golden_io.git_export import Author, git_write, read_file
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import eager_celery, golden_file, make_target, make_version
+from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+    eager_celery,
+    finished_fixture,
+    golden_file,
+    make_target,
+    make_version,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
 from tests.support.stub_server import Reply, StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def version(golden_set: GoldenSet) -> GoldenVersion:
-    return make_version(golden_set)
-
-
-@pytest.fixture
-def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
-    return make_target(f"{stub.url}/search", golden_set)
-
-
-@pytest.fixture
-def finished(
-    django_capture_on_commit_callbacks: Any, version: GoldenVersion, target: SearchTarget, rita: User
-) -> Any:
-    def run(**kwargs: Any) -> EvaluationRun:
-        with eager_celery(), django_capture_on_commit_callbacks(execute=True):
-            created = run_create(golden_version=version, target=target, triggered_by=rita, **kwargs)
-        created.refresh_from_db()
-        return created
-
-    return run
 
 
 # ----------------------------------------------------------------------------------------- budgets

@@ -3,9 +3,6 @@ tests/integration has those). Each test drives the real harness over HTTP on 127
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import pytest
 from django.contrib.auth.models import User
 
@@ -22,7 +19,16 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import eager_celery, make_target, make_version
+from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+    RunFactory,
+    eager_celery,
+    finished_fixture,
+    make_target,
+    make_version,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
 from tests.support.stub_server import Reply, StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db
@@ -30,45 +36,8 @@ pytestmark = pytest.mark.django_db
 Status = EvaluationRun.Status
 
 
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def version(golden_set: GoldenSet) -> GoldenVersion:
-    return make_version(golden_set)
-
-
-@pytest.fixture
-def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
-    return make_target(f"{stub.url}/search", golden_set)
-
-
-RunFactory = Callable[..., EvaluationRun]
-
-
-@pytest.fixture
-def execute(
-    django_capture_on_commit_callbacks: Any, version: GoldenVersion, target: SearchTarget, rita: User
-) -> RunFactory:
-    """Create a run and let it go all the way (start, chunks, finalize) in-process."""
-
-    def run(**kwargs: Any) -> EvaluationRun:
-        kwargs.setdefault("golden_version", version)
-        kwargs.setdefault("target", target)
-        kwargs.setdefault("triggered_by", rita)
-        with eager_celery(), django_capture_on_commit_callbacks(execute=True):
-            created = run_create(**kwargs)
-        created.refresh_from_db()
-        return created
-
-    return run
-
-
-def test_it_runs_every_query_once_and_reports(execute: RunFactory, stub: StubServer) -> None:
-    run = execute()
+def test_it_runs_every_query_once_and_reports(finished: RunFactory, stub: StubServer) -> None:
+    run = finished()
 
     assert run.status == Status.SUCCEEDED
     assert (run.total, run.done, run.errors) == (6, 6, 0)
@@ -86,11 +55,11 @@ def test_it_runs_every_query_once_and_reports(execute: RunFactory, stub: StubSer
     assert run.gate is not None and run.gate["baseline_run"] is None
 
 
-def test_it_records_errors_not_empties_and_fails_closed(execute: RunFactory, stub: StubServer) -> None:
+def test_it_records_errors_not_empties_and_fails_closed(finished: RunFactory, stub: StubServer) -> None:
     stub.on("query 2", Reply(status=500, text="boom"))
     stub.on("query 5", Reply(status=404, text="no such index"))
 
-    run = execute()
+    run = finished()
 
     assert run.status == Status.SUCCEEDED
     assert run.errors == 2
@@ -107,14 +76,14 @@ def test_it_records_errors_not_empties_and_fails_closed(execute: RunFactory, stu
     assert [f["kind"] for f in run.gate["failures"]] == ["errors"]
 
 
-def test_it_gates_against_the_promoted_baseline(execute: RunFactory, stub: StubServer, rita: User) -> None:
-    baseline_run = execute()
+def test_it_gates_against_the_promoted_baseline(finished: RunFactory, stub: StubServer, rita: User) -> None:
+    baseline_run = finished()
     baseline = baseline_promote(run=baseline_run, by=rita, rationale="first good run")
     # The billing queries (odd ids) lose their grade-3 document.
     for i in (1, 3, 5):
         stub.on(f"query {i}", hits_reply(["d3", "d2", "d9"]))
 
-    run = execute()
+    run = finished()
 
     assert run.baseline == baseline
     assert run.verdict == EvaluationRun.Verdict.FAIL
@@ -126,9 +95,9 @@ def test_it_gates_against_the_promoted_baseline(execute: RunFactory, stub: StubS
 
 
 def test_it_uses_the_golden_sets_budgets_per_stratum(
-    execute: RunFactory, stub: StubServer, rita: User, golden_set: GoldenSet
+    finished: RunFactory, stub: StubServer, rita: User, golden_set: GoldenSet
 ) -> None:
-    baseline_promote(run=execute(), by=rita, rationale="floor")
+    baseline_promote(run=finished(), by=rita, rationale="floor")
     stub.on("query 1", hits_reply(["d2", "d1", "d3"]))  # a small billing drop
     budgets_set(
         golden_set=golden_set,
@@ -139,7 +108,7 @@ def test_it_uses_the_golden_sets_budgets_per_stratum(
         by=rita,
     )
 
-    run = execute()
+    run = finished()
 
     assert run.verdict == EvaluationRun.Verdict.FAIL
     assert run.gate is not None
@@ -211,7 +180,7 @@ def test_cancel_during_finalize_wins(version: GoldenVersion, target: SearchTarge
 
 
 def test_a_missing_secret_becomes_each_querys_error(
-    execute: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
+    finished: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ASSAY_TEST_SEARCH_TOKEN", raising=False)
     secret = make_target(
@@ -221,7 +190,7 @@ def test_a_missing_secret_becomes_each_querys_error(
         headers={"Authorization": {"env": "ASSAY_TEST_SEARCH_TOKEN"}},
     )
 
-    run = execute(target=secret)
+    run = finished(target=secret)
 
     assert run.errors == 6
     assert stub.requests == []
@@ -231,7 +200,7 @@ def test_a_missing_secret_becomes_each_querys_error(
 
 
 def test_a_secret_header_is_read_from_the_environment_at_call_time(
-    execute: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
+    finished: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret = make_target(
         f"{stub.url}/search",
@@ -242,7 +211,7 @@ def test_a_secret_header_is_read_from_the_environment_at_call_time(
     )
     monkeypatch.setenv("ASSAY_TEST_SEARCH_TOKEN", "Bearer s3cr3t")
 
-    run = execute(target=secret)
+    run = finished(target=secret)
 
     assert {r.headers["authorization"] for r in stub.requests} == {"Bearer s3cr3t"}
     assert {r.headers["cache-control"] for r in stub.requests} == {"no-cache"}
@@ -251,13 +220,13 @@ def test_a_secret_header_is_read_from_the_environment_at_call_time(
 
 
 def test_run_params_override_target_stages(
-    execute: RunFactory, stub: StubServer, golden_set: GoldenSet
+    finished: RunFactory, stub: StubServer, golden_set: GoldenSet
 ) -> None:
     staged = make_target(
         f"{stub.url}/search", golden_set, name="staged", stages={"rewrite": False}, params={"mode": "x"}
     )
 
-    run = execute(target=staged, params={"rewrite": True})
+    run = finished(target=staged, params={"rewrite": True})
 
     assert run.effective_params == {"mode": "x", "rewrite": True}
     assert {(r.json["rewrite"], r.json["mode"]) for r in stub.requests} == {(True, "x")}

@@ -3,7 +3,6 @@ query, unjudged documents in the top k (and queueing them for rating), and durab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,41 +22,19 @@ from evaluation.services import run_begin, run_create, unjudged_queue
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
-from tests.integration.runs_support import eager_celery, golden_file, make_target, make_version
+from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+    eager_celery,
+    finished_fixture,
+    golden_file,
+    make_target,
+    make_version,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
 from tests.support.stub_server import Reply, StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def version(golden_set: GoldenSet) -> GoldenVersion:
-    return make_version(golden_set)
-
-
-@pytest.fixture
-def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
-    return make_target(f"{stub.url}/search", golden_set)
-
-
-@pytest.fixture
-def finished(
-    django_capture_on_commit_callbacks: Any, version: GoldenVersion, target: SearchTarget, rita: User
-) -> Any:
-    def run(**kwargs: Any) -> EvaluationRun:
-        kwargs.setdefault("golden_version", version)
-        kwargs.setdefault("triggered_by", rita)
-        with eager_celery(), django_capture_on_commit_callbacks(execute=True):
-            created = run_create(target=target, **kwargs)
-        created.refresh_from_db()
-        return created
-
-    return run
 
 
 def test_runs_are_seen_by_the_sets_reviewers_and_whoever_triggered_them(

@@ -3,7 +3,6 @@ tasks' wrapper that always leaves a final status. Eager Celery, loopback stub en
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,28 +26,20 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import eager_celery, golden_file, make_target, make_version
+from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+    eager_celery,
+    golden_file,
+    make_target,
+    make_version,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
 from tests.support.stub_server import StubServer
 
 pytestmark = pytest.mark.django_db
 
 Status = EvaluationRun.Status
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def version(golden_set: GoldenSet) -> GoldenVersion:
-    return make_version(golden_set)
-
-
-@pytest.fixture
-def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
-    return make_target(f"{stub.url}/search", golden_set)
 
 
 def _started(version: GoldenVersion, target: SearchTarget, user: User, done: int = 0) -> EvaluationRun:

@@ -4,18 +4,20 @@ tests): golden versions, targets, and a golden file whose queries a stub server 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from django.contrib.auth.models import User
 
-from evaluation.models import SearchTarget
-from evaluation.services import target_create
+from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.services import run_create, target_create
 from golden_io.format import dump_json
 from golden_io.golden import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from tests.support.stub_server import StubServer
 
 
 def golden_file(
@@ -91,3 +93,44 @@ def eager_celery() -> Iterator[None]:
         yield
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
+# --- fixtures: a test module imports the ones it uses by their *_fixture names (noqa: F401), like
+# tests.support.fixtures, so the parameters keep their short names.
+
+RunFactory = Callable[..., EvaluationRun]
+
+
+@pytest.fixture(name="stub")
+def stub_fixture() -> Iterator[StubServer]:
+    """A loopback stub engine answering every query with d1, d2, d3."""
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture(name="version")
+def version_fixture(golden_set: GoldenSet) -> GoldenVersion:
+    return make_version(golden_set)
+
+
+@pytest.fixture(name="target")
+def target_fixture(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
+    return make_target(f"{stub.url}/search", golden_set)
+
+
+@pytest.fixture(name="finished")
+def finished_fixture(
+    django_capture_on_commit_callbacks: Any, version: GoldenVersion, target: SearchTarget, rita: User
+) -> RunFactory:
+    """Create a run (default: `version` on `target`, by rita) and let it go all the way in-process."""
+
+    def run(**kwargs: Any) -> EvaluationRun:
+        kwargs.setdefault("golden_version", version)
+        kwargs.setdefault("target", target)
+        kwargs.setdefault("triggered_by", rita)
+        with eager_celery(), django_capture_on_commit_callbacks(execute=True):
+            created = run_create(**kwargs)
+        created.refresh_from_db()
+        return created
+
+    return run
