@@ -14,21 +14,12 @@ from golden_io.format import GoldenFormatError, Problem, from_dict, natural_key,
 from golden_io.golden import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
-from labeling.roles import is_admin
 
 
 def live_keys(golden_set: GoldenSet) -> dict[str, str]:
     """Durable key -> current doc id for every keyed document of the set (what `resolve_keys` takes)."""
     rows = Document.objects.filter(golden_set=golden_set, key__isnull=False).values_list("key", "doc_id")
     return {key: doc_id for key, doc_id in rows if key}
-
-
-def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
-    """The sets whose versions the user may see: the sets they review (admins: every set)."""
-    sets = GoldenSet.objects.select_related("rubric")
-    if is_admin(user):
-        return sets.order_by("slug")
-    return sets.filter(reviewers=user.pk).order_by("slug")
 
 
 def version_list(*, golden_set: GoldenSet) -> QuerySet[GoldenVersion]:

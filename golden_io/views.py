@@ -20,6 +20,7 @@ from golden_io.format import dump_jsonl
 from golden_io.keys import resolve_keys
 from golden_io.models import GitExportConfig, GoldenVersion
 from golden_io.trec import write_qrels
+from labeling import selectors as labeling_selectors
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
 
@@ -89,7 +90,7 @@ class ExportConfigForm(forms.ModelForm):
 def set_list(request: HttpRequest) -> HttpResponse:
     if not is_reviewer(request.user):
         raise Http404("no golden sets")
-    sets = selectors.golden_set_list(user=request.user)
+    sets = labeling_selectors.golden_set_list(user=request.user)
     return render(request, "golden_io/set_list.html", {"sets": sets})
 
 

@@ -275,3 +275,15 @@ def test_requeueing_stale_documents_from_the_page(
         reverse("golden_io:requeue", args=["help-center", "2026-08-01"]), {"doc_id": ["d-1"]}, follow=True
     )
     assert "d-1 is not a stale document" in bad.content.decode()
+
+
+def test_the_set_list_shows_only_the_reviewers_sets(
+    built: Built, rita: User, alice: User, client: Client
+) -> None:
+    factories.GoldenSetFactory.create(slug="not-ritas")
+
+    page = _as(client, rita).get(reverse("golden_io:set_list")).content.decode()
+
+    assert reverse("golden_io:version_list", args=["help-center"]) in page
+    assert "not-ritas" not in page
+    assert _as(client, alice).get(reverse("golden_io:set_list")).status_code == 404
