@@ -289,27 +289,29 @@ def resolved_golden(run: EvaluationRun) -> ResolvedGolden:
     return resolve_keys(golden_of(run.golden_version), run.key_map or {})
 
 
-def plan_chunks(query_ids: Sequence[str], *, concurrency: int, rate_limited: bool) -> list[list[str]]:
-    """Split a run's queries into chunk tasks.
-
-    A rate-limited target gets one chunk: the limit is a promise to the engine that one limiter keeps,
-    and more workers could not go faster than the limit anyway. Otherwise about CHUNKS_PER_RUN chunks,
-    each at least MIN_CHUNK_PER_CONCURRENCY rounds of `concurrency` requests and at most MAX_CHUNK.
-    """
+def plan_chunks(query_ids: Sequence[str], *, concurrency: int) -> list[list[str]]:
+    """Split a run's queries into chunk tasks: about CHUNKS_PER_RUN chunks, each at least
+    MIN_CHUNK_PER_CONCURRENCY rounds of `concurrency` requests and at most MAX_CHUNK queries."""
     ids = list(query_ids)
-    if not ids:
-        return []
-    if rate_limited:
-        return [ids]
-    size = max(concurrency * MIN_CHUNK_PER_CONCURRENCY, math.ceil(len(ids) / CHUNKS_PER_RUN))
+    size = max(concurrency * MIN_CHUNK_PER_CONCURRENCY, math.ceil(len(ids) / CHUNKS_PER_RUN), 1)
     size = min(size, MAX_CHUNK)
     return [ids[i : i + size] for i in range(0, len(ids), size)]
 
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
+    """The chunks to send. `sequential`: one after another (a chain), not fanned out (a chord): a
+    rate-limited target's limit is a promise to the engine that one limiter at a time keeps, and more
+    workers could not go faster than the limit anyway."""
+
     run_id: int
     chunks: list[list[str]]
+    sequential: bool = False
+
+
+def _plan(run: EvaluationRun, query_ids: Sequence[str]) -> RunPlan:
+    spec = TargetSpec.from_dict(run.target_snapshot)
+    return RunPlan(run.pk, plan_chunks(query_ids, concurrency=spec.concurrency), sequential=spec.rate_limited)
 
 
 def run_begin(*, run_id: int) -> RunPlan | None:
@@ -333,8 +335,7 @@ def run_begin(*, run_id: int) -> RunPlan | None:
     EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(
         total=len(ids), key_map=key_map, keys=resolved.to_dict()
     )
-    spec = TargetSpec.from_dict(run.target_snapshot)
-    return RunPlan(run_id, plan_chunks(ids, concurrency=spec.concurrency, rate_limited=spec.rate_limited))
+    return _plan(run, ids)
 
 
 def run_missing_queries(*, run: EvaluationRun) -> list[str]:
@@ -644,7 +645,7 @@ class SweepActions:
 
     start: list[int] = field(default_factory=list)
     finalize: list[int] = field(default_factory=list)
-    redispatch: dict[int, list[list[str]]] = field(default_factory=dict)
+    redispatch: dict[int, RunPlan] = field(default_factory=dict)
     failed: list[int] = field(default_factory=list)
 
 
@@ -691,10 +692,7 @@ def runs_sweep(
             pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at
         ).update(redispatches=F("redispatches") + 1, heartbeat_at=now)
         if claimed == 1:
-            spec = TargetSpec.from_dict(run.target_snapshot)
-            actions.redispatch[run.pk] = plan_chunks(
-                missing, concurrency=spec.concurrency, rate_limited=spec.rate_limited
-            )
+            actions.redispatch[run.pk] = _plan(run, missing)
     return actions
 
 

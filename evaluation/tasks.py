@@ -13,12 +13,15 @@ gives the CELERY_BEAT_SCHEDULE lines.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from celery import chord, group, shared_task
+from celery import chain, chord, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+
+if TYPE_CHECKING:
+    from evaluation.services import RunPlan
 
 logger = logging.getLogger(__name__)
 # httpx logs every request at INFO: a worker running at INFO would write a line per query of every run.
@@ -52,12 +55,16 @@ def _final_status_on_error(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def dispatch_chunks(run_id: int, chunks: Sequence[Sequence[str]]) -> None:
-    """Fan a run's chunks out over the workers with finalize as the chord's callback."""
-    if not chunks:
+def dispatch(plan: RunPlan) -> None:
+    """Fan a run's chunks out over the workers with finalize as the chord's callback (or, for a
+    sequential plan, chain them and finalize last)."""
+    run_id = plan.run_id
+    if not plan.chunks:
         run_finalize.delay(run_id)
-        return
-    chord(group(run_chunk.s(run_id, list(c)) for c in chunks))(run_finalize.si(run_id))
+    elif plan.sequential:
+        chain(*(run_chunk.si(run_id, list(c)) for c in plan.chunks), run_finalize.si(run_id)).delay()
+    else:
+        chord(group(run_chunk.s(run_id, list(c)) for c in plan.chunks))(run_finalize.si(run_id))
 
 
 @shared_task(name="evaluation.run_start", ignore_result=True)
@@ -70,7 +77,7 @@ def run_start(run_id: int) -> None:
     if plan is None:
         logger.info("run %s: not queued any more (claimed elsewhere or cancelled)", run_id)
         return
-    dispatch_chunks(run_id, plan.chunks)
+    dispatch(plan)
 
 
 @shared_task(
@@ -122,9 +129,9 @@ def runs_sweep() -> dict[str, Any]:
         run_start.delay(run_id)
     for run_id in actions.finalize:
         run_finalize.delay(run_id)
-    for run_id, chunks in actions.redispatch.items():
-        logger.warning("run %s: no progress, re-sending %s chunk(s)", run_id, len(chunks))
-        dispatch_chunks(run_id, chunks)
+    for run_id, plan in actions.redispatch.items():
+        logger.warning("run %s: no progress, re-sending %s chunk(s)", run_id, len(plan.chunks))
+        dispatch(plan)
     return {
         "start": actions.start,
         "finalize": actions.finalize,

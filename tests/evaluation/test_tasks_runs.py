@@ -59,16 +59,34 @@ def _age(run: EvaluationRun, **fields: Any) -> None:
 # ----------------------------------------------------------------------------------------- chunking
 
 
-def test_chunks_spread_a_run_and_a_rate_limited_target_gets_one() -> None:
+def test_chunks_spread_a_run_over_the_workers() -> None:
     ids = [f"q-{i}" for i in range(2000)]
 
-    chunks = plan_chunks(ids, concurrency=8, rate_limited=False)
+    chunks = plan_chunks(ids, concurrency=8)
 
     assert len(chunks) == 16 and {len(c) for c in chunks} == {125}
     assert [q for c in chunks for q in c] == ids
-    assert plan_chunks(ids[:10], concurrency=8, rate_limited=False) == [ids[:10]]  # >= 4 rounds of 8
-    assert plan_chunks(ids, concurrency=8, rate_limited=True) == [ids]
-    assert plan_chunks([], concurrency=8, rate_limited=False) == []
+    assert plan_chunks(ids[:10], concurrency=8) == [ids[:10]]  # >= 4 rounds of 8 in flight
+    assert {len(c) for c in plan_chunks(ids * 5, concurrency=8)} == {500}  # capped
+    assert plan_chunks([], concurrency=8) == []
+
+
+def test_a_rate_limited_target_runs_its_chunks_one_after_another(
+    golden_set: GoldenSet, stub: StubServer, rita: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    limited = make_target(f"{stub.url}/search", golden_set, name="limited", concurrency=1, rate_limit=500.0)
+    version = make_version(golden_set, golden_file(12, version="2026-08-03"))
+    run = run_create(golden_version=version, target=limited, triggered_by=rita)
+    plan = run_begin(run_id=run.pk)
+    assert plan is not None
+    assert plan.sequential and [len(c) for c in plan.chunks] == [4, 4, 4]
+
+    with eager_celery():
+        tasks.dispatch(plan)
+
+    run.refresh_from_db()
+    assert run.status == Status.SUCCEEDED and run.done == 12
+    assert stub.max_in_flight == 1
 
 
 # ----------------------------------------------------------------------------------------- sweeper
@@ -104,7 +122,7 @@ def test_two_sweepers_resend_a_stalled_run_once(
     claimed = EvaluationRun.objects.filter(pk=run.pk, heartbeat_at=stale.heartbeat_at).exists()
 
     assert list(first.redispatch) == [run.pk]
-    assert first.redispatch[run.pk] == [["q-2", "q-3", "q-4", "q-5", "q-6"]]
+    assert first.redispatch[run.pk].chunks == [["q-2", "q-3", "q-4", "q-5", "q-6"]]
     assert not claimed
     assert runs_sweep().redispatch == {}
 
