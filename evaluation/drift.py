@@ -423,21 +423,20 @@ class _Gate:
             return row
         word = "drop" if metric in DROP_METRICS else "rise"
         detail = f"(baseline {before:.4f} -> current {after:.4f})"
-        if _trips(row["change"], budget.fail):
-            row["status"] = "fail"
+        for level in ("fail", "warn"):
+            threshold = getattr(budget, level)
+            if not _trips(row["change"], threshold):
+                continue
+            row["status"] = level
             message = (
-                f"{scope} {LABELS[metric]} {word} {row['change']:.4f} >= fail budget {budget.fail} {detail}"
+                f"{scope} {LABELS[metric]} {word} {row['change']:.4f} >= {level} budget {threshold} {detail}"
             )
-            if self.rebaseline:
-                self.warnings.append(Finding("budget", message + "; accepted by rebaseline", scope, metric))
-            else:
+            if level == "fail" and not self.rebaseline:
                 self.failures.append(Finding("budget", message, scope, metric))
-        elif _trips(row["change"], budget.warn):
-            row["status"] = "warn"
-            message = (
-                f"{scope} {LABELS[metric]} {word} {row['change']:.4f} >= warn budget {budget.warn} {detail}"
-            )
-            self.warnings.append(Finding("budget", message, scope, metric))
+            else:
+                suffix = "; accepted by rebaseline" if level == "fail" else ""
+                self.warnings.append(Finding("budget", message + suffix, scope, metric))
+            break
         else:
             row["status"] = "pass"
         return row
