@@ -252,3 +252,34 @@ def test_it_refuses_params_that_clash_with_the_request(
 
     assert "params.n: expected a JSON value" in str(error.value)
     assert not EvaluationRun.objects.exists()
+
+
+def test_it_records_the_index_generation_and_model_id_the_engine_reported(
+    finished: RunFactory, stub: StubServer, golden_set: GoldenSet
+) -> None:
+    marked = make_target(
+        f"{stub.url}/search",
+        golden_set,
+        name="marked",
+        generation_header="X-Index-Generation",
+        model_id_field="meta.model",
+    )
+    stub.default = Reply(
+        json={"hits": [{"id": "d1"}], "meta": {"model": "e5-small"}}, headers={"X-Index-Generation": "g41"}
+    )
+    stub.on(
+        "query 6",
+        Reply(
+            json={"hits": [{"id": "d1"}], "meta": {"model": "e5-small"}},
+            headers={"X-Index-Generation": "g42"},
+        ),
+    )
+
+    run = finished(target=marked)
+
+    rows = QueryRunResult.objects.filter(run=run)
+    assert {(r.index_generation, r.model_id) for r in rows if r.query_id != "q-6"} == {("g41", "e5-small")}
+    assert run.report is not None
+    assert run.report["run"]["index_generations"] == ["g41", "g42"]
+    assert run.report["run"]["index_moved"] is True  # the index changed under the run
+    assert run.report["run"]["model_ids"] == ["e5-small"]
