@@ -10,6 +10,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("ASSAY_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -151,6 +152,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = False  # opted into per task, only where the task is idempotent
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE = {
+    # Due nightly schedules are checked every few minutes; each RunSchedule says its own hour.
+    "evaluation-runs-nightly": {"task": "evaluation.runs_nightly", "schedule": crontab(minute="*/5")},
+    # Restart lost queued runs, re-send stalled chunks, finalize abandoned runs.
+    "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 60.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

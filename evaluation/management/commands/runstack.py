@@ -24,7 +24,7 @@ class Command(BaseCommand):
         python = sys.executable
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-            "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "2"],
+            "worker": [python, "-m", "celery", "-A", "config", "worker", "-B", "-l", "warning", "-c", "2"],
             "search": [
                 python,
                 "-m",
