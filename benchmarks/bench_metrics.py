@@ -12,6 +12,7 @@ Before timing, the script asserts that the three tools agree on the three means 
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -110,8 +111,17 @@ def ranx_means(qrels: Any, run: Any) -> Means:
     return tuple(float(scores[m]) for m in RANX_METRICS)  # type: ignore[return-value]
 
 
+def load_note(load_before: float) -> str:
+    cpus, load_after = os.cpu_count() or 1, os.getloadavg()[0]
+    note = f"Machine: {cpus} CPUs, 1-minute load average {load_before:.1f} before and {load_after:.1f} after"
+    if max(load_before, load_after) > cpus / 2:
+        note += " (other work was running: compare the ratios rather than the seconds)"
+    return note + "."
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", category=NumbaTypeSafetyWarning)  # inside ranx, about its own casts
+    load_before = os.getloadavg()[0]  # other processes on the machine slow every tool alike
     ranked, qrels = make_data()
     expected = assay(ranked, qrels)
 
@@ -158,7 +168,7 @@ def main() -> None:
         f"agree on the means to 1e-9 (nDCG@{K} {expected[0]:.6f}, P@{K} {expected[1]:.6f}, "
         f"RR@{K} {expected[2]:.6f}; pytrec_eval's recip_rank has no cutoff, so it matches RR@{K} only on "
         f"the top-{K} input). ranx runs numba code on every core (compiled before timing); pytrec_eval and "
-        "Assay use one.",
+        f"Assay use one. {load_note(load_before)}",
         "",
         "| tool | what is timed | seconds | vs Assay |",
         "| --- | --- | ---: | ---: |",
