@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from labeling import querylog
@@ -835,41 +835,55 @@ def judgment_submit(
     The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
     reassignment (which takes the same lock) cannot slip between the check and the write.
     """
-    assignment = (
+    # The hot path of the app (every keystroke that grades): one locked row with what the checks need
+    # and the progress counts, instead of model instances with their JSON fields.
+    row = (
         Assignment.objects.select_for_update(of=("self",))
-        .select_related("query__golden_set__rubric")
-        .annotate(scoped=Exists(Assignment.scope.through.objects.filter(assignment_id=OuterRef("pk"))))
         .filter(pk=assignment_id, rater=rater)
+        .annotate(
+            n_scope=count_subquery(Assignment.scope.through.objects.filter(assignment_id=OuterRef("pk"))),
+            n_pool=count_subquery(Candidate.objects.filter(query_id=OuterRef("query_id"))),
+            n_graded=count_subquery(Judgment.objects.filter(assignment_id=OuterRef("pk"))),
+        )
+        .values(
+            "status",
+            "query_id",
+            "n_scope",
+            "n_pool",
+            "n_graded",
+            scale_min=F("query__golden_set__rubric__scale_min"),
+            scale_max=F("query__golden_set__rubric__scale_max"),
+        )
         .first()
     )
-    if assignment is None:
+    if row is None:
         raise NotFound("no such assignment")
-    if assignment.status == Assignment.Status.REASSIGNED:
+    if row["status"] == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
-    scoped: bool = assignment.scoped
+    scoped = row["n_scope"] > 0
+    in_assignment = Q(scoped_assignments=assignment_id) if scoped else Q(query_id=row["query_id"])
     frozen_label = FrozenLabel.objects.filter(
         query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
     )
     candidate = (
-        Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped), pk=candidate_id)
+        Candidate.objects.filter(in_assignment, pk=candidate_id)
         .annotate(frozen=Subquery(frozen_label.values("grade")[:1]))
-        .only("id", "document_id")
+        .values("document_id", "frozen")
         .first()
     )
     if candidate is None:
         raise NotFound(f"candidate {candidate_id} is not part of this assignment")
-    rubric = assignment.query.golden_set.rubric
-    if grade not in rubric.scale:
-        raise OffScale(f"grade {grade} is outside the scale {rubric.scale_min}..{rubric.scale_max}")
+    if not row["scale_min"] <= grade <= row["scale_max"]:
+        raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
     note = note.strip()
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
-    frozen: int | None = candidate.frozen
+    frozen = candidate["frozen"]
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
     judgment, created = _judgment_upsert(
-        assignment, candidate.document_id, grade=grade, note=note, spent=spent
+        assignment_id, candidate["document_id"], grade=grade, note=note, spent=spent
     )
     changed = created or judgment.grade != grade or note != judgment.note
     old_grade = None if created else judgment.grade
@@ -892,30 +906,35 @@ def judgment_submit(
             note=note,
             time_spent_ms=spent,
         )
-    graded, total = _refresh_completion(assignment, scoped=scoped)
+    # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
+    graded = row["n_graded"] + created
+    total = row["n_scope"] if scoped else row["n_pool"]
+    status = row["status"]
+    if graded >= total > 0 and status == Assignment.Status.OPEN:
+        status = Assignment.Status.DONE
+        Assignment.objects.filter(pk=assignment_id).update(status=status, completed=timezone.now())
     return SubmitResult(
-        judgment=judgment,
-        created=created,
-        changed=bool(changed),
-        graded=graded,
-        total=total,
-        status=assignment.status,
+        judgment=judgment, created=created, changed=bool(changed), graded=graded, total=total, status=status
     )
 
 
 def _judgment_upsert(
-    assignment: Assignment, document_id: int, *, grade: int, note: str, spent: int
+    assignment_id: int, document_id: int, *, grade: int, note: str, spent: int
 ) -> tuple[Judgment, bool]:
     """The existing judgment (locked), or a new one with this grade. The unique constraint is the last
     word: should another writer insert first (SQLite has no row locks), its row is taken instead."""
-    mine = Judgment.objects.select_for_update().filter(assignment=assignment, document_id=document_id)
+    mine = Judgment.objects.select_for_update().filter(assignment_id=assignment_id, document_id=document_id)
     found = mine.first()
     if found is not None:
         return found, False
     try:
         with transaction.atomic():
             created = Judgment.objects.create(
-                assignment=assignment, document_id=document_id, grade=grade, note=note, time_spent_ms=spent
+                assignment_id=assignment_id,
+                document_id=document_id,
+                grade=grade,
+                note=note,
+                time_spent_ms=spent,
             )
             return created, True
     except IntegrityError:
