@@ -42,7 +42,12 @@ RATERS = 20
 CANDIDATES = 40
 RACING_EVERY = 4  # every fourth rater races a second tab
 PASSWORD = "bench-rater-password"
-SHAPES = {"paced": {"queries": 1, "pause": 0.25}, "flat out": {"queries": 4, "pause": 0.0}}
+# name -> raters, assignments (of 40 candidates) each, pause between a rater's saves, description
+SHAPES: dict[str, dict[str, Any]] = {
+    "solo": {"raters": 1, "queries": 2, "pause": 0.0, "label": "1 rater, no pause (service time)"},
+    "paced": {"raters": RATERS, "queries": 1, "pause": 1.0, "label": "20 raters, a grade per second each"},
+    "flat out": {"raters": RATERS, "queries": 2, "pause": 0.0, "label": "20 raters, no pause (stress)"},
+}
 WORKERS = 4
 THREADS = 4
 
@@ -112,8 +117,9 @@ def seed(shape: str) -> None:
     )
     raters = Group.objects.get(name="raters")
     n_queries = SHAPES[shape]["queries"]
+    n_raters = SHAPES[shape]["raters"]
     prefix = shape.replace(" ", "-")
-    for r in range(RATERS):
+    for r in range(n_raters):
         user, created = User.objects.get_or_create(username=f"{prefix}-rater{r:02d}")
         if created:
             user.set_password(PASSWORD)
@@ -269,36 +275,59 @@ async def _save(
     tally.changes += bool(data["changed"])
 
 
-async def _rater(base: str, shape: str, index: int, tally: Tally, pause: float, rng: random.Random) -> None:
-    limits = httpx.Limits(max_connections=2)
-    async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=30, limits=limits) as tab:
-        token = await _login(tab, f"{shape.replace(' ', '-')}-rater{index:02d}")
-        queue = await tab.get("/queue/")
-        assignments = [int(a) for a in dict.fromkeys(re.findall(r'href="/assignments/(\d+)/"', queue.text))]
-        racing = index % RACING_EVERY == 0
-        for assignment in assignments:
-            page = await tab.get(f"/assignments/{assignment}/")
-            candidates = [int(c) for c in re.findall(r'data-candidate="(\d+)"', page.text)]
-            for candidate in candidates:
-                grade = rng.randint(0, 3)
-                if racing and rng.random() < 0.5:
-                    # The same session in a second tab saves the same document at the same moment.
-                    tally.raced.add(f"{assignment}:{candidate}")
-                    await asyncio.gather(
-                        _save(tab, tally, token, assignment, candidate, grade),
-                        _save(tab, tally, token, assignment, candidate, (grade + 1) % 4),
-                    )
-                else:
-                    await _save(tab, tally, token, assignment, candidate, grade)
-                if pause:
-                    await asyncio.sleep(pause)
+@dataclass
+class RaterSession:
+    index: int
+    tab: httpx.AsyncClient
+    token: str
+    work: list[tuple[int, list[int]]]  # (assignment, candidate ids in page order)
+
+
+async def _open_session(base: str, shape: str, index: int) -> RaterSession:
+    """Log in and open each assignment's grading page, as a rater does before grading."""
+    tab = httpx.AsyncClient(
+        base_url=base, trust_env=False, timeout=30, limits=httpx.Limits(max_connections=2)
+    )
+    token = await _login(tab, f"{shape.replace(' ', '-')}-rater{index:02d}")
+    queue = await tab.get("/queue/")
+    work = []
+    for assignment in dict.fromkeys(int(a) for a in re.findall(r'href="/assignments/(\d+)/"', queue.text)):
+        page = await tab.get(f"/assignments/{assignment}/")
+        work.append((assignment, [int(c) for c in re.findall(r'data-candidate="(\d+)"', page.text)]))
+    return RaterSession(index=index, tab=tab, token=token, work=work)
+
+
+async def _grade(session: RaterSession, tally: Tally, pause: float) -> None:
+    rng = random.Random(session.index)
+    racing = session.index % RACING_EVERY == 0
+    for assignment, candidates in session.work:
+        for candidate in candidates:
+            grade = rng.randint(0, 3)
+            if racing and rng.random() < 0.5:
+                # The same session in a second tab saves the same document at the same moment.
+                tally.raced.add(f"{assignment}:{candidate}")
+                await asyncio.gather(
+                    _save(session.tab, tally, session.token, assignment, candidate, grade),
+                    _save(session.tab, tally, session.token, assignment, candidate, (grade + 1) % 4),
+                )
+            else:
+                await _save(session.tab, tally, session.token, assignment, candidate, grade)
+            if pause:
+                await asyncio.sleep(pause)
 
 
 async def _load(base: str, shape: str) -> tuple[Tally, float]:
+    """All raters log in and open their pages first (PBKDF2 logins are deliberately slow and are not
+    what is measured); then all start grading at once and only the saves are timed."""
+    sessions = await asyncio.gather(*(_open_session(base, shape, i) for i in range(SHAPES[shape]["raters"])))
     tally = Tally()
     pause = float(SHAPES[shape]["pause"])
     started = time.perf_counter()
-    await asyncio.gather(*(_rater(base, shape, i, tally, pause, random.Random(i)) for i in range(RATERS)))
+    try:
+        await asyncio.gather(*(_grade(session, tally, pause) for session in sessions))
+    finally:
+        for session in sessions:
+            await session.tab.aclose()
     return tally, time.perf_counter() - started
 
 
@@ -310,7 +339,9 @@ def _percentile(values: list[float], q: float) -> float:
 def run_shape(url: str, base: str, shape: str) -> dict[str, Any]:
     _manage(url, "-m", "benchmarks.bench_grading", "seed", shape)
     before = json.loads(_manage(url, "-m", "benchmarks.bench_grading", "count"))
+    load_before = os.getloadavg()[0]
     tally, wall = asyncio.run(_load(base, shape))
+    load_after = os.getloadavg()[0]
     after = json.loads(_manage(url, "-m", "benchmarks.bench_grading", "count"))
     new = {k: v for k, v in after["judgments"].items() if k not in before["judgments"]}
     lost = sorted(set(tally.saved) - set(new))
@@ -319,6 +350,7 @@ def run_shape(url: str, base: str, shape: str) -> dict[str, Any]:
     wrong = [k for k, grade in tally.saved.items() if k not in tally.raced and new.get(k) != grade]
     return {
         "shape": shape,
+        "load": f"{load_before:.1f} / {load_after:.1f}",
         "saves": len(tally.latencies_ms),
         "raced": len(tally.raced),
         "errors": len(tally.errors),
@@ -345,16 +377,14 @@ def main() -> None:
     url = bench_database_url()
     recreate_database(url)
     _manage(url, "manage.py", "migrate", "--noinput", "-v0")
-    load_before = os.getloadavg()[0]
     with gunicorn(url) as base:
         asyncio.run(_warm_up(base))
         results = [run_shape(url, base, shape) for shape in SHAPES]
-    load_after = os.getloadavg()[0]
     for r in results:
         print(json.dumps({k: v for k, v in r.items() if k != "error_sample"}), flush=True)
         if r["error_sample"]:
             print("errors:", r["error_sample"], flush=True)
-    write_section("grading", _markdown(results, load_before, load_after))
+    write_section("grading", _markdown(results))
 
 
 async def _warm_up(base: str) -> None:
@@ -363,28 +393,28 @@ async def _warm_up(base: str) -> None:
             await client.get("/health/")
 
 
-def _markdown(results: list[dict[str, Any]], load_before: float, load_after: float) -> str:
+def _markdown(results: list[dict[str, Any]]) -> str:
     lines = [
         "## Grade saving: 20 concurrent raters, PostgreSQL",
         "",
         f"`benchmarks/bench_grading.py`: gunicorn ({WORKERS} workers x {THREADS} threads, DEBUG off) on a "
-        "loopback port against a PostgreSQL database of its own (persistent connections, `conn_max_age=60`); "
-        "20 simulated raters (httpx, each logged in through the form) save a grade for each of the "
-        f"{CANDIDATES} candidates of their assignments through the page's JSON endpoint with the CSRF "
-        "header; every fourth rater races a second tab on half of its documents (two saves of the same "
-        "document at once, different grades). Latency is measured by the client, per request. The load "
-        f"generator, gunicorn and PostgreSQL share this machine's {os.cpu_count()} CPUs (load average "
-        f"{load_before:.1f} before, "
-        f"{load_after:.1f} after).",
+        "loopback port against a PostgreSQL database of its own (persistent connections, `conn_max_age=60`). "
+        "Simulated raters (httpx), each logged in through the form and with its grading pages open, save a "
+        f"grade for each of the {CANDIDATES} candidates of their assignments through the page's JSON "
+        "endpoint with the CSRF header; every fourth rater races a second tab on half of its documents "
+        "(two saves of the same document at once, different grades). Latency is measured by the client, per request. The "
+        f"load generator, gunicorn and PostgreSQL share this machine's {os.cpu_count()} CPUs with whatever "
+        "else runs on it: the load average (1 min) before and after each run is in the table.",
         "",
-        "| load | saves | raced pairs | wall (s) | saves/s | p50 ms | p95 ms | p99 ms | max ms | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| load | saves | raced pairs | wall (s) | saves/s | p50 ms | p95 ms | p99 ms | max ms | errors "
+        "| load avg |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in results:
-        pace = "paced: a grade every 250 ms per rater" if r["shape"] == "paced" else "flat out: no pause"
         lines.append(
-            f"| {pace} | {r['saves']:,} | {r['raced']} | {r['wall']:.1f} | {r['saves'] / r['wall']:,.0f} | "
-            f"{r['p50']:.1f} | **{r['p95']:.1f}** | {r['p99']:.1f} | {r['max']:.1f} | {r['errors']} |"
+            f"| {SHAPES[r['shape']]['label']} | {r['saves']:,} | {r['raced']} | {r['wall']:.1f} | "
+            f"{r['saves'] / r['wall']:,.0f} | {r['p50']:.1f} | **{r['p95']:.1f}** | {r['p99']:.1f} | "
+            f"{r['max']:.1f} | {r['errors']} | {r['load']} |"
         )
     lines += [
         "",
@@ -401,12 +431,20 @@ def _markdown(results: list[dict[str, Any]], load_before: float, load_after: flo
             f"{r['changes']:,} | {r['grade_not_last_event']} |"
         )
     paced = next(r for r in results if r["shape"] == "paced")
-    verdict = "meets" if paced["p95"] < 50 and not paced["lost"] and not paced["duplicates"] else "misses"
+    intact = all(
+        not (r["lost"] or r["unexpected"] or r["duplicates"] or r["wrong_grade"] or r["grade_not_last_event"])
+        and r["events"] == r["changes"]
+        for r in results
+    )
     lines += [
         "",
-        f"Target: p95 under 50 ms with zero lost or duplicated judgments. The paced run {verdict} it "
-        f"(p95 {paced['p95']:.1f} ms). The flat-out run shows where this machine saturates: there latency "
-        "is queueing for its CPUs, shared by client, server and database.",
+        f"Target: p95 under 50 ms with 20 concurrent raters, and zero lost or duplicated judgments. Latency: "
+        f"the paced run's p95 is {paced['p95']:.1f} ms, which {'meets' if paced['p95'] < 50 else 'misses'} "
+        f"the target on this machine. Integrity: {'every run is intact' if intact else 'NOT intact'} (no "
+        "judgment lost, unexpected or duplicated; every document holds the last grade acknowledged to a "
+        "single tab, every raced document its last event's grade; one history event per acknowledged "
+        "change). The solo run is the service time without queueing; the flat-out run shows where the "
+        "machine saturates, its latency being queueing for CPUs shared by client, server and database.",
     ]
     return "\n".join(lines)
 
