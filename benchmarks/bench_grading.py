@@ -402,9 +402,10 @@ def _markdown(results: list[dict[str, Any]]) -> str:
         "Simulated raters (httpx), each logged in through the form and with its grading pages open, save a "
         f"grade for each of the {CANDIDATES} candidates of their assignments through the page's JSON "
         "endpoint with the CSRF header; every fourth rater races a second tab on half of its documents "
-        "(two saves of the same document at once, different grades). Latency is measured by the client, per request. The "
-        f"load generator, gunicorn and PostgreSQL share this machine's {os.cpu_count()} CPUs with whatever "
-        "else runs on it: the load average (1 min) before and after each run is in the table.",
+        "(two saves of the same document at once, different grades). Latency is measured by the client, "
+        "per request. The load generator, gunicorn and PostgreSQL share this machine's "
+        f"{os.cpu_count()} CPUs with whatever else runs on it: the load average (1 min) before and after "
+        "each run is in the table.",
         "",
         "| load | saves | raced pairs | wall (s) | saves/s | p50 ms | p95 ms | p99 ms | max ms | errors "
         "| load avg |",
