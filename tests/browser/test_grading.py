@@ -78,7 +78,7 @@ def test_a_rater_grades_a_whole_query_by_keyboard_and_finds_every_grade_after_re
     assert saved == wanted
     work["alice"].refresh_from_db()
     assert work["alice"].status == "done"
-    assert all(j.time_spent_ms >= 0 for j in Judgment.objects.all())
+    assert all(j.time_spent_ms > 0 for j in Judgment.objects.all())  # looked at before graded
     # n goes to the next query in the queue, still without the mouse.
     page.keyboard.press("n")
     page.wait_for_url(f"{live_server.url}/assignments/{work['alice_next'].pk}/")
