@@ -74,6 +74,7 @@ class Recorded:
     headers: dict[str, str]  # names lower-cased
     body: bytes
     received_at: float  # time.monotonic() when the request was read, for ordering and spacing checks
+    received_wall: float  # time.time() at the same moment, for checks against HTTP dates
     key: str | None = None
 
     @property
@@ -170,6 +171,7 @@ class StubServer:
                     headers=headers,
                     body=body,
                     received_at=time.monotonic(),
+                    received_wall=time.time(),
                 )
                 request.key = self.key(request)
                 self.requests.append(request)
