@@ -204,6 +204,7 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
             model_id_field=args.model_id_field,
             es_template=template,
             solr_method=args.solr_method,
+            trust_env=args.trust_env,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -527,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--out", default=DEFAULT_OUT, metavar="FILE", help=f"artifact path (default {DEFAULT_OUT})"
     )
+    run.add_argument(
+        "--trust-env",
+        action="store_true",
+        help="honour HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE and SSL_CERT_DIR from the environment",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(handler=cmd_run)
 
@@ -548,6 +554,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check a golden file: problems (exit 2) or warnings")
     validate.add_argument("--golden", required=True, metavar="FILE")
     validate.set_defaults(handler=cmd_validate)
+
+    from evaluation.remote import add_remote_parser  # here: remote imports this module's helpers
+
+    add_remote_parser(commands)
     return parser
 
 

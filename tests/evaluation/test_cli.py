@@ -44,7 +44,10 @@ GOLDEN: dict[str, Any] = {
 def assay(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    # Neither the CI's GitHub variables nor its proxies leak into the command under test.
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and "proxy" not in k.lower()
+    }
     return subprocess.run(
         [str(ASSAY), *args],
         capture_output=True,
@@ -238,6 +241,22 @@ def test_run_refuses_bad_arguments_with_one_line(
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not out.exists()
+
+
+def test_run_ignores_environment_proxies_unless_told_to_trust_them(
+    stub_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    script_engine(stub_server)
+    proxy = {"HTTP_PROXY": refused_url().removesuffix("/search")}
+    common = ["run", "--golden", str(golden_file), "--search-url", stub_server.url, "--retries", "0"]
+
+    direct = assay(*common, "--out", str(tmp_path / "direct.json"), env=proxy)
+    proxied = assay(*common, "--trust-env", "--out", str(tmp_path / "proxied.json"), env=proxy)
+
+    assert direct.returncode == 0, direct.stderr
+    assert proxied.returncode == 2 and "no query got an answer" in proxied.stderr
+    assert len(stub_server.requests) == 3  # only the direct run reached the engine
+    assert not (tmp_path / "proxied.json").exists()
 
 
 def test_run_refuses_a_missing_golden_file(tmp_path: Path) -> None:
