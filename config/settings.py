@@ -162,17 +162,33 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # A token (CI) or the browser session (which keeps DRF's CSRF check); nothing else.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "evaluation.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Deny by default: signed in, and a token needs the scope its view names (a view naming none refuses
+    # every token). Object permissions are the pages' (evaluation.api.access).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "evaluation.api.permissions.TokenScopes",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "evaluation.api.pagination.OrderedLimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Assay API",
-    "DESCRIPTION": "Golden sets, golden versions, search targets and evaluation runs.",
+    "DESCRIPTION": "Golden sets, golden versions, search targets and evaluation runs. "
+    "Authenticate with `Authorization: Bearer <token>`; see docs/api.md.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and Swagger UI describe endpoints, never data: readable without signing in.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import views
 
@@ -12,6 +14,13 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("evaluation.api.urls")),
+    path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
+    path(
+        "api/docs/",
+        login_not_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("", include("labeling.urls")),
     path("", include("golden_io.urls")),
     path("", include("evaluation.urls")),

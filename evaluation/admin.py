@@ -1,6 +1,7 @@
 """Admin: targets, budgets and schedules are editable (with the services' validation); runs, their results
 and baselines are records and are read-only here (runs are created, cancelled and promoted through the
-services, which keep their invariants)."""
+services, which keep their invariants). API tokens are created on the Tokens page or with
+`manage.py api_token_create` (the secret is shown once); here they can be listed and revoked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from evaluation.drift import BudgetsError, load_budgets
-from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from evaluation.models import (
+    ApiToken,
+    Baseline,
+    BudgetSet,
+    EvaluationRun,
+    QueryRunResult,
+    RunSchedule,
+    SearchTarget,
+)
 from evaluation.targets import spec_problems, target_spec
 
 
@@ -119,3 +128,23 @@ class BudgetSetAdmin(admin.ModelAdmin):
 class RunScheduleAdmin(admin.ModelAdmin):
     list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on")
     list_filter = ("enabled",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "prefix", "scopes", "created", "last_used", "revoked")
+    list_filter = ("revoked",)
+    search_fields = ("name", "user__username", "prefix")
+    readonly_fields = ("user", "name", "prefix", "scopes", "created", "last_used", "revoked")
+    exclude = ("hashed",)
+    actions = ("revoke",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a token's secret exists only at creation: the Tokens page or api_token_create
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        from evaluation.api.tokens import api_token_revoke
+
+        revoked = sum(api_token_revoke(token=token) for token in queryset)
+        self.message_user(request, f"{revoked} token(s) revoked.")

@@ -8,6 +8,10 @@ tasks claim work with conditional updates on its `status`, and `QueryRunResult` 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -15,6 +19,13 @@ from django.db.models import Q
 
 from evaluation.adapters import ADAPTER_NAMES
 from evaluation.targets import TargetSpec, target_spec
+
+
+def params_text(params: Mapping[str, Any] | None) -> str:
+    """`rewrite=true size=10`: parameters as a user types them (JSON values); "none" when empty."""
+    if not params:
+        return "none"
+    return " ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in params.items())
 
 
 class SearchTarget(models.Model):
@@ -165,6 +176,10 @@ class EvaluationRun(models.Model):
         return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
 
     @property
+    def overrides_text(self) -> str:
+        return params_text(self.params)
+
+    @property
     def triggered_by_label(self) -> str:
         """Who or what started it: a username, or the trigger ("schedule", "ci", ...)."""
         if self.triggered_by_id is not None and self.triggered_by is not None:
@@ -269,3 +284,40 @@ class RunSchedule(models.Model):
 
     def __str__(self) -> str:
         return f"nightly {self.golden_set_id} on {self.target_id} at {self.hour:02d}:{self.minute:02d} UTC"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API. It acts as its user (the same object permissions as the pages)
+    within its scopes. Only a SHA-256 of the token is stored: the token is shown once, at creation.
+
+    The token reads `assay_<prefix>_<secret>`; `prefix` finds the row, the hash of the whole string proves
+    it. The secret is 256 random bits, so a fast hash is enough (nothing to brute-force from the hash).
+    """
+
+    SCOPES = {
+        "read": "read search targets and evaluation runs (status, report, verdict)",
+        "golden:read": "read golden sets, their versions and version files",
+        "runs:write": "trigger and cancel evaluation runs",
+    }
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="what it is for, e.g. 'CI on search-api'")
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    hashed = models.CharField(max_length=64, editable=False, help_text="SHA-256 of the whole token")
+    scopes = models.JSONField(default=list)
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user_id}, assay_{self.prefix}_…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in (self.scopes or [])

@@ -1,6 +1,28 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
+
+from evaluation import views
 
 app_name = "evaluation"
-urlpatterns: list[URLPattern | URLResolver] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("runs/", views.run_list, name="run_list"),
+    path("runs/new/", views.run_new, name="run_new"),
+    path("runs/compare/", views.run_compare, name="run_compare"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/row/", views.run_row, name="run_row"),
+    path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
+    path("runs/<int:run_id>/report.json", views.run_report_download, name="run_report_download"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/promote/", views.run_promote, name="run_promote"),
+    path("runs/<int:run_id>/unjudged/", views.run_unjudged_queue, name="run_unjudged_queue"),
+    path("targets/", views.target_list, name="target_list"),
+    path("targets/new/", views.target_edit, name="target_new"),
+    path("targets/<int:pk>/", views.target_detail, name="target_detail"),
+    path("targets/<int:pk>/edit/", views.target_edit, name="target_edit"),
+    path("targets/<int:pk>/trend/", views.target_trend, name="target_trend"),
+    path("sets/<slug:slug>/budgets/", views.budgets_edit, name="budgets"),
+    path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
+]

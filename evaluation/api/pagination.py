@@ -1,0 +1,24 @@
+"""The one pagination class (NetBox's rule): an unordered queryset is refused, because its pages could
+overlap or skip rows from one request to the next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import QuerySet
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+
+
+class OrderedLimitOffsetPagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        if isinstance(queryset, QuerySet) and not queryset.ordered:
+            raise ImproperlyConfigured(
+                f"{type(view).__name__}: paginating an unordered {queryset.model.__name__} queryset "
+                "would give pages that overlap or skip rows; order it (order_by) first"
+            )
+        return super().paginate_queryset(queryset, request, view)

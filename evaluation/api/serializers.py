@@ -1,0 +1,267 @@
+"""Input and output shapes of the API. Output serializers are read-only views of the rows; the one
+input (triggering a run) is validated here for shape and by `evaluation.services.run_create` for meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from evaluation.harness import redact_url
+from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.targets import SPEC_FIELDS
+from golden_io.models import GoldenVersion
+from labeling.models import GoldenSet
+
+VERSION_FILES = ("json", "jsonl", "qrels")
+
+
+def _absolute(context: Mapping[str, Any], name: str, *args: Any) -> str:
+    path = reverse(name, args=args)
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+class GoldenSetSerializer(serializers.ModelSerializer[GoldenSet]):
+    rubric = serializers.CharField(source="rubric.__str__", read_only=True)
+    versions_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GoldenSet
+        fields = (
+            "slug",
+            "name",
+            "surface",
+            "locales",
+            "rubric",
+            "k",
+            "relevant_min_grade",
+            "frozen_version",
+            "created",
+            "versions_url",
+        )
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_versions_url(self, obj: GoldenSet) -> str:
+        return _absolute(self.context, "api:version-list", obj.slug)
+
+
+class ScaleSerializer(serializers.Serializer[Any]):
+    min = serializers.IntegerField(source="scale_min")
+    max = serializers.IntegerField(source="scale_max")
+
+
+class VersionFilesSerializer(serializers.Serializer[Any]):
+    json = serializers.URLField(help_text="the frozen bytes themselves (X-Content-SHA256 names their hash)")
+    jsonl = serializers.URLField()
+    qrels = serializers.URLField(help_text="TREC qrels")
+
+
+class GoldenVersionSerializer(serializers.ModelSerializer[GoldenVersion]):
+    golden_set: serializers.SlugRelatedField[GoldenSet] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    parent_version: serializers.SlugRelatedField[GoldenVersion] = serializers.SlugRelatedField(
+        source="parent",
+        slug_field="name",
+        read_only=True,
+        allow_null=True,
+        help_text="the version it grew from",
+    )
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    rubric = serializers.CharField(source="rubric_label", read_only=True)
+    scale = ScaleSerializer(source="*", read_only=True)
+    counts = serializers.JSONField(read_only=True)
+    files = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GoldenVersion
+        fields = (
+            "golden_set",
+            "name",
+            "sha256",
+            "parent_version",
+            "rubric",
+            "k",
+            "relevant_min_grade",
+            "scale",
+            "counts",
+            "notes",
+            "created_by",
+            "created",
+            "files",
+        )
+
+    @extend_schema_field(VersionFilesSerializer)
+    def get_files(self, obj: GoldenVersion) -> dict[str, str]:
+        return {
+            fmt: _absolute(self.context, "api:version-file", obj.golden_set.slug, obj.name, fmt)
+            for fmt in VERSION_FILES
+        }
+
+
+class TargetSerializer(serializers.ModelSerializer[SearchTarget]):
+    url = serializers.SerializerMethodField(help_text="credentials and query-string values masked")
+    headers = serializers.JSONField(
+        read_only=True, help_text='literal values, or {"env": "VARIABLE"}: secrets are never stored or shown'
+    )
+    params = serializers.JSONField(read_only=True)
+    stages = serializers.JSONField(read_only=True)
+    es_template = serializers.JSONField(read_only=True, allow_null=True)
+    golden_sets: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", many=True, read_only=True
+    )
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = SearchTarget
+        fields = ("id", *SPEC_FIELDS, "description", "golden_sets", "owner", "created", "updated")
+
+    def get_url(self, obj: SearchTarget) -> str:
+        return redact_url(obj.url)
+
+
+class ProgressSerializer(serializers.Serializer[Any]):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    errored = serializers.IntegerField(help_text="queries whose search failed (errors, not empties)")
+    percent = serializers.FloatField()
+
+
+class RunLinksSerializer(serializers.Serializer[Any]):
+    run = serializers.URLField(help_text="this run's status (poll it)")
+    report = serializers.URLField()
+    verdict = serializers.URLField()
+    cancel = serializers.URLField()
+    page = serializers.URLField(help_text="the run's report page in the browser")
+
+
+class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
+    golden_set: serializers.SlugRelatedField[GoldenSet] = serializers.SlugRelatedField(
+        source="golden_version.golden_set", slug_field="slug", read_only=True
+    )
+    golden_version: serializers.SlugRelatedField[GoldenVersion] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    target: serializers.SlugRelatedField[SearchTarget] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    triggered_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    final = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    params = serializers.JSONField(read_only=True)
+    effective_params = serializers.JSONField(read_only=True)
+    baseline_run = serializers.SerializerMethodField()
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EvaluationRun
+        fields = (
+            "id",
+            "golden_set",
+            "golden_version",
+            "target",
+            "status",
+            "final",
+            "verdict",
+            "progress",
+            "trigger",
+            "triggered_by",
+            "params",
+            "effective_params",
+            "rebaseline",
+            "baseline_run",
+            "error_message",
+            "created",
+            "started_at",
+            "finished_at",
+            "links",
+        )
+
+    def get_final(self, obj: EvaluationRun) -> bool:
+        return obj.status in EvaluationRun.FINAL
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, obj: EvaluationRun) -> dict[str, Any]:
+        return {"done": obj.done, "total": obj.total, "errored": obj.errors, "percent": round(obj.percent, 2)}
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_baseline_run(self, obj: EvaluationRun) -> int | None:
+        return obj.baseline.run_id if obj.baseline_id is not None and obj.baseline is not None else None
+
+    @extend_schema_field(RunLinksSerializer)
+    def get_links(self, obj: EvaluationRun) -> dict[str, str]:
+        return {
+            "run": _absolute(self.context, "api:run-detail", obj.pk),
+            "report": _absolute(self.context, "api:run-report", obj.pk),
+            "verdict": _absolute(self.context, "api:run-verdict", obj.pk),
+            "cancel": _absolute(self.context, "api:run-cancel", obj.pk),
+            "page": _absolute(self.context, "evaluation:run_detail", obj.pk),
+        }
+
+
+class RunCreateSerializer(serializers.Serializer[Any]):
+    golden_set = serializers.SlugField(help_text="the golden set's slug")
+    target = serializers.CharField(max_length=100, help_text="the search target's name")
+    version = serializers.CharField(
+        max_length=100, required=False, help_text="golden version name (default: the set's newest)"
+    )
+    params = serializers.DictField(
+        child=serializers.JSONField(),
+        required=False,
+        default=dict,
+        help_text='overrides of the target\'s params and stage toggles for this run, e.g. {"rewrite": true}',
+    )
+    rebaseline = serializers.BooleanField(
+        required=False, default=False, help_text="gate as a rebaseline (identity differences are notes)"
+    )
+    trigger = serializers.ChoiceField(
+        choices=[EvaluationRun.Trigger.API.value, EvaluationRun.Trigger.CI.value],
+        required=False,
+        default=EvaluationRun.Trigger.API.value,
+        help_text="how the run was started: api, or ci for a pipeline",
+    )
+
+
+class FindingSerializer(serializers.Serializer[Any]):
+    kind = serializers.CharField()
+    scope = serializers.CharField(allow_null=True)
+    metric = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class VerdictSerializer(serializers.Serializer[Any]):
+    run_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=EvaluationRun.Status.choices)
+    final = serializers.BooleanField()
+    verdict = serializers.ChoiceField(choices=EvaluationRun.Verdict.choices)
+    error_message = serializers.CharField(allow_blank=True)
+    baseline_run = serializers.IntegerField(allow_null=True)
+    failures = FindingSerializer(many=True)
+    warnings = FindingSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+    top_losers = serializers.ListField(child=serializers.DictField(), help_text="as in the gate artifact")
+    delta_interval = serializers.DictField(allow_null=True, help_text="paired bootstrap of the nDCG change")
+    comparison = serializers.DictField(allow_null=True, help_text="core, strata and shadow tables")
+    summary_markdown = serializers.CharField(help_text="the gate as a pull-request comment")
+    page = serializers.URLField()
+
+
+class ProblemsSerializer(serializers.Serializer[Any]):
+    detail = serializers.CharField()
+    problems = serializers.ListField(child=serializers.CharField())
+
+
+class CancelSerializer(serializers.Serializer[Any]):
+    cancelled = serializers.BooleanField(help_text="false when the run had already finished")
+    run = RunSerializer()

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, path
+
+from evaluation.api import views
+
+app_name = "api"
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("golden-sets/", views.GoldenSetList.as_view(), name="golden-set-list"),
+    path("golden-sets/<slug:slug>/", views.GoldenSetDetail.as_view(), name="golden-set-detail"),
+    path("golden-sets/<slug:slug>/versions/", views.VersionList.as_view(), name="version-list"),
+    path(
+        "golden-sets/<slug:slug>/versions/<str:name>/", views.VersionDetail.as_view(), name="version-detail"
+    ),
+    path(
+        "golden-sets/<slug:slug>/versions/<str:name>/files/<slug:fmt>/",
+        views.VersionFile.as_view(),
+        name="version-file",
+    ),
+    path("targets/", views.TargetList.as_view(), name="target-list"),
+    path("targets/<int:pk>/", views.TargetDetail.as_view(), name="target-detail"),
+    path("runs/", views.RunListCreate.as_view(), name="run-list"),
+    path("runs/<int:pk>/", views.RunDetail.as_view(), name="run-detail"),
+    path("runs/<int:pk>/report/", views.RunReport.as_view(), name="run-report"),
+    path("runs/<int:pk>/verdict/", views.RunVerdict.as_view(), name="run-verdict"),
+    path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="run-cancel"),
+]

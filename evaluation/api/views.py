@@ -1,0 +1,320 @@
+"""API views: thin. Each looks its object up through `evaluation.api.access` (404 for what the user may
+not see), calls one service or selector, and serializes. Scopes per view in `required_scopes`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.db.models import QuerySet
+from django.http import Http404, HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from evaluation.api import access
+from evaluation.api.serializers import (
+    VERSION_FILES,
+    CancelSerializer,
+    GoldenSetSerializer,
+    GoldenVersionSerializer,
+    ProblemsSerializer,
+    RunCreateSerializer,
+    RunSerializer,
+    TargetSerializer,
+    VerdictSerializer,
+)
+from evaluation.api.summary import gate_markdown
+from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.services import RunError, run_cancel, run_create
+from golden_io import selectors as golden_selectors
+from golden_io.models import GoldenVersion
+from labeling.models import GoldenSet
+
+READ = "read"
+GOLDEN_READ = "golden:read"
+RUNS_WRITE = "runs:write"
+
+
+class ApiView(generics.GenericAPIView[Any]):
+    """Opts out of the login middleware (the API authenticates with DRF: token or session + CSRF)."""
+
+    required_scopes: dict[str, str] = {}
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Any:
+        return login_not_required(super().as_view(**initkwargs))
+
+
+def _problems(detail: str, problems: list[str], code: int = status.HTTP_400_BAD_REQUEST) -> Response:
+    return Response({"detail": detail, "problems": problems}, status=code)
+
+
+# --- golden sets and versions --------------------------------------------------------------------
+
+
+def _golden_set(request: Request, slug: str) -> GoldenSet:
+    return access.get_golden_set(request.user, slug)
+
+
+def _version(request: Request, slug: str, name: str) -> GoldenVersion:
+    version = golden_selectors.version_get(golden_set=_golden_set(request, slug), name=name)
+    if version is None:
+        raise Http404("no such golden version")
+    return version
+
+
+class GoldenSetList(ApiView, generics.ListAPIView[GoldenSet]):
+    """The golden sets you review (admins: all)."""
+
+    serializer_class = GoldenSetSerializer
+    required_scopes = {"GET": GOLDEN_READ}
+
+    def get_queryset(self) -> QuerySet[GoldenSet]:
+        return access.golden_sets_for(self.request.user)
+
+
+class GoldenSetDetail(ApiView, generics.RetrieveAPIView[GoldenSet]):
+    serializer_class = GoldenSetSerializer
+    required_scopes = {"GET": GOLDEN_READ}
+
+    def get_object(self) -> GoldenSet:
+        return _golden_set(self.request, self.kwargs["slug"])
+
+
+class VersionList(ApiView, generics.ListAPIView[GoldenVersion]):
+    """A golden set's frozen versions, newest first."""
+
+    serializer_class = GoldenVersionSerializer
+    required_scopes = {"GET": GOLDEN_READ}
+
+    def get_queryset(self) -> QuerySet[GoldenVersion]:
+        golden_set = _golden_set(self.request, self.kwargs["slug"])
+        return golden_selectors.version_list(golden_set=golden_set)
+
+
+class VersionDetail(ApiView, generics.RetrieveAPIView[GoldenVersion]):
+    serializer_class = GoldenVersionSerializer
+    required_scopes = {"GET": GOLDEN_READ}
+
+    def get_object(self) -> GoldenVersion:
+        return _version(self.request, self.kwargs["slug"], self.kwargs["name"])
+
+
+class VersionFile(ApiView):
+    """A version's file: `json` (the frozen bytes, with X-Content-SHA256), `jsonl` or `qrels`."""
+
+    required_scopes = {"GET": GOLDEN_READ}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("fmt", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(VERSION_FILES))
+        ],
+        responses={
+            (200, "application/json"): OpenApiTypes.BINARY,
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+            (200, "text/plain"): OpenApiTypes.BINARY,
+        },
+    )
+    def get(self, request: Request, slug: str, name: str, fmt: str) -> HttpResponse:
+        from golden_io.views import version_download
+
+        _version(request, slug, name)
+        if fmt not in VERSION_FILES:
+            raise Http404(f"no file format {fmt!r}: one of {', '.join(VERSION_FILES)}")
+        # The pages' download serves the same bytes and headers; the access check above is the API's.
+        return version_download(request._request, slug, name, fmt)
+
+
+# --- targets -------------------------------------------------------------------------------------
+
+
+class TargetList(ApiView, generics.ListAPIView[SearchTarget]):
+    """Search targets you can see; `?golden_set=<slug>` keeps those evaluated on that set."""
+
+    serializer_class = TargetSerializer
+    required_scopes = {"GET": READ}
+
+    @extend_schema(parameters=[OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug")])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[SearchTarget]:
+        targets = access.targets_for(self.request.user)
+        slug = self.request.query_params.get("golden_set")
+        if slug:
+            targets = targets.filter(golden_sets__slug=slug)
+        return targets
+
+
+class TargetDetail(ApiView, generics.RetrieveAPIView[SearchTarget]):
+    serializer_class = TargetSerializer
+    required_scopes = {"GET": READ}
+
+    def get_object(self) -> SearchTarget:
+        return access.get_target(self.request.user, self.kwargs["pk"])
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+def _run(request: Request, pk: int) -> EvaluationRun:
+    return access.get_run(request.user, pk)
+
+
+def _page_url(request: Request, run: EvaluationRun) -> str:
+    return request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk]))
+
+
+class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
+    """Runs you can see, newest first (filters: golden_set, target, status); POST starts one."""
+
+    serializer_class = RunSerializer
+    required_scopes = {"GET": READ, "POST": RUNS_WRITE}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug"),
+            OpenApiParameter("target", OpenApiTypes.STR, description="target name"),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=EvaluationRun.Status.values),
+        ]
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[EvaluationRun]:
+        runs = access.runs_for(self.request.user)
+        query = self.request.query_params
+        if query.get("golden_set"):
+            runs = runs.filter(golden_version__golden_set__slug=query["golden_set"])
+        if query.get("target"):
+            runs = runs.filter(target__name=query["target"])
+        if query.get("status"):
+            runs = runs.filter(status=query["status"])
+        return access.run_rows(runs)
+
+    @extend_schema(
+        request=RunCreateSerializer,
+        responses={
+            201: RunSerializer,
+            400: ProblemsSerializer,
+            404: OpenApiResponse(description="no golden set, version or target by that name you can see"),
+        },
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = RunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        golden_set = _golden_set(request, values["golden_set"])
+        if not access.may_trigger(request.user, golden_set):
+            return _problems("not allowed", [f"only reviewers of {golden_set.slug} start runs on it"], 403)
+        target = access.targets_for(request.user).filter(name=values["target"]).first()
+        if target is None:
+            raise Http404(f"no target named {values['target']!r}")
+        if values.get("version"):
+            version = _version(request, golden_set.slug, values["version"])
+        else:
+            latest = golden_selectors.version_latest(golden_set=golden_set)
+            if latest is None:
+                return _problems(
+                    "no golden version",
+                    [f"golden set {golden_set.slug} has no version yet: freeze one first"],
+                )
+            version = latest
+        try:
+            run = run_create(
+                golden_version=version,
+                target=target,
+                triggered_by=request.user,
+                trigger=values["trigger"],
+                params=values["params"],
+                rebaseline=values["rebaseline"],
+            )
+        except RunError as exc:
+            return _problems("the run cannot start", exc.problems)
+        run = _run(request, run.pk)
+        body = RunSerializer(run, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["run"]})
+
+
+class RunDetail(ApiView, generics.RetrieveAPIView[EvaluationRun]):
+    """A run's status and progress (what `assay remote run --wait` polls)."""
+
+    serializer_class = RunSerializer
+    required_scopes = {"GET": READ}
+
+    def get_object(self) -> EvaluationRun:
+        return _run(self.request, self.kwargs["pk"])
+
+
+class RunReport(ApiView):
+    """The run's report: the `assay run` artifact plus durable keys (docs/metrics.md)."""
+
+    required_scopes = {"GET": READ}
+
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the report artifact"),
+            409: OpenApiResponse(ProblemsSerializer, description="the run has no report (yet)"),
+        }
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        run = _run(request, pk)
+        if run.report is None:
+            return _problems(
+                "no report",
+                [f"run {run.pk} is {run.status}: a report is written when a run succeeds"],
+                status.HTTP_409_CONFLICT,
+            )
+        return Response(run.report)
+
+
+class RunVerdict(ApiView):
+    """The verdict and what tripped it, top losers, and the gate as markdown; null tables until the run
+    has finished."""
+
+    required_scopes = {"GET": READ}
+    serializer_class = VerdictSerializer
+
+    def get(self, request: Request, pk: int) -> Response:
+        run = _run(request, pk)
+        gate: dict[str, Any] = run.gate or {}
+        page = _page_url(request, run)
+        body = {
+            "run_id": run.pk,
+            "status": run.status,
+            "final": run.status in EvaluationRun.FINAL,
+            "verdict": run.verdict,
+            "error_message": run.error_message,
+            "baseline_run": gate.get("baseline_run"),
+            "failures": gate.get("failures", []),
+            "warnings": gate.get("warnings", []),
+            "notes": gate.get("notes", []),
+            "top_losers": gate.get("top_losers", []),
+            "delta_interval": gate.get("delta_interval"),
+            "comparison": gate.get("comparison"),
+            "summary_markdown": gate_markdown(run, page_url=page),
+            "page": page,
+        }
+        return Response(VerdictSerializer(body).data)
+
+
+class RunCancel(ApiView):
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = CancelSerializer
+
+    @extend_schema(request=None, responses={200: CancelSerializer, 403: ProblemsSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        run = _run(request, pk)
+        if not access.may_manage_run(request.user, run):
+            return _problems(
+                "not allowed", ["only its reviewers, admins or who started it cancel a run"], 403
+            )
+        cancelled = run_cancel(run=run, by=request.user)
+        run = _run(request, pk)
+        return Response(
+            {"cancelled": cancelled, "run": RunSerializer(run, context=self.get_serializer_context()).data}
+        )
