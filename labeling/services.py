@@ -15,8 +15,8 @@ from pathlib import PurePath
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from labeling import querylog
@@ -835,55 +835,25 @@ def judgment_submit(
     The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
     reassignment (which takes the same lock) cannot slip between the check and the write.
     """
-    # The hot path of the app (every keystroke that grades): one locked row with what the checks need
-    # and the progress counts, instead of model instances with their JSON fields.
-    row = (
-        Assignment.objects.select_for_update(of=("self",))
-        .filter(pk=assignment_id, rater=rater)
-        .annotate(
-            n_scope=count_subquery(Assignment.scope.through.objects.filter(assignment_id=OuterRef("pk"))),
-            n_pool=count_subquery(Candidate.objects.filter(query_id=OuterRef("query_id"))),
-            n_graded=count_subquery(Judgment.objects.filter(assignment_id=OuterRef("pk"))),
-        )
-        .values(
-            "status",
-            "query_id",
-            "n_scope",
-            "n_pool",
-            "n_graded",
-            scale_min=F("query__golden_set__rubric__scale_min"),
-            scale_max=F("query__golden_set__rubric__scale_max"),
-        )
-        .first()
-    )
+    row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
     if row is None:
         raise NotFound("no such assignment")
     if row["status"] == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
     scoped = row["n_scope"] > 0
-    in_assignment = Q(scoped_assignments=assignment_id) if scoped else Q(query_id=row["query_id"])
-    frozen_label = FrozenLabel.objects.filter(
-        query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
-    )
-    candidate = (
-        Candidate.objects.filter(in_assignment, pk=candidate_id)
-        .annotate(frozen=Subquery(frozen_label.values("grade")[:1]))
-        .values("document_id", "frozen")
-        .first()
-    )
-    if candidate is None:
+    if row["document_id"] is None or (scoped and not row["in_scope"]):
         raise NotFound(f"candidate {candidate_id} is not part of this assignment")
     if not row["scale_min"] <= grade <= row["scale_max"]:
         raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
     note = note.strip()
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
-    frozen = candidate["frozen"]
+    frozen = row["frozen"]
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
     judgment, created = _judgment_upsert(
-        assignment_id, candidate["document_id"], grade=grade, note=note, spent=spent
+        assignment_id, row["document_id"], grade=grade, note=note, spent=spent
     )
     changed = created or judgment.grade != grade or note != judgment.note
     old_grade = None if created else judgment.grade
@@ -916,6 +886,44 @@ def judgment_submit(
     return SubmitResult(
         judgment=judgment, created=created, changed=bool(changed), graded=graded, total=total, status=status
     )
+
+
+def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
+    """Everything a save checks, in one statement that also locks the assignment row (where the database
+    can): its status, the rubric's scale, progress counts, and the candidate's document, scope membership
+    and frozen grade. Raw SQL because this is the app's hot path: building the equivalent ORM lookups
+    cost more CPU than the database spends answering them (docs/benchmarks.md, grading)."""
+    scope = Assignment.scope.field
+    qn = connection.ops.quote_name
+    t = {
+        m.__name__: qn(m._meta.db_table)
+        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Judgment, FrozenLabel)
+    }
+    through = qn(scope.m2m_db_table())
+    scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
+    lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+    # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
+    sql = f"""
+        SELECT a.status, a.query_id, r.scale_min, r.scale_max,
+               (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id) AS n_scope,
+               (SELECT COUNT(*) FROM {t["Candidate"]} p WHERE p.query_id = a.query_id) AS n_pool,
+               (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
+               c.document_id,
+               (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
+               (SELECT f.grade FROM {t["FrozenLabel"]} f
+                 WHERE f.query_id = a.query_id AND f.document_id = c.document_id) AS frozen
+          FROM {t["Assignment"]} a
+          JOIN {t["Query"]} q ON q.id = a.query_id
+          JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id
+          JOIN {t["Rubric"]} r ON r.id = g.rubric_id
+          LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
+         WHERE a.id = %s AND a.rater_id = %s{lock}"""  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [candidate_id, assignment_id, rater_id])
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        return dict(zip((col[0] for col in cursor.description), found, strict=True))
 
 
 def _judgment_upsert(
