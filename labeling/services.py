@@ -809,7 +809,12 @@ class NoteRequired(GradingError):
 
 @dataclass(frozen=True, slots=True)
 class SubmitResult:
-    judgment: Judgment
+    """The judgment as saved (its current grade, note and total time) and the assignment's progress."""
+
+    judgment_id: int
+    grade: int
+    note: str
+    time_spent_ms: int
     created: bool
     changed: bool
     graded: int
@@ -852,26 +857,31 @@ def judgment_submit(
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
-    judgment, created = _judgment_upsert(
-        assignment_id, row["document_id"], grade=grade, note=note, spent=spent
-    )
-    changed = created or judgment.grade != grade or note != judgment.note
-    old_grade = None if created else judgment.grade
-    if not created:
-        judgment.time_spent_ms += spent
-        fields = ["time_spent_ms", "updated"]
-        if changed:
-            # The note belongs to this grade: a regrade without one leaves no stale reason behind (the
-            # history keeps every earlier note).
-            judgment.grade = grade
-            judgment.note = note
-            fields += ["grade", "note"]
-        judgment.save(update_fields=fields)
+    old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
+    if row["judgment_id"] is not None:
+        judgment_id, created = row["judgment_id"], False
+        old = (row["old_grade"], row["old_note"], row["old_time_spent_ms"])
+    else:
+        judgment_id, created = _judgment_insert(
+            assignment_id, row["document_id"], grade=grade, note=note, spent=spent
+        )
+        old = None if created else _judgment_current(judgment_id)
+    if old is None:
+        changed, time_total, saved = True, spent, (grade, note)
+    else:
+        changed = old[0] != grade or old[1] != note
+        time_total = old[2] + spent
+        saved = (grade, note) if changed else (old[0], old[1])
+        # The note belongs to this grade: a regrade without one leaves no stale reason behind (the
+        # history keeps every earlier note). An unchanged save only adds its time.
+        Judgment.objects.filter(pk=judgment_id).update(
+            grade=saved[0], note=saved[1], time_spent_ms=time_total, updated=timezone.now()
+        )
     if changed:
         JudgmentEvent.objects.create(
-            judgment=judgment,
+            judgment_id=judgment_id,
             rater=rater,
-            old_grade=old_grade,
+            old_grade=None if old is None else old[0],
             new_grade=grade,
             note=note,
             time_spent_ms=spent,
@@ -884,15 +894,26 @@ def judgment_submit(
         status = Assignment.Status.DONE
         Assignment.objects.filter(pk=assignment_id).update(status=status, completed=timezone.now())
     return SubmitResult(
-        judgment=judgment, created=created, changed=bool(changed), graded=graded, total=total, status=status
+        judgment_id=judgment_id,
+        grade=saved[0],
+        note=saved[1],
+        time_spent_ms=time_total,
+        created=created,
+        changed=changed,
+        graded=graded,
+        total=total,
+        status=status,
     )
 
 
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
     """Everything a save checks, in one statement that also locks the assignment row (where the database
-    can): its status, the rubric's scale, progress counts, and the candidate's document, scope membership
-    and frozen grade. Raw SQL because this is the app's hot path: building the equivalent ORM lookups
-    cost more CPU than the database spends answering them (docs/benchmarks.md, grading)."""
+    can): its status, the rubric's scale, progress counts, and the candidate's document, scope membership,
+    frozen grade and the rater's current judgment of it (every writer of an assignment's judgments holds
+    this lock, so that judgment cannot change before the save's transaction ends).
+
+    Raw SQL because this is the app's hot path: building the equivalent ORM lookups cost three times the
+    CPU of the rest of the save (docs/benchmarks.md, grading)."""
     scope = Assignment.scope.field
     qn = connection.ops.quote_name
     t = {
@@ -911,12 +932,15 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
                c.document_id,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
                (SELECT f.grade FROM {t["FrozenLabel"]} f
-                 WHERE f.query_id = a.query_id AND f.document_id = c.document_id) AS frozen
+                 WHERE f.query_id = a.query_id AND f.document_id = c.document_id) AS frozen,
+               jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
+               jd.time_spent_ms AS old_time_spent_ms
           FROM {t["Assignment"]} a
           JOIN {t["Query"]} q ON q.id = a.query_id
           JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id
           JOIN {t["Rubric"]} r ON r.id = g.rubric_id
           LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
+          LEFT JOIN {t["Judgment"]} jd ON jd.assignment_id = a.id AND jd.document_id = c.document_id
          WHERE a.id = %s AND a.rater_id = %s{lock}"""  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, [candidate_id, assignment_id, rater_id])
@@ -926,24 +950,28 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
         return dict(zip((col[0] for col in cursor.description), found, strict=True))
 
 
-def _judgment_upsert(
+def _judgment_insert(
     assignment_id: int, document_id: int, *, grade: int, note: str, spent: int
-) -> tuple[Judgment, bool]:
-    """The existing judgment (locked), or a new one with this grade. The unique constraint is the last
-    word: should another writer insert first (SQLite has no row locks), its row is taken instead."""
-    mine = Judgment.objects.select_for_update().filter(assignment_id=assignment_id, document_id=document_id)
-    found = mine.first()
-    if found is not None:
-        return found, False
+) -> tuple[int, bool]:
+    """A new judgment's id, or (should another writer have inserted first: SQLite has no row locks, so
+    the unique constraint is the last word) the existing one's, with created False."""
     try:
         with transaction.atomic():
-            created = Judgment.objects.create(
+            judgment = Judgment.objects.create(
                 assignment_id=assignment_id,
                 document_id=document_id,
                 grade=grade,
                 note=note,
                 time_spent_ms=spent,
             )
-            return created, True
+            return judgment.pk, True
     except IntegrityError:
-        return mine.get(), False
+        existing = Judgment.objects.get(assignment_id=assignment_id, document_id=document_id)
+        return existing.pk, False
+
+
+def _judgment_current(judgment_id: int) -> tuple[int, str, int]:
+    grade, note, spent = (
+        Judgment.objects.filter(pk=judgment_id).values_list("grade", "note", "time_spent_ms").get()
+    )
+    return grade, note, spent

@@ -165,8 +165,8 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
         {
             "saved": True,
             "candidate": body["candidate"],
-            "grade": result.judgment.grade,
-            "note": result.judgment.note,
+            "grade": result.grade,
+            "note": result.note,
             "changed": result.changed,
             "graded": result.graded,
             "total": result.total,

@@ -46,10 +46,10 @@ def test_it_requires_a_note_only_when_the_grade_overturns_the_frozen_label(
         _submit(assignment, alice, labeled, 1)
     assert info.value.status == 422
     assert not Judgment.objects.exists()
-    assert _submit(assignment, alice, labeled, 3).judgment.grade == 3  # agrees: no note asked
-    assert _submit(assignment, alice, unlabeled, 0).judgment.grade == 0  # nothing frozen: no note asked
+    assert _submit(assignment, alice, labeled, 3).grade == 3  # agrees: no note asked
+    assert _submit(assignment, alice, unlabeled, 0).grade == 0  # nothing frozen: no note asked
     saved = _submit(assignment, alice, labeled, 1, note="outdated: the policy changed in May")
-    assert saved.judgment.note == "outdated: the policy changed in May"
+    assert saved.note == "outdated: the policy changed in May"
     assert JudgmentEvent.objects.filter(note__startswith="outdated").count() == 1
 
 
@@ -57,7 +57,7 @@ def test_it_clears_the_note_when_the_grade_returns_to_the_label(assignment: Assi
     labeled = _candidates(assignment)[0]
     _submit(assignment, alice, labeled, 0, note="wrong product")
     back = _submit(assignment, alice, labeled, 3)
-    assert back.judgment.note == ""
+    assert back.note == ""
     assert list(JudgmentEvent.objects.values_list("note", flat=True)) == ["wrong product", ""]
 
 
@@ -88,7 +88,8 @@ def test_it_refuses_a_stale_assignment_after_reassignment(
     new = services.assignment_reassign(assignment=assignment, rater=bob)
     with pytest.raises(services.Reassigned, match="reassigned to another rater; your grade was not saved"):
         _submit(assignment, alice, _candidates(assignment)[1], 2)
-    assert _submit(new, bob, _candidates(assignment)[1], 2).judgment.assignment == new
+    saved = _submit(new, bob, _candidates(assignment)[1], 2)
+    assert Judgment.objects.get(pk=saved.judgment_id).assignment == new
     assert Judgment.objects.count() == 1
 
 
@@ -106,7 +107,7 @@ def test_it_marks_the_assignment_done_when_every_candidate_is_graded(
 
 def test_it_caps_the_time_counted_for_one_save(assignment: Assignment, alice: User) -> None:
     result = _submit(assignment, alice, _candidates(assignment)[1], 2, time_spent_ms=8 * 3600 * 1000)
-    assert result.judgment.time_spent_ms == services.MAX_TIME_PER_SAVE_MS
+    assert result.time_spent_ms == services.MAX_TIME_PER_SAVE_MS
 
 
 def test_a_third_rater_grades_only_the_scoped_candidates(assignment: Assignment, bob: User) -> None:
