@@ -737,9 +737,9 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
     return new
 
 
-def _refresh_completion(assignment: Assignment, *, scoped: bool | None = None) -> tuple[int, int]:
+def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
     """(graded, total) for the assignment, marking it done or open again to match."""
-    graded, total = assignment_progress(assignment, scoped=scoped)
+    graded, total = assignment_progress(assignment)
     complete = total > 0 and graded >= total
     if complete and assignment.status == Assignment.Status.OPEN:
         assignment.status = Assignment.Status.DONE
