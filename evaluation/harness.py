@@ -1,5 +1,5 @@
 """The search harness: call a search system for every golden query and record what came back (pure, no
-Django; async httpx).
+Django; aiohttp).
 
 Bounded concurrency (a fixed pool of workers), a per-request timeout, retries with capped exponential
 backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
@@ -10,26 +10,36 @@ Used by the `assay run` command, the Celery chunk tasks and candidate-pool build
 
     results = search_all_sync(golden.queries, HarnessConfig(url=..., size=golden.k))
     report = build_report(golden, {r.query_id: r for r in results}, run=run_meta(config, results, ...))
+
+The transport is aiohttp rather than httpx because of its CPU cost per request: measured on the
+benchmark's loopback server, httpx spent about 2.5 ms of client CPU per request and aiohttp under 0.5 ms,
+which decides whether 32 requests in flight keep a 20 ms engine busy (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
-import importlib.util
 import json
 import math
+import os
 import random
+import socket
 import ssl
-import sys
 import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import httpx
+import aiohttp
+import certifi
+from aiohttp.http_exceptions import ContentEncodingError
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from evaluation.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
 from evaluation.results import QueryResult
@@ -92,6 +102,11 @@ def config_problems(config: HarnessConfig) -> list[str]:
     parts = urlsplit(config.url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         problems.append(f"search URL {config.url!r}: expected http(s)://host[:port]/path")
+    else:
+        try:
+            URL(config.url)  # what the transport parses: a bad port or IPv6 literal fails here, not per query
+        except ValueError as exc:
+            problems.append(f"search URL: {exc}")
     if config.size < 1:
         problems.append(f"size {config.size}: must be at least 1")
     if config.concurrency < 1:
@@ -109,11 +124,29 @@ def config_problems(config: HarnessConfig) -> list[str]:
         if path is not None and (not path or any(not part for part in path.split("."))):
             problems.append(f"{name.replace('_', '-')} {path!r}: expected a dotted path such as meta.model")
     try:
-        # A trial request surfaces params that clash with the request's own fields before any call.
-        config.make_adapter().build_request(SearchCall(config.url, "", params=config.params))
+        # A trial request surfaces params that clash with the request's own fields (or that JSON cannot
+        # carry, such as NaN) before any call.
+        trial = config.make_adapter().build_request(SearchCall(config.url, "", params=config.params))
+        encode_body(trial)
     except AdapterError as exc:
         problems.append(str(exc))
+    except ValueError as exc:
+        problems.append(f"params: {exc}")
     return problems
+
+
+def encode_body(request: SearchRequest) -> tuple[bytes | None, str | None]:
+    """The request body as bytes and its content type (None, None without a body).
+
+    JSON is compact UTF-8 and refuses NaN and infinities (ValueError), which no JSON parser accepts.
+    A form is encoded by hand because Solr repeats `fq`, which a mapping cannot express.
+    """
+    if request.form:
+        return urlencode(request.form).encode(), "application/x-www-form-urlencoded"
+    if request.json_body is not None:
+        text = json.dumps(request.json_body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode(), "application/json"
+    return None, None
 
 
 class _RateLimiter:
@@ -191,14 +224,60 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET else text[: _SNIPPET - 3] + "..."
 
 
-def _describe_transport_error(exc: httpx.TransportError, timeout: float) -> str:
-    if isinstance(exc, httpx.ConnectTimeout):
+def _body_text(body: bytes, charset: str | None) -> str:
+    """The body as text for an error message: the declared charset, else UTF-8, never failing."""
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", errors="replace")
+
+
+def _os_reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS certificate: {error.verify_message or error.reason}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS: {error.reason or error}"
+    if isinstance(error, socket.gaierror):
+        return f"name resolution failed: {error.strerror}"
+    if error.errno:
+        # asyncio words a refusal as "Connect call failed (host, port)"; the errno says why.
+        return os.strerror(error.errno)
+    return str(error) or type(error).__name__
+
+
+def _describe_transport_error(exc: BaseException, timeout: float) -> str:
+    """A failure below HTTP in words that name the phase, whatever library raised it. Built from the
+    exception's parts, not its text: aiohttp's texts can carry the URL, and with it an api key."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return f"connect timeout after {timeout:g}s"
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, TimeoutError):
         return f"timeout after {timeout:g}s"
-    if isinstance(exc, httpx.ConnectError):
-        return f"connect error: {str(exc) or type(exc).__name__}"
-    return f"{type(exc).__name__}: {str(exc) or 'connection dropped'}"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return f"connect error: the proxy for {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"connect error: {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "connection dropped: server disconnected without sending a response"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "connection dropped: the response body was cut short"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return f"proxy error: HTTP {exc.status} {exc.message}".rstrip()
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"invalid HTTP response: {exc.message}"
+    if isinstance(exc, OSError):
+        return f"connection dropped: {_os_reason(exc)}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _undecodable(exc: aiohttp.ClientPayloadError) -> str | None:
+    """The reason when the body arrived whole but its Content-Encoding could not be undone (a gzip
+    header on a plain body): not the network, so a retry would not help."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ContentEncodingError):
+            return cause.message
+        cause = cause.__cause__
+    return None
 
 
 @dataclass(slots=True)
@@ -210,26 +289,138 @@ class _Outcome:
     model_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One query's request, encoded once and sent as is on every attempt."""
+
+    method: str
+    url: URL
+    params: tuple[tuple[str, str], ...]
+    headers: CIMultiDict[str]
+    body: bytes | None
+
+
+def basic_authorization(user: str, password: str) -> str:
+    """An `Authorization` (or `Proxy-Authorization`) value for Basic auth, credentials UTF-8 encoded."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def _prepare(
+    request: SearchRequest, extra_headers: Mapping[str, str], route_headers: Mapping[str, str]
+) -> _Prepared:
+    """Raises ValueError (or TypeError) when the body cannot be encoded as JSON."""
+    body, content_type = encode_body(request)
+    # Caller headers after the adapter's: an explicit Accept-Language or auth header wins (CIMultiDict
+    # replaces case-insensitively, so no header is sent twice).
+    headers = CIMultiDict(request.headers)
+    for name, value in extra_headers.items():
+        headers[name] = value
+    if content_type == "application/json":
+        headers.setdefault("Content-Type", content_type)  # a caller's own JSON media type wins
+    elif content_type is not None:
+        headers["Content-Type"] = content_type  # the form's encoding is ours, whatever was asked
+    url = URL(request.url)
+    if url.user is not None or url.password is not None:
+        # Credentials in the URL become Basic auth, over any Authorization header (as httpx did before
+        # the move to aiohttp), and the URL sent carries none.
+        headers["Authorization"] = basic_authorization(url.user or "", url.password or "")
+        url = url.with_user(None)
+    headers.update(route_headers)
+    return _Prepared(request.method, url, request.params, headers, body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """How every request of a run leaves this machine; `problem` set means none can.
+
+    A proxy's credentials go where the proxy reads them: on the CONNECT request that opens a tunnel to
+    an https engine (`proxy_headers`), on every request relayed to an http engine (`request_headers`).
+    """
+
+    proxy: URL | None = None
+    proxy_headers: Mapping[str, str] | None = None
+    request_headers: Mapping[str, str] = field(default_factory=dict)
+    ssl: ssl.SSLContext | bool = False
+    problem: str | None = None
+
+
+def _env_proxy(url: URL) -> tuple[URL | None, str | None]:
+    """The proxy that HTTP(S)_PROXY / ALL_PROXY name for `url` unless NO_PROXY exempts its host, and
+    the Proxy-Authorization its credentials make. Read here rather than by aiohttp's `trust_env`, which
+    would also read ~/.netrc and send the passwords it finds there."""
+    proxies = urllib.request.getproxies()
+    value = proxies.get(url.scheme) or proxies.get("all")
+    if not value or (url.host and urllib.request.proxy_bypass(url.host)):
+        return None, None
+    variable = f"{url.scheme.upper()}_PROXY" if proxies.get(url.scheme) else "ALL_PROXY"
+    try:
+        proxy = URL(value if "://" in value else f"http://{value}")
+    except ValueError as exc:
+        raise ValueError(f"{variable}: {exc}") from None
+    if proxy.scheme not in ("http", "https") or not proxy.host:
+        raise ValueError(f"{variable} {redact_url(str(proxy))}: expected an http:// or https:// proxy URL")
+    if proxy.user is None and proxy.password is None:
+        return proxy, None
+    return proxy.with_user(None), basic_authorization(proxy.user or "", proxy.password or "")
+
+
+def _ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when the environment is trusted. An explicit
+    bundle even when untrusted: OpenSSL's default paths would read SSL_CERT_FILE regardless."""
+    for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        path = os.environ.get(variable) if trust_env else None
+        if path:
+            try:
+                if variable == "SSL_CERT_FILE":
+                    return ssl.create_default_context(cafile=path)
+                return ssl.create_default_context(capath=path)
+            except OSError as exc:  # ssl.SSLError is one: a file that holds no certificate
+                raise ValueError(f"{variable} {path}: {exc.strerror or exc}") from None
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _route(config: HarnessConfig) -> _Route:
+    """The run's proxy and TLS settings, resolved once: every request goes to the search URL's host
+    (adapters only add a path). A setting that cannot work becomes every query's error, naming the
+    environment variable at fault, rather than a traceback in the middle of a run."""
+    url = URL(config.url)
+    try:
+        proxy, authorization = _env_proxy(url) if config.trust_env else (None, None)
+        needs_tls = url.scheme == "https" or (proxy is not None and proxy.scheme == "https")
+        # Loading a CA bundle costs tens of milliseconds: only when a TLS handshake can happen.
+        context: ssl.SSLContext | bool = _ssl_context(config.trust_env) if needs_tls else False
+    except ValueError as exc:
+        return _Route(problem=str(exc))
+    if authorization is None:
+        return _Route(proxy=proxy, ssl=context)
+    header = {"Proxy-Authorization": authorization}
+    if url.scheme == "https":
+        return _Route(proxy=proxy, proxy_headers=header, ssl=context)
+    return _Route(proxy=proxy, request_headers=header, ssl=context)
+
+
 class _Runner:
-    def __init__(self, config: HarnessConfig) -> None:
+    def __init__(self, config: HarnessConfig, route: _Route) -> None:
         self.config = config
+        self.route = route
         self.adapter = config.make_adapter()
         self.limiter = _RateLimiter(config.rate_limit) if config.rate_limit else None
 
-    async def run_one(self, client: httpx.AsyncClient, query: SearchQuery) -> QueryResult:
+    async def run_one(self, session: aiohttp.ClientSession, query: SearchQuery) -> QueryResult:
         config = self.config
+        if self.route.problem is not None:
+            return QueryResult(query_id=query.id, error=self.route.problem, attempts=0)
         try:
             request = self.adapter.build_request(
                 SearchCall(
                     config.url, query.text, query.filters or {}, query.locale, config.size, config.params
                 )
             )
+            prepared = _prepare(request, config.headers, self.route.request_headers)
         except AdapterError as exc:
             return QueryResult(query_id=query.id, error=str(exc), attempts=0)
-        # Caller headers last: an explicit Accept-Language or auth header wins over the adapter's
-        # (httpx.Headers replaces case-insensitively, so no header is sent twice).
-        headers = httpx.Headers(dict(request.headers))
-        headers.update(config.headers)
+        except (TypeError, ValueError) as exc:
+            return QueryResult(query_id=query.id, error=f"request body: {exc}", attempts=0)
         attempts = 0
         while True:
             attempts += 1
@@ -237,7 +428,7 @@ class _Runner:
                 await self.limiter.wait()
             started = time.perf_counter()
             try:
-                outcome = await self._attempt(client, request, headers)
+                outcome = await self._attempt(session, prepared)
             except _Transient as exc:
                 latency = (time.perf_counter() - started) * 1000
                 if attempts > config.retries:
@@ -270,81 +461,84 @@ class _Runner:
                 model_id=outcome.model_id,
             )
 
-    async def _attempt(
-        self, client: httpx.AsyncClient, request: SearchRequest, headers: httpx.Headers
-    ) -> _Outcome:
-        config = self.config
-        content: str | None = None
-        if request.form:
-            # Encoded by hand: Solr repeats `fq`, which a dict `data=` cannot express.
-            content = urlencode(request.form)
-            headers = httpx.Headers(headers)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
+    async def _attempt(self, session: aiohttp.ClientSession, prepared: _Prepared) -> _Outcome:
+        config, route = self.config, self.route
         try:
-            response = await client.request(
-                request.method,
-                request.url,
-                headers=headers,
-                params=list(request.params) or None,
-                json=request.json_body,
-                content=content,
-            )
-        except httpx.TransportError as exc:
+            async with session.request(
+                prepared.method,
+                prepared.url,
+                params=prepared.params or None,
+                data=prepared.body,
+                headers=prepared.headers,
+                allow_redirects=False,  # a redirect is the engine's answer to report, not to follow
+                proxy=route.proxy,
+                proxy_headers=route.proxy_headers,
+                ssl=route.ssl,
+            ) as response:
+                body = await response.read()
+        except aiohttp.ClientPayloadError as exc:
+            reason = _undecodable(exc)
+            if reason is not None:
+                raise _Permanent(f"undecodable response body: {reason}") from exc
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
-        except httpx.HTTPError as exc:
-            # Not the network: a body that cannot be decoded (bad gzip) will not improve on a retry.
-            raise _Permanent(f"{type(exc).__name__}: {exc}") from exc
-        status = response.status_code
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+        status = response.status
         if status in RETRY_STATUSES:
             wait = parse_retry_after(response.headers.get("Retry-After"))
-            raise _Transient(f"HTTP {status}: {_snippet(response.text)}", status=status, retry_after=wait)
+            text = _snippet(_body_text(body, response.charset))
+            raise _Transient(f"HTTP {status}: {text}", status=status, retry_after=wait)
         if status >= 400:
-            raise _Permanent(f"HTTP {status}: {_snippet(response.text)}", status=status)
+            raise _Permanent(f"HTTP {status}: {_snippet(_body_text(body, response.charset))}", status=status)
         if not 200 <= status < 300:
             raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
         try:
-            body = response.json()
+            # The raw bytes, as the engine sent them: json detects UTF-8/16/32 itself.
+            parsed = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            kind = response.headers.get("content-type", "no content type")
-            raise _Permanent(
-                f"response is not JSON ({kind}): {_snippet(response.text)!r}", status=status
-            ) from None
+            kind = response.headers.get("Content-Type", "no content type")
+            text = _snippet(_body_text(body, response.charset))
+            raise _Permanent(f"response is not JSON ({kind}): {text!r}", status=status) from None
         try:
-            hits = self.adapter.parse_response(body)
+            hits = self.adapter.parse_response(parsed)
         except AdapterError as exc:
             raise _Permanent(f"unexpected response: {exc}", status=status) from None
         return _Outcome(
             hits_ids=hits.ids,
             titles=hits.titles,
             status=status,
-            generation=_read_marker(response, body, config.generation_header, config.generation_field),
-            model_id=_read_marker(response, body, config.model_id_header, config.model_id_field),
+            generation=_read_marker(
+                response.headers, parsed, config.generation_header, config.generation_field
+            ),
+            model_id=_read_marker(response.headers, parsed, config.model_id_header, config.model_id_field),
         )
 
 
-def _read_marker(response: httpx.Response, body: Any, header: str | None, path: str | None) -> str | None:
-    if header and header in response.headers:
-        return response.headers[header]
+def _read_marker(
+    headers: CIMultiDictProxy[str], body: Any, header: str | None, path: str | None
+) -> str | None:
+    if header and header in headers:
+        return headers[header]
     if path:
         return field_path(body, path)
     return None
 
 
-def _skip_sniffio_probe() -> None:
-    """httpcore 1.0 runs `import sniffio` each time it sets up a lock (several times per request). When
-    sniffio is not installed, every one of those failed imports searches sys.path again; measured here,
-    that is most of the harness's CPU time. Recording the absence once makes the import fail at once,
-    exactly as it would have. A no-op when sniffio is installed."""
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-def _client(config: HarnessConfig, ssl_context: ssl.SSLContext) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(config.timeout),
-        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-        trust_env=config.trust_env,
-        verify=ssl_context,
+def _session(config: HarnessConfig) -> aiohttp.ClientSession:
+    """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
+    outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
+    cookies kept (one query's answer must not depend on which queries came before it), environment
+    settings only through `_route`."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, connect=config.timeout, sock_connect=config.timeout, sock_read=config.timeout
+    )
+    connector = aiohttp.TCPConnector(limit=config.concurrency, limit_per_host=0)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
+        raise_for_status=False,
     )
 
 
@@ -357,39 +551,34 @@ async def search_all(
     """One QueryResult per query, in the order given (golden order), each with its error if it failed.
 
     `config.concurrency` workers pull the next query from a shared cursor, so at most that many requests
-    are in flight, and no task waits per query (100,000 queries cost 32 tasks, not 100,000). Each worker
-    owns a one-connection client: httpcore scans every connection of a pool on each request, so 32 small
-    pools are far cheaper than one pool of 32. `on_result` is called once per finished query, in
+    are in flight, and no task waits per query (100,000 queries cost 32 tasks, not 100,000). The workers
+    share one aiohttp session and its connection pool. `on_result` is called once per finished query, in
     completion order, from the event loop (keep it quick; an exception it raises stops the run and
     propagates).
     """
-    _skip_sniffio_probe()
-    runner = _Runner(config)
+    if not queries:
+        return []
+    runner = _Runner(config, _route(config))
     results: list[QueryResult | None] = [None] * len(queries)
     cursor = iter(range(len(queries)))  # shared: next() never awaits, so no two workers get one index
-    workers = min(config.concurrency, len(queries))
-    # One SSL context for all workers: loading the CA bundle costs ~50 ms per client.
-    ssl_context = httpx.create_ssl_context(trust_env=config.trust_env)
-    clients = [_client(config, ssl_context) for _ in range(workers)]
 
-    async def work(worker_client: httpx.AsyncClient) -> None:
+    async def work(session: aiohttp.ClientSession) -> None:
         for index in cursor:
-            result = await runner.run_one(worker_client, queries[index])
+            result = await runner.run_one(session, queries[index])
             results[index] = result
             if on_result is not None:
                 on_result(result)
 
-    tasks = [asyncio.ensure_future(work(c)) for c in clients]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        # A failing callback (or a cancelled caller) stops the run: no request outlives its client.
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+    async with _session(config) as session:
+        tasks = [asyncio.ensure_future(work(session)) for _ in range(min(config.concurrency, len(queries)))]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # A failing callback (or a cancelled caller) stops the run: no request outlives the session.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     done = [r for r in results if r is not None]
     assert len(done) == len(queries)  # every index was taken by exactly one worker
     return done

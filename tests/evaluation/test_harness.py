@@ -216,7 +216,7 @@ def test_a_connection_dropped_every_time_is_named_in_the_error(stub_server: Stub
 
     result = only(search_all_sync([q("drop")], config(stub_server, retries=1)))
 
-    assert result.error == "RemoteProtocolError: Server disconnected without sending a response. (2 attempts)"
+    assert result.error == "connection dropped: server disconnected without sending a response (2 attempts)"
     assert result.status is None and result.attempts == 2
 
 
@@ -352,6 +352,9 @@ def test_run_meta_records_settings_without_header_values_and_flags_a_moving_inde
     meta = run_meta(cfg, results, started_at=started, duration=1.5)
 
     assert "s3cret" not in repr(meta) and "k123" not in repr(meta) and "pw" not in meta["url"]
+    # The URL's credentials were sent as Basic auth (over the Authorization header), the api key as given.
+    assert {r.headers["authorization"] for r in stub_server.requests} == {"Basic dXNlcjpwdw=="}
+    assert {tuple(r.query) for r in stub_server.requests} == {(("api_key", "k123"), ("x", "1"))}
     assert meta["header_names"] == ["Authorization", "X-Cache-Bypass"]
     assert meta["url"] == f"http://127.0.0.1:{stub_server.port}/search?api_key=%2A%2A%2A&x=%2A%2A%2A"
     assert meta["params"] == {"rewrite": True}
@@ -379,6 +382,8 @@ def test_redact_url_keeps_ipv6_hosts_and_ports() -> None:
         ({"adapter": "bing"}, "unknown adapter 'bing'"),
         ({"params": {"size": 3}}, "params size: would overwrite the request's own fields"),
         ({"generation_field": "meta..gen"}, "generation-field 'meta..gen': expected a dotted path"),
+        ({"url": "http://127.0.0.1:99999/search"}, "search URL: Port out of range"),
+        ({"params": {"boost": float("nan")}}, "params: Out of range float values are not JSON compliant"),
     ],
 )
 def test_it_refuses_a_bad_config_naming_the_setting(kwargs: dict[str, Any], message: str) -> None:
@@ -399,5 +404,6 @@ def test_an_undecodable_body_is_an_error_for_that_query_only(stub_server: StubSe
 
     bad, good = search_all_sync([q("gz"), q("fine")], config(stub_server))
 
-    assert bad.error is not None and bad.error.startswith("DecodingError: ") and bad.attempts == 1
+    assert bad.error == "undecodable response body: Can not decode content-encoding: gzip"
+    assert bad.attempts == 1 and len(stub_server.requests_for("gz")) == 1  # not the network: no retry
     assert good.ok and good.ids == ("d1", "d2", "d3")
