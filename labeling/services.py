@@ -739,7 +739,7 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
 
 def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
     """(graded, total) for the assignment, marking it done or open again to match."""
-    graded, total = assignment_progress(assignment)
+    graded, total = assignment_progress(assignment=assignment)
     complete = total > 0 and graded >= total
     if complete and assignment.status == Assignment.Status.OPEN:
         assignment.status = Assignment.Status.DONE
@@ -752,7 +752,7 @@ def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
     return graded, total
 
 
-def assignment_candidates(assignment: Assignment, *, scoped: bool | None = None) -> Q:
+def assignment_candidates(*, assignment: Assignment, scoped: bool | None = None) -> Q:
     """The candidates an assignment covers: its scope when it has one, else the query's whole pool.
     `scoped` saves the lookup when the caller already knows."""
     if scoped is None:
@@ -760,9 +760,9 @@ def assignment_candidates(assignment: Assignment, *, scoped: bool | None = None)
     return Q(scoped_assignments=assignment) if scoped else Q(query_id=assignment.query_id)
 
 
-def assignment_progress(assignment: Assignment, *, scoped: bool | None = None) -> tuple[int, int]:
+def assignment_progress(*, assignment: Assignment, scoped: bool | None = None) -> tuple[int, int]:
     """(graded, total), in one query."""
-    pool = Candidate.objects.filter(assignment_candidates(assignment, scoped=scoped))
+    pool = Candidate.objects.filter(assignment_candidates(assignment=assignment, scoped=scoped))
     graded, total = (
         Assignment.objects.filter(pk=assignment.pk)
         .annotate(
