@@ -129,7 +129,11 @@ def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
 
 def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:
     """The set's queries with pool size, frozen labels and live assignments (for the overview table)."""
-    live = Assignment.objects.exclude(status=Assignment.Status.REASSIGNED).select_related("rater")
+    live = (
+        Assignment.objects.exclude(status=Assignment.Status.REASSIGNED)
+        .select_related("rater")
+        .annotate(n_graded=count_subquery(Judgment.objects.filter(assignment_id=OuterRef("pk"))))
+    )
     return (
         golden_set.queries.annotate(
             n_pool=count_subquery(Candidate.objects.filter(query_id=OuterRef("pk"))),

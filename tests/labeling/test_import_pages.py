@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from labeling import services
 from labeling.models import Candidate, Document, GoldenSet, Query
 from tests import factories
 
@@ -126,3 +127,14 @@ def test_the_admin_lists_every_labeling_model(model: str, assignment, client: Cl
     admin = factories.UserFactory.create(username="root", is_staff=True, is_superuser=True)
     client.force_login(admin)
     assert client.get(f"/admin/labeling/{model}/").status_code == 200
+
+
+def test_the_set_page_shows_each_assignment_with_its_progress(
+    as_rita: Client, assignment, golden_set: GoldenSet
+) -> None:
+    candidate = assignment.query.candidates.order_by("best_rank")[1]
+    services.judgment_submit(
+        assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=1
+    )
+    body = as_rita.get(reverse("labeling:set_detail", args=[golden_set.slug])).content.decode()
+    assert "alice" in body and "1 graded" in body and assignment.query.external_id in body
