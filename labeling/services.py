@@ -178,6 +178,9 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
         rows[doc_id] = row
     if not rows and report.ok:
         report.add("file", "no documents found")
+    if len(report.problems) > 1 and _is_one_json_document(text):
+        report.problems[:] = []
+        report.add("file", "this is one JSON document; documents come as JSONL, one JSON object per line")
     if ignored:
         report.notes.append(
             "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
@@ -215,6 +218,14 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
     report.count("documents updated", len(to_update))
     report.count("documents unchanged", len(rows) - len(to_create) - len(to_update))
     return report
+
+
+def _is_one_json_document(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[str]) -> dict[str, Any] | None:

@@ -276,3 +276,11 @@ def test_it_names_each_rubric_problem() -> None:
         "grades: no description for grade(s) 0, 2",
     ]
     assert not Rubric.objects.filter(name="support").exists()
+
+
+def test_a_json_document_given_as_documents_gets_one_clear_problem(gset: GoldenSet) -> None:
+    data = json.dumps({"documents": [_doc("d1"), _doc("d2")]}, indent=2).encode()
+    report = services.documents_import(golden_set=gset, data=data, source="docs.json")
+    assert [str(p) for p in report.problems] == [
+        "file: this is one JSON document; documents come as JSONL, one JSON object per line"
+    ]
