@@ -1,0 +1,261 @@
+"""Target pages (list, detail, form with the service's validation, secrets shown as env names), trend
+charts, the budgets editor, baseline history and the API tokens page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from evaluation.models import ApiToken, BudgetSet, SearchTarget
+from evaluation.services import target_create
+from labeling.models import GoldenSet
+from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
+    Scene,
+    ada_fixture,
+    bearer,
+    finished_fixture,
+    logged_in,
+    other_set_fixture,
+    other_target_fixture,
+    page_text,
+    scene_fixture,
+    section_text,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+    victor_fixture,
+)
+from tests.integration.runs_support import make_version
+
+pytestmark = pytest.mark.django_db
+
+
+def _form(**changes: Any) -> dict[str, Any]:
+    data = {
+        "name": "prod-search",
+        "adapter": "http_json",
+        "url": "http://127.0.0.1:9/search",
+        "headers": "",
+        "params": "",
+        "stages": '{"rewrite": false}',
+        "timeout": "5",
+        "concurrency": "4",
+        "retries": "1",
+        "solr_method": "GET",
+    }
+    data.update(changes)
+    return data
+
+
+# --- targets ----------------------------------------------------------------------------------------
+
+
+def test_a_reviewer_creates_a_target_for_their_set_and_owns_it(golden_set: GoldenSet, rita: User) -> None:
+    response = logged_in(rita).post(
+        "/targets/new/",
+        _form(
+            headers='{"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"}',
+            golden_sets=[golden_set.pk],
+        ),
+    )
+    target = SearchTarget.objects.get(name="prod-search")
+    assert response.status_code == 302 and response["Location"] == f"/targets/{target.pk}/"
+    assert target.owner == rita and list(target.golden_sets.all()) == [golden_set]
+    assert target.headers == {"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"}
+    assert target.stages == {"rewrite": False}
+
+
+def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
+    golden_set: GoldenSet, rita: User
+) -> None:
+    target = target_create(
+        name="prod",
+        url="https://svc:hunter2@search.example/search",
+        headers={"Authorization": {"env": "SEARCH_TOKEN"}},
+        golden_sets=[golden_set],
+    )
+    page = logged_in(rita).get(f"/targets/{target.pk}/")
+    settings_text = section_text(page, "target-settings")
+    assert "Authorization: $SEARCH_TOKEN" in settings_text
+    assert "https://search.example/search" in settings_text
+    assert "hunter2" not in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "says"),
+    [
+        ({"headers": '{"Authorization": "Bearer abc"}'}, "headers", "headers.Authorization"),
+        ({"headers": '{"X-Tenant": '}, "headers", "headers: invalid JSON at line 1"),
+        ({"stages": '{"rewrite": "yes"}'}, "stages", "stages.rewrite: expected true or false"),
+        ({"url": "ftp://nowhere"}, "url", "search URL 'ftp://nowhere'"),
+        ({"cache_bypass_header": "no colon"}, "cache_bypass_header", "cache_bypass_header"),
+    ],
+)
+def test_the_form_shows_each_problem_at_its_field_and_stores_nothing(
+    changes: dict[str, str], field: str, says: str, golden_set: GoldenSet, rita: User
+) -> None:
+    response = logged_in(rita).post("/targets/new/", _form(**changes))
+    assert response.status_code == 422
+    markup = response.content.decode()
+    at_field = markup[markup.index(f'name="{field}"') :]
+    assert says in page_text(response) and says.split("'")[0] in at_field[:2000]
+    assert not SearchTarget.objects.filter(name="prod-search").exists()
+
+
+def test_editing_keeps_sets_the_editor_cannot_see(
+    scene: Scene, other_set: GoldenSet, rita: User, ada: User
+) -> None:
+    target = scene.target
+    target.golden_sets.add(other_set)
+    # rita reviews only help-center; the target is hers to edit only as its owner.
+    SearchTarget.objects.filter(pk=target.pk).update(owner=rita)
+    page = logged_in(rita).get(f"/targets/{target.pk}/edit/")
+    assert "developer-docs" not in page.content.decode()  # not offered
+    response = logged_in(rita).post(
+        f"/targets/{target.pk}/edit/",
+        _form(name="staging", url=target.url, golden_sets=[scene.golden_set.pk]),
+    )
+    assert response.status_code == 302
+    assert set(target.golden_sets.values_list("slug", flat=True)) == {"help-center", "developer-docs"}
+    target.refresh_from_db()
+    assert target.stages == {"rewrite": False}
+
+
+def test_only_admins_owners_and_reviewers_of_every_listed_set_edit_a_target(
+    scene: Scene, other_set: GoldenSet, rita: User, victor: User, ada: User
+) -> None:
+    target = scene.target
+    target.golden_sets.add(other_set)
+    assert logged_in(rita).get(f"/targets/{target.pk}/edit/").status_code == 403  # reviews one of two sets
+    assert logged_in(victor).get(f"/targets/{target.pk}/edit/").status_code == 403
+    assert logged_in(ada).get(f"/targets/{target.pk}/edit/").status_code == 200
+    assert (
+        f'name="golden_sets" value="{other_set.pk}"'
+        in logged_in(ada).get(f"/targets/{target.pk}/edit/").content.decode()
+    )
+
+
+def test_the_target_list_shows_edit_links_only_where_allowed(scene: Scene, rita: User, ada: User) -> None:
+    rita_page = logged_in(rita).get("/targets/").content.decode()
+    assert f'href="/targets/{scene.target.pk}/edit/"' in rita_page  # rita reviews every set it lists
+    assert "staging" in page_text(logged_in(ada).get("/targets/"))
+
+
+# --- trend ------------------------------------------------------------------------------------------
+
+
+def test_the_trend_draws_each_metric_with_readable_numbers(scene: Scene, rita: User) -> None:
+    page = logged_in(rita).get(f"/targets/{scene.target.pk}/trend/?set=help-center")
+    markup = page.content.decode()
+    chart = markup[markup.index('id="chart-ndcg"') : markup.index('id="chart-mrr"')]
+    assert scene.baseline.report is not None and scene.current.report is not None
+    base = scene.baseline.report["tiers"]["core"]["ndcg"]["value"]
+    current = scene.current.report["tiers"]["core"]["ndcg"]["value"]
+    labels = re.findall(r'<text class="value"[^>]*>([0-9.]+)</text>', chart)
+    assert labels == [f"{base:.4f}", f"{current:.4f}"]
+    assert len(re.findall(r"<polyline ", chart)) == 1
+    assert 'fill="#cf222e"' in chart  # the failing run's point is red
+    table = section_text(page, "trend-table") if 'id="trend-table"' in markup else page_text(page)
+    assert f"#{scene.current.pk}" in table and "rewrite=true" in table
+
+
+def test_the_trend_line_breaks_where_the_golden_version_changes(
+    scene: Scene, finished: Any, rita: User, golden_set: GoldenSet
+) -> None:
+    newer = make_version(golden_set, name="2026-09-01")
+    finished(golden_version=newer)
+    finished(golden_version=newer)
+    markup = logged_in(rita).get(f"/targets/{scene.target.pk}/trend/").content.decode()
+    chart = markup[markup.index('id="chart-ndcg"') : markup.index('id="chart-mrr"')]
+    assert len(re.findall(r"<polyline ", chart)) == 2
+    assert len(re.findall(r"<circle ", chart)) == 4
+
+
+def test_the_trend_of_a_set_the_target_does_not_list_is_404(
+    scene: Scene, other_set: GoldenSet, ada: User
+) -> None:
+    assert logged_in(ada).get(f"/targets/{scene.target.pk}/trend/?set={other_set.slug}").status_code == 404
+
+
+# --- budgets and baselines --------------------------------------------------------------------------
+
+
+def test_the_budgets_editor_shows_the_defaults_then_saves_valid_json(
+    golden_set: GoldenSet, rita: User
+) -> None:
+    client = logged_in(rita)
+    page = client.get("/sets/help-center/budgets/")
+    assert "No budgets stored: these are METRICS.md's defaults" in page_text(page)
+    textarea = re.search(r'<textarea id="budgets"[^>]*>(.*?)</textarea>', page.content.decode(), re.S)
+    assert textarea is not None
+    shown = json.loads(html.unescape(textarea[1]))
+    assert shown["ndcg"] == {"warn": 0.01, "fail": 0.025}
+
+    response = client.post(
+        "/sets/help-center/budgets/", {"budgets": json.dumps({"ndcg_max_drop": 0.05})}, follow=True
+    )
+    assert "Budgets of help-center saved" in page_text(response)
+    assert BudgetSet.objects.get(golden_set=golden_set).data["ndcg"]["fail"] == 0.05
+
+
+def test_the_budgets_editor_lists_every_problem_and_keeps_thepage_text(
+    golden_set: GoldenSet, rita: User
+) -> None:
+    bad = '{"ndcg": {"warn": -1}, "colour": "blue"}'
+    response = logged_in(rita).post("/sets/help-center/budgets/", {"budgets": bad})
+    assert response.status_code == 422
+    problems = section_text(response, "problems")
+    assert "colour" in problems and "ndcg.warn" in problems
+    assert "&quot;colour&quot;: &quot;blue&quot;" in response.content.decode()
+    syntax = logged_in(rita).post("/sets/help-center/budgets/", {"budgets": "{"})
+    assert "invalid JSON at line 1 column 2" in page_text(syntax)
+    assert not BudgetSet.objects.exists()
+
+
+def test_resetting_budgets_stores_the_defaults(golden_set: GoldenSet, rita: User) -> None:
+    logged_in(rita).post("/sets/help-center/budgets/", {"budgets": "not even json", "action": "defaults"})
+    assert BudgetSet.objects.get(golden_set=golden_set).data["ndcg"] == {"warn": 0.01, "fail": 0.025}
+
+
+def test_the_baseline_history_lists_every_promotion(scene: Scene, rita: User) -> None:
+    text = section_text(logged_in(rita).get("/sets/help-center/baselines/"), "baselines")
+    assert f"staging #{scene.baseline.pk} 2026-08-01 rita" in text and "the first good run" in text
+
+
+# --- tokens -----------------------------------------------------------------------------------------
+
+
+def test_a_new_token_is_shown_once_and_works_until_revoked(rita: User, golden_set: GoldenSet) -> None:
+    client = logged_in(rita)
+    created = client.post("/tokens/", {"name": "CI", "scopes": ["read", "runs:write"]})
+    raw = re.search(r'<p class="token" id="token-value">(assay_[^<]+)</p>', created.content.decode())
+    assert raw is not None
+    token = ApiToken.objects.get(user=rita)
+    assert token.scopes == ["read", "runs:write"]
+    listing = client.get("/tokens/").content.decode()
+    assert raw[1] not in listing and f"assay_{token.prefix}_…" in listing
+    assert Client().get("/api/v1/runs/", **bearer(raw[1])).status_code == 200
+    client.post(f"/tokens/{token.pk}/revoke/")
+    assert Client().get("/api/v1/runs/", **bearer(raw[1])).status_code == 401
+
+
+def test_the_tokens_page_is_for_reviewers_and_admins_only(alice: User, charlie: User, rita: User) -> None:
+    assert logged_in(alice).get("/tokens/").status_code == 404
+    assert logged_in(charlie).get("/tokens/").status_code == 404
+    response = logged_in(rita).post("/tokens/", {"name": "", "scopes": []})
+    assert response.status_code == 422 and not ApiToken.objects.exists()
+
+
+def test_a_user_cannot_revoke_another_users_token(rita: User, victor: User) -> None:
+    from evaluation.api.tokens import api_token_create
+
+    token, _ = api_token_create(user=victor, name="victor's", scopes=["read"])
+    assert logged_in(rita).post(f"/tokens/{token.pk}/revoke/").status_code == 404
+    token.refresh_from_db()
+    assert token.revoked is None
