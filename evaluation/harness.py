@@ -131,7 +131,7 @@ def config_problems(config: HarnessConfig) -> list[str]:
     except AdapterError as exc:
         problems.append(str(exc))
     except ValueError as exc:
-        problems.append(f"params: {exc}")
+        problems.append(f"{'params or query template' if config.es_template else 'params'}: {exc}")
     return problems
 
 
