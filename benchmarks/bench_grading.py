@@ -4,9 +4,11 @@ The app runs as in production (gunicorn, DEBUG off) against a PostgreSQL databas
 Each of 20 simulated raters logs in through the login form, opens the grading page of each of its
 assignments (40 candidates each) and saves a grade for every candidate through the same endpoint the
 page uses (JSON POST with the CSRF header). Every fourth rater also has a second "tab" that saves the
-same document at the same moment with another grade. Two load shapes:
+same document at the same moment with another grade. Three load shapes:
 
-- paced: each rater saves a grade every 250 ms (already ten times faster than a person reads a result);
+- solo: one rater saving as fast as answers come: the service time without queueing;
+- paced: each rater saves a grade every 0.5-1.5 s (random, not in step; faster than a person who reads
+  the result before grading it);
 - flat out: each rater saves the next grade as soon as the previous answer arrives (a stress test).
 
 Afterwards the database is counted: one judgment per (assignment, document) acknowledged as saved, none
@@ -45,11 +47,16 @@ PASSWORD = "bench-rater-password"
 # name -> raters, assignments (of 40 candidates) each, pause between a rater's saves, description
 SHAPES: dict[str, dict[str, Any]] = {
     "solo": {"raters": 1, "queries": 2, "pause": 0.0, "label": "1 rater, no pause (service time)"},
-    "paced": {"raters": RATERS, "queries": 1, "pause": 1.0, "label": "20 raters, a grade per second each"},
+    "paced": {
+        "raters": RATERS,
+        "queries": 1,
+        "pause": 1.0,
+        "label": "20 raters, a grade every 0.5-1.5 s each (not in step)",
+    },
     "flat out": {"raters": RATERS, "queries": 2, "pause": 0.0, "label": "20 raters, no pause (stress)"},
 }
-WORKERS = 4
-THREADS = 4
+WORKERS = 8
+THREADS = 1
 
 
 def bench_database_url() -> str:
@@ -300,6 +307,10 @@ async def _open_session(base: str, shape: str, index: int) -> RaterSession:
 async def _grade(session: RaterSession, tally: Tally, pause: float) -> None:
     rng = random.Random(session.index)
     racing = session.index % RACING_EVERY == RACING_EVERY - 1  # raters 3, 7, 11...; the solo rater never
+    if pause:
+        # People do not grade in lockstep: each starts somewhere in the first pause, and each pause varies
+        # by +-50% around its mean (same seed, same schedule).
+        await asyncio.sleep(rng.uniform(0, pause))
     for assignment, candidates in session.work:
         for candidate in candidates:
             grade = rng.randint(0, 3)
@@ -313,7 +324,7 @@ async def _grade(session: RaterSession, tally: Tally, pause: float) -> None:
             else:
                 await _save(session.tab, tally, session.token, assignment, candidate, grade)
             if pause:
-                await asyncio.sleep(pause)
+                await asyncio.sleep(rng.uniform(0.5 * pause, 1.5 * pause))
 
 
 async def _load(base: str, shape: str) -> tuple[Tally, float]:
