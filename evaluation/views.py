@@ -21,6 +21,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation import selectors, services
@@ -63,6 +64,16 @@ class Num:
     @property
     def undefined(self) -> bool:
         return self.text == UNDEFINED
+
+    def __html__(self) -> str:
+        """`{{ n }}` in a template: the value, or a dash whose title says why (no include per cell:
+        a 2,000-query report has thousands of cells)."""
+        if self.undefined:
+            return format_html('<span title="{}">—</span>', self.why)
+        return format_html('<span class="{}">{}</span>', self.css, self.text) if self.css else self.text
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def num(value: object, *, signed: bool = False, why: str = "no value", css: str = "") -> Num:
@@ -339,6 +350,27 @@ def top_losers(gate: Mapping[str, Any]) -> list[Loser]:
     return losers
 
 
+LIST_LIMIT = 50
+
+
+@dataclass
+class Capped:
+    """A long list shown in part: the first LIST_LIMIT rows unless the page asks for all (`?all=name`)."""
+
+    name: str
+    rows: list[Any]
+    total: int
+
+    @property
+    def hidden(self) -> int:
+        return self.total - len(self.rows)
+
+
+def capped(name: str, rows: Sequence[Any], show_all: str) -> Capped:
+    shown = list(rows) if show_all == name else list(rows[:LIST_LIMIT])
+    return Capped(name, shown, len(rows))
+
+
 def _baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str, Any] | None]:
     """The run the gate compared with (None when it had no baseline)."""
     baseline_run_id = (run.gate or {}).get("baseline_run")
@@ -568,7 +600,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "overrides": params_text(run.params) if run.params else "",
     }
     if run.report is not None:
-        context.update(_report_context(run))
+        context.update(_report_context(run, show_all=request.GET.get("all", "")))
     return render(request, "evaluation/run_detail.html", context)
 
 
@@ -595,7 +627,7 @@ def _snapshot(run: EvaluationRun) -> dict[str, Any]:
     }
 
 
-def _report_context(run: EvaluationRun) -> dict[str, Any]:
+def _report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
     report = run.report or {}
     gate = run.gate or {}
     baseline_run, baseline_report = _baseline_report(run)
@@ -629,13 +661,13 @@ def _report_context(run: EvaluationRun) -> dict[str, Any]:
         "slices": slice_tables(run, baseline_report),
         "slice_labels": [LABELS[m] for m in SLICE_METRICS],
         "losers": top_losers(gate),
-        "duplicates": selectors.near_duplicate_titles(run=run),
-        "errors": [(row, texts.get(row.query_id, "")) for row in errors],
-        "unresolved": (report.get("keys") or {}).get("unresolved", []),
-        "unjudged": selectors.unjudged_in_top_k(run=run),
+        "duplicates": capped("duplicates", selectors.near_duplicate_titles(run=run), show_all),
+        "errors": capped("errors", [(row, texts.get(row.query_id, "")) for row in errors], show_all),
+        "unresolved": capped("unresolved", (report.get("keys") or {}).get("unresolved", []), show_all),
+        "unjudged": capped("unjudged", selectors.unjudged_in_top_k(run=run), show_all),
         "critical": report.get("critical", []),
         "flags": report.get("flags", {}),
-        "per_query": per_query,
+        "per_query": capped("per-query", per_query, show_all),
         "meta": meta,
     }
 

@@ -407,3 +407,22 @@ def test_side_by_side_refuses_a_run_the_user_cannot_see_and_unknown_queries(
         == 404
     )
     assert rita_client.get("/runs/compare/?a=x&b=1").status_code == 404
+
+
+def test_long_lists_show_the_first_fifty_rows_and_all_on_request(
+    finished: Any, stub: Any, golden_set: GoldenSet, rita: User
+) -> None:
+    from tests.integration.runs_support import golden_file, make_version
+    from tests.support.stub_server import Reply
+
+    stub.default = Reply(status=500, text="down")
+    run = finished(golden_version=make_version(golden_set, golden_file(60), name="big"))
+    client = logged_in(rita)
+
+    page = client.get(f"/runs/{run.pk}/")
+    errors = section_text(page, "errors")
+    assert "Errors (60)" in errors and "Showing 50 of 60: show all" in errors
+    assert errors.count("HTTP 500") == 50
+    full = section_text(client.get(f"/runs/{run.pk}/?all=errors"), "errors")
+    assert full.count("HTTP 500") == 60 and "Showing" not in full
+    assert "Showing 50 of 60" in section_text(page, "per-query")
