@@ -1,7 +1,8 @@
 """Playwright against Debian's Chromium and a real server on a loopback port (pytest-django's live_server).
 
-One browser per session; each test gets a fresh context (cookies, storage), so tests stay independent
-and the whole file stays fast.
+One browser per test module (not per session: while Playwright's sync API runs it keeps an event loop
+running in the main thread, and tests that run after this directory call asyncio.run() there); each test
+gets a fresh context (cookies, storage), so tests stay independent and each file stays fast.
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from tests.conftest import PASSWORD
 
-# Playwright's sync API keeps an event loop running in this thread; the test body's ORM calls are still
-# plain synchronous code, which Django would otherwise refuse inside a running loop.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -32,7 +29,20 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module", autouse=True)
+def _sync_orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API keeps an event loop running in this thread; the tests' ORM calls are still
+    plain synchronous code, which Django refuses inside a running loop unless told otherwise. Only here."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
