@@ -35,7 +35,12 @@ POLL_RETRIES = 5
 
 
 class RemoteError(Exception):
-    """No verdict can be had: the message is one line for stderr, the exit code is 2."""
+    """No verdict can be had: the message is one line for stderr, the exit code is 2. `transient`: the
+    server may answer on a second try (a 5xx, a dropped connection), which polling waits out."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 def _api(server: str, path: str) -> str:
@@ -71,7 +76,9 @@ def _check(response: httpx.Response, what: str) -> Any:
             f"{what}: not found, or not visible to this token's user (HTTP 404): {_detail(response)}"
         )
     if response.status_code >= 400:
-        raise RemoteError(f"{what}: HTTP {response.status_code}: {_detail(response)}")
+        raise RemoteError(
+            f"{what}: HTTP {response.status_code}: {_detail(response)}", transient=response.status_code >= 500
+        )
     try:
         return response.json()
     except ValueError:
@@ -98,7 +105,9 @@ class Client:
         try:
             response = self.http.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
-            raise RemoteError(f"{what}: cannot reach {url}: {type(exc).__name__}: {exc}") from None
+            raise RemoteError(
+                f"{what}: cannot reach {url}: {type(exc).__name__}: {exc}", transient=True
+            ) from None
         return _check(response, what)
 
     def start(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +119,7 @@ class Client:
             try:
                 return dict(self._send("GET", f"runs/{run_id}/", f"run {run_id}"))
             except RemoteError as exc:
-                if "HTTP 5" not in str(exc) and "cannot reach" not in str(exc):
+                if not exc.transient:
                     raise
                 last = exc
                 time.sleep(min(2.0**attempt, 10.0))

@@ -29,7 +29,7 @@ from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
     version_fixture,
 )
 from tests.support.processes import REPO, refused_url
-from tests.support.stub_server import StubServer, hits_reply
+from tests.support.stub_server import Reply, StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -241,3 +241,42 @@ def test_the_remote_command_imports_no_django() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_polling_waits_out_a_transient_server_error(capsys: Any) -> None:
+    # A server answering 503 for a moment (a deploy) cannot be provoked from the real app here, so a
+    # loopback stub plays the API: created, one 503 while polling, then final and the verdict.
+    links = {"page": "http://assay.test/runs/7/"}
+    run = {"id": 7, "golden_set": "help-center", "golden_version": "v1", "target": "staging", "links": links}
+    queued = {**run, "status": "queued", "final": False, "progress": {"done": 0, "total": 3}}
+    final = {**run, "status": "succeeded", "final": True, "progress": {"done": 3, "total": 3, "percent": 100}}
+    verdict = {
+        "run_id": 7,
+        "status": "succeeded",
+        "verdict": "warn",
+        "failures": [],
+        "warnings": [{"message": "core MRR drop 0.0120 >= warn budget 0.01"}],
+        "top_losers": [],
+        "summary_markdown": "### Relevance gate: **warn**\n",
+        "page": links["page"],
+    }
+    with StubServer() as server:
+        server.on(
+            None,
+            Reply(status=201, json=queued),
+            Reply(status=503, text="<html>upstream restarting</html>"),
+            Reply(json=final),
+            Reply(json=verdict),
+        )
+        code = main(_args(server.url, "assay_x_y", "--wait", "--poll", "0.05"))
+        paths = [(r.method, r.path) for r in server.requests]
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert paths == [
+        ("POST", "/api/v1/runs/"),
+        ("GET", "/api/v1/runs/7/"),
+        ("GET", "/api/v1/runs/7/"),
+        ("GET", "/api/v1/runs/7/verdict/"),
+    ]
+    assert "verdict: warn" in out and "WARN  core MRR drop" in out
