@@ -5,18 +5,17 @@ losers and the side-by-side view of one of them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Page, expect
 
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_create
 from labeling.models import GoldenSet
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.integration.runs_support import golden_file, make_target, make_version
 from tests.integration.test_runs_workers import StartWorker, start_worker  # noqa: F401  (fixture)
 from tests.support.stub_server import StubServer, hits_reply
@@ -33,17 +32,6 @@ pytestmark = [
 
 Session = Callable[[BrowserContext, str], None]
 QUERIES = 24
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """This module's own browser, stopped when the module ends: while Playwright's sync API runs it keeps
-    an event loop running in the main thread, and the tests that run after this module (pytest-django
-    puts the database-free ones last) call asyncio.run() there."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _finish(run: EvaluationRun, timeout: float = 60.0) -> EvaluationRun:
