@@ -31,7 +31,7 @@ from evaluation.drift import LABELS, SHOWN_METRICS, BudgetsError
 from evaluation.harness import redact_url
 from evaluation.models import ApiToken, EvaluationRun, QueryRunResult, SearchTarget, params_text
 from evaluation.report import paired_bootstrap
-from evaluation.targets import SPEC_FIELDS, TargetError, shown_headers
+from evaluation.targets import SPEC_FIELDS, TargetError, TargetSpec, shown_headers
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
@@ -606,8 +606,6 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 def _snapshot(run: EvaluationRun) -> dict[str, Any]:
     """The target as called (the run's snapshot): URL without credentials, headers as names or $VAR."""
-    from evaluation.targets import TargetSpec
-
     data = dict(run.target_snapshot or {})
     if not data:
         return {}
