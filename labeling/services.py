@@ -918,10 +918,14 @@ def judgment_submit(
 
 
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
-    """Everything a save checks, in one statement that also locks the assignment row (where the database
-    can): its status, the rubric's scale, progress counts, and the candidate's document, scope membership,
-    frozen grade and the rater's current judgment of it (every writer of an assignment's judgments holds
-    this lock, so that judgment cannot change before the save's transaction ends).
+    """Lock the assignment row (where the database can), then read everything a save checks in one
+    statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
+    scope membership, frozen grade and the rater's current judgment of it. Every writer of an
+    assignment's judgments holds this lock, so what is read cannot change before the save commits.
+
+    Two statements, not one SELECT ... FOR UPDATE with the joins: in READ COMMITTED a statement that had to
+    wait for the lock still reads the other tables as they were when it started, so a second tab would
+    see the judgment from before the first tab's save. The read after the lock starts after that commit.
 
     Raw SQL because this is the app's hot path: building the equivalent ORM lookups cost three times the
     CPU of the rest of the save (docs/benchmarks.md, grading)."""
@@ -933,7 +937,6 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     }
     through = qn(scope.m2m_db_table())
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
-    lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
     # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
     sql = f"""
         SELECT a.status, a.query_id, r.scale_min, r.scale_max,
@@ -952,8 +955,13 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
           JOIN {t["Rubric"]} r ON r.id = g.rubric_id
           LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
           LEFT JOIN {t["Judgment"]} jd ON jd.assignment_id = a.id AND jd.document_id = c.document_id
-         WHERE a.id = %s AND a.rater_id = %s{lock}"""  # noqa: S608
+         WHERE a.id = %s AND a.rater_id = %s"""  # noqa: S608
     with connection.cursor() as cursor:
+        if connection.features.has_select_for_update:
+            lock = f"SELECT id FROM {t['Assignment']} WHERE id = %s AND rater_id = %s FOR UPDATE"  # noqa: S608
+            cursor.execute(lock, [assignment_id, rater_id])
+            if cursor.fetchone() is None:
+                return None
         cursor.execute(sql, [candidate_id, assignment_id, rater_id])
         found = cursor.fetchone()
         if found is None:
