@@ -24,7 +24,6 @@ from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by na
     finished_fixture,
     other_set_fixture,
     other_target_fixture,
-    scene_fixture,
     stub_fixture,
     target_fixture,
     token_for_fixture,
@@ -33,6 +32,13 @@ from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by na
 )
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(name="scene")
+def light_scene(finished: Any, golden_set: Any, version: Any, target: SearchTarget) -> Scene:
+    """One finished run is all these checks need (the full scene runs two): 106 cases stay quick."""
+    run = finished()
+    return Scene(golden_set, version, target, run, run)
 
 
 @dataclass(frozen=True)
