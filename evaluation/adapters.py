@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 ADAPTER_NAMES = ("http_json", "elasticsearch", "opensearch", "solr")
 
@@ -258,8 +259,15 @@ class ElasticsearchAdapter:
 
 
 def _endpoint(url: str, suffix: str) -> str:
-    """The engine's API path under the URL given (an index or core URL), unless it is already there."""
-    return url if url.rstrip("/").endswith(suffix) else url.rstrip("/") + suffix
+    """The engine's API path under the URL given (an index or core URL), unless it is already there.
+
+    Only the path grows: a query string on the URL (`/idx?routing=x`) stays a query string.
+    """
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if not path.endswith(suffix):
+        path += suffix
+    return urlunsplit(parts._replace(path=path))
 
 
 def _query_value(value: Any) -> str:

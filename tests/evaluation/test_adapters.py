@@ -239,3 +239,11 @@ def test_the_es_template_is_filled_without_touching_the_original() -> None:
         {"term": {"a": 1}}
     ]
     assert adapter.template["size"] == "{{size}}"
+
+
+def test_it_adds_the_engine_path_before_the_urls_query_string() -> None:
+    from evaluation.adapters import _endpoint
+
+    assert _endpoint("http://es:9200/idx?routing=x", "/_search") == "http://es:9200/idx/_search?routing=x"
+    assert _endpoint("http://solr:8983/solr/core/?a=1", "/select") == "http://solr:8983/solr/core/select?a=1"
+    assert _endpoint("http://es:9200/idx/_search", "/_search") == "http://es:9200/idx/_search"
