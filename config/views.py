@@ -20,5 +20,13 @@ def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok", "database": "ok"})
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """403 for a missing or bad CSRF token: JSON for the page scripts and API clients, HTML otherwise."""
+    message = "CSRF check failed: reload the page and try again (your session or form is out of date)."
+    if "application/json" in request.headers.get("Accept", "") or request.content_type == "application/json":
+        return JsonResponse({"error": "csrf_failed", "detail": message, "reason": reason}, status=403)
+    return render(request, "403_csrf.html", {"message": message, "reason": reason}, status=403)
+
+
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html")

@@ -35,3 +35,19 @@ def test_login_needs_csrf_token(alice) -> None:
     strict = Client(enforce_csrf_checks=True)
     response = strict.post("/accounts/login/", {"username": "alice", "password": "x"})
     assert response.status_code == 403
+
+
+def test_missing_csrf_token_gets_json_for_json_clients(alice) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(alice)
+    response = strict.post("/accounts/logout/", data="{}", content_type="application/json")
+    assert response.status_code == 403
+    assert response.json()["error"] == "csrf_failed"
+
+
+def test_missing_csrf_token_gets_an_html_page_in_the_browser(alice) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(alice)
+    response = strict.post("/accounts/logout/")
+    assert response.status_code == 403
+    assert b"CSRF check failed" in response.content
