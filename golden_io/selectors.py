@@ -116,7 +116,7 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
     Retired queries are left out. Raises `WorkingGoldenInvalid` when the result would not be a valid
     golden file (each problem names the query).
     """
-    from labeling.selectors import labels_consolidated  # type: ignore[attr-defined]  # issue 4, landing
+    from labeling.selectors import labels_consolidated
 
     rubric = golden_set.rubric
     consolidated = labels_consolidated(golden_set=golden_set)

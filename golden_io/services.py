@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from golden_io import git_export, selectors
@@ -24,8 +24,8 @@ from golden_io.diff import GoldenDiff, diff
 from golden_io.format import dump_json, dump_jsonl
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
-from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Query
-from labeling.services import PoolEntry, candidates_add
+from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query
+from labeling.services import PoolEntry, assignment_rejudge_create, candidates_add, query_move_tier
 
 REJUDGE_SYSTEM = "stale"  # pool provenance of a document queued again because its content changed
 
@@ -110,7 +110,7 @@ def golden_version_freeze(
     if working.blocked:
         if not quarantine_unresolved:
             raise FreezeBlocked(working.blocked)
-        extra_notes.append(_quarantine(locked, working, name))
+        extra_notes.append(_quarantine(locked, working, name, by))
         working = selectors.working_golden_get(golden_set=locked, name=name)
         if working.blocked:  # labels changed under us in a way the lock does not cover: refuse, roll back
             raise FreezeBlocked(working.blocked)
@@ -149,7 +149,7 @@ def golden_version_freeze(
     return version
 
 
-def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str) -> str:
+def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str, by: User | None) -> str:
     """Move the core queries with unresolved labels to shadow; the text for the version's notes."""
     by_query: dict[str, list[UnresolvedLabel]] = {}
     for u in working.blocked:
@@ -157,9 +157,8 @@ def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str) -> str
     lines = [f"Moved to shadow before freezing (unresolved labels in core queries, freeze {name}):"]
     for query_id, items in by_query.items():
         reason = f"freeze {name}: no final grade for " + ", ".join(f"{u.doc_id} ({u.reason})" for u in items)
-        Query.objects.filter(golden_set=golden_set, external_id=query_id).update(
-            tier=Query.Tier.SHADOW, quarantine_reason=reason
-        )
+        for query in Query.objects.filter(golden_set=golden_set, external_id=query_id):
+            query_move_tier(query=query, tier=Query.Tier.SHADOW, by=by, reason=reason)
         lines.append(f"- {query_id}: " + ", ".join(f"{u.doc_id} ({u.reason})" for u in items))
     return "\n".join(lines)
 
@@ -410,8 +409,7 @@ def stale_requeue(*, version: GoldenVersion, doc_ids: Sequence[str] | None = Non
             report.notes.append(f"query {qid}: every rater of the set has graded it before; add a rater")
             continue
         rater = min(free, key=lambda r: (load.get(r.pk, 0), r.pk))
-        assignment = Assignment.objects.create(query=query, rater=rater, kind=Assignment.Kind.PRIMARY)
-        assignment.scope.set(Candidate.objects.filter(Q(query=query) & Q(document__in=docs)))
+        assignment_rejudge_create(query=query, rater=rater, documents=docs)
         load[rater.pk] = load.get(rater.pk, 0) + 1
         report.assignments += 1
         report.queued.append(f"{qid}: {', '.join(sorted(d.doc_id for d in docs))} -> {rater.username}")

@@ -223,6 +223,10 @@ class Assignment(models.Model):
         PRIMARY = "primary"
         SECOND = "second"
         THIRD = "third"
+        # A changed document judged again: its grade replaces the earlier ones in consolidation.
+        REJUDGE = "rejudge"
+        # Known-answer items mixed into a rater's queue; they check the rater and make no label.
+        GOLD = "gold"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -258,6 +262,8 @@ class Judgment(models.Model):
     grade = models.IntegerField()
     note = models.TextField(blank=True)
     time_spent_ms = models.PositiveIntegerField(default=0, help_text="total over every save of this item")
+    # The document's content hash when this grade was saved ("" for grades saved before it was recorded).
+    content_hash = models.CharField(max_length=64, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -284,9 +290,108 @@ class JudgmentEvent(models.Model):
     new_grade = models.IntegerField()
     note = models.TextField(blank=True)
     time_spent_ms = models.PositiveIntegerField(default=0)
+    content_hash = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["at", "id"]
 
     def __str__(self) -> str:
         return f"{self.judgment_id}: {self.old_grade} → {self.new_grade}"
+
+
+# --- agreement and adjudication (issue 4): each decision is a row of its own; judgments are never changed
+
+
+class TierMove(models.Model):
+    """A query's move between tiers, or out of the set (retired): who, when, from, to and why.
+
+    `by` is None for moves the system made (a dispute check quarantining a query, a golden-file import).
+    """
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="tier_moves")
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="tier_moves"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    from_tier = models.CharField(max_length=10, choices=Query.Tier.choices)
+    to_tier = models.CharField(max_length=10, choices=Query.Tier.choices)
+    from_status = models.CharField(max_length=10, choices=Query.Status.choices, default=Query.Status.ACTIVE)
+    to_status = models.CharField(max_length=10, choices=Query.Status.choices, default=Query.Status.ACTIVE)
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}: {self.from_tier}/{self.from_status} → {self.to_tier}/{self.to_status}"
+
+
+class Adjudication(models.Model):
+    """A reviewer's final grade for one (query, document), with the rationale. The newest one counts;
+    earlier ones stay as the record."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="adjudications")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="adjudications")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications"
+    )
+    grade = models.IntegerField()
+    rationale = models.TextField()
+    content_hash = models.CharField(
+        max_length=64, blank=True, help_text="the document's content when decided"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["query", "document"], name="adjudication_query_document")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}={self.grade} by {self.reviewer_id}"
+
+
+class DisputeCheck(models.Model):
+    """The dispute rules applied to a query when its dual assignment completed, and what followed.
+
+    One row per distinct input (`fingerprint`: the grades and thresholds it was decided on), so checking
+    the same grades again finds the row instead of acting twice.
+    """
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="dispute_checks")
+    fingerprint = models.CharField(max_length=64)
+    at = models.DateTimeField(auto_now_add=True)
+    disputed = models.BooleanField()
+    reasons = models.JSONField(default=list)  # sentences with the numbers (labeling.disputes)
+    disagreeing = models.JSONField(default=list)  # doc ids whose two grades differ
+    agreement = models.JSONField(default=dict)  # QueryAgreement.to_dict()
+    actions = models.JSONField(default=list)  # what the check did: moved to shadow, third rater, ...
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "fingerprint"], name="dispute_check_query_fingerprint"),
+        ]
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}: {'disputed' if self.disputed else 'clear'}"
+
+
+class GoldItem(models.Model):
+    """A known answer for (query, document), set by a reviewer. Raters meet it as an ordinary candidate;
+    their grades on it measure them and make no label."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="gold_items")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="gold_items")
+    grade = models.IntegerField()
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gold_items")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "document"], name="gold_item_query_document_unique"),
+        ]
+        ordering = ["query", "document"]
+
+    def __str__(self) -> str:
+        return f"gold {self.query_id}/{self.document_id}={self.grade}"

@@ -19,17 +19,23 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from golden_io.golden import Scale
 from labeling import querylog
+from labeling.disputes import DocGrades, Thresholds, choose_third_rater, query_dispute
 from labeling.models import (
+    Adjudication,
     Assignment,
     Candidate,
+    DisputeCheck,
     Document,
     FrozenLabel,
     GoldenSet,
+    GoldItem,
     Judgment,
     JudgmentEvent,
     Query,
     Rubric,
+    TierMove,
     content_hash,
 )
 from labeling.problems import ImportReport, decode_utf8
@@ -38,6 +44,8 @@ from labeling.selectors import count_subquery
 POOL_DEPTH = 20
 JUDGED_SYSTEM = "judged"  # provenance of a document that was judged for the query before
 MAX_NOTE = 2000
+# The two assignments whose completion triggers the dispute check (issue 4).
+DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
 # One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
 MAX_TIME_PER_SAVE_MS = 10 * 60 * 1000
 
@@ -756,6 +764,8 @@ def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
         assignment.status = Assignment.Status.DONE
         assignment.completed = timezone.now()
         assignment.save(update_fields=["status", "completed"])
+        if assignment.kind in DUAL_KINDS:
+            query_dispute_check(query_id=assignment.query_id)
     elif not complete and assignment.status == Assignment.Status.DONE:
         assignment.status = Assignment.Status.OPEN
         assignment.completed = None
@@ -868,13 +878,14 @@ def judgment_submit(
     if frozen is not None and grade != frozen and not note:
         raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
+    digest = row["content_hash"] or ""  # the content this grade is given on (stale detection)
     old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
     if row["judgment_id"] is not None:
         judgment_id, created = row["judgment_id"], False
         old = (row["old_grade"], row["old_note"], row["old_time_spent_ms"])
     else:
         judgment_id, created = _judgment_insert(
-            assignment_id, row["document_id"], grade=grade, note=note, spent=spent
+            assignment_id, row["document_id"], grade=grade, note=note, spent=spent, digest=digest
         )
         old = None if created else _judgment_current(judgment_id)
     if old is None:
@@ -886,7 +897,11 @@ def judgment_submit(
         # The note belongs to this grade: a regrade without one leaves no stale reason behind (the
         # history keeps every earlier note). An unchanged save only adds its time.
         Judgment.objects.filter(pk=judgment_id).update(
-            grade=saved[0], note=saved[1], time_spent_ms=time_total, updated=timezone.now()
+            grade=saved[0],
+            note=saved[1],
+            time_spent_ms=time_total,
+            content_hash=digest,
+            updated=timezone.now(),
         )
     if changed:
         JudgmentEvent.objects.create(
@@ -896,6 +911,7 @@ def judgment_submit(
             new_grade=grade,
             note=note,
             time_spent_ms=spent,
+            content_hash=digest,
         )
     # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
     graded = row["n_graded"] + created
@@ -904,6 +920,8 @@ def judgment_submit(
     if graded >= total > 0 and status == Assignment.Status.OPEN:
         status = Assignment.Status.DONE
         Assignment.objects.filter(pk=assignment_id).update(status=status, completed=timezone.now())
+        if row["kind"] in DUAL_KINDS:
+            query_dispute_check(query_id=row["query_id"])
     return SubmitResult(
         judgment_id=judgment_id,
         grade=saved[0],
@@ -920,7 +938,7 @@ def judgment_submit(
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
-    scope membership, frozen grade and the rater's current judgment of it. Every writer of an
+    content hash, scope membership, frozen grade and the rater's current judgment of it. Every writer of an
     assignment's judgments holds this lock, so what is read cannot change before the save commits.
 
     Two statements, not one SELECT ... FOR UPDATE with the joins: in READ COMMITTED a statement that had to
@@ -933,17 +951,17 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     qn = connection.ops.quote_name
     t = {
         m.__name__: qn(m._meta.db_table)
-        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Judgment, FrozenLabel)
+        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment, FrozenLabel)
     }
     through = qn(scope.m2m_db_table())
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
     # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
     sql = f"""
-        SELECT a.status, a.query_id, r.scale_min, r.scale_max,
+        SELECT a.status, a.kind, a.query_id, r.scale_min, r.scale_max,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id) AS n_scope,
                (SELECT COUNT(*) FROM {t["Candidate"]} p WHERE p.query_id = a.query_id) AS n_pool,
                (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
-               c.document_id,
+               c.document_id, d.content_hash,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
                (SELECT f.grade FROM {t["FrozenLabel"]} f
                  WHERE f.query_id = a.query_id AND f.document_id = c.document_id) AS frozen,
@@ -954,6 +972,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
           JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id
           JOIN {t["Rubric"]} r ON r.id = g.rubric_id
           LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
+          LEFT JOIN {t["Document"]} d ON d.id = c.document_id
           LEFT JOIN {t["Judgment"]} jd ON jd.assignment_id = a.id AND jd.document_id = c.document_id
          WHERE a.id = %s AND a.rater_id = %s"""  # noqa: S608
     with connection.cursor() as cursor:
@@ -970,7 +989,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
 
 
 def _judgment_insert(
-    assignment_id: int, document_id: int, *, grade: int, note: str, spent: int
+    assignment_id: int, document_id: int, *, grade: int, note: str, spent: int, digest: str
 ) -> tuple[int, bool]:
     """A new judgment's id, or (should another writer have inserted first: SQLite has no row locks, so
     the unique constraint is the last word) the existing one's, with created False."""
@@ -982,6 +1001,7 @@ def _judgment_insert(
                 grade=grade,
                 note=note,
                 time_spent_ms=spent,
+                content_hash=digest,
             )
             return judgment.pk, True
     except IntegrityError:
@@ -994,3 +1014,348 @@ def _judgment_current(judgment_id: int) -> tuple[int, str, int]:
         Judgment.objects.filter(pk=judgment_id).values_list("grade", "note", "time_spent_ms").get()
     )
     return grade, note, spent
+
+
+# --- tiers, disputes, adjudication, gold items (issue 4) ------------------------------------------
+#
+# Raw judgments are never changed here: a tier move, a dispute decision, an adjudication and a gold
+# answer are each rows of their own (TierMove, DisputeCheck, Adjudication, GoldItem).
+
+
+class ReviewError(Exception):
+    """A reviewer action that breaks a rule; the message names the field or the rule."""
+
+
+def _reason(text: str, what: str, *, limit: int | None = None) -> str:
+    text = text.strip()
+    if not text:
+        raise ReviewError(f"{what}: say why (it is kept with the record)")
+    if limit is not None and len(text) > limit:
+        raise ReviewError(f"{what}: longer than {limit} characters")
+    return text
+
+
+@transaction.atomic
+def query_move_tier(*, query: Query, tier: str, by: User | None, reason: str) -> TierMove | None:
+    """Move an active query to `tier`, recording who (None: the system), when, from, to and why.
+
+    Moving to shadow sets the query's quarantine reason; moving out of shadow clears it (the TierMove
+    rows keep every reason). A query already in `tier` is left alone: None, nothing recorded.
+    """
+    if tier not in Query.Tier.values:
+        raise ReviewError(f"tier: {tier!r} is not one of {', '.join(Query.Tier.values)}")
+    reason = _reason(reason, "reason")
+    locked = Query.objects.select_for_update().get(pk=query.pk)
+    if locked.status != Query.Status.ACTIVE:
+        raise ReviewError(f"query {locked.external_id} is retired: it has no tier to move")
+    if locked.tier == tier:
+        return None
+    move = TierMove.objects.create(query=locked, by=by, from_tier=locked.tier, to_tier=tier, reason=reason)
+    locked.tier = tier
+    locked.quarantine_reason = reason if tier == Query.Tier.SHADOW else ""
+    locked.save(update_fields=["tier", "quarantine_reason"])
+    query.tier, query.quarantine_reason = locked.tier, locked.quarantine_reason
+    return move
+
+
+@transaction.atomic
+def query_retire(*, query: Query, by: User, reason: str) -> TierMove:
+    """Take a query out of the set (status retired; its judgments stay). Recorded like a tier move."""
+    reason = _reason(reason, "reason")
+    locked = Query.objects.select_for_update().get(pk=query.pk)
+    if locked.status == Query.Status.RETIRED:
+        raise ReviewError(f"query {locked.external_id} is already retired")
+    move = TierMove.objects.create(
+        query=locked,
+        by=by,
+        from_tier=locked.tier,
+        to_tier=locked.tier,
+        from_status=locked.status,
+        to_status=Query.Status.RETIRED,
+        reason=reason,
+    )
+    locked.status = Query.Status.RETIRED
+    locked.save(update_fields=["status"])
+    query.status = locked.status
+    return move
+
+
+@transaction.atomic
+def adjudication_create(
+    *, query: Query, document: Document, reviewer: User, grade: int, rationale: str
+) -> Adjudication:
+    """A reviewer's final grade for one judged document of an active query, with a required rationale.
+
+    It becomes the final label (method `adjudicated`) until a newer adjudication or a re-judgment of
+    changed content. The raters' judgments stay as they are.
+    """
+    rubric = query.golden_set.rubric
+    if type(grade) is not int or not rubric.scale_min <= grade <= rubric.scale_max:
+        raise ReviewError(f"grade: {grade!r} is outside the scale {rubric.scale_min}..{rubric.scale_max}")
+    rationale = _reason(rationale, "rationale", limit=MAX_NOTE)
+    if query.status != Query.Status.ACTIVE:
+        raise ReviewError(f"query {query.external_id} is retired: nothing to adjudicate")
+    if document.golden_set_id != query.golden_set_id or not (
+        Judgment.objects.filter(assignment__query=query, document=document).exists()
+        or Candidate.objects.filter(query=query, document=document).exists()
+    ):
+        raise ReviewError(f"document {document.doc_id} is not in the pool of query {query.external_id}")
+    return Adjudication.objects.create(
+        query=query,
+        document=document,
+        reviewer=reviewer,
+        grade=grade,
+        rationale=rationale,
+        content_hash=document.content_hash,
+    )
+
+
+def thresholds_of(golden_set: GoldenSet) -> Thresholds:
+    return Thresholds(
+        hard_diff=golden_set.hard_diff,
+        min_dual_docs=golden_set.min_dual_docs,
+        min_exact=golden_set.min_exact,
+        max_mad=golden_set.max_mad,
+    )
+
+
+def golden_set_thresholds_set(*, golden_set: GoldenSet, thresholds: Mapping[str, Any]) -> Thresholds:
+    """Change the set's dispute thresholds (absent keys keep their values). Applies to later checks;
+    decisions already taken stay as they were."""
+    try:
+        new = Thresholds.from_mapping({**thresholds_of(golden_set).to_dict(), **thresholds})
+    except (TypeError, ValueError) as exc:
+        raise ReviewError(str(exc)) from None
+    for name, value in new.to_dict().items():
+        setattr(golden_set, name, value)
+    golden_set.save(update_fields=list(new.to_dict()))
+    return new
+
+
+@transaction.atomic
+def query_dispute_check(*, query_id: int) -> DisputeCheck | None:
+    """Apply the dispute rules once the query's primary and second assignments are both done.
+
+    On the two raters' grades (`labeling.disputes.query_dispute`, with the set's thresholds and, for
+    "top results", candidates whose best rank is within the set's k or unknown): a disputed core query
+    moves to shadow with the reasons; every document whose grades differ goes to a third rater who never
+    held the query (`choose_third_rater`), or, when nobody is left, to the reviewers. Idempotent: the
+    decision is stored with a fingerprint of what it was decided on, and the same input finds that row
+    and does nothing. None when the query is not (or no longer) ready: retired, or a dual assignment
+    still open.
+    """
+    # The query row lock serialises the two raters' completions: whichever commits second sees both done.
+    query = Query.objects.select_for_update().select_related("golden_set__rubric").get(pk=query_id)
+    if query.status != Query.Status.ACTIVE:
+        return None
+    live = list(Assignment.objects.filter(query=query).exclude(status=Assignment.Status.REASSIGNED))
+    dual = [a for a in live if a.kind in (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)]
+    if {a.kind for a in dual} != {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} or any(
+        a.status != Assignment.Status.DONE for a in dual
+    ):
+        return None
+    golden_set, rubric = query.golden_set, query.golden_set.rubric
+    grades: dict[int, list[int]] = {}
+    for document_id, grade in Judgment.objects.filter(assignment__in=dual).values_list(
+        "document_id", "grade"
+    ):
+        grades.setdefault(document_id, []).append(grade)
+    candidates = {
+        document_id: (pk, doc_id, best_rank)
+        for pk, document_id, doc_id, best_rank in Candidate.objects.filter(
+            query=query, document_id__in=list(grades)
+        ).values_list("pk", "document_id", "document__doc_id", "best_rank")
+    }
+    docs = sorted(
+        (
+            DocGrades(
+                doc_id, tuple(sorted(grades[document_id])), best_rank is None or best_rank <= golden_set.k
+            )
+            for document_id, (_, doc_id, best_rank) in candidates.items()
+        ),
+        key=lambda d: d.doc_id,
+    )
+    thresholds = thresholds_of(golden_set)
+    decision = query_dispute(
+        docs,
+        relevant_min_grade=golden_set.relevant_min_grade,
+        thresholds=thresholds,
+        scale=Scale(rubric.scale_min, rubric.scale_max),
+        query_id=query.external_id,
+    )
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            {
+                "docs": [[d.doc_id, list(d.grades), d.in_top] for d in docs],
+                "thresholds": thresholds.to_dict(),
+                "relevant_min_grade": golden_set.relevant_min_grade,
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
+    existing = DisputeCheck.objects.filter(query=query, fingerprint=fingerprint).first()
+    if existing is not None:
+        return existing
+    actions: list[str] = []
+    if decision.disputed and query.tier == Query.Tier.CORE:
+        query_move_tier(
+            query=query, tier=Query.Tier.SHADOW, by=None, reason="disputed: " + "; ".join(decision.reasons)
+        )
+        actions.append("moved to shadow")
+    if decision.disagreeing_docs:
+        by_doc_id = {doc_id: pk for pk, doc_id, _ in candidates.values()}
+        actions.append(
+            _third_rater_assign(query=query, candidate_ids=[by_doc_id[d] for d in decision.disagreeing_docs])
+        )
+    return DisputeCheck.objects.create(
+        query=query,
+        fingerprint=fingerprint,
+        disputed=decision.disputed,
+        reasons=list(decision.reasons),
+        disagreeing=list(decision.disagreeing_docs),
+        agreement=decision.agreement.to_dict(),
+        actions=actions,
+    )
+
+
+def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
+    """Scope (or extend) the query's third assignment to these candidates; what was done, in words."""
+    third = (
+        Assignment.objects.select_for_update()
+        .filter(query=query, kind=Assignment.Kind.THIRD)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .select_related("rater")
+        .first()
+    )
+    if third is None:
+        # Everyone who ever held the query is out: nobody grades a query twice (a database constraint).
+        held = set(Assignment.objects.filter(query=query).values_list("rater_id", flat=True))
+        raters = {r.pk: r for r in query.golden_set.raters.all()}
+        load = dict(
+            Assignment.objects.filter(
+                query__golden_set_id=query.golden_set_id,
+                status=Assignment.Status.OPEN,
+                rater_id__in=list(raters),
+            )
+            .order_by()
+            .values("rater")
+            .annotate(n=Count("id"))
+            .values_list("rater", "n")
+        )
+        chosen = choose_third_rater(sorted(raters), held, load)
+        if chosen is None:
+            return (
+                f"no third rater available (every rater of the set has held the query): "
+                f"{len(candidate_ids)} document(s) go to the reviewers"
+            )
+        third = Assignment.objects.create(query=query, rater=raters[chosen], kind=Assignment.Kind.THIRD)
+    before = set(third.scope.values_list("pk", flat=True))
+    added = [pk for pk in candidate_ids if pk not in before]
+    third.scope.add(*added)
+    _refresh_completion(third)
+    return f"third rater {third.rater.username}: {len(added)} document(s)"
+
+
+def disputes_check_all(*, golden_set: GoldenSet) -> int:
+    """Check every active query whose dual assignments are done (e.g. finished before this check
+    existed, or after the thresholds changed); returns how many checks were new."""
+    ready = (
+        Assignment.objects.filter(
+            query__golden_set=golden_set,
+            query__status=Query.Status.ACTIVE,
+            kind=Assignment.Kind.SECOND,
+            status=Assignment.Status.DONE,
+        )
+        .values_list("query_id", flat=True)
+        .order_by("query_id")
+    )
+    before = DisputeCheck.objects.filter(query__golden_set=golden_set).count()
+    for query_id in ready:
+        query_dispute_check(query_id=query_id)
+    return DisputeCheck.objects.filter(query__golden_set=golden_set).count() - before
+
+
+@transaction.atomic
+def assignment_rejudge_create(*, query: Query, rater: User, documents: Sequence[Document]) -> Assignment:
+    """A re-judgment of changed documents: scoped to their candidates; its grades replace the earlier
+    ones in consolidation instead of reading as a disagreement. The documents must be in the pool."""
+    candidates = list(Candidate.objects.filter(query=query, document__in=list(documents)))
+    missing = sorted({d.doc_id for d in documents} - {c.document.doc_id for c in candidates})
+    if missing:
+        raise AssignmentError(f"not in the pool of query {query.external_id}: {', '.join(missing)}")
+    if not candidates:
+        raise AssignmentError("a re-judgment needs at least one document")
+    if Assignment.objects.filter(query=query, rater=rater).exists():
+        raise AssignmentError(
+            f"{rater} has held query {query.external_id} before; nobody grades a query twice"
+        )
+    assignment = Assignment.objects.create(query=query, rater=rater, kind=Assignment.Kind.REJUDGE)
+    assignment.scope.set(candidates)
+    return assignment
+
+
+@transaction.atomic
+def gold_mark(*, query: Query, document: Document, grade: int, by: User) -> GoldItem:
+    """Make (query, document) a gold item with the known answer `grade` (again: a new answer), and mix
+    it into the queues of the set's raters who do not hold the query yet."""
+    rubric = query.golden_set.rubric
+    if type(grade) is not int or not rubric.scale_min <= grade <= rubric.scale_max:
+        raise ReviewError(f"grade: {grade!r} is outside the scale {rubric.scale_min}..{rubric.scale_max}")
+    if query.status != Query.Status.ACTIVE:
+        raise ReviewError(f"query {query.external_id} is retired")
+    if not Candidate.objects.filter(query=query, document=document).exists():
+        raise ReviewError(f"document {document.doc_id} is not in the pool of query {query.external_id}")
+    item, _ = GoldItem.objects.update_or_create(
+        query=query, document=document, defaults={"grade": grade, "by": by}
+    )
+    gold_distribute(golden_set=query.golden_set, query_ids=[query.pk])
+    return item
+
+
+@transaction.atomic
+def gold_unmark(*, query: Query, document: Document) -> bool:
+    """No longer a gold item. Gold assignments not yet graded on it lose it (an emptied one is
+    removed); grades already given stay. False when it was not a gold item."""
+    deleted, _ = GoldItem.objects.filter(query=query, document=document).delete()
+    if not deleted:
+        return False
+    candidate = Candidate.objects.get(query=query, document=document)
+    for assignment in Assignment.objects.select_for_update().filter(query=query, kind=Assignment.Kind.GOLD):
+        if Judgment.objects.filter(assignment=assignment, document=document).exists():
+            continue
+        assignment.scope.remove(candidate)
+        if not assignment.scope.exists() and not assignment.judgments.exists():
+            assignment.delete()
+        else:
+            _refresh_completion(assignment)
+    return True
+
+
+def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = None) -> int:
+    """Every rater of the set meets every gold item: a `gold` assignment scoped to the query's gold
+    candidates for each rater who holds no assignment on the query (the others see them in their own
+    pool). Extends existing gold assignments with new gold items. Returns how many assignments are new.
+    """
+    gold = GoldItem.objects.filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE)
+    if query_ids is not None:
+        gold = gold.filter(query_id__in=list(query_ids))
+    by_query: dict[int, set[int]] = {}
+    for query_id, document_id in gold.values_list("query_id", "document_id"):
+        by_query.setdefault(query_id, set()).add(document_id)
+    raters = list(golden_set.raters.order_by("id"))
+    created = 0
+    for query_id, document_ids in sorted(by_query.items()):
+        candidates = list(Candidate.objects.filter(query_id=query_id, document_id__in=document_ids))
+        held = {a.rater_id: a for a in Assignment.objects.filter(query_id=query_id)}
+        for rater in raters:
+            assignment = held.get(rater.pk)
+            if assignment is None:
+                assignment = Assignment.objects.create(
+                    query_id=query_id, rater=rater, kind=Assignment.Kind.GOLD
+                )
+                created += 1
+            elif assignment.kind != Assignment.Kind.GOLD or assignment.status == Assignment.Status.REASSIGNED:
+                continue
+            assignment.scope.add(*candidates)
+            _refresh_completion(assignment)
+    return created

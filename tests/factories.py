@@ -146,3 +146,21 @@ def pooled_query(golden_set: models.GoldenSet, n: int, **query_fields: Any) -> m
             query=query, document=doc, provenance=[{"system": "bm25", "rank": rank}], best_rank=rank
         )
     return query
+
+
+class AdjudicationFactory(factory.django.DjangoModelFactory[models.Adjudication]):
+    class Meta:
+        model = models.Adjudication
+
+    query = factory.SubFactory(QueryFactory)
+    document = factory.SubFactory(DocumentFactory, golden_set=factory.SelfAttribute("..query.golden_set"))
+    reviewer = factory.SubFactory(UserFactory, groups=["reviewers"])
+    grade = 2
+    rationale = "the rubric's grade 2 fits"
+
+
+def grade(
+    assignment: models.Assignment, document: models.Document, value: int, **fields: Any
+) -> models.Judgment:
+    """A judgment written directly (no service, so no completion or dispute check runs)."""
+    return JudgmentFactory.create(assignment=assignment, document=document, grade=value, **fields)

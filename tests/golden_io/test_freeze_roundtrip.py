@@ -1,4 +1,6 @@
-"""Round trip: a golden file imported and frozen without changes comes back byte for byte."""
+"""Round trip: a golden file imported and frozen without changes comes back byte for byte, through the
+real consolidation (`labeling.selectors.labels_consolidated`: nothing judged since, so every label is
+carried over as `frozen`)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,6 @@ from golden_io.models import GoldenVersion
 from labeling import services as labeling_services
 from labeling.models import GoldenSet
 from tests import factories
-from tests.golden_io.test_versions_support import (
-    ConsolidatedStub,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
-)
 
 pytestmark = pytest.mark.django_db
 DEMO = Path(__file__).resolve().parents[2] / "demo"
@@ -28,7 +26,7 @@ def _imported(golden_set: GoldenSet, data: bytes) -> None:
     assert report.ok, report.render_text()
 
 
-def test_the_demo_golden_file_round_trips_byte_for_byte(rita: User, consolidated: ConsolidatedStub) -> None:
+def test_the_demo_golden_file_round_trips_byte_for_byte(rita: User) -> None:
     rubric, report = labeling_services.rubric_import(
         data=(DEMO / "rubric.json").read_bytes(), source="rubric"
     )
@@ -46,11 +44,10 @@ def test_the_demo_golden_file_round_trips_byte_for_byte(rita: User, consolidated
     assert version.content_bytes == original
     assert GoldenVersion.objects.get(pk=version.pk).content_bytes == original  # as stored, not as built
     assert version.counts["total_queries"] == 86
+    assert set(version.counts["methods"]) == {"frozen"}  # nothing judged since the import
 
 
-def test_a_file_with_its_own_scale_cutoff_and_k_round_trips(
-    rita: User, consolidated: ConsolidatedStub
-) -> None:
+def test_a_file_with_its_own_scale_cutoff_and_k_round_trips(rita: User) -> None:
     rubric = factories.RubricFactory.create(name="support", version=3, scale_min=0, scale_max=4)
     golden_set = factories.GoldenSetFactory.create(slug="support", rubric=rubric, locales=[])
     for doc_id in ("doc-2", "doc-10", "doc-11"):
