@@ -1,0 +1,83 @@
+"""The demo story end to end, as `make run` plays it: the real demo search service on a free port, a real
+Celery worker process, `demo_load` then `demo_runs`: a baseline with the rewriter off is promoted, the run
+with `rewrite=true` fails on the billing stratum with q-0471 among the top losers, and the report page
+shows it. Running `demo_runs` again adds no run."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from evaluation.models import Baseline, EvaluationRun
+from tests.evaluation.test_views_support import logged_in, section_text
+from tests.integration.test_runs_workers import StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.processes import serving
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not settings.CELERY_BROKER_URL.startswith("redis://"),
+        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
+    ),
+]
+
+
+@pytest.fixture
+def demo_search() -> Iterator[str]:
+    with serving(["-m", "demo.search_service", "--corpus", "demo/corpus.jsonl", "--port", "0"]) as url:
+        yield url
+
+
+def test_demo_runs_tells_the_failure_story_and_is_idempotent(
+    demo_search: str,
+    start_worker: StartWorker,  # noqa: F811
+    settings: Any,
+    tmp_path: Path,
+) -> None:
+    settings.VAR_DIR = tmp_path  # demo_load keeps the demo logins there
+    call_command("demo_load", stdout=io.StringIO())
+    start_worker("w1")
+    out = io.StringIO()
+
+    call_command(
+        "demo_runs", search_url=f"{demo_search}/search", site_url="http://assay.test", timeout=120, stdout=out
+    )
+
+    runs = list(EvaluationRun.objects.order_by("id"))
+    assert [r.params for r in runs] == [{}, {"rewrite": True}]
+    baseline, current = runs
+    assert baseline.status == current.status == "succeeded"
+    assert (baseline.errors, current.errors) == (0, 0)
+    promoted = Baseline.objects.get()
+    assert (promoted.run, promoted.rationale, promoted.approved_by.username) == (
+        baseline,
+        "demo baseline",
+        "reviewer",
+    )
+    assert current.verdict == "fail" and current.gate is not None
+    assert current.gate["baseline_run"] == baseline.pk
+    tripped = {(f["scope"], f["metric"]) for f in current.gate["failures"]}
+    assert ("stratum billing", "ndcg") in tripped and ("stratum billing", "empty_rate") in tripped
+    assert not any(scope.startswith("stratum") and scope != "stratum billing" for scope, _ in tripped)
+    assert "q-0471" in [loser["id"] for loser in current.gate["top_losers"]]
+    text = out.getvalue()
+    assert "Rewriter on: verdict FAIL" in text and "q-0471 (the seed's refund query)" in text
+    assert f"The report: http://assay.test/runs/{current.pk}/" in text
+
+    again = io.StringIO()
+    call_command("demo_runs", search_url=f"{demo_search}/search", site_url="http://assay.test", stdout=again)
+    assert EvaluationRun.objects.count() == 2 and Baseline.objects.count() == 1
+    assert f"Rewrite run {current.pk} exists already." in again.getvalue()
+
+    page = logged_in(User.objects.get(username="reviewer")).get(f"/runs/{current.pk}/")
+    markup = page.content.decode()
+    assert '<tr data-slice="billing" class="tripped">' in markup
+    assert "q-0471 refund policy for annual plan" in section_text(page, "top-losers")
