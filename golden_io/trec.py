@@ -11,14 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from golden_io.format import natural_key
+from golden_io.format import from_dict, natural_key, to_dict
 from golden_io.golden import (
     DEFAULT_K,
-    DEFAULT_RELEVANT_MIN_GRADE,
     GoldenFile,
     GoldenQuery,
     Judgment,
     Scale,
+    default_relevant_min_grade,
 )
 
 
@@ -187,7 +187,7 @@ def golden_from_trec(
     *,
     version: str,
     k: int = DEFAULT_K,
-    relevant_min_grade: int = DEFAULT_RELEVANT_MIN_GRADE,
+    relevant_min_grade: int | None = None,
     scale: Scale | None = None,
     clamp_negative: bool = False,
 ) -> GoldenFile:
@@ -196,7 +196,9 @@ def golden_from_trec(
     With `queries`, the golden holds exactly those queries in that order (a query without judgments gets
     none) and a judged qid without a text is an error; without it, one query per qrels topic whose text is
     its id. Grades off the scale are errors; `clamp_negative=True` first turns negative grades into 0 (the
-    usual reading of trec_eval's -1 "judged, not relevant").
+    usual reading of trec_eval's -1 "judged, not relevant"). The result goes through the golden file's
+    own validation and canonical order (`from_dict`), so it dumps like any golden file; the relevance
+    cutoff defaults to 2 kept inside the scale.
     """
     scale = scale or Scale()
     problems: list[str] = []
@@ -215,6 +217,12 @@ def golden_from_trec(
         built.append(GoldenQuery(id=qid, text=text, judgments=tuple(judgments)))
     if problems:
         raise TrecFormatError(problems)
-    return GoldenFile(
-        version=version, queries=tuple(built), k=k, relevant_min_grade=relevant_min_grade, scale=scale
+    if relevant_min_grade is None:
+        relevant_min_grade = default_relevant_min_grade(scale)
+    return from_dict(
+        to_dict(
+            GoldenFile(
+                version=version, queries=tuple(built), k=k, relevant_min_grade=relevant_min_grade, scale=scale
+            )
+        )
     )

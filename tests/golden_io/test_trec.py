@@ -192,8 +192,16 @@ def test_it_builds_a_golden_file_from_qrels_and_query_texts() -> None:
     assert golden.relevant_min_grade == 3
     assert golden.scale == Scale(0, 3)
     assert [(q.id, q.text) for q in golden.queries] == [("1", "first"), ("2", "second"), ("3", "unjudged")]
-    assert golden.query("2").judgments == (Judgment("d9", 3), Judgment("d1", 0))
+    assert golden.query("2").judgments == (Judgment("d1", 0), Judgment("d9", 3))  # canonical order
     assert golden.query("3").judgments == ()
+
+
+def test_it_gives_a_binary_scale_a_cutoff_inside_the_scale_and_a_golden_file_that_dumps() -> None:
+    from golden_io.format import dump_json, parse
+
+    golden = golden_from_trec({"1": {"b": 1, "a": 0}}, version="v", scale=Scale(0, 1))
+    assert golden.relevant_min_grade == 1
+    assert parse(dump_json(golden)) == golden
 
 
 def test_it_uses_the_query_id_as_text_when_no_texts_are_given() -> None:
