@@ -12,6 +12,7 @@ over the core tier, the gate set. Nothing is rounded; a mean over no query is nu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -256,6 +257,13 @@ def build_report(
         "flags": flags,
         "critical": critical,
         "per_query": per_query,
+        # The seed's diversity note: near-identical titles in the top k, for human review (not gated).
+        "near_duplicates": [
+            {"id": query.id, "groups": groups}
+            for query, answer in zip(queries, answers, strict=True)
+            if answer.error is None
+            and (groups := near_duplicate_groups(answer.ids[: golden.k], answer.titles[: golden.k]))
+        ],
         "run": dict(run) if run is not None else {},
     }
     return report
@@ -274,3 +282,40 @@ def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.boo
         "without_filters": _aggregate(cols, core & ~with_filters),
     }
     return slices
+
+
+NEAR_DUPLICATE_SIMILARITY = 0.8
+
+
+def _title_tokens(title: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", title.casefold()))
+
+
+def near_duplicate_groups(
+    ids: Sequence[str], titles: Sequence[str | None], *, similarity: float = NEAR_DUPLICATE_SIMILARITY
+) -> list[list[dict[str, Any]]]:
+    """Groups of results whose titles are near-identical (word sets with Jaccard similarity >=
+    `similarity`), each result as {rank, doc_id, title}: three copies of one article at ranks 1-3 look
+    fine to P@k and still make users scroll. Results without a title are left out."""
+    hits = [
+        (rank, doc_id, title)
+        for rank, (doc_id, title) in enumerate(zip(ids, titles, strict=False), start=1)
+        if title and title.strip()
+    ]
+    tokens = [_title_tokens(title) for _, _, title in hits]
+    groups: list[list[int]] = []
+    placed: set[int] = set()
+    for i in range(len(hits)):
+        if i in placed or not tokens[i]:
+            continue
+        group = [i]
+        for j in range(i + 1, len(hits)):
+            union = tokens[i] | tokens[j]
+            if j not in placed and union and len(tokens[i] & tokens[j]) / len(union) >= similarity:
+                group.append(j)
+        if len(group) > 1:
+            placed.update(group)
+            groups.append(group)
+    return [
+        [{"rank": hits[i][0], "doc_id": hits[i][1], "title": hits[i][2]} for i in group] for group in groups
+    ]

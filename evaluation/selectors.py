@@ -7,7 +7,6 @@ to admins, to reviewers of its golden set and to the user who triggered it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from django.db.models import Q, QuerySet
 
 from evaluation.drift import Budgets, load_budgets
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from evaluation.report import NEAR_DUPLICATE_SIMILARITY, near_duplicate_groups
 from golden_io.golden import GoldenFile, GoldenQuery
 from labeling.models import GoldenSet
 
@@ -221,53 +221,17 @@ def unjudged_in_top_k(*, run: EvaluationRun) -> list[UnjudgedRow]:
     return rows
 
 
-NEAR_DUPLICATE_SIMILARITY = 0.8
-
-
-def _title_tokens(title: str) -> frozenset[str]:
-    return frozenset(re.findall(r"\w+", title.casefold()))
-
-
 def near_duplicate_titles(
     *, run: EvaluationRun, similarity: float = NEAR_DUPLICATE_SIMILARITY
 ) -> list[dict[str, Any]]:
-    """Per query, groups of results in the top k whose titles are near-identical (word sets with Jaccard
-    similarity >= `similarity`): three copies of one article at ranks 1-3 look fine to P@k and still make
-    users scroll (the seed's diversity note). Only engines that return titles can be checked."""
+    """Per query, groups of near-identical titles in the top k (`report.near_duplicate_groups`). Only
+    engines that return titles can be checked."""
     k = golden_of_run(run).k
     found = []
     for result in QueryRunResult.objects.filter(run=run, error__isnull=True).order_by("id"):
-        hits = [
-            (rank, doc_id, title)
-            for rank, (doc_id, title) in enumerate(
-                zip(result.ids[:k], result.titles[:k], strict=False), start=1
-            )
-            if title and title.strip()
-        ]
-        tokens = [_title_tokens(title) for _, _, title in hits]
-        groups: list[list[int]] = []
-        placed: set[int] = set()
-        for i in range(len(hits)):
-            if i in placed or not tokens[i]:
-                continue
-            group = [i]
-            for j in range(i + 1, len(hits)):
-                union = tokens[i] | tokens[j]
-                if j not in placed and union and len(tokens[i] & tokens[j]) / len(union) >= similarity:
-                    group.append(j)
-            if len(group) > 1:
-                placed.update(group)
-                groups.append(group)
+        groups = near_duplicate_groups(result.ids[:k], result.titles[:k], similarity=similarity)
         if groups:
-            found.append(
-                {
-                    "query_id": result.query_id,
-                    "groups": [
-                        [{"rank": hits[i][0], "doc_id": hits[i][1], "title": hits[i][2]} for i in group]
-                        for group in groups
-                    ],
-                }
-            )
+            found.append({"query_id": result.query_id, "groups": groups})
     return found
 
 

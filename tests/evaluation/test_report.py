@@ -299,3 +299,24 @@ def test_it_gives_the_paired_interval_of_the_mean_delta() -> None:
     assert result["mean"] == pytest.approx(-0.1)
     assert -0.2 <= result["low"] < result["mean"] < result["high"] <= 0.0
     assert result["seed"] == 7
+
+
+def test_it_lists_near_duplicate_titles_in_the_top_k_for_review() -> None:
+    gold = golden(GoldenQuery(id="q1", text="refund", judgments=(Judgment("a", 3),)), k=3)
+    titles = ("Refund policy (2024)", "Refund policy 2024", "Shipping rates", "Refund policy, 2024")
+    answer = QueryResult(query_id="q1", ids=("a", "b", "c", "d"), titles=titles)
+    report = build_report(gold, {"q1": answer})
+    # d is past k = 3: only a and b are in the group.
+    assert report["near_duplicates"] == [
+        {
+            "id": "q1",
+            "groups": [
+                [
+                    {"rank": 1, "doc_id": "a", "title": "Refund policy (2024)"},
+                    {"rank": 2, "doc_id": "b", "title": "Refund policy 2024"},
+                ]
+            ],
+        }
+    ]
+    untitled = build_report(gold, {"q1": QueryResult(query_id="q1", ids=("a", "b"))})
+    assert untitled["near_duplicates"] == []
