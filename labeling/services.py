@@ -671,12 +671,14 @@ def dual_sampled(*, golden_set: GoldenSet, query: Query) -> bool:
 class AssignReport:
     primary: int = 0
     second: int = 0
+    gold: int = 0  # gold-item assignments (known answers mixed into the raters' queues)
     notes: list[str] = field(default_factory=list)
 
 
 @transaction.atomic
 def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None = None) -> AssignReport:
-    """Give every active query with a pool a primary rater, and the dual sample a second, different one.
+    """Give every active query with a pool a primary rater, and the dual sample a second, different one;
+    then mix the gold items into the queues of raters who have not met them (`gold_distribute`).
 
     Idempotent: queries that already have a live assignment of a kind are skipped. Whole queries only;
     the least-loaded rater gets the next one (ties by id), never someone who held the query before.
@@ -723,6 +725,7 @@ def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None =
                 report.primary += 1
             else:
                 report.second += 1
+    report.gold = gold_distribute(golden_set=golden_set)
     return report
 
 
@@ -920,8 +923,9 @@ def judgment_submit(
     if graded >= total > 0 and status == Assignment.Status.OPEN:
         status = Assignment.Status.DONE
         Assignment.objects.filter(pk=assignment_id).update(status=status, completed=timezone.now())
-        if row["kind"] in DUAL_KINDS:
-            query_dispute_check(query_id=row["query_id"])
+    if row["kind"] in DUAL_KINDS and status == Assignment.Status.DONE and changed:
+        # On completion, and on a later regrade of finished dual work (a new input gets a new decision).
+        query_dispute_check(query_id=row["query_id"])
     return SubmitResult(
         judgment_id=judgment_id,
         grade=saved[0],
@@ -1335,8 +1339,18 @@ def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = 
     """Every rater of the set meets every gold item: a `gold` assignment scoped to the query's gold
     candidates for each rater who holds no assignment on the query (the others see them in their own
     pool). Extends existing gold assignments with new gold items. Returns how many assignments are new.
+
+    Only queries that have their primary rater already: handing a query's gold items to everyone first
+    would leave nobody to grade the query itself (nobody holds a query twice).
     """
-    gold = GoldItem.objects.filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE)
+    with_primary = (
+        Assignment.objects.filter(kind=Assignment.Kind.PRIMARY)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .values("query_id")
+    )
+    gold = GoldItem.objects.filter(
+        query__golden_set=golden_set, query__status=Query.Status.ACTIVE, query_id__in=with_primary
+    )
     if query_ids is not None:
         gold = gold.filter(query_id__in=list(query_ids))
     by_query: dict[int, set[int]] = {}
