@@ -8,7 +8,9 @@ rater items / median time / distribution / agreement with peers, consensus and g
 
 The plain loop computes the same figures the obvious way: `krippendorff.alpha` once per resample (on
 the same draws), `sklearn.metrics.cohen_kappa_score` three times per pair, Python loops for the rest.
-Both results are compared figure by figure before any time is reported.
+`agreement_compute` calls `cohen_kappa_score` three times per pair as well (the issue asks for
+scikit-learn's kappa with `labels` passed), on columns it has already grouped with numpy; the rest is
+vectorized. Both results are compared figure by figure before any time is reported.
 """
 
 from __future__ import annotations
@@ -249,6 +251,10 @@ def main() -> None:
         for name, (wall, cpu) in plain_times.items()
     ]
     lines += [
+        "",
+        f"`agreement_compute` makes {3 * len(report.pairs)} `cohen_kappa_score` calls (three per rater pair)"
+        " itself; before it did, it computed the kappas from the pairs' confusion matrices in 0.44 s CPU in"
+        " all (recorded 2026-11-29 20:27 UTC, same data).",
         "",
         f"Target: under 2 s for all figures. Both computations agree on every figure (largest absolute"
         f" difference {worst:.1e}); the plain loop's bootstrap uses the same query draws. Speed-up"

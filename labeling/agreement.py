@@ -7,9 +7,10 @@ Definitions, readings and worked examples: docs/agreement.md. In short:
   scale as the value domain; its value equals `krippendorff.alpha(reliability_data=...,
   level_of_measurement="ordinal", value_domain=scale)`. The 95% interval is a percentile bootstrap that
   resamples whole queries (documents of one query are not independent: same rater, same rubric reading).
-- Per rater pair, Cohen's kappa as scikit-learn's `cohen_kappa_score(..., labels=<full scale>)` defines
-  it (quadratic weighted, unweighted, and binary at `relevant_min_grade` with labels [0, 1]), computed
-  for all pairs at once from their confusion matrices; tests hold it equal to scikit-learn's.
+- Per rater pair, Cohen's kappa from scikit-learn: `cohen_kappa_score(a, b, labels=<full scale>,
+  weights=...)` called for each pair (quadratic weighted, unweighted, and binary at `relevant_min_grade`
+  with labels [0, 1]). Where kappa is undefined (no expected disagreement) it is not called: the pair's
+  confusion matrix says so first, and the figure is an `Undefined` with the reason.
 - Per query, on its dual-labeled documents: exact agreement, mean absolute difference, hard
   disagreements, relevance flips. A document with three grades contributes all three of its pairs.
 - Per rater: items, median time, grade distribution, agreement with peers, consensus and gold.
@@ -27,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from sklearn.metrics import cohen_kappa_score
 
 from golden_io.golden import DEFAULT_RELEVANT_MIN_GRADE, Scale
 
@@ -632,17 +634,24 @@ def _alpha(data: _Columns, *, n_resamples: int, confidence: float, seed: int) ->
 # --- pairs of raters --------------------------------------------------------------------------------
 
 
-def _kappa(confusion: FloatArray, weights: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
-    """Cohen's kappa per confusion matrix (shape (P, K, K)) as scikit-learn computes it; the mask marks
-    the undefined ones (no expected disagreement: both raters used one and the same category)."""
+def _kappa_undefined(confusion: FloatArray, weights: FloatArray) -> npt.NDArray[np.bool_]:
+    """Per confusion matrix (shape (P, K, K)): is Cohen's kappa undefined, i.e. is the expected weighted
+    disagreement (scikit-learn's denominator) zero? Both raters used one and the same category."""
     sum0 = confusion.sum(axis=1)
     sum1 = confusion.sum(axis=2)
     expected = sum0[:, :, None] * sum1[:, None, :] / sum0.sum(axis=1)[:, None, None]
-    numerator = (weights * confusion).sum(axis=(1, 2))
-    denominator = (weights * expected).sum(axis=(1, 2))
     # Exact zero test is safe: a sum of non-negative terms.
-    undefined = denominator == 0
-    return 1 - numerator / np.where(undefined, 1.0, denominator), undefined
+    return (weights * expected).sum(axis=(1, 2)) == 0
+
+
+def _kappas(
+    a: list[IntArray], b: list[IntArray], undefined: npt.NDArray[np.bool_], **options: Any
+) -> list[float | None]:
+    """`cohen_kappa_score(a[p], b[p], **options)` for every pair p, None where `undefined`."""
+    return [
+        None if skip else float(cohen_kappa_score(x, y, **options))
+        for x, y, skip in zip(a, b, undefined.tolist(), strict=True)
+    ]
 
 
 def _distribution(counts: Iterable[int], scale: Scale) -> dict[int, int]:
@@ -657,6 +666,8 @@ def _pair_figures(data: _Columns, pairs: _PairRows) -> tuple[PairAgreement, ...]
     v, cut, scale = data.n_values, data.cutoff, data.scale
     present, which = np.unique(pairs.a * len(data.raters) + pairs.b, return_inverse=True)
     n_pairs = len(present)
+    if not n_pairs:
+        return ()
     flat = which * v * v + pairs.grade_a * v + pairs.grade_b
     confusion = np.bincount(flat, minlength=n_pairs * v * v).reshape(n_pairs, v, v).astype(np.float64)
     binary = np.stack(
@@ -671,9 +682,20 @@ def _pair_figures(data: _Columns, pairs: _PairRows) -> tuple[PairAgreement, ...]
         1,
     )
     idx = np.arange(v)
-    quadratic, q_undef = _kappa(confusion, np.subtract.outer(idx, idx).astype(np.float64) ** 2)
-    unweighted, u_undef = _kappa(confusion, 1 - np.eye(v))
-    kappa_binary, b_undef = _kappa(binary, 1 - np.eye(2))
+    q_undef = _kappa_undefined(confusion, np.subtract.outer(idx, idx).astype(np.float64) ** 2)
+    u_undef = _kappa_undefined(confusion, 1 - np.eye(v))
+    b_undef = _kappa_undefined(binary, 1 - np.eye(2))
+    # Each pair's two grade columns, in the scale's own grades, for the scikit-learn calls.
+    order = np.argsort(which, kind="stable")
+    bounds = np.cumsum(np.bincount(which, minlength=n_pairs))[:-1]
+    grades_a = np.split(pairs.grade_a[order] + scale.min, bounds)
+    grades_b = np.split(pairs.grade_b[order] + scale.min, bounds)
+    relevant_a = [(g >= cut + scale.min).astype(np.int64) for g in grades_a]
+    relevant_b = [(g >= cut + scale.min).astype(np.int64) for g in grades_b]
+    labels = list(range(scale.min, scale.max + 1))  # always the full scale (docs/agreement.md)
+    quadratic = _kappas(grades_a, grades_b, q_undef, labels=labels, weights="quadratic")
+    unweighted = _kappas(grades_a, grades_b, u_undef, labels=labels)
+    kappa_binary = _kappas(relevant_a, relevant_b, b_undef, labels=[0, 1])
     shared = confusion.sum(axis=(1, 2))
     exact = np.trace(confusion, axis1=1, axis2=2)
     within_1 = (confusion * (np.abs(np.subtract.outer(idx, idx)) <= 1)).sum(axis=(1, 2))
@@ -694,9 +716,9 @@ def _pair_figures(data: _Columns, pairs: _PairRows) -> tuple[PairAgreement, ...]
                 rater_a=data.raters[key // len(data.raters)],
                 rater_b=data.raters[key % len(data.raters)],
                 n_shared=n,
-                kappa_quadratic=one_grade if q_undef[p] else float(quadratic[p]),
-                kappa_unweighted=one_grade if u_undef[p] else float(unweighted[p]),
-                kappa_binary=one_side if b_undef[p] else float(kappa_binary[p]),
+                kappa_quadratic=_or(quadratic[p], one_grade),
+                kappa_unweighted=_or(unweighted[p], one_grade),
+                kappa_binary=_or(kappa_binary[p], one_side),
                 exact=float(exact[p]) / n,
                 within_1=float(within_1[p]) / n,
                 distribution_a=_distribution(dist_a[p], scale),
@@ -704,6 +726,10 @@ def _pair_figures(data: _Columns, pairs: _PairRows) -> tuple[PairAgreement, ...]
             )
         )
     return tuple(out)
+
+
+def _or(value: float | None, undefined: Undefined) -> Figure:
+    return undefined if value is None else value
 
 
 def _pair_without_overlap(a: str, b: str, scale: Scale) -> PairAgreement:
