@@ -61,3 +61,58 @@ class ReassignForm(forms.Form):
     def __init__(self, *args: Any, raters: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["rater"].queryset = raters  # type: ignore[attr-defined]
+
+
+# --- reviewer actions (issue 4): the services check the rules and name what is wrong ----------------
+
+
+class AdjudicationForm(forms.Form):
+    document = forms.IntegerField(widget=forms.HiddenInput)
+    grade = forms.IntegerField()
+    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class TierMoveForm(forms.Form):
+    tier = forms.ChoiceField(choices=[("core", "core"), ("shadow", "shadow"), ("challenge", "challenge")])
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class RetireForm(forms.Form):
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class GoldForm(forms.Form):
+    document = forms.IntegerField(widget=forms.HiddenInput)
+    grade = forms.IntegerField(required=False, help_text="the known answer; leave out to unmark")
+    unmark = forms.BooleanField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("unmark") and data.get("grade") is None:
+            raise forms.ValidationError("give the known grade, or unmark the item")
+        return data
+
+
+class ThresholdsForm(forms.Form):
+    hard_diff = forms.IntegerField(
+        min_value=1, label="Hard at", help_text="two grades this far apart are a hard disagreement"
+    )
+    min_dual_docs = forms.IntegerField(
+        min_value=1, label="Query rules from", help_text="dual-labeled documents before exact and MAD apply"
+    )
+    min_exact = forms.FloatField(
+        min_value=0, max_value=1, label="Exact at least", help_text="disputed below this exact agreement"
+    )
+    max_mad = forms.FloatField(
+        min_value=0, label="MAD at most", help_text="disputed above this mean absolute difference"
+    )
+
+
+def form_errors(form: forms.Form) -> str:
+    """Every error of a bound form in one line, each with its field."""
+    return "; ".join(
+        f"{name}: {' '.join(str(e) for e in errors)}"
+        if name != "__all__"
+        else " ".join(str(e) for e in errors)
+        for name, errors in form.errors.items()
+    )

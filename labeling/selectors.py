@@ -11,16 +11,28 @@ from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q
 from django.db.models.functions import Coalesce
 
 from golden_io.golden import Scale
+from labeling.agreement import (
+    AgreementReport,
+    Figure,
+    QueryAgreement,
+    RaterFigures,
+    Rating,
+    agreement_compute,
+)
+from labeling.charts import BarChart, bar_chart
 from labeling.disputes import consolidate
 from labeling.models import (
     Adjudication,
     Assignment,
     Candidate,
+    DisputeCheck,
     Document,
     FrozenLabel,
     GoldenSet,
+    GoldItem,
     Judgment,
     Query,
+    TierMove,
 )
 from labeling.roles import is_admin
 
@@ -161,12 +173,16 @@ class ReviewRow:
     candidate: Candidate
     frozen: int | None
     judgments: list[Judgment]
+    final: PairLabel | None = None  # the consolidated label and how it was reached (None: not judged)
+    gold: int | None = None  # the known answer, when the document is a gold item of the query
 
 
 def query_review_get(*, query: Query) -> list[ReviewRow]:
     """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
-    and note with its history."""
+    and note with its history, the consolidated label and the gold answer."""
     frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+    finals = {d: label for (_, d), label in _pair_labels(query.golden_set, [query.pk]).items()}
+    gold = dict(GoldItem.objects.filter(query=query).values_list("document_id", "grade"))
     judgments: dict[int, list[Judgment]] = {}
     for j in (
         Judgment.objects.filter(assignment__query=query)
@@ -180,7 +196,16 @@ def query_review_get(*, query: Query) -> list[ReviewRow]:
         .select_related("document")
         .order_by(F("best_rank").asc(nulls_last=True), "document__doc_id")
     )
-    return [ReviewRow(c, frozen.get(c.document_id), judgments.get(c.document_id, [])) for c in candidates]
+    return [
+        ReviewRow(
+            c,
+            frozen.get(c.document_id),
+            judgments.get(c.document_id, []),
+            finals.get(c.document_id),
+            gold.get(c.document_id),
+        )
+        for c in candidates
+    ]
 
 
 # --- consolidated labels (issue 4) ----------------------------------------------------------------
@@ -364,3 +389,295 @@ def _judged_hash(basis: list[_Graded]) -> str | None:
     (so that the label reads as stale against the current content)."""
     known = sorted((g for g in basis if g.content_hash), key=lambda g: (g.updated, g.pk))
     return known[0].content_hash if known else None
+
+
+# --- agreement dashboard, reviewer queue, adjudication page (issue 4) ------------------------------
+
+
+def labels_summary(*, golden_set: GoldenSet) -> dict[str, Any]:
+    """How the set's labels stand: final labels per method and unresolved ones per who acts next."""
+    consolidated = labels_consolidated(golden_set=golden_set)
+    methods: dict[str, int] = {}
+    for label in consolidated.labels:
+        methods[label.method] = methods.get(label.method, 0) + 1
+    awaiting: dict[str, int] = {}
+    for u in consolidated.unresolved:
+        awaiting[u.awaiting] = awaiting.get(u.awaiting, 0) + 1
+    return {
+        "labels": len(consolidated.labels),
+        "methods": dict(sorted(methods.items())),
+        "unresolved": len(consolidated.unresolved),
+        "awaiting": dict(sorted(awaiting.items())),
+    }
+
+
+def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
+    """Every rater's current grade on the set's active queries, as agreement statistics take them.
+
+    Reassigned work is left out; after a re-judgment of changed content only the re-judgment counts for
+    that document (the earlier grades were given on other content). Gold checks count: they are
+    independent grades of the same items.
+    """
+    rows = list(
+        Judgment.objects.filter(
+            assignment__query__golden_set=golden_set, assignment__query__status=Query.Status.ACTIVE
+        )
+        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        .order_by()
+        .values_list(
+            "assignment__query__external_id",
+            "document__doc_id",
+            "assignment__rater__username",
+            "grade",
+            "time_spent_ms",
+            "assignment__kind",
+            "updated",
+            "pk",
+        )
+    )
+    latest_rejudge: dict[tuple[str, str], tuple[Any, int]] = {}
+    for qid, did, _, _, _, kind, updated, pk in rows:
+        if kind == Assignment.Kind.REJUDGE:
+            latest_rejudge[(qid, did)] = max(latest_rejudge.get((qid, did), (updated, pk)), (updated, pk))
+    return [
+        Rating(qid, did, rater, grade, float(spent) if spent else None)
+        for qid, did, rater, grade, spent, _, updated, pk in rows
+        if (qid, did) not in latest_rejudge or latest_rejudge[(qid, did)] == (updated, pk)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class DisputedQuery:
+    query: Query
+    check: DisputeCheck | None  # the newest dispute decision, if any
+    needs_reviewer: int  # documents only a reviewer can settle now
+    awaiting_third: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaterRow:
+    figures: RaterFigures
+    chart: BarChart
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementDashboard:
+    golden_set: GoldenSet
+    report: AgreementReport
+    thresholds: dict[str, Any]
+    n_ratings: int
+    distribution: BarChart  # every grade given, all raters
+    raters: list[RaterRow]
+    kappa_matrix: list[tuple[str, list[Figure | None]]]  # quadratic; None on the diagonal
+    hard_queries: list[QueryAgreement]  # dual-labeled queries with a hard disagreement or flip, worst first
+    disputed: list[DisputedQuery]
+
+
+def _scale_labels(scale: Scale) -> list[int]:
+    return list(range(scale.min, scale.max + 1))
+
+
+def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
+    """All agreement figures of the set (`labeling.agreement.agreement_compute`) with what the page
+    draws: grade distribution charts, the kappa matrix, the worst queries and the disputed ones."""
+    rubric = golden_set.rubric
+    scale = Scale(rubric.scale_min, rubric.scale_max)
+    ratings = ratings_list(golden_set=golden_set)
+    external = dict(golden_set.queries.values_list("pk", "external_id"))
+    gold_rows = list(
+        GoldItem.objects.filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE).values_list(
+            "query__external_id", "document__doc_id", "grade"
+        )
+    )
+    consolidated = labels_consolidated(golden_set=golden_set)
+    wanted = {label.document_id for label in consolidated.labels}
+    doc_ids = dict(Document.objects.filter(pk__in=wanted).values_list("pk", "doc_id"))
+    final = {
+        (external[label.query_id], doc_ids[label.document_id]): label.grade
+        for label in consolidated.labels
+        if label.method != FROZEN  # a carried-over label is no rater's consensus
+    }
+    report = agreement_compute(
+        ratings,
+        scale=scale,
+        relevant_min_grade=golden_set.relevant_min_grade,
+        gold={(q, d): g for q, d, g in gold_rows},
+        final=final,
+        hard_diff=golden_set.hard_diff,
+    )
+    labels = _scale_labels(scale)
+    totals = dict.fromkeys(labels, 0)
+    for r in ratings:
+        totals[r.grade] += 1
+    names = [r.rater for r in report.raters]
+    matrix = report.kappa_matrix("quadratic")
+    hard = [q for q in report.queries if q.hard_disagreements or q.relevance_flips]
+    hard.sort(key=lambda q: (-(len(q.hard_disagreements) + len(q.relevance_flips)), q.query_id))
+    return AgreementDashboard(
+        golden_set=golden_set,
+        report=report,
+        thresholds={
+            "hard_diff": golden_set.hard_diff,
+            "min_dual_docs": golden_set.min_dual_docs,
+            "min_exact": golden_set.min_exact,
+            "max_mad": golden_set.max_mad,
+        },
+        n_ratings=len(ratings),
+        distribution=bar_chart("Grades given, all raters", [(str(g), totals[g]) for g in labels]),
+        raters=[
+            RaterRow(
+                r, bar_chart(f"Grades given by {r.rater}", [(str(g), r.distribution[g]) for g in labels])
+            )
+            for r in report.raters
+        ],
+        kappa_matrix=[(a, [None if a == b else matrix[a][b] for b in names]) for a in names],
+        hard_queries=hard,
+        disputed=review_queue_get(golden_set=golden_set, consolidated=consolidated).disputed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    query: Query
+    document: Document
+    reason: str
+    awaiting: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewQueue:
+    disputed: list[DisputedQuery]
+    needs_reviewer: list[QueueItem]  # documents only a reviewer can settle now
+    awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading
+    shadow: list[Query]  # every active shadow query, with its quarantine reason
+
+
+def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None = None) -> ReviewQueue:
+    """What waits for the set's reviewers: disputed queries (the newest dispute decision says disputed
+    and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
+    reviewer, those waiting for a third rater, and the shadow tier."""
+    consolidated = consolidated or labels_consolidated(golden_set=golden_set)
+    pending = [u for u in consolidated.unresolved if u.awaiting in ("reviewer", "third_rater")]
+    queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")}
+    documents = Document.objects.in_bulk([u.document_id for u in pending])
+    items = [
+        QueueItem(queries[u.query_id], documents[u.document_id], u.reason, u.awaiting)
+        for u in pending
+        if u.query_id in queries
+    ]
+    items.sort(key=lambda i: (i.query.external_id, i.document.doc_id))
+    latest: dict[int, DisputeCheck] = {}
+    for check in DisputeCheck.objects.filter(query__in=list(queries)).order_by("at", "id"):
+        latest[check.query_id] = check
+    counts: dict[int, list[int]] = {}
+    for item in items:
+        counts.setdefault(item.query.pk, [0, 0])[0 if item.awaiting == "reviewer" else 1] += 1
+    disputed = [
+        DisputedQuery(q, latest.get(pk), *counts.get(pk, [0, 0]))
+        for pk, q in queries.items()
+        if (pk in latest and latest[pk].disputed and q.tier == Query.Tier.SHADOW) or counts.get(pk, [0])[0]
+    ]
+    return ReviewQueue(
+        disputed=disputed,
+        needs_reviewer=[i for i in items if i.awaiting == "reviewer"],
+        awaiting_third=[i for i in items if i.awaiting == "third_rater"],
+        shadow=[q for q in queries.values() if q.tier == Query.Tier.SHADOW],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RaterGrade:
+    grade: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicationRow:
+    document: Document
+    grades: list[RaterGrade | None]  # one per column of the page, None where that rater has no grade
+    final: PairLabel
+    adjudications: list[Adjudication]  # newest first
+    gold: int | None
+
+    @property
+    def needs_reviewer(self) -> bool:
+        return self.final.awaiting == "reviewer"
+
+    @property
+    def disagree(self) -> bool:
+        return len(set(self.final.grades)) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicationPage:
+    query: Query
+    columns: list[str]  # "First rater", "Second rater", ...: roles, never names, systems or ranks
+    rows: list[AdjudicationRow]
+    checks: list[DisputeCheck]  # newest first
+    moves: list[TierMove]  # newest first
+
+
+COLUMN_NAMES: dict[str, str] = {
+    Assignment.Kind.PRIMARY: "First rater",
+    Assignment.Kind.SECOND: "Second rater",
+    Assignment.Kind.THIRD: "Third rater",
+    Assignment.Kind.REJUDGE: "Re-judgment",
+}
+
+
+def adjudication_page_get(*, query: Query) -> AdjudicationPage:
+    """Each judged document of the query with every rater's grade and note side by side, its final label
+    and adjudications: what a reviewer decides from. Documents awaiting a reviewer come first, then the
+    other disagreements; within those, by document id (never by rank, which would hint at the systems).
+
+    Candidate provenance and ranks are not fetched at all.
+    """
+    assignments = [
+        a
+        for a in Assignment.objects.filter(query=query)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .exclude(kind=Assignment.Kind.GOLD)
+        if a.kind in COLUMN_NAMES
+    ]
+    order = list(COLUMN_NAMES)
+    assignments.sort(key=lambda a: (order.index(a.kind), a.pk))
+    columns: list[str] = []
+    for a in assignments:
+        name = COLUMN_NAMES[a.kind]
+        same = sum(1 for c in columns if c.startswith(name))
+        columns.append(f"{name} {same + 1}" if same else name)
+    position = {a.pk: i for i, a in enumerate(assignments)}
+    grades: dict[int, list[RaterGrade | None]] = {}
+    for j in Judgment.objects.filter(assignment_id__in=list(position)).only(
+        "assignment_id", "document_id", "grade", "note"
+    ):
+        grades.setdefault(j.document_id, [None] * len(assignments))[position[j.assignment_id]] = RaterGrade(
+            j.grade, j.note
+        )
+    adjudications: dict[int, list[Adjudication]] = {}
+    for adj in Adjudication.objects.filter(query=query).select_related("reviewer").order_by("-at", "-id"):
+        adjudications.setdefault(adj.document_id, []).append(adj)
+    finals = {d: label for (_, d), label in _pair_labels(query.golden_set, [query.pk]).items()}
+    gold = dict(GoldItem.objects.filter(query=query).values_list("document_id", "grade"))
+    wanted = set(grades) | set(adjudications)
+    documents = Document.objects.in_bulk(list(wanted))
+    rows = [
+        AdjudicationRow(
+            document=documents[d],
+            grades=grades.get(d, [None] * len(assignments)),
+            final=finals.get(d) or PairLabel(None, None, "not judged", None),
+            adjudications=adjudications.get(d, []),
+            gold=gold.get(d),
+        )
+        for d in wanted
+    ]
+    rows.sort(
+        key=lambda r: (not r.needs_reviewer, r.final.grade is not None, not r.disagree, r.document.doc_id)
+    )
+    return AdjudicationPage(
+        query=query,
+        columns=columns,
+        rows=rows,
+        checks=list(DisputeCheck.objects.filter(query=query).order_by("-at", "-id")),
+        moves=list(TierMove.objects.filter(query=query).select_related("by").order_by("-at", "-id")),
+    )

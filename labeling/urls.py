@@ -17,4 +17,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/import/", views.import_page, name="import"),
     path("sets/<slug:slug>/import/<slug:kind>/", views.import_upload, name="import_upload"),
     path("sets/<slug:slug>/assign/", views.assign, name="assign"),
+    path("sets/<slug:slug>/agreement/", views.agreement, name="agreement"),
+    path("sets/<slug:slug>/thresholds/", views.thresholds, name="thresholds"),
+    path("sets/<slug:slug>/disputes/", views.disputes, name="disputes"),
+    path("sets/<slug:slug>/disputes/check/", views.disputes_check, name="disputes_check"),
+    path("sets/<slug:slug>/queries/<int:pk>/adjudicate/", views.adjudicate, name="adjudicate"),
+    path("sets/<slug:slug>/queries/<int:pk>/adjudications/", views.adjudication_add, name="adjudication_add"),
+    path("sets/<slug:slug>/queries/<int:pk>/tier/", views.tier_move, name="tier_move"),
+    path("sets/<slug:slug>/queries/<int:pk>/retire/", views.retire, name="retire"),
+    path("sets/<slug:slug>/queries/<int:pk>/gold/", views.gold, name="gold"),
 ]

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,13 +16,19 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from labeling import selectors, services
 from labeling.forms import (
+    AdjudicationForm,
     DocumentsUploadForm,
     GoldenUploadForm,
+    GoldForm,
     QueryLogUploadForm,
     ReassignForm,
+    RetireForm,
     RunUploadForm,
+    ThresholdsForm,
+    TierMoveForm,
+    form_errors,
 )
-from labeling.models import Assignment, GoldenSet, Query
+from labeling.models import Assignment, Document, GoldenSet, Query
 from labeling.problems import ImportReport
 from labeling.roles import is_admin, is_rater, is_reviewer
 
@@ -34,8 +41,10 @@ def _require_rater(request: HttpRequest) -> None:
 
 
 def _require_reviewer(request: HttpRequest) -> None:
+    """Reviewer pages answer 404 to everyone else, as the golden-version pages do: a rater or an
+    outsider learns nothing about which sets exist."""
     if not is_reviewer(request.user):
-        raise PermissionDenied("this page is for reviewers")
+        raise Http404("no such page")
 
 
 def _get_assignment_for_rater(request: HttpRequest, pk: int) -> Assignment:
@@ -208,6 +217,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "labeling/set_detail.html",
         {
             "golden_set": golden_set,
+            "summary": selectors.labels_summary(golden_set=golden_set),
             "queries": queries,
             "raters": golden_set.raters.order_by("username"),
             "reassign_form": ReassignForm(raters=golden_set.raters.order_by("username")),
@@ -218,10 +228,16 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def query_review(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     query = _get_query_for_reviewer(request, slug, pk)
+    rubric = query.golden_set.rubric
     return render(
         request,
         "labeling/query_review.html",
-        {"golden_set": query.golden_set, "query": query, "rows": selectors.query_review_get(query=query)},
+        {
+            "golden_set": query.golden_set,
+            "query": query,
+            "rows": selectors.query_review_get(query=query),
+            "scale": list(rubric.scale),
+        },
     )
 
 
@@ -309,3 +325,204 @@ def reassign(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseRedirect(target, status=303)
     messages.success(request, f"Query {assignment.query.external_id} now goes to {new.rater}.")
     return HttpResponseRedirect(target, status=303)
+
+
+# --- agreement, disputes, adjudication (issue 4) --------------------------------------------------
+
+
+def _back(url: str) -> HttpResponseRedirect:
+    """After a POST: see the page again (303, so a reload does not post twice)."""
+    return HttpResponseRedirect(url, status=303)
+
+
+def _get_document_of_query(query: Query, pk: int) -> Document:
+    """A document of the query's set that is in the query's pool or judged for it; else 404."""
+    found = (
+        Document.objects.filter(pk=pk, golden_set=query.golden_set)
+        .filter(Q(candidates__query=query) | Q(judgments__assignment__query=query))
+        .distinct()
+        .first()
+    )
+    if found is None:
+        raise Http404("no such document for this query")
+    return found
+
+
+@require_GET
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    dashboard = selectors.agreement_dashboard_get(golden_set=golden_set)
+    return render(
+        request,
+        "labeling/agreement.html",
+        {
+            "golden_set": golden_set,
+            "d": dashboard,
+            "thresholds_form": ThresholdsForm(initial=dashboard.thresholds),
+            "scale": list(golden_set.rubric.scale),
+        },
+    )
+
+
+@require_POST
+def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    target = reverse("labeling:agreement", kwargs={"slug": slug})
+    form = ThresholdsForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Thresholds not changed: {form_errors(form)}")
+        return _back(target)
+    try:
+        services.golden_set_thresholds_set(golden_set=golden_set, thresholds=form.cleaned_data)
+    except services.ReviewError as exc:
+        messages.error(request, f"Thresholds not changed: {exc}")
+        return _back(target)
+    messages.success(request, "Dispute thresholds saved; they apply to the checks from now on.")
+    return _back(target)
+
+
+@require_GET
+def disputes(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    return render(
+        request,
+        "labeling/disputes.html",
+        {"golden_set": golden_set, "queue": selectors.review_queue_get(golden_set=golden_set)},
+    )
+
+
+@require_POST
+def disputes_check(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    n = services.disputes_check_all(golden_set=golden_set)
+    messages.success(request, f"Checked every finished dual-labeled query: {n} new decision(s).")
+    return _back(reverse("labeling:disputes", kwargs={"slug": slug}))
+
+
+@require_GET
+def adjudicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+    return render(
+        request,
+        "labeling/adjudicate.html",
+        {
+            "golden_set": query.golden_set,
+            "query": query,
+            "page": selectors.adjudication_page_get(query=query),
+            "scale": list(query.golden_set.rubric.scale),
+            "tier_form": TierMoveForm(initial={"tier": "core" if query.tier != "core" else "shadow"}),
+            "retire_form": RetireForm(),
+        },
+    )
+
+
+def _adjudicate_url(query: Query) -> str:
+    return reverse("labeling:adjudicate", kwargs={"slug": query.golden_set.slug, "pk": query.pk})
+
+
+@require_POST
+def adjudication_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+    form = AdjudicationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not saved: {form_errors(form)}")
+        return _back(_adjudicate_url(query))
+    document = _get_document_of_query(query, form.cleaned_data["document"])
+    try:
+        adjudication = services.adjudication_create(
+            query=query,
+            document=document,
+            reviewer=request.user,  # type: ignore[arg-type]
+            grade=form.cleaned_data["grade"],
+            rationale=form.cleaned_data["rationale"],
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Not saved: {exc}")
+        return _back(_adjudicate_url(query))
+    messages.success(request, f"{document.doc_id}: final grade {adjudication.grade} (adjudicated).")
+    return _back(_adjudicate_url(query) + f"#d-{document.pk}")
+
+
+@require_POST
+def tier_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+    form = TierMoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not moved: {form_errors(form)}")
+        return _back(_adjudicate_url(query))
+    before = query.tier
+    try:
+        move = services.query_move_tier(
+            query=query,
+            tier=form.cleaned_data["tier"],
+            by=request.user,  # type: ignore[arg-type]
+            reason=form.cleaned_data["reason"],
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Not moved: {exc}")
+        return _back(_adjudicate_url(query))
+    if move is None:
+        messages.info(request, f"Query {query.external_id} is already in {before}.")
+    else:
+        messages.success(request, f"Query {query.external_id} moved from {move.from_tier} to {move.to_tier}.")
+        if move.to_tier == Query.Tier.CORE:
+            waiting = [
+                u
+                for u in selectors.labels_consolidated(
+                    golden_set=query.golden_set, query_ids=[query.pk]
+                ).unresolved
+            ]
+            if waiting:
+                messages.warning(
+                    request,
+                    f"{len(waiting)} of its documents have no final grade yet: a freeze will stop at them.",
+                )
+    return _back(_adjudicate_url(query))
+
+
+@require_POST
+def retire(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+    form = RetireForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not retired: {form_errors(form)}")
+        return _back(_adjudicate_url(query))
+    try:
+        services.query_retire(query=query, by=request.user, reason=form.cleaned_data["reason"])  # type: ignore[arg-type]
+    except services.ReviewError as exc:
+        messages.error(request, f"Not retired: {exc}")
+        return _back(_adjudicate_url(query))
+    messages.success(request, f"Query {query.external_id} is retired: later golden versions leave it out.")
+    return _back(reverse("labeling:set_detail", kwargs={"slug": slug}))
+
+
+@require_POST
+def gold(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+    target = reverse("labeling:query_review", kwargs={"slug": slug, "pk": pk})
+    form = GoldForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Gold item not changed: {form_errors(form)}")
+        return _back(target)
+    document = _get_document_of_query(query, form.cleaned_data["document"])
+    if form.cleaned_data["unmark"]:
+        if services.gold_unmark(query=query, document=document):
+            messages.success(request, f"{document.doc_id} is no longer a gold item.")
+        else:
+            messages.info(request, f"{document.doc_id} was not a gold item.")
+        return _back(target)
+    try:
+        item = services.gold_mark(
+            query=query,
+            document=document,
+            grade=form.cleaned_data["grade"],
+            by=request.user,  # type: ignore[arg-type]
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Gold item not changed: {exc}")
+        return _back(target)
+    messages.success(
+        request,
+        f"{document.doc_id} is a gold item (known grade {item.grade}), mixed into the raters' queues.",
+    )
+    return _back(target)

@@ -13,10 +13,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from labeling.models import Assignment, GoldenSet
+from labeling.models import Adjudication, Assignment, DisputeCheck, GoldenSet, GoldItem, TierMove
 from tests import factories
 
 OK, REDIRECT, SEE_OTHER, FORBIDDEN, NOT_FOUND = 200, 302, 303, 403, 404
+WRITES = (Adjudication, TierMove, GoldItem, DisputeCheck)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ def _doc_upload(_: Assignment) -> dict:
 
 def _slug(a: Assignment) -> str:
     return a.query.golden_set.slug
+
+
+def _first_doc(a: Assignment) -> int:
+    candidate = a.query.candidates.order_by("best_rank").first()
+    assert candidate is not None
+    return candidate.document_id
+
+
+# Reviewer pages answer 404 to raters and outsiders (nothing about a set is confirmed to them).
+REVIEWER_ONLY = {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND}
+REVIEWER_ONLY_POST = {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": SEE_OTHER, "charlie": NOT_FOUND}
 
 
 CASES = [
@@ -74,45 +86,104 @@ CASES = [
         "reassign",
         "post",
         lambda a: reverse("labeling:reassign", args=[a.pk]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": SEE_OTHER, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": SEE_OTHER, "charlie": NOT_FOUND},
         data=lambda a: {"rater": User.objects.get(username="bob").pk},
     ),
     Case(
         "set list",
         "get",
         lambda a: reverse("labeling:set_list"),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND},
     ),
     Case(
         "set detail",
         "get",
         lambda a: reverse("labeling:set_detail", args=[_slug(a)]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND},
     ),
     Case(
         "query review",
         "get",
         lambda a: reverse("labeling:query_review", args=[_slug(a), a.query.pk]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND},
     ),
     Case(
         "import page",
         "get",
         lambda a: reverse("labeling:import", args=[_slug(a)]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND},
     ),
     Case(
         "import upload",
         "post",
         lambda a: reverse("labeling:import_upload", args=[_slug(a), "documents"]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": OK, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": OK, "charlie": NOT_FOUND},
         data=_doc_upload,
     ),
     Case(
         "assign",
         "post",
         lambda a: reverse("labeling:assign", args=[_slug(a)]),
-        {"alice": FORBIDDEN, "bob": FORBIDDEN, "rita": REDIRECT, "charlie": FORBIDDEN},
+        {"alice": NOT_FOUND, "bob": NOT_FOUND, "rita": REDIRECT, "charlie": NOT_FOUND},
+    ),
+    Case(
+        "agreement dashboard",
+        "get",
+        lambda a: reverse("labeling:agreement", args=[_slug(a)]),
+        REVIEWER_ONLY,
+    ),
+    Case(
+        "thresholds",
+        "post",
+        lambda a: reverse("labeling:thresholds", args=[_slug(a)]),
+        REVIEWER_ONLY_POST,
+        data=lambda a: {"hard_diff": 2, "min_dual_docs": 5, "min_exact": 0.6, "max_mad": 0.45},
+    ),
+    Case(
+        "review queue",
+        "get",
+        lambda a: reverse("labeling:disputes", args=[_slug(a)]),
+        REVIEWER_ONLY,
+    ),
+    Case(
+        "check disputes",
+        "post",
+        lambda a: reverse("labeling:disputes_check", args=[_slug(a)]),
+        REVIEWER_ONLY_POST,
+    ),
+    Case(
+        "adjudication page",
+        "get",
+        lambda a: reverse("labeling:adjudicate", args=[_slug(a), a.query.pk]),
+        REVIEWER_ONLY,
+    ),
+    Case(
+        "adjudicate",
+        "post",
+        lambda a: reverse("labeling:adjudication_add", args=[_slug(a), a.query.pk]),
+        REVIEWER_ONLY_POST,
+        data=lambda a: {"document": _first_doc(a), "grade": 2, "rationale": "fits grade 2"},
+    ),
+    Case(
+        "move tier",
+        "post",
+        lambda a: reverse("labeling:tier_move", args=[_slug(a), a.query.pk]),
+        REVIEWER_ONLY_POST,
+        data=lambda a: {"tier": "shadow", "reason": "ambiguous"},
+    ),
+    Case(
+        "retire",
+        "post",
+        lambda a: reverse("labeling:retire", args=[_slug(a), a.query.pk]),
+        REVIEWER_ONLY_POST,
+        data=lambda a: {"reason": "duplicate"},
+    ),
+    Case(
+        "gold",
+        "post",
+        lambda a: reverse("labeling:gold", args=[_slug(a), a.query.pk]),
+        REVIEWER_ONLY_POST,
+        data=lambda a: {"document": _first_doc(a), "grade": 3},
     ),
 ]
 
@@ -134,6 +205,23 @@ def test_each_view_answers_each_role_as_designed(
     client.force_login(User.objects.get(username=user))
     response = _request(client, case, assignment)
     assert response.status_code == case.expected[user], response.content[:300]
+
+
+POSTS = [c for c in CASES if c.method == "post" and c.expected["rita"] == SEE_OTHER]
+
+
+@pytest.mark.parametrize("user", ["alice", "bob", "charlie"])
+@pytest.mark.parametrize("case", POSTS, ids=[c.name for c in POSTS])
+def test_a_refused_reviewer_action_writes_nothing(
+    case: Case, user: str, assignment: Assignment, charlie: User, client: Client
+) -> None:
+    query = assignment.query
+    client.force_login(User.objects.get(username=user))
+    assert _request(client, case, assignment).status_code == NOT_FOUND
+    assert [m.objects.count() for m in WRITES] == [0] * len(WRITES)
+    query.refresh_from_db()
+    assert (query.tier, query.status) == ("core", "active")
+    assert not Assignment.objects.exclude(pk=assignment.pk).exists()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
