@@ -238,6 +238,7 @@ _EXPECTED = {
     "a number or null": lambda v: v is None or _is_number(v),
     "an object": lambda v: isinstance(v, Mapping),
     "a list": lambda v: isinstance(v, list),
+    "true or false": lambda v: isinstance(v, bool),
 }
 
 
@@ -308,6 +309,11 @@ def validate_artifact(data: object, role: str = "report") -> None:
         check.field(entry, "best_docs", path, "a list", required=False)
     for path, row in check.rows(data, "per_query"):
         check.field(row, "ndcg", path, "a number or null")
+        # The paired intervals read these too; older or hand-made artifacts may leave them out.
+        for key in ("mrr", "p_at_k"):
+            check.field(row, key, path, "a number or null", required=False)
+        for key in ("empty", "lt3", "expect_empty"):
+            check.field(row, key, path, "true or false", required=False)
         for key, each in (("ranks", "an integer or null"), ("grades", "an integer")):
             for doc_id in check.field(row, key, path, "an object", required=False) or {}:
                 check.field(row[key], doc_id, f"{path}{key}.", each)
@@ -522,7 +528,7 @@ def compare(
                 "shadow", "empty_rate", shadow_before, shadow_now, budgets.shadow_empty_rate
             )
         top_losers = _top_losers(current["per_query"], baseline["per_query"], top_n)
-        interval = _delta_interval(current["per_query"], baseline["per_query"])
+        interval = paired_intervals(current["per_query"], baseline["per_query"])["ndcg"]
 
     _check_errors(gate, current, budgets)
     _check_critical(gate, current, budgets)
@@ -625,21 +631,38 @@ def _top_losers(
     return losers[:top_n]
 
 
-def _delta_interval(
+# Per-query fields of the report behind each core metric, for the paired intervals of the deltas.
+PER_QUERY_FIELD = {
+    "ndcg": "ndcg",
+    "mrr": "mrr",
+    "precision_at_k": "p_at_k",
+    "empty_rate": "empty",
+    "lt3_rate": "lt3",
+}
+
+
+def paired_intervals(
     current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """Paired bootstrap of mean nDCG change over the core queries both reports scored (in current's order)."""
+) -> dict[str, dict[str, Any]]:
+    """Per core metric, the paired bootstrap interval of the mean change (current - baseline) over the
+    core queries both runs scored, counted as METRICS.md counts them: errored queries nowhere, expected
+    empties out of the nDCG/RR/P means and the empty rate (but in the <3 rate)."""
     before = _by_id(baseline)
-    deltas = [
-        now["ndcg"] - before[now["id"]]["ndcg"]
-        for now in current
-        if now.get("tier", "core") == "core"
-        and now.get("ndcg") is not None
-        and now["id"] in before
-        and before[now["id"]].get("tier", "core") == "core"
-        and before[now["id"]].get("ndcg") is not None
-    ]
-    return paired_bootstrap(deltas)
+    deltas: dict[str, list[float]] = {metric: [] for metric in PER_QUERY_FIELD}
+    for now in current:
+        then = before.get(now["id"])
+        if then is None or now.get("tier", "core") != "core" or then.get("tier", "core") != "core":
+            continue
+        if now.get("error") is not None or then.get("error") is not None:
+            continue
+        for metric, key in PER_QUERY_FIELD.items():
+            if metric != "lt3_rate" and (now.get("expect_empty") or then.get("expect_empty")):
+                continue
+            a, b = now.get(key), then.get(key)
+            if a is None or b is None:
+                continue
+            deltas[metric].append(float(a) - float(b))
+    return {metric: paired_bootstrap(values) for metric, values in deltas.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------

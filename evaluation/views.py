@@ -27,10 +27,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation import selectors, services
 from evaluation.api import access
 from evaluation.api.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
-from evaluation.drift import LABELS, SHOWN_METRICS, BudgetsError
+from evaluation.drift import LABELS, PER_QUERY_FIELD, SHOWN_METRICS, BudgetsError, paired_intervals
 from evaluation.harness import redact_url
 from evaluation.models import ApiToken, EvaluationRun, QueryRunResult, SearchTarget, params_text
-from evaluation.report import paired_bootstrap
 from evaluation.targets import SPEC_FIELDS, TargetError, TargetSpec, shown_headers
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
@@ -40,14 +39,6 @@ Status = EvaluationRun.Status
 
 # ------------------------------------------------------------------------------------- display values
 
-# Per-query fields of the report behind each core metric, for the paired intervals of the deltas.
-PER_QUERY_FIELD = {
-    "ndcg": "ndcg",
-    "mrr": "mrr",
-    "precision_at_k": "p_at_k",
-    "empty_rate": "empty",
-    "lt3_rate": "lt3",
-}
 # Higher is better for these; for the rates (empty, <3, error) lower is better.
 HIGHER_IS_BETTER = ("ndcg", "mrr", "precision_at_k", "judged_at_k")
 UNDEFINED = "—"
@@ -108,28 +99,6 @@ def _interval_text(interval: Mapping[str, Any] | None, why: str) -> Num:
         why=f"{interval['level']:.0%} paired bootstrap over {interval['n']} core queries "
         f"({interval['resamples']} resamples)",
     )
-
-
-def paired_intervals(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]]) -> dict:
-    """Per core metric, the paired bootstrap interval of the mean change (current - baseline) over the
-    core queries both runs scored, counted as METRICS.md counts them: errored queries nowhere, expected
-    empties out of the nDCG/RR/P means and the empty rate (but in the <3 rate)."""
-    before = {row["id"]: row for row in baseline}
-    deltas: dict[str, list[float]] = {metric: [] for metric in PER_QUERY_FIELD}
-    for now in current:
-        then = before.get(now["id"])
-        if then is None or now.get("tier", "core") != "core" or then.get("tier", "core") != "core":
-            continue
-        if now.get("error") is not None or then.get("error") is not None:
-            continue
-        for metric, key in PER_QUERY_FIELD.items():
-            if metric != "lt3_rate" and (now.get("expect_empty") or then.get("expect_empty")):
-                continue
-            a, b = now.get(key), then.get(key)
-            if a is None or b is None:
-                continue
-            deltas[metric].append(float(a) - float(b))
-    return {metric: paired_bootstrap(values) for metric, values in deltas.items()}
 
 
 @dataclass
