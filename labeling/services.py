@@ -16,7 +16,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q
+from django.db.models import CharField, Count, Q, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from golden_io.golden import Scale
@@ -193,39 +194,84 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
         report.notes.append(
             "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
         )
-    existing = {d.doc_id: d for d in golden_set.documents.all()}
-    taken_keys = {d.key: d.doc_id for d in existing.values() if d.key}
-    for doc_id, row in rows.items():
-        owner = taken_keys.get(row["key"]) if row["key"] else None
-        if owner is not None and owner != doc_id and owner not in rows:
-            report.add(
-                f"line {lines[doc_id]}: key",
-                f"key {row['key']!r} already belongs to document {owner!r} of this golden set",
-            )
-    if not report.ok:
+    plan = _documents_plan(golden_set, rows, lines, report)
+    if plan is None:
         return report
     to_create: list[Document] = []
     to_update: list[Document] = []
+    renamed: list[str] = []
+    moving: list[int] = []  # documents whose id or key changes
     for doc_id, row in rows.items():
         digest = content_hash(row)
-        doc = existing.get(doc_id)
+        doc = plan.get(doc_id)
         if doc is None:
             to_create.append(Document(golden_set=golden_set, content_hash=digest, **row))
-        elif doc.content_hash != digest or doc.key != row["key"]:
+        elif doc.doc_id != doc_id or doc.content_hash != digest or doc.key != row["key"]:
+            if doc.doc_id != doc_id:
+                renamed.append(f"{doc.doc_id} → {doc_id} (key {row['key']})")
+            if doc.doc_id != doc_id or doc.key != row["key"]:
+                moving.append(doc.pk)
             for name, value in row.items():
                 setattr(doc, name, value)
             doc.content_hash = digest
             to_update.append(doc)
-    # Keys move between documents in one file: clear the moving ones first so the unique index holds.
-    moving = [d for d in to_update if d.key and taken_keys.get(d.key) not in (None, d.doc_id)]
-    if moving:
-        Document.objects.filter(golden_set=golden_set, key__in=[d.key for d in moving]).update(key=None)
+    # Two phases, so the unique (set, doc_id) and (set, key) indexes hold at every step: first every
+    # changing document lets go of its id and key (a space-led id no import can produce), then all take
+    # their new ones. Renames can chain (d1 → d2 while d2 → d3) or swap.
+    Document.objects.filter(pk__in=moving).update(
+        doc_id=Concat(Value(" renaming "), Cast("pk", output_field=CharField())), key=None
+    )
+    Document.objects.bulk_update(to_update, [*_DOC_KEYS[1:], "doc_id", "content_hash"], batch_size=500)
     Document.objects.bulk_create(to_create, batch_size=500)
-    Document.objects.bulk_update(to_update, [*_DOC_KEYS[1:], "content_hash"], batch_size=500)
+    if renamed:
+        report.notes.append(
+            f"renamed {len(renamed)} document(s), following their durable keys (their judgments and labels"
+            " follow): "
+            + ", ".join(renamed[:50])
+            + (f" and {len(renamed) - 50} more" if len(renamed) > 50 else "")
+        )
+    report.count("documents renamed", len(renamed))
     report.count("documents created", len(to_create))
-    report.count("documents updated", len(to_update))
+    report.count("documents updated", len(to_update) - len(renamed))
     report.count("documents unchanged", len(rows) - len(to_create) - len(to_update))
     return report
+
+
+def _documents_plan(
+    golden_set: GoldenSet, rows: dict[str, dict[str, Any]], lines: dict[str, int], report: ImportReport
+) -> dict[str, Document | None] | None:
+    """Which stored document each row of the file is (None: a new one); None when that is ambiguous.
+
+    The durable key decides first: a row whose key a stored document holds is that document, renamed
+    to the row's id when the ids differ (a re-ingest that renumbered ids). Otherwise the id decides: a
+    stored document with the row's id is that row, unless another row claimed it by its key (then the
+    row is a new document). A stored document that keeps its id in the file but is claimed by no row
+    would end up sharing that id with another document: a problem, and nothing is imported.
+    """
+    stored = {d.doc_id: d for d in golden_set.documents.all()}
+    by_key = {d.key: d for d in stored.values() if d.key}
+    plan: dict[str, Document | None] = {}
+    claimed: set[int] = set()
+    for doc_id, row in rows.items():
+        owner = by_key.get(row["key"]) if row["key"] else None
+        if owner is not None:
+            plan[doc_id] = owner
+            claimed.add(owner.pk)
+    for doc_id in rows:
+        if doc_id not in plan:
+            doc = stored.get(doc_id)
+            plan[doc_id] = doc if doc is not None and doc.pk not in claimed else None
+    for doc_id in rows:
+        doc = stored.get(doc_id)
+        taker = plan[doc_id]
+        if doc is not None and doc.pk not in claimed and taker is not None and taker.pk != doc.pk:
+            report.add(
+                f"line {lines[doc_id]}: key",
+                f"key {rows[doc_id]['key']!r} belongs to stored document {taker.doc_id!r}, but id"
+                f" {doc_id!r} is another stored document's (key {doc.key!r}), which this file does not"
+                f" list: renaming {taker.doc_id!r} to {doc_id!r} would give two documents one id",
+            )
+    return plan if report.ok else None
 
 
 def _is_one_json_document(text: str) -> bool:
@@ -310,6 +356,8 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
             "rubric", f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}"
         )
     documents = {d.doc_id: d for d in golden_set.documents.all()}
+    key_owners = {d.key: d.doc_id for d in documents.values() if d.key}
+    new_keys: dict[str, str] = {}  # doc id -> the key the file gives a document that has none
     for i, q in enumerate(golden.queries):
         if q.locale and not golden_set.in_scope(q.locale):
             report.add(
@@ -330,8 +378,16 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
                 report.add(
                     f"{where}.key", f"query {q.id}: key {judgment.key} differs from the document's {doc.key}"
                 )
+            elif judgment.key and not doc.key:
+                _key_to_set(new_keys, key_owners, doc, judgment.key, f"{where}.key", f"query {q.id}", report)
     if not report.ok:
         return report
+    # A judgment's durable key is kept on its document when the document had none, so that it survives
+    # a later re-ingest that renumbers ids (the document import follows keys).
+    for doc_id, key in new_keys.items():
+        Document.objects.filter(pk=documents[doc_id].pk).update(key=key)
+        documents[doc_id].key = key
+    report.count("document keys set", len(new_keys))
     existing = {q.external_id: q for q in golden_set.queries.all()}
     created = updated = 0
     for q in golden.queries:
@@ -352,6 +408,17 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
             existing[q.id] = Query.objects.create(golden_set=golden_set, external_id=q.id, **values)
             created += 1
         elif any(getattr(row, k) != v for k, v in values.items()):
+            if (row.tier, row.status) != (q.tier, Query.Status.ACTIVE):
+                # The file's tiers are authoritative; the move is recorded like any other.
+                TierMove.objects.create(
+                    query=row,
+                    by=None,
+                    from_tier=row.tier,
+                    to_tier=q.tier,
+                    from_status=row.status,
+                    to_status=Query.Status.ACTIVE,
+                    reason=f"golden file import {source} (version {golden.version})",
+                )
             Query.objects.filter(pk=row.pk).update(**values)
             updated += 1
     replaced = FrozenLabel.objects.filter(query__golden_set=golden_set).delete()[0]
@@ -378,6 +445,27 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
     if unlabeled:
         report.notes.append(f"no judgment at grade >= 1 (no_positive_judgments): {', '.join(unlabeled)}")
     return report
+
+
+def _key_to_set(
+    new_keys: dict[str, str],
+    key_owners: dict[str, str],
+    doc: Document,
+    key: str,
+    where: str,
+    what: str,
+    report: ImportReport,
+) -> None:
+    """Plan giving `doc` (which has no key) the judgment's `key`, or report why it cannot have it."""
+    owner = key_owners.get(key)
+    planned = new_keys.get(doc.doc_id)
+    if owner is not None and owner != doc.doc_id:
+        report.add(where, f"{what}: key {key} belongs to document {owner}, not {doc.doc_id}")
+    elif planned is not None and planned != key:
+        report.add(where, f"{what}: key {key} for {doc.doc_id}, which another judgment keys {planned}")
+    else:
+        new_keys[doc.doc_id] = key
+        key_owners[key] = doc.doc_id
 
 
 # --- query logs ---------------------------------------------------------------------------------

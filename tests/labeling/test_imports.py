@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from labeling import services
-from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query, Rubric
+from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric, TierMove
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -99,15 +99,80 @@ def test_it_refuses_documents_that_are_not_utf8(gset: GoldenSet) -> None:
     assert not Document.objects.exists()
 
 
-def test_it_refuses_a_key_that_belongs_to_another_stored_document(gset: GoldenSet) -> None:
+def _keyed(doc_id: str, key: str, **extra: Any) -> dict[str, Any]:
+    return _doc(doc_id, key=f"https://help.example.com/{key}", url=f"https://help.example.com/{key}", **extra)
+
+
+def test_a_stored_key_under_a_new_id_renames_that_document(gset: GoldenSet) -> None:
     services.documents_import(golden_set=gset, data=_jsonl(_doc("d1")), source="a")
-    report = services.documents_import(
-        golden_set=gset, data=_jsonl(_doc("d9", key=_doc("d1")["key"])), source="b"
+    d1 = Document.objects.get()
+    report = services.documents_import(golden_set=gset, data=_jsonl(_keyed("d9", "d1")), source="b")
+    assert report.ok, report.problems
+    assert Document.objects.get().pk == d1.pk  # the same document, now under its new id
+    assert Document.objects.get().doc_id == "d9"
+    assert report.counts["documents renamed"] == 1
+    assert "d1 → d9 (key https://help.example.com/d1)" in report.notes[-1]
+
+
+def test_a_renumbering_re_ingest_follows_the_keys_and_the_judgments_follow(
+    gset: GoldenSet, alice: Any
+) -> None:
+    services.documents_import(
+        golden_set=gset, data=_jsonl(*(_keyed(f"{i}", f"a{i}") for i in (1, 2, 3))), source="a"
     )
+    before = {d.key: d.pk for d in Document.objects.all()}
+    query = factories.QueryFactory.create(golden_set=gset)
+    judged = Document.objects.get(doc_id="2")
+    factories.JudgmentFactory.create(
+        assignment__query=query, assignment__rater=alice, document=judged, grade=3
+    )
+    # Every id moves up by one (a chain: 1 -> 2 while 2 -> 3 and 3 -> 4), and a new document takes id 1.
+    renumbered = _jsonl(
+        _doc("1", key=None, title="Brand new"), *(_keyed(f"{i + 1}", f"a{i}") for i in (1, 2, 3))
+    )
+    report = services.documents_import(golden_set=gset, data=renumbered, source="b")
+    assert report.ok, report.problems
+    assert report.counts["documents renamed"] == 3 and report.counts["documents created"] == 1
+    after = {d.key: (d.pk, d.doc_id) for d in Document.objects.all()}
+    assert {key: after[key] for key in before} == {
+        "https://help.example.com/a1": (before["https://help.example.com/a1"], "2"),
+        "https://help.example.com/a2": (before["https://help.example.com/a2"], "3"),
+        "https://help.example.com/a3": (before["https://help.example.com/a3"], "4"),
+    }
+    assert Document.objects.get(doc_id="1").title == "Brand new"
+    assert Judgment.objects.get().document.doc_id == "3"  # the judged article, under its new id
+    again = services.documents_import(golden_set=gset, data=renumbered, source="c")
+    assert again.counts["documents unchanged"] == 4 and again.counts["documents renamed"] == 0
+
+
+def test_two_documents_can_swap_ids(gset: GoldenSet) -> None:
+    services.documents_import(golden_set=gset, data=_jsonl(_keyed("x", "kx"), _keyed("y", "ky")), source="a")
+    pks = {d.key: d.pk for d in Document.objects.all()}
+    report = services.documents_import(
+        golden_set=gset, data=_jsonl(_keyed("y", "kx"), _keyed("x", "ky")), source="b"
+    )
+    assert report.ok, report.problems
+    assert {d.key: (d.pk, d.doc_id) for d in Document.objects.all()} == {
+        "https://help.example.com/kx": (pks["https://help.example.com/kx"], "y"),
+        "https://help.example.com/ky": (pks["https://help.example.com/ky"], "x"),
+    }
+
+
+def test_it_refuses_a_rename_onto_the_id_of_a_document_the_file_does_not_list(gset: GoldenSet) -> None:
+    services.documents_import(
+        golden_set=gset, data=_jsonl(_keyed("d1", "k1"), _keyed("d2", "k2")), source="a"
+    )
+    # k1 moves to id d2, but the stored d2 (key k2) is not in the file: two documents would be d2.
+    report = services.documents_import(golden_set=gset, data=_jsonl(_keyed("d2", "k1")), source="b")
     assert [str(p) for p in report.problems] == [
-        "line 1: key: key 'https://help.example.com/d1' already belongs to document 'd1' of this golden set"
+        "line 1: key: key 'https://help.example.com/k1' belongs to stored document 'd1', but id 'd2' is"
+        " another stored document's (key 'https://help.example.com/k2'), which this file does not list:"
+        " renaming 'd1' to 'd2' would give two documents one id"
     ]
-    assert Document.objects.count() == 1
+    assert sorted(Document.objects.values_list("doc_id", "key")) == [
+        ("d1", "https://help.example.com/k1"),
+        ("d2", "https://help.example.com/k2"),
+    ]
 
 
 # --- golden files -----------------------------------------------------------------------------------
@@ -157,6 +222,58 @@ def test_a_new_golden_file_replaces_the_frozen_labels(gset: GoldenSet, docs: Non
         ("d1", 2, "2026-09-01")
     ]
     assert Query.objects.get(external_id="q-1").text == "new text"
+
+
+def test_a_judgment_key_is_kept_on_a_document_without_one(gset: GoldenSet) -> None:
+    services.documents_import(golden_set=gset, data=_jsonl(_doc("d1", key=None), _doc("d2")), source="c")
+    data = _golden(
+        {**_query("q-1"), "judgments": [{"doc_id": "d1", "grade": 3, "key": "https://kb.example/refunds"}]},
+        {**_query("q-2"), "judgments": [{"doc_id": "d1", "grade": 1, "key": "https://kb.example/refunds"}]},
+    )
+    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
+    assert report.ok, report.problems
+    assert report.counts["document keys set"] == 1
+    assert Document.objects.get(doc_id="d1").key == "https://kb.example/refunds"
+
+
+def test_a_judgment_key_that_another_document_holds_or_that_contradicts_is_a_problem(gset: GoldenSet) -> None:
+    services.documents_import(
+        golden_set=gset, data=_jsonl(_doc("d1", key=None), _doc("d2"), _doc("d3", key=None)), source="c"
+    )
+    data = _golden(
+        {**_query("q-1"), "judgments": [{"doc_id": "d1", "grade": 3, "key": _doc("d2")["key"]}]},
+        {
+            **_query("q-2"),
+            "judgments": [
+                {"doc_id": "d3", "grade": 1, "key": "https://kb.example/a"},
+                {"doc_id": "d2", "grade": 1, "key": "https://kb.example/other"},
+            ],
+        },
+        {**_query("q-3"), "judgments": [{"doc_id": "d3", "grade": 1, "key": "https://kb.example/b"}]},
+    )
+    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
+    assert [str(p) for p in report.problems] == [
+        "queries[0].judgments[0].key: query q-1: key https://help.example.com/d2 belongs to document d2,"
+        " not d1",
+        # judgments are read in doc id order, so d2 is the query's judgments[0]
+        "queries[1].judgments[0].key: query q-2: key https://kb.example/other differs from the document's"
+        " https://help.example.com/d2",
+        "queries[2].judgments[0].key: query q-3: key https://kb.example/b for d3, which another judgment keys"
+        " https://kb.example/a",
+    ]
+    assert not Document.objects.filter(doc_id__in=["d1", "d3"], key__isnull=False).exists()
+    assert not Query.objects.exists()
+
+
+def test_a_re_import_that_changes_a_tier_records_the_move(gset: GoldenSet, docs: None) -> None:
+    services.golden_import(golden_set=gset, data=_golden(_query("q-1", ("d1", 3))), source="v1")
+    assert not TierMove.objects.exists()
+    services.golden_import(
+        golden_set=gset, data=_golden(_query("q-1", ("d1", 3), tier="shadow")), source="v2"
+    )
+    move = TierMove.objects.get()
+    assert (move.by, move.from_tier, move.to_tier) == (None, "core", "shadow")
+    assert move.reason == "golden file import v2 (version 2026-08-01)"
 
 
 def test_it_names_each_problem_of_a_golden_file_and_imports_nothing(gset: GoldenSet, docs: None) -> None:
@@ -284,3 +401,31 @@ def test_a_json_document_given_as_documents_gets_one_clear_problem(gset: GoldenS
     assert [str(p) for p in report.problems] == [
         "file: this is one JSON document; documents come as JSONL, one JSON object per line"
     ]
+
+
+def test_after_a_renumbering_re_ingest_a_frozen_versions_keys_resolve_to_the_new_ids(
+    gset: GoldenSet, rita: Any
+) -> None:
+    from golden_io.keys import resolve_keys
+    from golden_io.selectors import live_keys
+    from golden_io.services import golden_version_freeze
+
+    services.documents_import(
+        golden_set=gset, data=_jsonl(*(_keyed(f"{i}", f"a{i}") for i in (1, 2))), source="a"
+    )
+    assert services.golden_import(
+        golden_set=gset, data=_golden(_query("q-1", ("1", 3), ("2", 0))), source="g"
+    ).ok
+    version = golden_version_freeze(golden_set=gset, by=rita, name="2026-08-01")
+    assert version.golden().query("q-1").grades == {"1": 3, "2": 0}
+
+    report = services.documents_import(
+        golden_set=gset, data=_jsonl(*(_keyed(f"{i + 100}", f"a{i}") for i in (1, 2))), source="b"
+    )
+
+    assert report.ok and report.counts["documents renamed"] == 2
+    resolved = resolve_keys(version.golden(), live_keys(gset))
+    assert resolved.golden.query("q-1").grades == {"101": 3, "102": 0}
+    assert resolved.unresolved == ()
+    # The set's own frozen labels point at the same documents, now under their new ids.
+    assert sorted(FrozenLabel.objects.values_list("document__doc_id", "grade")) == [("101", 3), ("102", 0)]
