@@ -16,9 +16,9 @@ from playwright.sync_api import BrowserContext, Page, expect
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_create
 from labeling.models import GoldenSet
-from tests.integration.runs_support import golden_file, make_target, make_version
-from tests.integration.test_runs_workers import StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply
+from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.browser,

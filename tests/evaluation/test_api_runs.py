@@ -36,7 +36,7 @@ from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by na
     token_for_fixture,
     version_fixture,
 )
-from tests.integration.runs_support import eager_celery, make_version
+from tests.support.runs import eager_celery, make_version
 
 pytestmark = pytest.mark.django_db
 

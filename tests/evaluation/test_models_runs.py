@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from evaluation.admin import SearchTargetForm
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from labeling.models import GoldenSet
-from tests.integration.runs_support import make_version
+from tests.support.runs import make_version
 
 pytestmark = pytest.mark.django_db
 

@@ -22,13 +22,13 @@ from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_cancel, run_fail
 from golden_io.models import GoldenVersion
 from tests.evaluation.test_views_support import TokenFor, token_for_fixture  # noqa: F401
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.processes import REPO, refused_url
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     stub_fixture,
     target_fixture,
     version_fixture,
 )
-from tests.support.processes import REPO, refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

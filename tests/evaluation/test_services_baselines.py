@@ -20,7 +20,7 @@ from evaluation.services import BaselineError, baseline_promote, budgets_set, re
 from golden_io.git_export import Author, git_write, read_file
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     finished_fixture,
     golden_file,

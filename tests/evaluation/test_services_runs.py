@@ -19,7 +19,7 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     RunFactory,
     eager_celery,
     finished_fixture,

@@ -22,7 +22,7 @@ from evaluation.services import run_begin, run_create, unjudged_queue
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     finished_fixture,
     golden_file,

@@ -20,7 +20,7 @@ from evaluation.targets import (
     spec_problems,
 )
 from labeling.models import GoldenSet
-from tests.integration.runs_support import eager_celery, golden_file, make_target, make_version
+from tests.support.runs import eager_celery, golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     golden_file,
     make_target,

@@ -17,8 +17,8 @@ from django.core.management import call_command
 
 from evaluation.models import Baseline, EvaluationRun
 from tests.evaluation.test_views_support import logged_in, section_text
-from tests.integration.test_runs_workers import StartWorker, start_worker  # noqa: F401  (fixture)
 from tests.support.processes import serving
+from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.integration,

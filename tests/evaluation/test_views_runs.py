@@ -32,7 +32,7 @@ from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by na
     version_fixture,
     victor_fixture,
 )
-from tests.integration.runs_support import eager_celery
+from tests.support.runs import eager_celery
 
 pytestmark = pytest.mark.django_db
 
@@ -412,7 +412,7 @@ def test_side_by_side_refuses_a_run_the_user_cannot_see_and_unknown_queries(
 def test_long_lists_show_the_first_fifty_rows_and_all_on_request(
     finished: Any, stub: Any, golden_set: GoldenSet, rita: User
 ) -> None:
-    from tests.integration.runs_support import golden_file, make_version
+    from tests.support.runs import golden_file, make_version
     from tests.support.stub_server import Reply
 
     stub.default = Reply(status=500, text="down")

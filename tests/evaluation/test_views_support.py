@@ -25,7 +25,7 @@ from evaluation.services import baseline_promote
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.integration.runs_support import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
     RunFactory,
     finished_fixture,
     make_target,

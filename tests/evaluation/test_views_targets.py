@@ -31,7 +31,7 @@ from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by na
     version_fixture,
     victor_fixture,
 )
-from tests.integration.runs_support import make_version
+from tests.support.runs import make_version
 
 pytestmark = pytest.mark.django_db
 

@@ -9,26 +9,20 @@ errors (never empties) with the verdict failing closed; cancel stopping the chun
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection
 
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services import run_cancel, run_create
 from labeling.models import GoldenSet
-from tests.integration.runs_support import golden_file, make_target, make_version
-from tests.support.processes import REPO
+from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
+from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.integration,
@@ -39,111 +33,6 @@ pytestmark = [
 ]
 
 Status = EvaluationRun.Status
-WAIT_S = 60.0
-# Broadcast chatter between workers is of no use to these tests and costs a second at start.
-FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    user = db.get("USER") or "postgres"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return (
-        f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
-    )
-
-
-class Worker:
-    """One `celery worker` process (its own process group, so SIGKILL takes its pool children too)."""
-
-    def __init__(self, name: str, log: Path, env: dict[str, str]) -> None:
-        self.name, self.log = name, log
-        self.handle = log.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "-c",
-                "2",
-                "-n",
-                f"{name}@%h",
-                *FAST_START,
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=self.handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_ready(self, timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if " ready." in self.log.read_text(errors="replace"):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(
-            f"worker {self.name} did not start:\n{self.log.read_text(errors='replace')[-3000:]}"
-        )
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        # Cold shutdown: nothing of a finished test is left to finish, and a warm one takes seconds.
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGQUIT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.handle.close()
-
-
-StartWorker = Callable[..., Worker]
-
-
-@pytest.fixture
-def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker]:
-    import redis
-
-    from config.celery import app
-
-    # The workers consume the broker this suite publishes to (REDIS_URL: database 8 here, 15 in CI),
-    # flushed first so no earlier run's messages are redelivered into this test.
-    url = str(app.conf.broker_url)
-    redis.Redis.from_url(url).flushdb()
-    workers: list[Worker] = []
-
-    def start(name: str, **env: str) -> Worker:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": _database_url(),
-            "REDIS_URL": url,
-            "CELERY_BROKER_URL": url,
-            "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
-            "ASSAY_VAR_DIR": str(tmp_path / "var"),
-            **env,
-        }
-        environment.pop("CELERY_TASK_ALWAYS_EAGER", None)
-        worker = Worker(name, tmp_path / f"{name}.log", environment)
-        workers.append(worker)
-        worker.wait_ready()
-        return worker
-
-    yield start
-    for worker in workers:
-        worker.stop()
 
 
 def _wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
@@ -178,7 +67,10 @@ def stub() -> Iterator[StubServer]:
 
 
 def test_a_run_completes_on_a_worker_with_one_result_per_query(
-    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
 ) -> None:
     version = make_version(golden_set, golden_file(30))
     target = make_target(f"{stub.url}/search", golden_set, concurrency=2)  # chunks of 8: four chunk tasks
@@ -203,7 +95,10 @@ def test_a_run_completes_on_a_worker_with_one_result_per_query(
 
 
 def test_a_killed_worker_loses_no_query_and_a_second_worker_finishes(
-    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
 ) -> None:
     stub.default = hits_reply(["d1", "d2", "d3"], delay=0.25)
     version = make_version(golden_set, golden_file(40))
@@ -234,7 +129,10 @@ def test_a_killed_worker_loses_no_query_and_a_second_worker_finishes(
 
 
 def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
-    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
 ) -> None:
     version = make_version(golden_set, golden_file(12))
     target = make_target(f"{stub.url}/search", golden_set, timeout=0.5, retries=1)
@@ -263,7 +161,10 @@ def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
 
 
 def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
-    start_worker: StartWorker, stub: StubServer, golden_set: GoldenSet, rita: User
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
 ) -> None:
     stub.default = hits_reply(["d1", "d2", "d3"], delay=0.3)
     version = make_version(golden_set, golden_file(40))

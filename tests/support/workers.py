@@ -1,0 +1,123 @@
+"""Real `celery worker` processes for tests: started against the test database pytest-django made
+(committed data, so the tests use `transactional_db`) and the suite's Redis broker (flushed first)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.support.processes import REPO
+
+WAIT_S = 60.0
+# Broadcast chatter between workers is of no use to these tests and costs a second at start.
+FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
+
+
+class Worker:
+    """One `celery worker` process (its own process group, so SIGKILL takes its pool children too)."""
+
+    def __init__(self, name: str, log: Path, env: dict[str, str]) -> None:
+        self.name, self.log = name, log
+        self.handle = log.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-l",
+                "info",
+                "-c",
+                "2",
+                "-n",
+                f"{name}@%h",
+                *FAST_START,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=self.handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = WAIT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if " ready." in self.log.read_text(errors="replace"):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(
+            f"worker {self.name} did not start:\n{self.log.read_text(errors='replace')[-3000:]}"
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        # Cold shutdown: nothing of a finished test is left to finish, and a warm one takes seconds.
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.handle.close()
+
+
+StartWorker = Callable[..., Worker]
+
+
+@pytest.fixture
+def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker]:
+    import redis
+
+    from config.celery import app
+
+    # The workers consume the broker this suite publishes to (REDIS_URL: database 8 here, 15 in CI),
+    # flushed first so no earlier run's messages are redelivered into this test.
+    url = str(app.conf.broker_url)
+    redis.Redis.from_url(url).flushdb()
+    workers: list[Worker] = []
+
+    def start(name: str, **env: str) -> Worker:
+        environment = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": url,
+            "CELERY_BROKER_URL": url,
+            "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
+            "ASSAY_VAR_DIR": str(tmp_path / "var"),
+            **env,
+        }
+        environment.pop("CELERY_TASK_ALWAYS_EAGER", None)
+        worker = Worker(name, tmp_path / f"{name}.log", environment)
+        workers.append(worker)
+        worker.wait_ready()
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
