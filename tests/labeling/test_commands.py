@@ -13,7 +13,18 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
 from labeling.management.commands import demo_load
-from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric
+from labeling.models import (
+    Assignment,
+    Candidate,
+    DisputeCheck,
+    Document,
+    FrozenLabel,
+    GoldenSet,
+    Judgment,
+    Query,
+    Rubric,
+)
+from labeling.selectors import labels_consolidated
 from tests import factories
 from tests.conftest import REPO
 
@@ -151,15 +162,30 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     assert ("q-0471", "doc-8821", 3) in first["frozen"]
     assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
     assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
+    # Two dual-labeled queries were graded with a disagreement: disputed, in shadow, waiting for a reviewer.
+    checks = DisputeCheck.objects.filter(disputed=True)
+    assert checks.count() == 2
+    disputed = {c.query.external_id for c in checks}
+    assert all(
+        q.tier == "shadow" and q.stratum in ("account", "developer")
+        for q in Query.objects.filter(external_id__in=disputed)
+    )
+    assert "q-0471" not in disputed
+    assert f"Graded as a disagreement for the review queue: {', '.join(sorted(disputed))}" in out
+    waiting = labels_consolidated(golden_set=GoldenSet.objects.get(slug="help-center")).unresolved
+    assert len(waiting) == 2 and {u.awaiting for u in waiting} == {"reviewer"}
+    n_judgments = Judgment.objects.count()
     # Some work is already done when it runs again: the reload changes nothing and loses nothing.
-    assignment = Assignment.objects.filter(rater__username="rater1").first()
+    assignment = Assignment.objects.filter(rater__username="rater1", judgments__isnull=True).first()
     assert assignment is not None
     candidate = assignment.query.candidates.first()
     assert candidate is not None
     factories.JudgmentFactory.create(assignment=assignment, document=candidate.document, grade=1, note="kept")
     again = _call("demo_load")
     assert _snapshot() == first
-    assert Judgment.objects.get().note == "kept"
+    assert Judgment.objects.count() == n_judgments + 1
+    assert Judgment.objects.get(assignment=assignment).note == "kept"
+    assert DisputeCheck.objects.count() == 2 and "Graded as a disagreement" not in again
     assert json.loads((var_dir / "demo-logins.json").read_text()) == logins
     assert "new assignments: 0 primary, 0 second" in again
     admin = User.objects.get(username="admin")

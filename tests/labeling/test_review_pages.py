@@ -16,7 +16,16 @@ from django.test import Client
 from django.urls import reverse
 
 from labeling import services
-from labeling.models import Adjudication, Candidate, GoldenSet, GoldItem, Judgment, Query, TierMove
+from labeling.models import (
+    Adjudication,
+    Assignment,
+    Candidate,
+    GoldenSet,
+    GoldItem,
+    Judgment,
+    Query,
+    TierMove,
+)
 from labeling.selectors import labels_consolidated
 from tests import factories
 
@@ -273,3 +282,20 @@ def test_the_set_page_summarises_the_consolidated_labels(
     summary = _text(page.content)
     assert "Consolidated labels: 2 (agreed 2) · unresolved: 1 (awaiting reviewer 1)" in summary
     assert reverse("golden_io:version_list", args=[golden_set.slug]) in page.content.decode()
+
+
+def test_a_gold_item_looks_like_any_candidate_to_the_rater(
+    disputed: Disputed, golden_set: GoldenSet, rita: User, client: Client
+) -> None:
+    carol = factories.UserFactory.create(username="carol", groups=["raters"])
+    golden_set.raters.add(carol)
+    services.gold_mark(query=disputed.query, document=disputed.candidates[1].document, grade=1, by=rita)
+    gold = Assignment.objects.get(rater=carol)
+    client.force_login(carol)
+    for url in (reverse("labeling:grade", args=[gold.pk]), reverse("labeling:queue")):
+        body = client.get(url).content.decode().lower()
+        assert not re.search(r"\bgold\b|known answer", body)  # ("golden label" is the rubric's wording)
+    assert (
+        disputed.candidates[1].document.title.lower()
+        in client.get(reverse("labeling:grade", args=[gold.pk])).content.decode().lower()
+    )

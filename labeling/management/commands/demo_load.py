@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from labeling import services
-from labeling.models import GoldenSet, Query
+from labeling.models import Assignment, FrozenLabel, GoldenSet, Judgment, Query
 from labeling.problems import ImportReport
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
@@ -29,6 +29,9 @@ DEMO_USERS = {
 }
 # Two configurations of the demo search engine pool the candidates; raters never learn which is which.
 DEMO_SYSTEMS = {"bm25": False, "bm25-rewrite": True}
+# Strata whose dual-labeled queries the demo grades with a disagreement (not billing: the evaluation demo's
+# story is about billing, and its frozen labels stay as the golden file has them).
+DISAGREEMENT_STRATA = ("account", "developer")
 
 
 def logins_path() -> Path:
@@ -116,11 +119,13 @@ class Command(BaseCommand):
                 )
             )
         assigned = services.assignments_create(golden_set=golden_set)
+        disputed = _demo_disagreements(golden_set)
         n_docs, n_queries = golden_set.documents.count(), golden_set.queries.count()
         return (
             f"Demo loaded: golden set {SET_SLUG!r} with {n_docs} documents, {n_queries} queries, "
             f"frozen labels {golden_set.frozen_version}; "
             f"new assignments: {assigned.primary} primary, {assigned.second} second."
+            + (f" Graded as a disagreement for the review queue: {', '.join(disputed)}." if disputed else "")
         )
 
 
@@ -178,3 +183,71 @@ def _demo_rankings(demo: Path, golden_set: GoldenSet, *, rewrite: bool) -> dict[
         )
         rankings[q.external_id] = [hit.id for hit in result.hits]
     return rankings
+
+
+def _demo_disagreements(golden_set: GoldenSet) -> list[str]:
+    """On the first load only (the set has no judgment yet): rater1 and rater2 grade two dual-labeled
+    queries through the grading service, agreeing with the frozen labels (0 for the rest of the pool)
+    except on one document each: a hard disagreement (two grades apart) on the first, a relevance flip
+    (one grade apart, across the cutoff) on the second. Finishing the second assignment runs the dispute
+    check, so both queries are in shadow and in the reviewers' queue on first start."""
+    if Judgment.objects.filter(assignment__query__golden_set=golden_set).exists():
+        return []
+    cutoff = golden_set.relevant_min_grade
+    chosen: list[str] = []
+    seconds = (
+        Assignment.objects.filter(
+            query__golden_set=golden_set,
+            query__stratum__in=DISAGREEMENT_STRATA,
+            query__tier=Query.Tier.CORE,
+            kind=Assignment.Kind.SECOND,
+        )
+        .select_related("query")
+        .order_by("query__external_id")
+    )
+    for second in seconds:
+        query = second.query
+        first = Assignment.objects.filter(query=query, kind=Assignment.Kind.PRIMARY).first()
+        frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+        candidates = list(query.candidates.order_by("id"))
+        if first is None or not frozen:
+            continue
+        hard = len(chosen) == 0
+        target = _disagreement_target(frozen, cutoff, hard=hard)
+        if target is None:
+            continue
+        doc_id, theirs = target
+        for n, candidate in enumerate(candidates):
+            grade = frozen.get(candidate.document_id, 0)
+            for assignment in (first, second):
+                own = theirs if assignment is second and candidate.document_id == doc_id else grade
+                note = (
+                    "reads as only loosely related to the question"
+                    if own != frozen.get(candidate.document_id, own)
+                    else ""
+                )
+                services.judgment_submit(
+                    assignment_id=assignment.pk,
+                    rater=assignment.rater,
+                    candidate_id=candidate.pk,
+                    grade=own,
+                    note=note,
+                    time_spent_ms=3000 + 700 * (n % 7),
+                )
+        chosen.append(query.external_id)
+        if len(chosen) == 2:
+            break
+    # What was just judged joins the pools as "judged" now, not on the next load (which must change nothing).
+    services.pool_add_judged(golden_set=golden_set)
+    return chosen
+
+
+def _disagreement_target(frozen: dict[int, int], cutoff: int, *, hard: bool) -> tuple[int, int] | None:
+    """(document, the second rater's grade): two grades away for a hard disagreement, else one grade away
+    across the relevance cutoff; None when the query has no such document."""
+    for document_id, grade in sorted(frozen.items(), key=lambda item: (-item[1], item[0])):
+        if hard and grade >= 2:
+            return document_id, grade - 2
+        if not hard and grade in (cutoff, cutoff - 1):
+            return document_id, cutoff - 1 if grade == cutoff else cutoff
+    return None
