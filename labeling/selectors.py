@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import hashlib
-from collections.abc import Collection
+from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -211,6 +214,9 @@ def query_review_get(*, query: Query) -> list[ReviewRow]:
 # --- consolidated labels (issue 4) ----------------------------------------------------------------
 
 FROZEN = "frozen"  # a label carried over from the set's current frozen labels: nothing judged since
+REJUDGE = str(Assignment.Kind.REJUDGE)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,15 +249,40 @@ class Consolidated:
     unresolved: list[Unresolved]
 
 
-@dataclass(frozen=True, slots=True)
-class _Graded:
+class _Graded(NamedTuple):
+    pk: int  # creation order; first, so that a plain sort orders by it
     grade: int
     kind: str
-    updated: Any  # datetime
     content_hash: str
-    pk: int
+    updated: Any  # datetime; fetched for re-judgments only (they are compared with adjudications)
 
 
+def _gc_paused(func: Callable[P, T]) -> Callable[P, T]:
+    """Run `func` with the cyclic garbage collector paused. These reads build a few hundred thousand
+    small tuples and dataclasses (no reference cycles among them); while they pile up, the collector
+    keeps re-traversing everything alive, which doubled the time of consolidating 40,000 documents.
+    Reference counting still frees everything; collection resumes afterwards (and in nested calls the
+    outermost one resumes it)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if paused:
+                gc.enable()
+
+    return wrapper
+
+
+# The same few inputs come back for every document (two grades of 0..3, expected 1 or 2): computing each
+# once keeps consolidating a set of 40,000 documents well under a second.
+_consolidate = functools.lru_cache(maxsize=8192)(consolidate)
+
+
+@_gc_paused
 def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | None = None) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out.
@@ -300,30 +331,32 @@ def _pair_labels(
     live = Assignment.objects.filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
     dual: set[int] = set()
     done: dict[int, set[str]] = {}
-    for query_id, kind, status in live.values_list("query_id", "kind", "status"):
+    counted: dict[int, tuple[int, str]] = {}  # assignment -> (query, kind), for the ones that make labels
+    for pk, query_id, kind, status in live.values_list("pk", "query_id", "kind", "status"):
         if kind == Assignment.Kind.SECOND:
             dual.add(query_id)
         if status == Assignment.Status.DONE:
             done.setdefault(query_id, set()).add(kind)
+        if kind != Assignment.Kind.GOLD:
+            counted[pk] = (query_id, kind)
     third_scope = set(
         live.filter(kind=Assignment.Kind.THIRD).values_list("scope__query_id", "scope__document_id")
     )
-    graded: dict[tuple[int, int], list[_Graded]] = {}
+    # Plain columns, no joins and no timestamps: this reads every judgment of the set.
     rows = (
         Judgment.objects.filter(assignment__in=live.exclude(kind=Assignment.Kind.GOLD))
         .order_by()
-        .values_list(
-            "assignment__query_id",
-            "document_id",
-            "grade",
-            "assignment__kind",
-            "updated",
-            "content_hash",
-            "pk",
+        .values_list("assignment_id", "document_id", "grade", "content_hash", "pk")
+    )
+    rejudged_at = dict(
+        Judgment.objects.filter(assignment__in=live.filter(kind=Assignment.Kind.REJUDGE)).values_list(
+            "pk", "updated"
         )
     )
-    for query_id, document_id, grade, kind, updated, digest, pk in rows:
-        graded.setdefault((query_id, document_id), []).append(_Graded(grade, kind, updated, digest, pk))
+    graded: dict[tuple[int, int], list[_Graded]] = defaultdict(list)
+    for assignment_id, document_id, grade, digest, pk in rows:
+        query_id, kind = counted[assignment_id]
+        graded[(query_id, document_id)].append(_Graded(pk, grade, kind, digest, rejudged_at.get(pk)))
     adjudications: dict[tuple[int, int], tuple[int, Any, str]] = {}
     for query_id, document_id, grade, at, digest in (
         Adjudication.objects.filter(query__in=queries)
@@ -335,13 +368,13 @@ def _pair_labels(
     frozen = FrozenLabel.objects.filter(query__in=queries).values_list("query_id", "document_id", "grade")
     for query_id, document_id, grade in frozen:
         out[(query_id, document_id)] = PairLabel(grade, FROZEN)
+    dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
     for pair in graded.keys() | adjudications.keys():
         out[pair] = _pair_label(
             graded.get(pair, []),
             adjudications.get(pair),
             expected=2 if pair[0] in dual else 1,
-            third_coming=pair in third_scope
-            or not {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= done.get(pair[0], set()),
+            third_coming=pair in third_scope or pair[0] not in dual_done,
             scale=scale,
         )
     return out
@@ -355,17 +388,17 @@ def _pair_label(
     third_coming: bool,
     scale: Scale,
 ) -> PairLabel:
-    rejudged = [g for g in graded if g.kind == Assignment.Kind.REJUDGE]
+    rejudged = [g for g in graded if g.kind == REJUDGE]
     if rejudged:
         latest = max(rejudged, key=lambda g: (g.updated, g.pk))
         basis, expected = [latest], 1
         if adjudication is not None and adjudication[1] < latest.updated:
             adjudication = None  # decided on the content before it changed
     else:
-        basis = sorted(graded, key=lambda g: g.pk)  # in the order they were first given: a stable reason
-    grades = tuple(g.grade for g in basis)
+        basis = sorted(graded)  # by pk: in the order they were first given, for a stable reason
+    grades = tuple([g.grade for g in basis])
     try:
-        final = consolidate(
+        final = _consolidate(
             grades, adjudication=adjudication[0] if adjudication else None, expected=expected, scale=scale
         )
     except ValueError as exc:  # a grade off the current rubric's scale (the rubric changed since)
@@ -385,9 +418,9 @@ def _pair_label(
 
 
 def _judged_hash(basis: list[_Graded]) -> str | None:
-    """The content the grades were given on; when they were given on different content, the earliest
-    (so that the label reads as stale against the current content)."""
-    known = sorted((g for g in basis if g.content_hash), key=lambda g: (g.updated, g.pk))
+    """The content the grades were given on; when they were given on different content, the first
+    judgment's (so that the label reads as stale against the current content)."""
+    known = [g for g in basis if g.content_hash]  # basis is in pk order
     return known[0].content_hash if known else None
 
 
@@ -411,6 +444,7 @@ def labels_summary(*, golden_set: GoldenSet) -> dict[str, Any]:
     }
 
 
+@_gc_paused
 def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
     """Every rater's current grade on the set's active queries, as agreement statistics take them.
 
@@ -418,32 +452,42 @@ def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
     that document (the earlier grades were given on other content). Gold checks count: they are
     independent grades of the same items.
     """
+    assignments = {
+        pk: (external_id, username, kind)
+        for pk, external_id, username, kind in Assignment.objects.filter(
+            query__golden_set=golden_set, query__status=Query.Status.ACTIVE
+        )
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .values_list("pk", "query__external_id", "rater__username", "kind")
+    }
+    doc_ids = _doc_ids(golden_set)
+    # Plain columns of one table; the names come from the two small maps above.
     rows = list(
-        Judgment.objects.filter(
-            assignment__query__golden_set=golden_set, assignment__query__status=Query.Status.ACTIVE
-        )
-        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        Judgment.objects.filter(assignment_id__in=list(assignments))
         .order_by()
-        .values_list(
-            "assignment__query__external_id",
-            "document__doc_id",
-            "assignment__rater__username",
-            "grade",
-            "time_spent_ms",
-            "assignment__kind",
-            "updated",
-            "pk",
-        )
+        .values_list("assignment_id", "document_id", "grade", "time_spent_ms", "pk")
     )
-    latest_rejudge: dict[tuple[str, str], tuple[Any, int]] = {}
-    for qid, did, _, _, _, kind, updated, pk in rows:
-        if kind == Assignment.Kind.REJUDGE:
-            latest_rejudge[(qid, did)] = max(latest_rejudge.get((qid, did), (updated, pk)), (updated, pk))
-    return [
-        Rating(qid, did, rater, grade, float(spent) if spent else None)
-        for qid, did, rater, grade, spent, _, updated, pk in rows
-        if (qid, did) not in latest_rejudge or latest_rejudge[(qid, did)] == (updated, pk)
-    ]
+    rejudge = [pk for pk, (_, _, kind) in assignments.items() if kind == Assignment.Kind.REJUDGE]
+    latest_rejudge: dict[tuple[str, int], tuple[Any, int]] = {}  # (query, document) -> (updated, pk)
+    for assignment_id, document_id, updated, pk in Judgment.objects.filter(
+        assignment_id__in=rejudge
+    ).values_list("assignment_id", "document_id", "updated", "pk"):
+        key = (assignments[assignment_id][0], document_id)
+        if key not in latest_rejudge or (updated, pk) > latest_rejudge[key]:
+            latest_rejudge[key] = (updated, pk)
+    keep_pk = {pk for _, pk in latest_rejudge.values()}
+    out = []
+    for assignment_id, document_id, grade, spent, pk in rows:
+        external_id, rater, _ = assignments[assignment_id]
+        if (external_id, document_id) in latest_rejudge and pk not in keep_pk:
+            continue
+        out.append(Rating(external_id, doc_ids[document_id], rater, grade, float(spent) if spent else None))
+    return out
+
+
+def _doc_ids(golden_set: GoldenSet) -> dict[int, str]:
+    """Document pk -> doc id for the whole set: one scan, cheaper than a long IN list of pks."""
+    return dict(Document.objects.filter(golden_set=golden_set).values_list("pk", "doc_id"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +521,7 @@ def _scale_labels(scale: Scale) -> list[int]:
     return list(range(scale.min, scale.max + 1))
 
 
+@_gc_paused
 def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
     """All agreement figures of the set (`labeling.agreement.agreement_compute`) with what the page
     draws: grade distribution charts, the kappa matrix, the worst queries and the disputed ones."""
@@ -484,14 +529,13 @@ def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
     scale = Scale(rubric.scale_min, rubric.scale_max)
     ratings = ratings_list(golden_set=golden_set)
     external = dict(golden_set.queries.values_list("pk", "external_id"))
+    doc_ids = _doc_ids(golden_set)
     gold_rows = list(
         GoldItem.objects.filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE).values_list(
             "query__external_id", "document__doc_id", "grade"
         )
     )
     consolidated = labels_consolidated(golden_set=golden_set)
-    wanted = {label.document_id for label in consolidated.labels}
-    doc_ids = dict(Document.objects.filter(pk__in=wanted).values_list("pk", "doc_id"))
     final = {
         (external[label.query_id], doc_ids[label.document_id]): label.grade
         for label in consolidated.labels
@@ -547,31 +591,47 @@ class QueueItem:
 @dataclass(frozen=True, slots=True)
 class ReviewQueue:
     disputed: list[DisputedQuery]
-    needs_reviewer: list[QueueItem]  # documents only a reviewer can settle now
-    awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading
+    needs_reviewer: list[QueueItem]  # documents only a reviewer can settle now (the first QUEUE_ROWS)
+    awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading (the first QUEUE_ROWS)
     shadow: list[Query]  # every active shadow query, with its quarantine reason
+    n_needs_reviewer: int
+    n_awaiting_third: int
 
 
+QUEUE_ROWS = 200  # documents listed per table; the page says how many more there are
+
+
+@_gc_paused
 def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None = None) -> ReviewQueue:
     """What waits for the set's reviewers: disputed queries (the newest dispute decision says disputed
     and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
     reviewer, those waiting for a third rater, and the shadow tier."""
     consolidated = consolidated or labels_consolidated(golden_set=golden_set)
-    pending = [u for u in consolidated.unresolved if u.awaiting in ("reviewer", "third_rater")]
     queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")}
-    documents = Document.objects.in_bulk([u.document_id for u in pending])
-    items = [
-        QueueItem(queries[u.query_id], documents[u.document_id], u.reason, u.awaiting)
-        for u in pending
-        if u.query_id in queries
+    pending = [
+        u
+        for u in consolidated.unresolved
+        if u.awaiting in ("reviewer", "third_rater") and u.query_id in queries
     ]
-    items.sort(key=lambda i: (i.query.external_id, i.document.doc_id))
+    pending.sort(key=lambda u: (queries[u.query_id].external_id, u.document_id))
+    counts: dict[int, list[int]] = {}
+    for u in pending:
+        counts.setdefault(u.query_id, [0, 0])[0 if u.awaiting == "reviewer" else 1] += 1
+    reviewer = [u for u in pending if u.awaiting == "reviewer"]
+    third = [u for u in pending if u.awaiting == "third_rater"]
+    shown = reviewer[:QUEUE_ROWS] + third[:QUEUE_ROWS]
+    documents = Document.objects.in_bulk([u.document_id for u in shown])
+
+    def items(unresolved: list[Unresolved]) -> list[QueueItem]:
+        out = [
+            QueueItem(queries[u.query_id], documents[u.document_id], u.reason, u.awaiting)
+            for u in unresolved[:QUEUE_ROWS]
+        ]
+        return sorted(out, key=lambda i: (i.query.external_id, i.document.doc_id))
+
     latest: dict[int, DisputeCheck] = {}
     for check in DisputeCheck.objects.filter(query__in=list(queries)).order_by("at", "id"):
         latest[check.query_id] = check
-    counts: dict[int, list[int]] = {}
-    for item in items:
-        counts.setdefault(item.query.pk, [0, 0])[0 if item.awaiting == "reviewer" else 1] += 1
     disputed = [
         DisputedQuery(q, latest.get(pk), *counts.get(pk, [0, 0]))
         for pk, q in queries.items()
@@ -579,9 +639,11 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     ]
     return ReviewQueue(
         disputed=disputed,
-        needs_reviewer=[i for i in items if i.awaiting == "reviewer"],
-        awaiting_third=[i for i in items if i.awaiting == "third_rater"],
+        needs_reviewer=items(reviewer),
+        awaiting_third=items(third),
         shadow=[q for q in queries.values() if q.tier == Query.Tier.SHADOW],
+        n_needs_reviewer=len(reviewer),
+        n_awaiting_third=len(third),
     )
 
 
