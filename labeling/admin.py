@@ -80,7 +80,7 @@ class JudgmentEventInline(admin.TabularInline):
     model = models.JudgmentEvent
     extra = 0
     can_delete = False
-    readonly_fields = ("rater", "at", "old_grade", "new_grade", "note", "time_spent_ms")
+    readonly_fields = ("rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the history is written by the grading service only
@@ -97,4 +97,44 @@ class JudgmentAdmin(admin.ModelAdmin):
 class JudgmentEventAdmin(admin.ModelAdmin):
     list_display = ("judgment", "rater", "at", "old_grade", "new_grade")
     raw_id_fields = ("judgment",)
-    readonly_fields = ("judgment", "rater", "at", "old_grade", "new_grade", "note", "time_spent_ms")
+    readonly_fields = (
+        "judgment", "rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash",
+    )  # fmt: skip
+
+
+class _RecordAdmin(admin.ModelAdmin):
+    """Decision records (issue 4) are written by the services only: the admin shows them, never edits."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(models.TierMove)
+class TierMoveAdmin(_RecordAdmin):
+    list_display = ("query", "at", "by", "from_tier", "to_tier", "from_status", "to_status", "reason")
+    list_filter = ("to_tier", "to_status", "query__golden_set")
+    raw_id_fields = ("query",)
+
+
+@admin.register(models.Adjudication)
+class AdjudicationAdmin(_RecordAdmin):
+    list_display = ("query", "document", "grade", "reviewer", "at")
+    list_filter = ("query__golden_set",)
+    raw_id_fields = ("query", "document")
+
+
+@admin.register(models.DisputeCheck)
+class DisputeCheckAdmin(_RecordAdmin):
+    list_display = ("query", "at", "disputed", "reasons", "actions")
+    list_filter = ("disputed", "query__golden_set")
+    raw_id_fields = ("query",)
+
+
+@admin.register(models.GoldItem)
+class GoldItemAdmin(admin.ModelAdmin):
+    list_display = ("query", "document", "grade", "by", "updated")
+    list_filter = ("query__golden_set",)
+    raw_id_fields = ("query", "document")
