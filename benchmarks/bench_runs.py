@@ -153,8 +153,8 @@ def inner() -> None:
     from evaluation.cli import main as assay
     from golden_io.format import dump_json
     from labeling.models import GoldenSet, Rubric
-    from tests.integration.runs_support import golden_file, make_target, make_version
     from tests.support.processes import serving
+    from tests.support.runs import golden_file, make_target, make_version
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
