@@ -427,7 +427,7 @@ def _judged_hash(basis: list[_Graded]) -> str | None:
 # --- agreement dashboard, reviewer queue, adjudication page (issue 4) ------------------------------
 
 
-def labels_summary(*, golden_set: GoldenSet) -> dict[str, Any]:
+def labels_summary_get(*, golden_set: GoldenSet) -> dict[str, Any]:
     """How the set's labels stand: final labels per method and unresolved ones per who acts next."""
     consolidated = labels_consolidated(golden_set=golden_set)
     methods: dict[str, int] = {}

@@ -217,7 +217,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "labeling/set_detail.html",
         {
             "golden_set": golden_set,
-            "summary": selectors.labels_summary(golden_set=golden_set),
+            "summary": selectors.labels_summary_get(golden_set=golden_set),
             "queries": queries,
             "raters": golden_set.raters.order_by("username"),
             "reassign_form": ReassignForm(raters=golden_set.raters.order_by("username")),
@@ -523,6 +523,7 @@ def gold(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return _back(target)
     messages.success(
         request,
-        f"{document.doc_id} is a gold item (known grade {item.grade}), mixed into the raters' queues.",
+        f"{document.doc_id} is a gold item (known grade {item.grade}): raters who do not grade this query"
+        " meet it in their queues once the query has its first rater.",
     )
     return _back(target)
