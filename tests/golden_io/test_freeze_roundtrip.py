@@ -84,3 +84,36 @@ def test_a_file_with_its_own_scale_cutoff_and_k_round_trips(rita: User) -> None:
 
     assert version.content_bytes == original
     assert (version.k, version.relevant_min_grade, version.scale_max) == (20, 3, 4)
+
+
+def test_a_freeze_takes_real_grades_agreement_and_adjudication(
+    golden_set: GoldenSet, alice: User, bob: User, rita: User
+) -> None:
+    """No stand-in: raters grade, consolidation decides, a disagreement blocks the freeze until a reviewer
+    adjudicates it, and the version holds the final grades with their methods counted."""
+    dual = factories.pooled_query(golden_set, 2, external_id="q-1", text="refund policy")
+    single = factories.pooled_query(golden_set, 1, external_id="q-2", text="reset password")
+    agreed_doc, split_doc = (dual.candidates.get(best_rank=r).document for r in (1, 2))
+    for rater, grades in ((alice, (3, 0)), (bob, (3, 3))):
+        assignment = factories.AssignmentFactory.create(query=dual, rater=rater)
+        for doc, value in zip((agreed_doc, split_doc), grades, strict=True):
+            factories.grade(assignment, doc, value)
+    lone_doc = single.candidates.get().document
+    factories.grade(factories.AssignmentFactory.create(query=single, rater=alice), lone_doc, 2)
+
+    with pytest.raises(services.FreezeBlocked) as blocked:
+        services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-11-01")
+    assert [(u.query_id, u.doc_id) for u in blocked.value.unresolved] == [("q-1", split_doc.doc_id)]
+    assert not GoldenVersion.objects.exists()
+
+    labeling_services.adjudication_create(
+        query=dual, document=split_doc, reviewer=rita, grade=1, rationale="answers half of it"
+    )
+    version = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-11-01")
+
+    grades = {q.id: {j.doc_id: j.grade for j in q.judgments} for q in parse(version.content_bytes).queries}
+    assert grades == {
+        "q-1": {agreed_doc.doc_id: 3, split_doc.doc_id: 1},
+        "q-2": {lone_doc.doc_id: 2},
+    }
+    assert version.counts["methods"] == {"adjudicated": 1, "agreed": 1, "single": 1}
