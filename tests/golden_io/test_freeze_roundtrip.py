@@ -111,8 +111,8 @@ def test_a_freeze_takes_real_grades_agreement_and_adjudication(
     )
     version = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-11-01")
 
-    grades = {q.id: {j.doc_id: j.grade for j in q.judgments} for q in parse(version.content_bytes).queries}
-    assert grades == {
+    frozen = {q.id: {j.doc_id: j.grade for j in q.judgments} for q in parse(version.content_bytes).queries}
+    assert frozen == {
         "q-1": {agreed_doc.doc_id: 3, split_doc.doc_id: 1},
         "q-2": {lone_doc.doc_id: 2},
     }
