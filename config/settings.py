@@ -190,8 +190,8 @@ SPECTACULAR_SETTINGS = {
     "Authenticate with `Authorization: Bearer <token>`; see docs/api.md.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    # The schema and Swagger UI describe endpoints, never data: readable without signing in.
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Signed in (a session, or a token of any scope): only the health check answers strangers.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",

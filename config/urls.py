@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -15,12 +15,10 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("evaluation.api.urls")),
+    # The schema answers a token as well as a session (DRF authenticates it: SERVE_PERMISSIONS); Swagger UI
+    # is a page for signed-in users like every other.
     path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
-    path(
-        "api/docs/",
-        login_not_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
-        name="api-docs",
-    ),
+    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
     path("", include("labeling.urls")),
     path("", include("golden_io.urls")),
     path("", include("evaluation.urls")),

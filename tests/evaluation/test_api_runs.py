@@ -350,13 +350,20 @@ def test_the_openapi_schema_validates(tmp_path: Path) -> None:
     }
 
 
-def test_swagger_ui_is_served_from_local_files_without_login(client: Client) -> None:
+def test_swagger_ui_is_served_from_local_files_to_signed_in_users(ada: User, token_for: TokenFor) -> None:
+    stranger = Client()
+    page = stranger.get("/api/docs/")
+    assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")
+    assert stranger.get("/api/schema/").status_code == 401
+    client = Client()
+    client.force_login(ada)
     page = client.get("/api/docs/")
     assert page.status_code == 200
     html = page.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower() and "jsdelivr" not in html
     assert client.get("/api/schema/").status_code == 200
+    assert Client().get("/api/schema/", **bearer(token_for(ada, "read"))).status_code == 200
     bundle = client.get("/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
     assert bundle.status_code == 200
 
