@@ -44,8 +44,14 @@ from yarl import URL
 from evaluation.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
 from evaluation.results import QueryResult
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SNIPPET = 120
+
+
+def is_transient_status(status: int) -> bool:
+    """429 and every 5xx are retried: besides 500/502/503/504, proxies and CDNs in front of a busy or
+    restarting engine answer with others (507, 520-524, 529), and a 5xx that is in fact permanent costs
+    only the retries before it is recorded as that query's error."""
+    return status == 429 or 500 <= status <= 599
 
 
 class SearchQuery(Protocol):
@@ -484,7 +490,7 @@ class _Runner:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
         status = response.status
-        if status in RETRY_STATUSES:
+        if is_transient_status(status):
             wait = parse_retry_after(response.headers.get("Retry-After"))
             text = _snippet(_body_text(body, response.charset))
             raise _Transient(f"HTTP {status}: {text}", status=status, retry_after=wait)

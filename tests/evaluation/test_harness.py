@@ -145,6 +145,16 @@ def test_it_gives_up_on_5xx_after_its_retries(stub_server: StubServer) -> None:
     assert len(stub_server.requests) == 3
 
 
+@pytest.mark.parametrize("status", [501, 507, 520, 524, 599])
+def test_it_retries_every_5xx_not_only_the_common_ones(stub_server: StubServer, status: int) -> None:
+    stub_server.on("edge", Reply(status=status, text="origin unreachable"), hits_reply(["d1"]))
+
+    result = only(search_all_sync([q("edge")], config(stub_server, retries=1)))
+
+    assert result.ok and result.ids == ("d1",) and result.attempts == 2
+    assert len(stub_server.requests_for("edge")) == 2
+
+
 def test_it_honours_retry_after_seconds_on_429(stub_server: StubServer) -> None:
     stub_server.on("busy", Reply(status=429, headers={"Retry-After": "1"}), hits_reply(["d9"]))
 
