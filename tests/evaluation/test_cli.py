@@ -168,6 +168,51 @@ def test_run_exits_1_and_records_errors_when_some_queries_fail(
     no_traceback(proc)
 
 
+def run_with_short_timeout(
+    stub: StubServer, golden_file: Path, out: Path
+) -> subprocess.CompletedProcess[str]:
+    return assay(
+        "run", "--golden", str(golden_file), "--search-url", f"{stub.url}/s",
+        "--timeout", "0.2", "--retries", "0", "--out", str(out),
+    )  # fmt: skip
+
+
+def test_run_records_a_timeout_and_a_reply_without_hits_as_errors_and_exits_1(
+    stub_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    script_engine(stub_server)
+    stub_server.on("reset password", hits_reply(["d8"], delay=2.0))
+    stub_server.on("api keys", Reply(json={"results": [{"id": "d4"}]}))
+    out = tmp_path / "relevance.json"
+
+    proc = run_with_short_timeout(stub_server, golden_file, out)
+
+    assert proc.returncode == 1, proc.stderr
+    rows = per_query(json.loads(out.read_text()))
+    assert rows["q-2"]["error"] == "timeout after 0.2s"
+    assert rows["q-3"]["error"] == "unexpected response: the response: missing 'hits'"
+    for qid in ("q-2", "q-3"):
+        assert rows[qid]["empty"] is False and rows[qid]["ndcg"] is None  # errors, never empties
+    assert rows["q-1"]["error"] is None and rows["q-1"]["ids"] == ["d1", "d2", "d3"]
+    assert "error: query q-2: timeout after 0.2s" in proc.stderr
+    assert "error: query q-3: unexpected response: the response: missing 'hits'" in proc.stderr
+    no_traceback(proc)
+
+
+def test_run_writes_nothing_and_exits_2_when_every_query_times_out(
+    stub_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    stub_server.default = hits_reply(["d1"], delay=2.0)
+    out = tmp_path / "relevance.json"
+
+    proc = run_with_short_timeout(stub_server, golden_file, out)
+
+    assert proc.returncode == 2
+    assert "no query got an answer from" in proc.stderr and "timeout after 0.2s" in proc.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [golden_file]
+    no_traceback(proc)
+
+
 def test_run_refuses_an_invalid_golden_file_listing_every_problem(
     stub_server: StubServer, tmp_path: Path
 ) -> None:

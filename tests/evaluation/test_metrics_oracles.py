@@ -144,15 +144,24 @@ def test_it_matches_trec_evals_own_expected_outputs(
     assert [int(n) for n in arrays.n] == [int(expected[("num_ret", t)]) for t in topics]
 
 
-def test_it_matches_trec_evals_summary_output_over_all_topics() -> None:
-    expected = trec_eval_values(oracle("trec_eval/out.test").splitlines())
+@pytest.mark.parametrize("output", ["out.test", "out.test.a"])
+def test_it_matches_trec_evals_summary_output_over_all_topics(output: str) -> None:
+    # out.test holds trec_eval's default measures (no ndcg_cut); out.test.a (-a) every measure.
+    expected = trec_eval_values(oracle(f"trec_eval/{output}").splitlines())
     qrels = read_qrels(oracle("trec_eval/qrels.test"))
     ranked = read_run(oracle("trec_eval/results.test"))
+    compared = 0
     for k in CUTOFFS:
         _, arrays = score(qrels, ranked, k=k, c=1)
         assert abs(float(arrays.p.mean()) - expected[(f"P_{k}", "all")]) <= PRINTED, k
+        compared += 1
+        if ("ndcg_cut_5", "all") in expected:
+            # Binary qrels: trec_eval's linear gain equals 2^g - 1 (see the per-topic test above).
+            assert abs(float(arrays.ndcg.mean()) - expected[(f"ndcg_cut_{k}", "all")]) <= PRINTED, k
+            compared += 1
     _, arrays = score(qrels, ranked, k=NO_CUTOFF, c=1)
     assert abs(float(arrays.rr.mean()) - expected[("recip_rank", "all")]) <= PRINTED
+    assert compared == {"out.test": 9, "out.test.a": 18}[output]
 
 
 # --- ir_measures toy fixture (full precision) -------------------------------------------------------------
