@@ -1,9 +1,11 @@
 """Golden versions (immutable snapshots of a golden set) and their export to git.
 
 A `GoldenVersion` row holds the exact bytes `golden_io.format.dump_json` produced at the freeze; once
-written it is never changed or deleted. The model refuses `save()` on an existing row and `delete()`, its
-queryset refuses `update()`, `delete()` and `bulk_update()`, every foreign key pointing at it or from it
-PROTECTs, and on the database a trigger refuses UPDATE (and on PostgreSQL DELETE) from raw SQL too
+written it is never changed or deleted. The model refuses `save()` on an existing row (and a save that
+would UPDATE: `force_update`, `update_fields`, a new instance carrying an existing pk) and `delete()`, its
+queryset (also the base manager Django's own saves and relations use) refuses `update()`, `delete()`,
+`bulk_update()`, `update_or_create()` and an upserting `bulk_create()`, every foreign key pointing at it or
+from it PROTECTs, and on the database a trigger refuses UPDATE (and on PostgreSQL DELETE) from raw SQL too
 (migration 0002). Writes go through `golden_io.services`; reads through `golden_io.selectors`.
 """
 
@@ -60,6 +62,12 @@ class GoldenVersionQuerySet(models.QuerySet["GoldenVersion"]):
     def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
         raise ImmutableVersionError("QuerySet.update_or_create()")
 
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> Any:
+        # INSERT ... ON CONFLICT DO UPDATE rewrites the existing row: an update in disguise.
+        if kwargs.get("update_conflicts"):
+            raise ImmutableVersionError("QuerySet.bulk_create(update_conflicts=True)")
+        return super().bulk_create(objs, *args, **kwargs)
+
 
 class GoldenVersion(models.Model):
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="versions")
@@ -101,6 +109,9 @@ class GoldenVersion(models.Model):
         ]
         ordering = ["golden_set", "-created", "-id"]
         get_latest_by = ["created", "id"]
+        # Django's own machinery (related descriptors, the delete collector) uses the base manager: make
+        # it this refusing one too, not a plain Manager that would update or delete.
+        base_manager_name = "objects"
 
     def __str__(self) -> str:
         return f"{self.golden_set.slug}@{self.name}"
@@ -108,6 +119,12 @@ class GoldenVersion(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise ImmutableVersionError(f"saving version {self.name!r} again")
+        if kwargs.get("force_update") or kwargs.get("update_fields") is not None:
+            raise ImmutableVersionError(f"saving version {self.name!r} as an update")
+        # A new instance given an existing pk would make Django try an UPDATE first: insert or fail.
+        if self.pk is not None and type(self).objects.filter(pk=self.pk).exists():
+            raise ImmutableVersionError(f"saving version {self.name!r} over the existing row {self.pk}")
+        kwargs["force_insert"] = True
         super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:

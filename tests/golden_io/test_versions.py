@@ -77,6 +77,45 @@ def test_it_refuses_queryset_writes(version: GoldenVersion, path) -> None:
     assert (fresh.notes, fresh.k) == ("", 10)
 
 
+def _copy_of(version: GoldenVersion, **fields: object) -> GoldenVersion:
+    values = {f.attname: getattr(version, f.attname) for f in GoldenVersion._meta.concrete_fields}
+    return GoldenVersion(**(values | fields))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        lambda v: _copy_of(v, notes="x").save(),  # a new instance carrying the row's pk
+        lambda v: _copy_of(v, pk=None, notes="x").save(force_update=True),
+        lambda v: _copy_of(v, pk=None, notes="x").save(update_fields=["notes"]),
+        lambda v: GoldenVersion.objects.bulk_create(
+            [_copy_of(v, pk=None, notes="x")],
+            update_conflicts=True,
+            unique_fields=["golden_set", "name"],
+            update_fields=["notes"],
+        ),
+        lambda v: GoldenVersion._base_manager.filter(pk=v.pk).update(notes="x"),
+        lambda v: GoldenVersion._base_manager.filter(pk=v.pk).delete(),
+    ],
+    ids=["save_with_existing_pk", "force_update", "update_fields", "upsert", "base_update", "base_delete"],
+)
+def test_it_refuses_saves_that_would_update_before_reaching_the_database(
+    version: GoldenVersion, path
+) -> None:
+    # The trigger would refuse these too; the ORM refuses first, with the same words on every database.
+    with pytest.raises(ImmutableVersionError, match="golden versions are immutable"):
+        path(version)
+    fresh = GoldenVersion.objects.get(pk=version.pk)
+    assert (fresh.notes, fresh.content_bytes) == ("", version.content_bytes)
+
+
+def test_a_new_version_is_still_inserted(version: GoldenVersion, golden_set: GoldenSet) -> None:
+    second = _version(golden_set, "2026-08-02", parent=version)
+
+    assert GoldenVersion.objects.get(pk=second.pk).parent == version
+    assert GoldenVersion.objects.bulk_create([_copy_of(second, pk=None, name="2026-08-03")])[0].pk
+
+
 def test_it_refuses_writes_through_the_related_manager(version: GoldenVersion, golden_set: GoldenSet) -> None:
     with pytest.raises(ImmutableVersionError):
         golden_set.versions.update(notes="x")
@@ -150,3 +189,22 @@ def test_live_keys_resolve_a_version_after_document_ids_are_renumbered(golden_se
     assert resolved.golden.query("q-1").grades == {"7001": 3, "d-2": 1, "d-9": 2}
     assert [(u.key, u.doc_id, u.kept) for u in resolved.unresolved] == [("https://h/d-2", "d-2", True)]
     assert version.golden().query("q-1").grades == {"d-1": 3, "d-2": 1, "d-9": 2}  # the version never changes
+
+
+def test_the_api_offers_no_way_to_change_or_delete_a_version(version: GoldenVersion, client: Client) -> None:
+    admin = User.objects.create_superuser("root", "root@example.org", "pw-long-enough-123")
+    client.force_login(admin)
+    base = f"/api/v1/golden-sets/{version.golden_set.slug}/versions/"
+    detail = f"{base}{version.name}/"
+    assert client.get(detail).status_code == 200  # the admin can see it: refusals below are not a 404
+
+    for url in (detail, f"{detail}files/json/"):
+        for method in ("put", "patch", "delete", "post"):
+            response = getattr(client, method)(url, {"notes": "x"}, content_type="application/json")
+            assert response.status_code == 405, (method, url, response.status_code)
+    for method in ("post", "put", "patch", "delete"):  # nor a version created beside the freeze
+        response = getattr(client, method)(base, {"name": "v9"}, content_type="application/json")
+        assert response.status_code == 405, (method, base, response.status_code)
+    assert list(GoldenVersion.objects.values_list("name", "notes", "sha256")) == [
+        (version.name, "", version.sha256)
+    ]

@@ -47,36 +47,88 @@ def _as(client: Client, user: User) -> Client:
 
 
 def _urls(version: GoldenVersion) -> list[str]:
+    """Every GET page of one set and version (each download format included)."""
     slug, name = version.golden_set.slug, version.name
     return [
         reverse("golden_io:version_list", args=[slug]),
         reverse("golden_io:version_detail", args=[slug, name]),
-        reverse("golden_io:download", args=[slug, name, "json"]),
+        *(reverse("golden_io:download", args=[slug, name, fmt]) for fmt in ("json", "jsonl", "qrels")),
         reverse("golden_io:diff", args=[slug]) + "?new=working",
+        reverse("golden_io:diff", args=[slug]) + f"?old={name}&new={name}",
         reverse("golden_io:freeze", args=[slug]),
         reverse("golden_io:export_config", args=[slug]),
     ]
 
 
-def test_raters_outsiders_and_other_reviewers_get_404(
-    v1: GoldenVersion, client: Client, alice: User, charlie: User
+def _posts(version: GoldenVersion, repo: Path) -> list[tuple[str, dict[str, object]]]:
+    """Every POST of one set and version, each with data that would write something if it were let in."""
+    slug, name = version.golden_set.slug, version.name
+    return [
+        (reverse("golden_io:freeze", args=[slug]), {"name": "posted", "quarantine_unresolved": "on"}),
+        (reverse("golden_io:export", args=[slug, name]), {}),
+        (reverse("golden_io:requeue", args=[slug, name]), {"doc_id": ["d-1"]}),
+        (
+            reverse("golden_io:export_config", args=[slug]),
+            {"repository_path": str(repo), "branch": "main", "file_path": "x.json", "file_format": "json"},
+        ),
+    ]
+
+
+def _written() -> tuple[int, int, int, int]:
+    return (
+        GoldenVersion.objects.count(),
+        GitExport.objects.count(),
+        GitExportConfig.objects.count(),
+        Assignment.objects.count(),
+    )
+
+
+def test_raters_outsiders_and_reviewers_of_another_set_get_404_and_write_nothing(
+    v1: GoldenVersion, built: Built, client: Client, alice: User, charlie: User, tmp_path: Path
 ) -> None:
     other_reviewer = factories.UserFactory.create(username="otto", groups=["reviewers"])
-    for user in (alice, charlie, other_reviewer):
+    factories.GoldenSetFactory.create(slug="other-set", reviewers=[other_reviewer])
+    stale = built.docs["d-1"]
+    stale.title = "changed since the freeze"  # so a requeue let in would queue an assignment
+    stale.save()
+    before = _written()
+    for user in (alice, charlie, other_reviewer):  # alice rates this very set
         _as(client, user)
         for url in _urls(v1):
             assert client.get(url).status_code == 404, (user.username, url)
-        post = reverse("golden_io:export", args=[v1.golden_set.slug, v1.name])
-        assert client.post(post).status_code == 404
-    assert not GitExport.objects.exists()
+        for url, data in _posts(v1, tmp_path / "repo"):
+            assert client.post(url, data).status_code == 404, (user.username, url)
+    assert _written() == before
+    assert not (tmp_path / "repo").exists()
+    # The set list answers the other set's reviewer with their own set only; raters and outsiders get 404.
+    _as(client, other_reviewer)
+    page = client.get(reverse("golden_io:set_list")).content.decode()
+    assert reverse("golden_io:version_list", args=["other-set"]) in page
+    assert reverse("golden_io:version_list", args=["help-center"]) not in page
+    for user in (alice, charlie):
+        assert _as(client, user).get(reverse("golden_io:set_list")).status_code == 404
 
 
-def test_the_sets_reviewer_and_admins_see_every_page(v1: GoldenVersion, client: Client, rita: User) -> None:
+def test_the_sets_reviewer_and_admins_see_every_page_and_may_post(
+    v1: GoldenVersion, built: Built, client: Client, rita: User, tmp_path: Path
+) -> None:
     admin = User.objects.create_superuser("root", "root@example.org", "pw-long-enough-123")
+    stale = built.docs["d-1"]
+    stale.title = "changed since the freeze"
+    stale.save()
     for user in (rita, admin):
         _as(client, user)
         for url in _urls(v1):
             assert client.get(url).status_code == 200, (user.username, url)
+        assert client.get(reverse("golden_io:set_list")).status_code == 200
+    _as(client, rita)
+    for url, data in _posts(v1, tmp_path / "repo"):
+        assert client.post(url, data).status_code == 302, url
+    # Config was saved after the export was tried: the export failed (recorded), the rest wrote.
+    assert GoldenVersion.objects.filter(name="posted").exists()
+    assert GitExport.objects.get().status == "failed"
+    assert GitExportConfig.objects.get().repository_path == str(tmp_path / "repo")
+    assert Assignment.objects.filter(scope__document=stale).exists()
 
 
 def test_anonymous_users_are_sent_to_log_in(v1: GoldenVersion, client: Client) -> None:
