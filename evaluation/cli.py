@@ -403,6 +403,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     current = _read_json(args.current, "--current")
     baseline = _read_json(args.baseline, "--baseline")
     budgets_data = _read_json(args.budgets, "--budgets") if args.budgets else None
+    if args.budgets and budgets_data is None:
+        # load_budgets(None) means "the defaults": a file holding `null` must not silently mean that.
+        raise UsageError(f"--budgets {args.budgets}: expected a JSON object of budgets, got null")
     try:
         budgets = load_budgets(budgets_data)
     except BudgetsError as exc:

@@ -123,14 +123,24 @@ def test_it_reads_budgets_and_the_seeds_flat_form(tmp_path: Path, baseline: Path
     assert proc.returncode == 1 and proc.stdout.startswith("Relevance gate: FAIL")
 
 
-def test_unknown_budget_keys_are_unusable_input(tmp_path: Path, baseline: Path) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ({"ndgc": {"warn": 0.01, "fail": 0.02}}, "ndgc: unknown key (did you mean 'ndcg'?)"),
+        (None, "expected a JSON object of budgets, got null"),  # not the defaults in disguise
+        ([0.01], "expected a JSON object, got list"),
+    ],
+)
+def test_unknown_budget_keys_and_non_objects_are_unusable_input(
+    tmp_path: Path, baseline: Path, content: Any, message: str
+) -> None:
     budgets = tmp_path / "budgets.json"
-    budgets.write_text(json.dumps({"ndgc": {"warn": 0.01, "fail": 0.02}}))
+    budgets.write_text(json.dumps(content))
 
     proc = gate("--current", str(baseline), "--baseline", str(baseline), "--budgets", str(budgets))
 
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"assay gate: error: --budgets {budgets}: ") and "ndgc" in proc.stderr
+    assert proc.stderr.startswith(f"assay gate: error: --budgets {budgets}: ") and message in proc.stderr
     assert proc.stdout == ""
     no_traceback(proc)
 
