@@ -47,6 +47,8 @@ JUDGED_SYSTEM = "judged"  # provenance of a document that was judged for the que
 MAX_NOTE = 2000
 # The two assignments whose completion triggers the dispute check (issue 4).
 DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
+# Kinds scoped to some candidates of the pool, always given to a rater who never held the query.
+SCOPED_KINDS = (Assignment.Kind.THIRD, Assignment.Kind.REJUDGE, Assignment.Kind.GOLD)
 # One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
 MAX_TIME_PER_SAVE_MS = 10 * 60 * 1000
 
@@ -830,6 +832,14 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
     if existing is not None and existing.status != Assignment.Status.REASSIGNED:
         raise AssignmentError(
             f"{rater} already has this query ({existing.kind}); nobody grades a query twice"
+        )
+    if existing is not None and old.kind in SCOPED_KINDS:
+        # Reopening their earlier row would carry its grades outside this scope into the labels and count
+        # them as this assignment's progress; a third rater must also be new to the query
+        # (`_third_rater_assign`, `assignment_rejudge_create`, `gold_distribute` choose the same way).
+        raise AssignmentError(
+            f"{rater} held this query before ({existing.kind}); a {old.kind} assignment goes to a rater"
+            " new to the query"
         )
     old.status = Assignment.Status.REASSIGNED
     old.save(update_fields=["status"])

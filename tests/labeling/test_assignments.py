@@ -106,3 +106,28 @@ def test_reassignment_keeps_the_old_row_and_refuses_a_rater_who_has_the_query(
     assert back.pk == first.pk and back.status == "open"
     assert second.status == "open"
     assert Assignment.objects.filter(query=query).count() == 3
+
+
+@pytest.mark.parametrize("kind", ["third", "rejudge", "gold"])
+def test_a_scoped_assignment_is_never_reassigned_to_a_rater_who_held_the_query(
+    gset: GoldenSet, raters: list[User], kind: str
+) -> None:
+    query = gset.queries.exclude(candidates=None).first()
+    assert query is not None
+    first_doc, second_doc = query.candidates.order_by("id")
+    earlier = Assignment.objects.create(query=query, rater=raters[0])
+    services.judgment_submit(assignment_id=earlier.pk, rater=raters[0], candidate_id=first_doc.pk, grade=0)
+    services.assignment_reassign(assignment=earlier, rater=raters[1])
+    scoped = Assignment.objects.create(query=query, rater=raters[2], kind=kind)
+    scoped.scope.set([second_doc])
+    # Reopening r0's earlier row would bring its grade on the other document along and mark the
+    # scoped work done before r0 graded what it covers.
+    refused = f"r0 held this query before .primary.; a {kind} assignment goes to a rater new"
+    with pytest.raises(services.AssignmentError, match=refused):
+        services.assignment_reassign(assignment=scoped, rater=raters[0])
+    scoped.refresh_from_db()
+    earlier.refresh_from_db()
+    assert (scoped.status, scoped.rater, earlier.status) == ("open", raters[2], "reassigned")
+    newcomer = factories.UserFactory.create(username="r3", groups=["raters"])
+    moved = services.assignment_reassign(assignment=scoped, rater=newcomer)
+    assert (moved.kind, moved.status, list(moved.scope.all())) == (kind, "open", [second_doc])
