@@ -21,6 +21,7 @@ from evaluation.models import (
     RunSchedule,
     SearchTarget,
 )
+from evaluation.services import schedule_problems
 from evaluation.targets import spec_problems, target_spec
 
 
@@ -124,8 +125,30 @@ class BudgetSetAdmin(admin.ModelAdmin):
     list_display = ("golden_set", "updated_by", "updated")
 
 
+class RunScheduleForm(forms.ModelForm):
+    class Meta:
+        model = RunSchedule
+        fields = ("golden_set", "target", "enabled", "hour", "minute", "params")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if any(data.get(name) is None for name in ("golden_set", "target", "hour", "minute")):
+            return data  # the field errors say what is missing or out of range
+        problems = schedule_problems(
+            golden_set=data["golden_set"],
+            target=data["target"],
+            hour=data["hour"],
+            minute=data["minute"],
+            params=data.get("params"),
+        )
+        if problems:
+            raise forms.ValidationError(problems)
+        return data
+
+
 @admin.register(RunSchedule)
 class RunScheduleAdmin(admin.ModelAdmin):
+    form = RunScheduleForm
     list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on")
     list_filter = ("enabled",)
 

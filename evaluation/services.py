@@ -48,7 +48,14 @@ from evaluation.models import (
 from evaluation.report import build_report
 from evaluation.results import QueryResult
 from evaluation.selectors import baseline_get, budgets_get
-from evaluation.targets import SPEC_FIELDS, TargetError, TargetSpec, harness_config, spec_problems
+from evaluation.targets import (
+    SPEC_FIELDS,
+    TargetError,
+    TargetSpec,
+    harness_config,
+    params_secret_problems,
+    spec_problems,
+)
 from golden_io.golden import GoldenFile
 from golden_io.keys import ResolvedGolden, resolve_keys
 from golden_io.models import GoldenVersion
@@ -174,7 +181,7 @@ def _params_problems(params: object) -> list[str]:
             problems.append(f"params: names must be non-empty strings, got {key!r}")
         elif not _json_value(value):
             problems.append(f"params.{key}: expected a JSON value, got {type(value).__name__}")
-    return problems
+    return problems + params_secret_problems(params)
 
 
 def _json_value(value: object) -> bool:
@@ -919,6 +926,21 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
 # ------------------------------------------------------------------------------------------- schedules
 
 
+def schedule_problems(
+    *, golden_set: GoldenSet, target: SearchTarget, hour: object, minute: object, params: object
+) -> list[str]:
+    """Every reason a nightly schedule could not start its run (the service and the admin form)."""
+    problems = []
+    if not (isinstance(hour, int) and 0 <= hour <= 23):
+        problems.append(f"hour: {hour!r} is not 0..23 (UTC)")
+    if not (isinstance(minute, int) and 0 <= minute <= 59):
+        problems.append(f"minute: {minute!r} is not 0..59")
+    problems += _params_problems({} if params is None else params)
+    if not target.golden_sets.filter(pk=golden_set.pk).exists():
+        problems.append(f"target {target.name} is not set up for golden set {golden_set.slug}")
+    return problems
+
+
 @transaction.atomic
 def schedule_set(
     *,
@@ -931,14 +953,9 @@ def schedule_set(
     by: Any = None,
 ) -> RunSchedule:
     """Create or change the nightly run of (golden set, target) at hour:minute UTC."""
-    problems = []
-    if not (isinstance(hour, int) and 0 <= hour <= 23):
-        problems.append(f"hour: {hour!r} is not 0..23 (UTC)")
-    if not (isinstance(minute, int) and 0 <= minute <= 59):
-        problems.append(f"minute: {minute!r} is not 0..59")
-    problems += _params_problems(dict(params or {}))
-    if not target.golden_sets.filter(pk=golden_set.pk).exists():
-        problems.append(f"target {target.name} is not set up for golden set {golden_set.slug}")
+    problems = schedule_problems(
+        golden_set=golden_set, target=target, hour=hour, minute=minute, params=params
+    )
     if problems:
         raise RunError(problems)
     schedule, _ = RunSchedule.objects.select_for_update().get_or_create(

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from evaluation.adapters import ADAPTER_NAMES, AdapterError, check_template
 from evaluation.harness import HarnessConfig, config_problems
@@ -38,8 +39,41 @@ class TargetError(ValueError):
 
 
 def is_secret_header(name: str) -> bool:
-    lowered = name.lower()
+    """A header (or parameter) name that carries a credential; `api_key` counts like `Api-Key`."""
+    lowered = name.lower().replace("_", "-")
     return any(word in lowered for word in _SECRET_WORDS)
+
+
+_USE_ENV = (
+    'give it as a header with {"env": "VARIABLE_NAME"} so the value is read from the worker\'s environment'
+)
+
+
+def url_secret_problems(url: str) -> list[str]:
+    """A URL that would store a credential: user:password@ or a query parameter named like one. Shown
+    URLs are redacted too (harness.redact_url), but a secret must not reach the database at all."""
+    try:
+        parts = urlsplit(url)
+        has_userinfo = parts.username is not None or parts.password is not None
+    except ValueError:
+        return []  # the harness names the malformed URL
+    problems = []
+    if has_userinfo:
+        problems.append(f"url: credentials in the URL (user:password@) would be stored; {_USE_ENV}")
+    named = sorted({n for n, _ in parse_qsl(parts.query, keep_blank_values=True) if is_secret_header(n)})
+    if named:
+        problems.append(f"url: query parameter {', '.join(named)} looks like a credential; {_USE_ENV}")
+    return problems
+
+
+def params_secret_problems(params: Mapping[str, Any], where: str = "params") -> list[str]:
+    """Text parameters named like credentials (`api_key`, `token`): they would be stored with the target
+    or the run and shown on its pages."""
+    return [
+        f"{where}.{name}: looks like a credential; {_USE_ENV}"
+        for name, value in params.items()
+        if isinstance(name, str) and isinstance(value, str) and is_secret_header(name)
+    ]
 
 
 @dataclass(frozen=True)
@@ -151,8 +185,11 @@ def spec_problems(spec: TargetSpec) -> list[str]:
     if spec.adapter not in ADAPTER_NAMES:
         problems.append(f"adapter: {spec.adapter!r} is not one of {', '.join(ADAPTER_NAMES)}")
         return problems  # nothing else can be checked against an unknown wire format
+    problems += url_secret_problems(spec.url)
     problems += _header_problems(spec.headers)
     problems += _json_object_problems(spec.params, "params")
+    if isinstance(spec.params, Mapping):
+        problems += params_secret_problems(spec.params)
     problems += _json_object_problems(spec.stages, "stages")
     if isinstance(spec.stages, Mapping):
         problems += [

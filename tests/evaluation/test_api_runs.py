@@ -235,11 +235,12 @@ def test_version_files_are_the_frozen_bytes_and_their_derivatives(
 
 
 def test_targets_show_secret_headers_as_env_names_and_urls_without_credentials(
-    golden_set: GoldenSet, rita: User, token_for: TokenFor
+    golden_set: GoldenSet, rita: User, token_for: TokenFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SEARCH_TOKEN", "hunter2")
     target = target_create(
         name="prod",
-        url="https://svc:hunter2@search.example/search?key=abc",
+        url="https://search.example/search?key=abc",
         headers={"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"},
         golden_sets=[golden_set],
     )

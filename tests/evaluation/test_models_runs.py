@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from evaluation.admin import SearchTargetForm
+from evaluation.admin import RunScheduleForm, SearchTargetForm
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from labeling.models import GoldenSet
 from tests.support.runs import make_version
@@ -80,3 +80,25 @@ def test_the_admin_form_validates_a_target_like_the_service() -> None:
     assert not form.is_valid()
     assert "headers.Authorization: looks like a credential" in str(form.errors)
     assert SearchTargetForm(data={**data, "headers": '{"Authorization": {"env": "TOKEN"}}'}).is_valid()
+
+
+def test_the_admin_form_validates_a_schedule_like_the_service(
+    target: SearchTarget, golden_set: GoldenSet
+) -> None:
+    data = {
+        "golden_set": golden_set.pk,
+        "target": target.pk,
+        "enabled": True,
+        "hour": 3,
+        "minute": 30,
+        "params": '{"api_key": "k1"}',
+    }
+
+    form = RunScheduleForm(data=data)
+
+    assert not form.is_valid()
+    errors = str(form.errors)
+    assert "params.api_key: looks like a credential" in errors
+    assert f"target staging is not set up for golden set {golden_set.slug}" in errors
+    target.golden_sets.add(golden_set)
+    assert RunScheduleForm(data={**data, "params": '{"rewrite": true}'}).is_valid()

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import run_create, target_update
+from evaluation.services import RunError, run_create, target_update
 from evaluation.targets import (
     REDACTED,
     TargetError,
@@ -41,6 +41,31 @@ def test_it_refuses_a_literal_credential_and_names_the_header() -> None:
     assert len(problems) == 2
     assert problems[0].startswith("headers.Authorization: looks like a credential")
     assert problems[1].startswith("headers.X-Api-Key: looks like a credential")
+
+
+def test_it_refuses_credentials_in_the_url_and_in_params_so_none_is_stored() -> None:
+    problems = spec_problems(
+        spec(
+            url="https://svc:hunter2@search.example/search?api_key=k1&tenant=acme",
+            params={"access_token": "k2", "tokenizer_off": True, "rows_hint": "10"},
+        )
+    )
+
+    assert problems[0].startswith("url: credentials in the URL (user:password@) would be stored")
+    assert problems[1].startswith("url: query parameter api_key looks like a credential")
+    assert problems[2].startswith("params.access_token: looks like a credential")
+    assert len(problems) == 3  # tenant, a boolean toggle and a plain value are not credentials
+    assert all('{"env": "VARIABLE_NAME"}' in p for p in problems)
+    assert all("hunter2" not in p and "k1" not in p and "k2" not in p for p in problems)
+
+
+def test_a_run_override_named_like_a_credential_is_refused(golden_set: GoldenSet, rita: User) -> None:
+    version = make_version(golden_set, golden_file(2))
+    target = make_target("http://127.0.0.1:9/search", golden_set)
+
+    with pytest.raises(RunError, match=r"params\.api_key: looks like a credential"):
+        run_create(golden_version=version, target=target, triggered_by=rita, params={"api_key": "k1"})
+    assert not EvaluationRun.objects.exists()
 
 
 def test_it_lists_every_bad_field_at_once() -> None:

@@ -72,18 +72,19 @@ def test_a_reviewer_creates_a_target_for_their_set_and_owns_it(golden_set: Golde
 
 
 def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
-    golden_set: GoldenSet, rita: User
+    golden_set: GoldenSet, rita: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SEARCH_TOKEN", "hunter2")
     target = target_create(
         name="prod",
-        url="https://svc:hunter2@search.example/search",
+        url="https://search.example/search?tenant=acme",
         headers={"Authorization": {"env": "SEARCH_TOKEN"}},
         golden_sets=[golden_set],
     )
     page = logged_in(rita).get(f"/targets/{target.pk}/")
     settings_text = section_text(page, "target-settings")
     assert "Authorization: $SEARCH_TOKEN" in settings_text
-    assert "https://search.example/search" in settings_text
+    assert "https://search.example/search?tenant=%2A%2A%2A" in settings_text
     assert "hunter2" not in page.content.decode()
 
 
@@ -94,6 +95,9 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
         ({"headers": '{"X-Tenant": '}, "headers", "headers: invalid JSON at line 1"),
         ({"stages": '{"rewrite": "yes"}'}, "stages", "stages.rewrite: expected true or false"),
         ({"url": "ftp://nowhere"}, "url", "search URL 'ftp://nowhere'"),
+        ({"url": "https://svc:hunter2@search.example/search"}, "url", "url: credentials in the URL"),
+        ({"url": "https://search.example/search?api_key=k1"}, "url", "url: query parameter api_key"),
+        ({"params": '{"access_token": "k1"}'}, "params", "params.access_token: looks like a credential"),
         ({"cache_bypass_header": "no colon"}, "cache_bypass_header", "cache_bypass_header"),
     ],
 )
