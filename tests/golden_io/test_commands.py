@@ -1,17 +1,21 @@
-"""manage.py golden_freeze / golden_diff / golden_export."""
+"""manage.py golden_freeze / golden_diff / golden_export (and the diff page beside its command)."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
 
 from golden_io import services
 from golden_io.git_export import Author, git_write
+from golden_io.golden import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.golden_io.test_versions_support import (
@@ -19,6 +23,7 @@ from tests.golden_io.test_versions_support import (
     ConsolidatedStub,
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
+    version_store,
 )
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +146,107 @@ def test_golden_export_exports_then_is_a_no_op_and_reports_a_conflict(
     )
     with pytest.raises(CommandError, match="Refused: tag golden@v2 already exists"):
         run("golden_export", "help-center@v2")
+
+
+def _every_kind_of_change(golden_set: GoldenSet) -> None:
+    """v1 -> v2 with one or more of each kind: file (rubric, k), added, retired, tier move, metadata,
+    judgments added / removed / regraded up and down."""
+    v1 = GoldenFile(
+        version="v1",
+        rubric="help-center@1",
+        queries=(
+            GoldenQuery(
+                "q-1", "refund", (Judgment("d-1", 3), Judgment("d-2", 0), Judgment("d-3", 1)), stratum="a"
+            ),
+            GoldenQuery("q-2", "invoice", (Judgment("d-1", 2),)),
+            GoldenQuery("q-3", "old one", (Judgment("d-4", 1),), tier="shadow"),
+        ),
+    )
+    v2 = replace(
+        v1,
+        version="v2",
+        rubric="help-center@2",
+        k=20,
+        queries=(
+            GoldenQuery(
+                "q-1", "refund", (Judgment("d-1", 2), Judgment("d-2", 2), Judgment("d-5", 1)), stratum="b"
+            ),
+            GoldenQuery("q-2", "invoice", (Judgment("d-1", 2),), tier="shadow"),
+            GoldenQuery("q-4", "new one", (Judgment("d-6", 3), Judgment("d-7", 0)), tier="challenge"),
+        ),
+    )
+    version_store(golden_set, v1)
+    version_store(golden_set, v2)
+
+
+def test_golden_diff_lists_every_kind_of_change_with_its_count(golden_set: GoldenSet) -> None:
+    _every_kind_of_change(golden_set)
+
+    out = run("golden_diff", "help-center@v1", "help-center@v2")
+
+    assert out.splitlines() == [
+        "Golden v1 -> v2 (3 queries): 1 query added, 1 retired; judgments changed in 1 query: "
+        "2 regraded (1 up, 1 down), 1 added, 1 removed; 1 tier move (core -> shadow: 1); "
+        "1 metadata change in 1 query (stratum); file: k 10 -> 20, rubric help-center@1 -> help-center@2.",
+        "~ file k: 10 -> 20",
+        "~ file rubric: help-center@1 -> help-center@2",
+        "+ query q-4 (challenge, 2 judgments): new one",
+        "- query q-3 (shadow, 1 judgments): old one",
+        "~ tier q-2: core -> shadow",
+        "~ query q-1 stratum: a -> b",
+        "~ grade q-1 d-1: 3 -> 2",
+        "~ grade q-1 d-2: 0 -> 2",
+        "+ grade q-1 d-5: 1",
+        "- grade q-1 d-3: 1",
+    ]
+    counts = json.loads(run("golden_diff", "help-center@v1", "help-center@v2", "--format", "json"))["counts"]
+    assert {name: counts[name] for name in counts if counts[name]} == {
+        "file_changes": 2,
+        "queries_added": 1,
+        "queries_retired": 1,
+        "tier_moves": 1,
+        "query_changes": 1,
+        "judgments_added": 1,
+        "judgments_removed": 1,
+        "judgments_regraded": 2,
+        "old_queries": 3,
+        "new_queries": 3,
+        "queries_changed": 1,
+        "queries_relabeled": 1,
+        "regraded_up": 1,
+        "regraded_down": 1,
+    }
+
+
+def test_the_diff_page_lists_every_kind_of_change_with_its_count(
+    golden_set: GoldenSet, rita: User, client: Client
+) -> None:
+    _every_kind_of_change(golden_set)
+    client.force_login(rita)
+
+    page = client.get(reverse("golden_io:diff", args=["help-center"]) + "?old=v1&new=v2").content.decode()
+
+    text = " ".join(page.split())
+    for heading in (
+        "Rubric and methodology (2)",
+        "Queries added (1)",
+        "Queries retired (1)",
+        "Tier moves (1)",
+        "Regraded (2)",
+        "Judgments added (1)",
+        "Judgments removed (1)",
+        "Query metadata (1)",
+    ):
+        assert f"<h3>{heading}</h3>" in text, heading
+    assert '<th>Regraded</th><td class="num">2 (1 up, 1 down)</td>' in text
+    assert "<td>k</td><td>10</td><td>20</td>" in text
+    assert "<td>rubric</td><td>help-center@1</td><td>help-center@2</td>" in text
+    assert (
+        '<tr class="added"><td>+ q-4</td><td>new one</td><td>challenge</td><td class="num">2</td></tr>'
+        in text
+    )
+    assert '<tr class="removed"><td>− q-3</td><td>old one</td><td>shadow</td>' in text
+    assert "<td>q-2</td><td>core</td><td>shadow</td>" in text
+    assert "<td>q-1</td><td>d-1</td><td>3 → 2</td>" in text
+    assert "<td>q-1</td><td>+ d-5</td><td>1</td>" in text and "<td>q-1</td><td>− d-3</td><td>1</td>" in text
+    assert "<td>q-1</td><td>stratum</td><td>a</td><td>b</td>" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.db import connection
 
 from golden_io import services
 from golden_io.models import GoldenVersion
+from labeling import selectors as labeling_selectors
 from labeling.models import FrozenLabel, GoldenSet
 from tests.golden_io.test_versions_support import (
     ConsolidatedStub,
@@ -31,6 +33,17 @@ SPEC = {
     "q-1": {"labels": {"d-1": 3, "d-2": 0}},
     "q-2": {"labels": {"d-2": 1, "d-3": 2}},
 }
+
+
+@pytest.fixture
+def slow(consolidated: ConsolidatedStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the labels takes a while, so the second freeze surely arrives while the first holds the set."""
+
+    def slowly(*, golden_set: GoldenSet) -> Any:
+        time.sleep(0.3)
+        return consolidated(golden_set=golden_set)
+
+    monkeypatch.setattr(labeling_selectors, "labels_consolidated", slowly)
 
 
 def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
@@ -57,7 +70,7 @@ def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
 
 
 def test_two_freezes_at_once_make_two_distinct_chained_versions(
-    golden_set: GoldenSet, rita: User, bob: User, consolidated: ConsolidatedStub
+    golden_set: GoldenSet, rita: User, bob: User, consolidated: ConsolidatedStub, slow: None
 ) -> None:
     build_set(golden_set, SPEC)
     users = [rita, bob]
@@ -82,7 +95,7 @@ def test_two_freezes_at_once_make_two_distinct_chained_versions(
 
 
 def test_two_freezes_with_the_same_name_make_one_version_and_one_refusal(
-    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub, slow: None
 ) -> None:
     build_set(golden_set, SPEC)
 

@@ -122,19 +122,24 @@ def version_make(golden_set: GoldenSet, name: str, *queries: GoldenQuery, **fiel
     golden = GoldenFile(
         version=name, queries=queries or (GoldenQuery("q-1", "refund", (Judgment("d-1", 3),)),)
     )
+    return version_store(golden_set, golden, **fields)
+
+
+def version_store(golden_set: GoldenSet, golden: GoldenFile, **fields: Any) -> GoldenVersion:
+    """A version row holding `golden` as dumped (its name is the file's version)."""
     content = dump_json(golden)
     values: dict[str, Any] = {
         "rubric_name": "help-center",
         "rubric_version": 1,
-        "k": 10,
-        "relevant_min_grade": 2,
-        "scale_min": 0,
-        "scale_max": 3,
+        "k": golden.k,
+        "relevant_min_grade": golden.relevant_min_grade,
+        "scale_min": golden.scale.min,
+        "scale_max": golden.scale.max,
         "counts": {"queries": {"core": len(golden.queries), "shadow": 0, "challenge": 0}},
     } | fields
     return GoldenVersion.objects.create(
         golden_set=golden_set,
-        name=name,
+        name=golden.version,
         content=content,
         sha256=hashlib.sha256(content).hexdigest(),
         **values,
