@@ -4,7 +4,8 @@ The workers are `celery -A config worker` subprocesses pointed at the test datab
 (committed data: `transactional_db`) and at Redis database 8 of REDIS_URL's server (flushed first).
 Covered: a run completes with one result per query and the right report; a worker SIGKILLed mid-run and
 a second worker finishing the run with exactly one result per query; timeouts and errors recorded as
-errors (never empties) with the verdict failing closed; cancel stopping the chunks.
+errors (never empties) with the verdict failing closed; cancel stopping the chunks; the nightly entry of
+the beat schedule, sent through Redis as beat sends it, starting a due schedule's run on a worker.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, QueryRunResult
-from evaluation.services import run_cancel, run_create
+from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
@@ -187,3 +188,38 @@ def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
     assert run.report is None and run.verdict == EvaluationRun.Verdict.NONE
     assert len(stub.requests) < 40
     assert QueryRunResult.objects.filter(run=run).count() < 40
+
+
+def test_the_beat_schedules_nightly_entry_starts_a_due_schedules_run_on_a_worker(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+) -> None:
+    from config.celery import app
+
+    version = make_version(golden_set, golden_file(6))
+    target = make_target(f"{stub.url}/search", golden_set)
+    # 00:00 UTC is always past: the schedule is due now, as at night when beat's entry fires.
+    schedule_set(golden_set=golden_set, target=target, hour=0, minute=0, params={"rewrite": True}, by=rita)
+    entries = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert {"evaluation.runs_nightly", "evaluation.runs_sweep"} <= entries
+    worker = start_worker("w1")
+
+    # What beat does when an entry is due: send the task by its name through the broker. Twice, as two
+    # beat processes (or one ticking twice in the day) would.
+    for _ in range(2):
+        app.send_task("evaluation.runs_nightly")
+    run = _wait(lambda: EvaluationRun.objects.filter(schedule__isnull=False).first(), "the nightly run")
+    _wait(lambda: _finished(run), "the nightly run to finish")
+
+    def nightly_done() -> int:
+        log = worker.log.read_text(errors="replace").splitlines()
+        return sum(1 for line in log if "Task evaluation.runs_nightly[" in line and " succeeded " in line)
+
+    _wait(lambda: nightly_done() == 2, "both nightly sends to be consumed")
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert (run.golden_version, run.target, run.trigger) == (version, target, "schedule")
+    assert _one_per_query(run) == [f"q-{i}" for i in range(1, 7)]
+    assert {r.json["rewrite"] for r in stub.requests} == {True}
+    assert EvaluationRun.objects.count() == 1  # one run a day, however often the entry fires
