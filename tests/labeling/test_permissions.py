@@ -4,6 +4,7 @@ the set (rita), an outsider (charlie), a reviewer of another set, and anonymous 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -280,3 +281,33 @@ def test_nav_and_home_follow_the_role(
 
 def test_health_needs_no_login(client: Client, db: None) -> None:
     assert client.get("/health/").status_code == OK
+
+
+def test_the_second_rater_on_the_same_query_reaches_only_their_own_assignment(
+    assignment: Assignment, bob: User, client: Client
+) -> None:
+    """bob holds the second assignment on alice's query: the same pool, yet her assignment, its grades and
+    its judgments stay a 404 to him, and his own page and endpoint show none of her grades or notes."""
+    alice = assignment.rater
+    bobs = factories.AssignmentFactory.create(query=assignment.query, rater=bob, kind="second")
+    candidate = assignment.query.candidates.order_by("best_rank")[1]
+    client.force_login(alice)
+    grades_url = reverse("labeling:grades", args=[assignment.pk])
+    body = json.dumps({"candidate": candidate.pk, "grade": 2, "note": "alice-only note"})
+    assert client.post(grades_url, data=body, content_type="application/json").status_code == OK
+
+    client.force_login(bob)
+    assert client.get(reverse("labeling:grade", args=[assignment.pk])).status_code == NOT_FOUND
+    assert client.get(grades_url).status_code == NOT_FOUND
+    refused = client.post(
+        grades_url, data=json.dumps({"candidate": candidate.pk, "grade": 0}), content_type="application/json"
+    )
+    assert (refused.status_code, refused.json()) == (
+        NOT_FOUND,
+        {"error": "not_found", "message": "no such assignment"},
+    )
+    assert list(assignment.judgments.values_list("grade", "note")) == [(2, "alice-only note")]
+    page = client.get(reverse("labeling:grade", args=[bobs.pk])).content.decode()
+    assert "alice" not in page and "0 of 5 graded" in page
+    assert set(re.findall(r'data-grade="(\d*)" data-note', page)) == {""}  # nothing pre-graded
+    assert client.get(reverse("labeling:grades", args=[bobs.pk])).json() == {"status": "open", "grades": {}}
