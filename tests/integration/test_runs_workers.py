@@ -5,7 +5,8 @@ The workers are `celery -A config worker` subprocesses pointed at the test datab
 Covered: a run completes with one result per query and the right report; a worker SIGKILLed mid-run and
 a second worker finishing the run with exactly one result per query; timeouts and errors recorded as
 errors (never empties) with the verdict failing closed; cancel stopping the chunks; the nightly entry of
-the beat schedule, sent through Redis as beat sends it, starting a due schedule's run on a worker.
+the beat schedule, sent through Redis as beat sends it, starting a due schedule's run on a worker; a
+secret header read from the worker's environment and found nowhere it could be seen afterwards.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import Client
 
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
+from tests.evaluation.test_views_support import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
 from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
@@ -223,3 +226,40 @@ def test_the_beat_schedules_nightly_entry_starts_a_due_schedules_run_on_a_worker
     assert _one_per_query(run) == [f"q-{i}" for i in range(1, 7)]
     assert {r.json["rewrite"] for r in stub.requests} == {True}
     assert EvaluationRun.objects.count() == 1  # one run a day, however often the entry fires
+
+
+def test_a_secret_reaches_the_engine_from_the_workers_environment_and_nowhere_else(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+    token_for: TokenFor,
+) -> None:
+    secret = "Bearer s3cr3t-7f2c9d"
+    version = make_version(golden_set, golden_file(6))
+    target = make_target(
+        f"{stub.url}/search", golden_set, headers={"Authorization": {"env": "ASSAY_TEST_SEARCH_TOKEN"}}
+    )
+    stub.on("query 2", Reply(status=401, text="bad credentials"))
+    worker = start_worker("w1", ASSAY_TEST_SEARCH_TOKEN=secret)  # only the worker has it
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: _finished(run), "the run to finish")
+
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert {r.headers["authorization"] for r in stub.requests} == {secret}
+    rows = list(QueryRunResult.objects.filter(run=run).values())
+    stored = str([run.target_snapshot, run.report, run.gate, run.effective_params, rows])
+    client, headers = logged_in(rita), bearer(token_for(rita))
+    shown = [
+        client.get(f"/runs/{run.pk}/").content.decode(),
+        client.get(f"/runs/{run.pk}/report.json").content.decode(),
+        client.get(f"/targets/{target.pk}/").content.decode(),
+        *(
+            Client().get(f"/api/v1/{path}", **headers).content.decode()
+            for path in (f"runs/{run.pk}/", f"runs/{run.pk}/report/", f"runs/{run.pk}/verdict/", "targets/")
+        ),
+    ]
+    assert "$ASSAY_TEST_SEARCH_TOKEN" in shown[0]  # the page names the variable
+    for text in (stored, *shown, worker.log.read_text(errors="replace")):
+        assert "s3cr3t" not in text
