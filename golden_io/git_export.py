@@ -331,9 +331,10 @@ def git_write(
         if remote is None or not remote.url:
             return result
         refs = [branch_ref] if tag is None else [branch_ref, b"refs/tags/" + tag.encode()]
-        error = _push(repo, remote, refs)
-    if error is None:
+        failure = _push(repo, remote, refs)
+    if failure is None:
         return WriteResult(result.commit, created, tag, tag_created, pushed=True)
+    error, todo = failure
     what = f"commit {result.commit[:12]}" + (f" and tag {tag}" if tag else "")
     return WriteResult(
         result.commit,
@@ -343,8 +344,8 @@ def git_write(
         pushed=False,
         push_error=(
             f"push to {_safe_url(remote.url)} failed: {error}. The {what} are kept in "
-            f"{repository_path}; fix the remote (or its credentials) and export again: an export of "
-            "unchanged content writes nothing and only pushes."
+            f"{repository_path}; {todo or 'fix the remote (or its credentials)'} and export again: an "
+            "export of unchanged content writes nothing and only pushes."
         ),
     )
 
@@ -470,14 +471,15 @@ def _safe_url(url: str) -> str:
     return parts._replace(netloc=parts.hostname or "").geturl() if parts.hostname else url
 
 
-def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> str | None:
-    """Push `refs` to the remote (same names there); None on success, else the reason in words."""
+def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | None] | None:
+    """Push `refs` to the remote (same names there); None on success, else (the reason in words, what to
+    do when it is more than "fix the remote")."""
     credentials: dict[str, str] = {}
     for field, env_name in (("username", remote.username_env), ("password", remote.password_env)):
         if env_name:
             value = os.environ.get(env_name)
             if value is None:
-                return f"the environment variable {env_name} (the {field}) is not set in this process"
+                return f"the environment variable {env_name} (the {field}) is not set in this process", None
             credentials[field] = value
     out, err = io.BytesIO(), io.BytesIO()
     try:
@@ -489,9 +491,12 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> str | None:
             errstream=err,
             **credentials,  # type: ignore[arg-type]
         )
+    except porcelain.DivergedBranches as exc:
+        # Retrying cannot help here, and forcing would throw the remote's commits (or tag) away.
+        return _diverged(repo, refs, exc.current_sha, exc.new_sha)
     except Exception as exc:  # every transport error is a failed push, reported in words
         reason = str(exc) or type(exc).__name__
-        return f"{type(exc).__name__}: {reason}"
+        return f"{type(exc).__name__}: {reason}", None
     # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
     rejected = {
         ref.decode(errors="replace"): str(status)
@@ -499,5 +504,25 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> str | None:
         if status is not None
     }
     if rejected:
-        return "the remote rejected " + "; ".join(f"{ref} ({why})" for ref, why in sorted(rejected.items()))
+        return "the remote rejected " + "; ".join(
+            f"{ref} ({why})" for ref, why in sorted(rejected.items())
+        ), None
     return None
+
+
+def _diverged(repo: Repo, refs: list[bytes], remote_sha: bytes, local_sha: bytes) -> tuple[str, str]:
+    """Why a push was refused as not fast-forward, and what to do, for the branch or the tag it was."""
+    ref = next((r for r in refs if _ref(repo, r) == local_sha), refs[0])
+    name = ref.decode().removeprefix("refs/heads/").removeprefix("refs/tags/")
+    if ref.startswith(b"refs/tags/"):
+        return (
+            f"the remote already has a tag {name} at {remote_sha.decode()[:12]}, other than this export's "
+            "(tags are never moved, nor force-pushed)",
+            "if the remote's tag is wrong, delete it there deliberately; otherwise export to another remote,",
+        )
+    return (
+        f"the remote's {name} holds commits this repository lacks (it is at {remote_sha.decode()[:12]}, this "
+        f"export at {local_sha.decode()[:12]}; Assay never force-pushes)",
+        f"merge the remote's {name} into {name} in {repo.path} first (for a bare repository: merge in a "
+        "clone and push the merge back to it), or point the export at another branch,",
+    )

@@ -311,8 +311,75 @@ def test_a_remote_that_rejects_the_push_is_reported(tmp_path: Path) -> None:
     )
 
     assert not result.pushed and result.push_error is not None
-    assert "failed" in result.push_error
+    theirs = git(remote, "rev-parse", "main")
+    assert (
+        f"the remote's main holds commits this repository lacks (it is at {theirs[:12]}" in result.push_error
+    )
+    assert "Assay never force-pushes" in result.push_error
+    # Exporting again alone would fail again: the message says to merge first (or use another branch).
+    assert f"merge the remote's main into main in {tmp_path / 'local'} first" in result.push_error
     assert git(remote, "log", "-1", "--format=%s", "main") == "theirs"  # the remote's history is untouched
+
+    # Doing what it says works: merge in a clone, push the merge back, export again (writes nothing, pushes).
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "local"), str(clone)], check=True)
+    git(
+        clone,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@example.org",
+        "pull",
+        "-q",
+        "--no-rebase",
+        "--allow-unrelated-histories",
+        "--no-edit",
+        str(remote),
+        "main",
+    )
+    git(clone, "push", "-q", "origin", "main")
+    retry = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"g.json": b"1"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(remote)),
+    )
+    assert (retry.created, retry.pushed, retry.push_error) == (False, True, None)
+    assert git(remote, "rev-parse", "golden@v1^{commit}") == result.commit
+    assert git(remote, "merge-base", "--is-ancestor", theirs, "main") == ""
+
+
+def test_a_remote_tag_with_other_content_is_reported_not_forced(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    git_write(  # someone else's golden@v1, on a branch of its own
+        repository_path=tmp_path / "other",
+        branch="elsewhere",
+        files={"g.json": b"theirs"},
+        message="theirs",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(remote)),
+    )
+    their_tag = git(remote, "rev-parse", "golden@v1")
+
+    result = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"g.json": b"ours"},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(str(remote)),
+    )
+
+    assert result.created and not result.pushed and result.push_error is not None
+    assert f"the remote already has a tag golden@v1 at {their_tag[:12]}" in result.push_error
+    assert "delete it there deliberately" in result.push_error
+    assert git(remote, "rev-parse", "golden@v1") == their_tag
+    assert git(tmp_path / "local", "rev-parse", "golden@v1^{commit}") == result.commit  # kept locally
 
 
 def test_a_missing_credential_variable_fails_the_push_by_name_only(
