@@ -37,6 +37,19 @@ def bare(path: Path) -> Path:
     return path
 
 
+def push_v1(local: Path, url: str, content: bytes = b"1") -> git_export.WriteResult:
+    """Write g.json on main, tag golden@v1 and push to `url` (the push tests' one export)."""
+    return git_write(
+        repository_path=local,
+        branch="main",
+        files={"g.json": content},
+        message="m",
+        author=RITA,
+        tag="golden@v1",
+        remote=Remote(url),
+    )
+
+
 # ------------------------------------------------------------------------------------------ the writer
 
 
@@ -238,15 +251,7 @@ def test_in_a_working_repository_it_updates_the_checked_out_files_and_refuses_lo
 def test_it_pushes_to_a_bare_remote(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
 
-    result = git_write(
-        repository_path=tmp_path / "local",
-        branch="main",
-        files={"g.json": b"1"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(remote.as_uri()),
-    )
+    result = push_v1(tmp_path / "local", remote.as_uri())
 
     assert result.pushed and result.push_error is None
     assert git(remote, "rev-parse", "main") == result.commit
@@ -258,15 +263,7 @@ def test_a_failed_push_keeps_the_local_commit_and_says_what_to_do(tmp_path: Path
     local = tmp_path / "local"
     missing = tmp_path / "nowhere.git"
 
-    result = git_write(
-        repository_path=local,
-        branch="main",
-        files={"g.json": b"1"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(str(missing)),
-    )
+    result = push_v1(local, str(missing))
 
     assert result.created and not result.pushed
     assert result.push_error is not None
@@ -275,15 +272,7 @@ def test_a_failed_push_keeps_the_local_commit_and_says_what_to_do(tmp_path: Path
     assert git(local, "rev-parse", "golden@v1^{commit}") == result.commit
 
     bare(missing)  # the remote is fixed: exporting again writes nothing and pushes
-    retry = git_write(
-        repository_path=local,
-        branch="main",
-        files={"g.json": b"1"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(str(missing)),
-    )
+    retry = push_v1(local, str(missing))
     assert (retry.created, retry.pushed, retry.commit) == (False, True, result.commit)
     assert git(missing, "rev-parse", "golden@v1^{commit}") == result.commit
 
@@ -300,15 +289,7 @@ def test_a_remote_that_rejects_the_push_is_reported(tmp_path: Path) -> None:
         remote=Remote(str(remote)),
     )
 
-    result = git_write(
-        repository_path=tmp_path / "local",
-        branch="main",
-        files={"g.json": b"1"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(str(remote)),
-    )
+    result = push_v1(tmp_path / "local", str(remote))
 
     assert not result.pushed and result.push_error is not None
     theirs = git(remote, "rev-parse", "main")
@@ -338,15 +319,7 @@ def test_a_remote_that_rejects_the_push_is_reported(tmp_path: Path) -> None:
         "main",
     )
     git(clone, "push", "-q", "origin", "main")
-    retry = git_write(
-        repository_path=tmp_path / "local",
-        branch="main",
-        files={"g.json": b"1"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(str(remote)),
-    )
+    retry = push_v1(tmp_path / "local", str(remote))
     assert (retry.created, retry.pushed, retry.push_error) == (False, True, None)
     assert git(remote, "rev-parse", "golden@v1^{commit}") == result.commit
     assert git(remote, "merge-base", "--is-ancestor", theirs, "main") == ""
@@ -365,15 +338,7 @@ def test_a_remote_tag_with_other_content_is_reported_not_forced(tmp_path: Path) 
     )
     their_tag = git(remote, "rev-parse", "golden@v1")
 
-    result = git_write(
-        repository_path=tmp_path / "local",
-        branch="main",
-        files={"g.json": b"ours"},
-        message="m",
-        author=RITA,
-        tag="golden@v1",
-        remote=Remote(str(remote)),
-    )
+    result = push_v1(tmp_path / "local", str(remote), b"ours")
 
     assert result.created and not result.pushed and result.push_error is not None
     assert f"the remote already has a tag golden@v1 at {their_tag[:12]}" in result.push_error
