@@ -321,9 +321,13 @@ def _plan(run: EvaluationRun, query_ids: Sequence[str]) -> RunPlan:
     return RunPlan(run.pk, plan_chunks(query_ids, concurrency=spec.concurrency), sequential=spec.rate_limited)
 
 
+@transaction.atomic
 def run_begin(*, run_id: int) -> RunPlan | None:
     """Claim a queued run (QUEUED -> RUNNING; None when another task had it or it was cancelled), read
-    the live durable keys once, and plan its chunks."""
+    the live durable keys once, and plan its chunks.
+
+    One transaction: a worker that dies between the claim and writing the total and key map leaves the
+    run QUEUED (the sweeper starts it again), never RUNNING with no total and no keys to score with."""
     now = timezone.now()
     claimed = EvaluationRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
         status=Status.RUNNING, started_at=now, heartbeat_at=now

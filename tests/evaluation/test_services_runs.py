@@ -3,6 +3,8 @@ tests/integration has those). Each test drives the real harness over HTTP on 127
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -283,3 +285,25 @@ def test_it_records_the_index_generation_and_model_id_the_engine_reported(
     assert run.report["run"]["index_generations"] == ["g41", "g42"]
     assert run.report["run"]["index_moved"] is True  # the index changed under the run
     assert run.report["run"]["model_ids"] == ["e5-small"]
+
+
+def test_a_start_that_dies_after_its_claim_leaves_the_run_queued(
+    version: GoldenVersion, target: SearchTarget, rita: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import golden_io.selectors
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+
+    def dies(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("worker lost")
+
+    monkeypatch.setattr(golden_io.selectors, "live_keys", dies)
+    with pytest.raises(RuntimeError):
+        run_begin(run_id=run.pk)
+    run.refresh_from_db()
+    assert (run.status, run.started_at, run.total) == (Status.QUEUED, None, 0)
+
+    monkeypatch.undo()
+    plan = run_begin(run_id=run.pk)
+    run.refresh_from_db()
+    assert plan is not None and run.status == Status.RUNNING and run.total == 6
