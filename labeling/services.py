@@ -764,6 +764,10 @@ class AssignReport:
     gold: int = 0  # gold-item assignments (known answers mixed into the raters' queues)
     notes: list[str] = field(default_factory=list)
 
+    def summary(self) -> str:
+        gold = f", {self.gold} gold-item" if self.gold else ""
+        return f"{self.primary} primary{gold} and {self.second} second assignment(s)"
+
 
 @transaction.atomic
 def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None = None) -> AssignReport:

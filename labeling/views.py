@@ -303,7 +303,7 @@ def import_upload(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
 def assign(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = _get_set_for_reviewer(request, slug)
     result = services.assignments_create(golden_set=golden_set)
-    messages.success(request, f"Assigned {result.primary} primary and {result.second} second assignment(s).")
+    messages.success(request, f"Assigned {result.summary()}.")
     for note in result.notes[:20]:
         messages.warning(request, note)
     return redirect("labeling:set_detail", slug=slug)

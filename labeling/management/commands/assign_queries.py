@@ -28,6 +28,6 @@ class Command(BaseCommand):
                 raise CommandError(f"--raters: no user(s) {', '.join(missing)}")
             target.raters.add(*users)
         result = assignments_create(golden_set=target)
-        self.stdout.write(f"assigned {result.primary} primary and {result.second} second assignment(s)")
+        self.stdout.write(f"assigned {result.summary()}")
         for note in result.notes:
             self.stdout.write(f"  note: {note}")
