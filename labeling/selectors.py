@@ -70,8 +70,11 @@ def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
 
 
 def assignment_next(*, rater: Any, after: int | None = None) -> Assignment | None:
-    """The rater's next open assignment: the first after `after` in queue order, else the first at all."""
-    open_ = Assignment.objects.filter(rater=rater, status=Assignment.Status.OPEN).order_by("created", "id")
+    """The rater's next open assignment: the first after `after` in queue order, else the first at all.
+    Retired queries are skipped: their grades make no label and count in no agreement figure."""
+    open_ = Assignment.objects.filter(
+        rater=rater, status=Assignment.Status.OPEN, query__status=Query.Status.ACTIVE
+    ).order_by("created", "id")
     if after is not None:
         current = Assignment.objects.filter(pk=after, rater=rater).values_list("created", "id").first()
         if current is not None:

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 
 from labeling import services
 from labeling.models import Assignment, GoldenSet, Query
+from labeling.selectors import assignment_next
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -131,3 +132,17 @@ def test_a_scoped_assignment_is_never_reassigned_to_a_rater_who_held_the_query(
     newcomer = factories.UserFactory.create(username="r3", groups=["raters"])
     moved = services.assignment_reassign(assignment=scoped, rater=newcomer)
     assert (moved.kind, moved.status, list(moved.scope.all())) == (kind, "open", [second_doc])
+
+
+def test_the_next_assignment_follows_the_queue_wraps_around_and_skips_retired_queries(
+    gset: GoldenSet, raters: list[User]
+) -> None:
+    queries = list(gset.queries.exclude(candidates=None).filter(status="active").order_by("id")[:4])
+    mine = [Assignment.objects.create(query=q, rater=raters[0]) for q in queries]
+    Assignment.objects.create(query=queries[0], rater=raters[1], kind="second")  # someone else's
+    services.query_retire(query=queries[2], by=raters[2], reason="duplicate of another query")
+    assert assignment_next(rater=raters[0]) == mine[0]
+    assert assignment_next(rater=raters[0], after=mine[0].pk) == mine[1]
+    assert assignment_next(rater=raters[0], after=mine[1].pk) == mine[3]  # the retired one is skipped
+    assert assignment_next(rater=raters[0], after=mine[3].pk) == mine[0]  # back to the start
+    assert assignment_next(rater=raters[2]) is None
