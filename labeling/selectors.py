@@ -372,15 +372,34 @@ def _pair_labels(
     for query_id, document_id, grade in frozen:
         out[(query_id, document_id)] = PairLabel(grade, FROZEN)
     dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
+    with_third = {query_id for query_id, kind in counted.values() if kind == Assignment.Kind.THIRD}
     for pair in graded.keys() | adjudications.keys():
+        grades = graded.get(pair, [])
         out[pair] = _pair_label(
-            graded.get(pair, []),
+            third_counted(grades, key=lambda g: (g.kind, g.grade)) if pair[0] in with_third else grades,
             adjudications.get(pair),
             expected=2 if pair[0] in dual else 1,
             third_coming=pair in third_scope or pair[0] not in dual_done,
             scale=scale,
         )
     return out
+
+
+KindGrade = tuple[str, int]
+_DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
+
+
+def third_counted(items: list[T], *, key: Callable[[T], KindGrade]) -> list[T]:
+    """One document's grades without the third rater's where the first two raters do not disagree.
+
+    A third rater is there for the documents the first two disagree on, and only there does their
+    grade count. A rater who checked the query's gold items before becoming its third rater keeps
+    them in their (third) assignment's scope; their grades on those stay gold checks, as they were:
+    they make no label and show in no reviewer column, but count in the agreement figures."""
+    dual = {grade for kind, grade in map(key, items) if kind in _DUAL_KINDS}
+    if len(dual) > 1:
+        return items
+    return [item for item in items if key(item)[0] != Assignment.Kind.THIRD]
 
 
 def _pair_label(
@@ -719,6 +738,12 @@ def adjudication_page_get(*, query: Query) -> AdjudicationPage:
         grades.setdefault(j.document_id, [None] * len(assignments))[position[j.assignment_id]] = RaterGrade(
             j.grade, j.note
         )
+    for row in grades.values():
+        # A third rater's gold checks (grades where the first two agree) are not third grades.
+        given = [i for i, g in enumerate(row) if g is not None]
+        counted = set(third_counted(given, key=lambda i: (assignments[i].kind, row[i].grade)))  # type: ignore[union-attr]
+        for i in set(given) - counted:
+            row[i] = None
     adjudications: dict[int, list[Adjudication]] = {}
     for adj in Adjudication.objects.filter(query=query).select_related("reviewer").order_by("-at", "-id"):
         adjudications.setdefault(adj.document_id, []).append(adj)

@@ -391,7 +391,7 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
         documents[doc_id].key = key
     report.count("document keys set", len(new_keys))
     existing = {q.external_id: q for q in golden_set.queries.all()}
-    created = updated = 0
+    created = updated = reopened = 0
     for q in golden.queries:
         values = {
             "text": q.text,
@@ -422,6 +422,8 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
                     reason=f"golden file import {source} (version {golden.version})",
                 )
             Query.objects.filter(pk=row.pk).update(**values)
+            if row.status == Query.Status.RETIRED:
+                reopened += _retired_work_reopen(query=row)
             updated += 1
     replaced = FrozenLabel.objects.filter(query__golden_set=golden_set).delete()[0]
     labels = [
@@ -440,6 +442,8 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
     report.count("queries created", created)
     report.count("queries updated", updated)
     report.count("queries unchanged", len(golden.queries) - created - updated)
+    if reopened:
+        report.count("assignments of returning queries reopened", reopened)
     report.count("frozen labels", len(labels))
     report.count("previous frozen labels replaced", replaced)
     report.count("pool candidates added", pool_add_judged(golden_set=golden_set))
@@ -948,7 +952,13 @@ class SubmitResult:
     status: str
 
 
+class Retired(GradingError):
+    status = 409
+    code = "retired"
+
+
 REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
+RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
 
 
 @transaction.atomic
@@ -969,6 +979,8 @@ def judgment_submit(
     row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
     if row is None:
         raise NotFound("no such assignment")
+    if row["query_status"] != Query.Status.ACTIVE:
+        raise Retired(RETIRED_MESSAGE)
     if row["status"] == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
     scoped = row["n_scope"] > 0
@@ -1063,7 +1075,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
     # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
     sql = f"""
-        SELECT a.status, a.kind, a.query_id, r.scale_min, r.scale_max,
+        SELECT a.status, a.kind, a.query_id, q.status AS query_status, r.scale_min, r.scale_max,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id) AS n_scope,
                (SELECT COUNT(*) FROM {t["Candidate"]} p WHERE p.query_id = a.query_id) AS n_pool,
                (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
@@ -1166,7 +1178,12 @@ def query_move_tier(*, query: Query, tier: str, by: User | None, reason: str) ->
 
 @transaction.atomic
 def query_retire(*, query: Query, by: User, reason: str) -> TierMove:
-    """Take a query out of the set (status retired; its judgments stay). Recorded like a tier move."""
+    """Take a query out of the set (status retired; its judgments stay). Recorded like a tier move.
+
+    Its open assignments close the way a reassignment closes one (status `reassigned`: out of every
+    queue and count, grades refused), stamped `completed` with the retirement's time, so that bringing
+    the query back (`_retired_work_reopen`) reopens exactly these. Finished ones stay as they are.
+    """
     reason = _reason(reason, "reason")
     locked = Query.objects.select_for_update().get(pk=query.pk)
     if locked.status == Query.Status.RETIRED:
@@ -1183,7 +1200,29 @@ def query_retire(*, query: Query, by: User, reason: str) -> TierMove:
     locked.status = Query.Status.RETIRED
     locked.save(update_fields=["status"])
     query.status = locked.status
+    Assignment.objects.filter(query=locked, status=Assignment.Status.OPEN).update(
+        status=Assignment.Status.REASSIGNED, completed=move.at
+    )
     return move
+
+
+def _retired_work_reopen(*, query: Query) -> int:
+    """A retired query comes back: the assignments its retirement closed are open again (finished ones
+    done again); returns how many. Call it once the query is active."""
+    retired = TierMove.objects.filter(query=query, to_status=Query.Status.RETIRED).order_by("-at", "-id")
+    last = retired.first()
+    if last is None:
+        return 0
+    closed = list(
+        Assignment.objects.select_for_update().filter(
+            query=query, status=Assignment.Status.REASSIGNED, completed=last.at
+        )
+    )
+    for assignment in closed:
+        assignment.status, assignment.completed = Assignment.Status.OPEN, None
+        assignment.save(update_fields=["status", "completed"])
+        _refresh_completion(assignment)
+    return len(closed)
 
 
 @transaction.atomic
@@ -1334,8 +1373,23 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
         .first()
     )
     if third is None:
-        # Everyone who ever held the query is out: nobody grades a query twice (a database constraint).
-        held = set(Assignment.objects.filter(query=query).values_list("rater_id", flat=True))
+        # Everyone who ever held the query is out (nobody grades a query twice, a database constraint),
+        # except a rater who only checked its gold items: their `gold` assignment becomes the third one,
+        # unless one of these documents is among their gold items (they would grade it twice). The first
+        # two raters hold primary and second assignments, so they stay out.
+        gold_checkers = {
+            a.rater_id: a
+            for a in Assignment.objects.select_for_update()
+            .filter(query=query, kind=Assignment.Kind.GOLD)
+            .exclude(status=Assignment.Status.REASSIGNED)
+        }
+        overlapping = set(
+            Assignment.objects.filter(
+                pk__in=[a.pk for a in gold_checkers.values()], scope__in=list(candidate_ids)
+            ).values_list("rater_id", flat=True)
+        )
+        convertible = gold_checkers.keys() - overlapping
+        held = set(Assignment.objects.filter(query=query).values_list("rater_id", flat=True)) - convertible
         raters = {r.pk: r for r in query.golden_set.raters.all()}
         load = dict(
             Assignment.objects.filter(
@@ -1354,7 +1408,14 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
                 f"no third rater available (every rater of the set has held the query): "
                 f"{len(candidate_ids)} document(s) go to the reviewers"
             )
-        third = Assignment.objects.create(query=query, rater=raters[chosen], kind=Assignment.Kind.THIRD)
+        if chosen in convertible:
+            # Their gold items stay in scope (an ungraded one is still to grade) and stay gold checks:
+            # consolidation counts a third rater's grade only where the first two disagree.
+            third = gold_checkers[chosen]
+            third.kind = Assignment.Kind.THIRD
+            third.save(update_fields=["kind"])
+        else:
+            third = Assignment.objects.create(query=query, rater=raters[chosen], kind=Assignment.Kind.THIRD)
     before = set(third.scope.values_list("pk", flat=True))
     added = [pk for pk in candidate_ids if pk not in before]
     third.scope.add(*added)
@@ -1426,7 +1487,13 @@ def gold_unmark(*, query: Query, document: Document) -> bool:
     if not deleted:
         return False
     candidate = Candidate.objects.get(query=query, document=document)
-    for assignment in Assignment.objects.select_for_update().filter(query=query, kind=Assignment.Kind.GOLD):
+    # A gold checker who became the query's third rater holds the item in a `third` assignment; it
+    # stays there only when it is a document the first two disagree on (what the third rater is for).
+    kinds = [Assignment.Kind.GOLD]
+    if len(set(_dual_grades(query=query, document=document))) < 2:
+        kinds.append(Assignment.Kind.THIRD)
+    holders = Assignment.objects.select_for_update().filter(query=query, kind__in=kinds, scope=candidate)
+    for assignment in holders:
         if Judgment.objects.filter(assignment=assignment, document=document).exists():
             continue
         assignment.scope.remove(candidate)
@@ -1435,6 +1502,15 @@ def gold_unmark(*, query: Query, document: Document) -> bool:
         else:
             _refresh_completion(assignment)
     return True
+
+
+def _dual_grades(*, query: Query, document: Document) -> list[int]:
+    """The live primary and second grades of one document."""
+    return list(
+        Judgment.objects.filter(assignment__query=query, assignment__kind__in=DUAL_KINDS, document=document)
+        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        .values_list("grade", flat=True)
+    )
 
 
 def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = None) -> int:

@@ -110,11 +110,16 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 @require_GET
 def grade(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _get_assignment_for_rater(request, pk)
-    if assignment.status == Assignment.Status.REASSIGNED:
+    retired = assignment.query.status != Query.Status.ACTIVE
+    if retired or assignment.status == Assignment.Status.REASSIGNED:
         return render(
             request,
             "labeling/reassigned.html",
-            {"assignment": assignment, "message": services.REASSIGNED_MESSAGE},
+            {
+                "assignment": assignment,
+                "retired": retired,
+                "message": services.RETIRED_MESSAGE if retired else services.REASSIGNED_MESSAGE,
+            },
             status=409,
         )
     page = selectors.grading_page_get(assignment=assignment)
@@ -142,7 +147,8 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: the rater's saved grades. POST JSON {candidate, grade, note?, time_spent_ms?}: save one grade.
 
     Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
-    404 not your assignment or a candidate outside it; 409 reassigned; 422 note required.
+    404 not your assignment or a candidate outside it; 409 reassigned or the query retired; 422 note
+    required.
     """
     if request.method == "GET":
         assignment = _get_assignment_for_rater(request, pk)
