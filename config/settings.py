@@ -200,7 +200,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Assay --------------------------------------------------------------------------------------
-ASSAY_GIT_EXPORT_ROOT = Path(env.str("ASSAY_GIT_EXPORT_ROOT", default=str(VAR_DIR / "git")))
+# ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: config/secret_env.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
 
 LOGGING = {

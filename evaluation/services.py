@@ -835,34 +835,6 @@ def rebaseline_branch(version: GoldenVersion) -> str:
     return f"rebaseline/golden@{version.name}"
 
 
-def _start_branch(repository_path: str, branch: str, bases: Sequence[str]) -> None:
-    """Create `branch` at the first of `bases` (refs) that exists, unless the branch exists already, so a
-    rebaseline branch starts from the golden version's tagged commit and can be proposed as a PR."""
-    from dulwich.objects import Tag
-    from dulwich.refs import Ref
-
-    from golden_io.git_export import open_repository
-
-    def target(repo: Any, name: str) -> Any:
-        try:
-            return repo.refs[Ref(name.encode())]
-        except KeyError:
-            return None
-
-    with open_repository(repository_path, create=True) as repo:
-        if target(repo, f"refs/heads/{branch}") is not None:
-            return
-        for base in bases:
-            sha = target(repo, base)
-            if sha is None:
-                continue
-            obj = repo[sha]
-            while isinstance(obj, Tag):
-                obj = repo[obj.object[1]]
-            repo.refs.add_if_new(Ref(f"refs/heads/{branch}".encode()), obj.id)
-            return
-
-
 def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline:
     """The rebaseline workflow: write `baseline/relevance.json` (the run's artifact) and
     `RELEVANCE_NOTES.md` on the branch `rebaseline/golden@<version>` (started from the version's tag, else
@@ -900,9 +872,6 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
         Remote(config.remote_url, config.username_env, config.password_env) if config.remote_url else None
     )
     try:
-        _start_branch(
-            config.repository_path, branch, [f"refs/tags/{version.tag}", f"refs/heads/{config.branch}"]
-        )
         written = git_write(
             repository_path=config.repository_path,
             branch=branch,
@@ -910,6 +879,7 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
             message=message,
             author=Author(by.get_full_name() or by.get_username(), by.email or ""),
             remote=remote,
+            start_from=[f"refs/tags/{version.tag}", f"refs/heads/{config.branch}"],
         )
     except (GitExportError, OSError) as exc:
         raise BaselineError([f"git export to {config.repository_path}: {exc}"]) from exc

@@ -5,8 +5,9 @@ keeps that snapshot: every chunk of the run calls the engine the same way even i
 while the run is in flight, and the report says exactly what was called.
 
 Secrets never live in a spec. A header value is either a literal (`"Cache-Control": "no-cache"`) or a
-reference to an environment variable (`"Authorization": {"env": "SEARCH_TOKEN"}`) that is read from the
-worker's environment at call time (`harness_config`). Header names that look like credentials refuse
+reference to an environment variable (`"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}`) that is read
+from the worker's environment at call time (`harness_config`); only names with the secret prefix may be
+named (`config.secret_env`). Header names that look like credentials refuse
 literal values, so a token cannot be stored by mistake.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from config.secret_env import secret_env_problem
 from evaluation.adapters import ADAPTER_NAMES, AdapterError, check_template
 from evaluation.harness import HarnessConfig, config_problems
 
@@ -154,6 +156,8 @@ def _header_problems(headers: object) -> list[str]:
             env = value.get("env")
             if set(value) != {"env"} or not isinstance(env, str) or not _ENV_NAME.match(env):
                 problems.append(f'{where}: expected {{"env": "VARIABLE_NAME"}}, got {dict(value)!r}')
+            elif refused := secret_env_problem(env):
+                problems.append(f"{where}: {refused}")
         elif isinstance(value, str):
             if is_secret_header(name):
                 problems.append(
@@ -253,10 +257,12 @@ def resolve_headers(spec: TargetSpec, environ: Mapping[str, str]) -> dict[str, s
     for name, value in spec.headers.items():
         if isinstance(value, Mapping):
             variable = value["env"]
-            if variable not in environ:
+            if refused := secret_env_problem(variable):  # a row stored before the prefix rule
+                problems.append(f"headers.{name}: {refused}")
+            elif variable not in environ:
                 problems.append(f"headers.{name}: environment variable {variable} is not set on this worker")
-                continue
-            headers[name] = environ[variable]
+            else:
+                headers[name] = environ[variable]
         else:
             headers[name] = value
     if problems:

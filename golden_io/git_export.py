@@ -41,6 +41,8 @@ from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
+from config.secret_env import git_export_path_problem, secret_env_problem
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
 _MAX_ATTEMPTS = 20  # compare-and-swap retries when another writer moves or locks the branch meanwhile
@@ -121,6 +123,17 @@ def remote_url_problem(url: str) -> str | None:
         return f"remote URL scheme {parts.scheme!r} is not supported (use {', '.join(_REMOTE_SCHEMES)})"
     if parts.password is not None:
         return "the remote URL must not contain a password: name an environment variable for it instead"
+    local = local_remote_path(url)
+    return git_export_path_problem(local) if local is not None else None
+
+
+def local_remote_path(url: str) -> str | None:
+    """The directory a remote URL names on this machine (file:// or a plain path), else None."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return parts.path
+    if not parts.scheme and not re.match(r"^[\w.-]+@[\w.-]+:", url):
+        return url
     return None
 
 
@@ -137,6 +150,8 @@ def config_problems(
     problems: dict[str, str] = {}
     if not repository_path or not os.path.isabs(repository_path):
         problems["repository_path"] = f"repository path {repository_path!r} must be an absolute path"
+    elif outside := git_export_path_problem(repository_path):
+        problems["repository_path"] = outside
     for name, problem in (
         ("branch", branch_problem(branch)),
         ("file_path", file_path_problem(file_path)),
@@ -150,6 +165,8 @@ def config_problems(
                 f"{value!r} is not an environment variable name (letters, digits and '_'; "
                 "write the variable's NAME here, never the secret itself)"
             )
+        elif value and (refused := secret_env_problem(value)):
+            problems[name] = refused
     return problems
 
 
@@ -309,6 +326,7 @@ def git_write(
     problems = [
         p
         for p in (
+            git_export_path_problem(os.fspath(repository_path)),
             branch_problem(branch),
             tag_problem(tag) if tag is not None else None,
             remote_url_problem(remote.url) if remote else None,
@@ -477,6 +495,8 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
     credentials: dict[str, str] = {}
     for field, env_name in (("username", remote.username_env), ("password", remote.password_env)):
         if env_name:
+            if refused := secret_env_problem(env_name):
+                return refused, None
             value = os.environ.get(env_name)
             if value is None:
                 return f"the environment variable {env_name} (the {field}) is not set in this process", None

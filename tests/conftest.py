@@ -7,6 +7,8 @@ pool whose first document carries a frozen grade of 3.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,10 @@ from tests import factories
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"
+
+# Git exports may write only below the allowed roots (config.secret_env); the tests' repositories live in
+# pytest's temporary directories. Set before any worker process is started, which inherits it.
+os.environ.setdefault("ASSAY_GIT_EXPORT_ROOTS", tempfile.gettempdir())
 
 
 @pytest.fixture(autouse=True)

@@ -237,15 +237,15 @@ def test_version_files_are_the_frozen_bytes_and_their_derivatives(
 def test_targets_show_secret_headers_as_env_names_and_urls_without_credentials(
     golden_set: GoldenSet, rita: User, token_for: TokenFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SEARCH_TOKEN", "hunter2")
+    monkeypatch.setenv("ASSAY_SECRET_SEARCH_TOKEN", "hunter2")
     target = target_create(
         name="prod",
         url="https://search.example/search?key=abc",
-        headers={"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"},
+        headers={"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"},
         golden_sets=[golden_set],
     )
     body = Client().get(f"/api/v1/targets/{target.pk}/", **bearer(token_for(rita))).json()
-    assert body["headers"] == {"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"}
+    assert body["headers"] == {"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"}
     assert body["url"] == "https://search.example/search?key=%2A%2A%2A"
     assert "hunter2" not in json.dumps(body) and body["golden_sets"] == ["help-center"]
 

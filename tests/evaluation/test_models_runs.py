@@ -79,7 +79,9 @@ def test_the_admin_form_validates_a_target_like_the_service() -> None:
 
     assert not form.is_valid()
     assert "headers.Authorization: looks like a credential" in str(form.errors)
-    assert SearchTargetForm(data={**data, "headers": '{"Authorization": {"env": "TOKEN"}}'}).is_valid()
+    assert SearchTargetForm(
+        data={**data, "headers": '{"Authorization": {"env": "ASSAY_SECRET_TOKEN"}}'}
+    ).is_valid()
 
 
 def test_the_admin_form_validates_a_schedule_like_the_service(

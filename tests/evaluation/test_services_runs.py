@@ -184,12 +184,12 @@ def test_cancel_during_finalize_wins(version: GoldenVersion, target: SearchTarge
 def test_a_missing_secret_becomes_each_querys_error(
     finished: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ASSAY_TEST_SEARCH_TOKEN", raising=False)
+    monkeypatch.delenv("ASSAY_SECRET_TEST_SEARCH_TOKEN", raising=False)
     secret = make_target(
         f"{stub.url}/search",
         golden_set,
         name="secret",
-        headers={"Authorization": {"env": "ASSAY_TEST_SEARCH_TOKEN"}},
+        headers={"Authorization": {"env": "ASSAY_SECRET_TEST_SEARCH_TOKEN"}},
     )
 
     run = finished(target=secret)
@@ -197,7 +197,7 @@ def test_a_missing_secret_becomes_each_querys_error(
     assert run.errors == 6
     assert stub.requests == []
     error = QueryRunResult.objects.filter(run=run).values_list("error", flat=True).first()
-    assert error is not None and "ASSAY_TEST_SEARCH_TOKEN is not set" in error
+    assert error is not None and "ASSAY_SECRET_TEST_SEARCH_TOKEN is not set" in error
     assert run.verdict == EvaluationRun.Verdict.FAIL
 
 
@@ -208,10 +208,10 @@ def test_a_secret_header_is_read_from_the_environment_at_call_time(
         f"{stub.url}/search",
         golden_set,
         name="secret",
-        headers={"Authorization": {"env": "ASSAY_TEST_SEARCH_TOKEN"}},
+        headers={"Authorization": {"env": "ASSAY_SECRET_TEST_SEARCH_TOKEN"}},
         cache_bypass_header="Cache-Control: no-cache",
     )
-    monkeypatch.setenv("ASSAY_TEST_SEARCH_TOKEN", "Bearer s3cr3t")
+    monkeypatch.setenv("ASSAY_SECRET_TEST_SEARCH_TOKEN", "Bearer s3cr3t")
 
     run = finished(target=secret)
 

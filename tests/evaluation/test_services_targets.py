@@ -105,7 +105,7 @@ def test_the_harness_checks_what_it_knows() -> None:
 
 def test_it_builds_the_harness_config_with_secrets_from_the_environment() -> None:
     target = spec(
-        headers={"Authorization": {"env": "TOKEN_VAR"}, "X-Tenant": "acme"},
+        headers={"Authorization": {"env": "ASSAY_SECRET_TOKEN_VAR"}, "X-Tenant": "acme"},
         params={"mode": "hybrid"},
         stages={"rewrite": False, "rerank": True},
         cache_bypass_header="Cache-Control: no-cache",
@@ -117,7 +117,9 @@ def test_it_builds_the_harness_config_with_secrets_from_the_environment() -> Non
         model_id_field="meta.model",
     )
 
-    config = harness_config(target, size=7, params={"rewrite": True}, environ={"TOKEN_VAR": "Bearer t"})
+    config = harness_config(
+        target, size=7, params={"rewrite": True}, environ={"ASSAY_SECRET_TOKEN_VAR": "Bearer t"}
+    )
 
     assert dict(config.headers) == {
         "Authorization": "Bearer t",
@@ -135,23 +137,28 @@ def test_it_builds_the_harness_config_with_secrets_from_the_environment() -> Non
     assert (config.generation_header, config.generation_field) == ("X-Index-Generation", None)
     assert config.model_id_field == "meta.model"
     assert dict(harness_config(target, redact=True).headers)["Authorization"] == REDACTED
-    assert shown_headers(target) == {"Authorization": "$TOKEN_VAR", "X-Tenant": "acme"}
+    assert shown_headers(target) == {"Authorization": "$ASSAY_SECRET_TOKEN_VAR", "X-Tenant": "acme"}
 
 
 def test_a_missing_variable_is_named() -> None:
-    target = spec(headers={"Authorization": {"env": "NOPE_VAR"}, "X-Key-Id": {"env": "ALSO_NOPE"}})
+    target = spec(
+        headers={
+            "Authorization": {"env": "ASSAY_SECRET_NOPE_VAR"},
+            "X-Key-Id": {"env": "ASSAY_SECRET_ALSO_NOPE"},
+        }
+    )
 
     with pytest.raises(TargetError) as error:
         harness_config(target, environ={})
 
     assert error.value.problems == [
-        "headers.Authorization: environment variable NOPE_VAR is not set on this worker",
-        "headers.X-Key-Id: environment variable ALSO_NOPE is not set on this worker",
+        "headers.Authorization: environment variable ASSAY_SECRET_NOPE_VAR is not set on this worker",
+        "headers.X-Key-Id: environment variable ASSAY_SECRET_ALSO_NOPE is not set on this worker",
     ]
 
 
 def test_a_snapshot_round_trips_and_refuses_unknown_fields() -> None:
-    target = spec(headers={"Authorization": {"env": "T"}}, stages={"rewrite": True})
+    target = spec(headers={"Authorization": {"env": "ASSAY_SECRET_T"}}, stages={"rewrite": True})
 
     assert TargetSpec.from_dict(target.to_dict()) == target
     with pytest.raises(TargetError, match="unknown field colour"):
@@ -281,3 +288,20 @@ def test_a_reply_without_the_engines_shape_is_an_error_not_an_empty(
     assert errors == ["unexpected response: the response: missing 'response'"] * 2
     assert run.report is not None and run.report["empty_rate"] is None  # nothing answered, nothing empty
     assert run.verdict == EvaluationRun.Verdict.FAIL
+
+
+def test_a_secret_header_may_only_name_a_prefixed_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Otherwise whoever edits a target could send the worker's own secrets to a server of theirs."""
+    target = spec(headers={"Authorization": {"env": "DJANGO_SECRET_KEY"}})
+    assert spec_problems(target) == [
+        "headers.Authorization: DJANGO_SECRET_KEY does not start with ASSAY_SECRET_: stored settings may "
+        "only read secrets from environment variables named ASSAY_SECRET_... (so they cannot send the "
+        "server's own secrets anywhere); set the secret on the workers as ASSAY_SECRET_DJANGO_SECRET_KEY "
+        "and name that"
+    ]
+    # A row stored before the rule is refused when called, and the variable is never read.
+    with pytest.raises(TargetError, match="does not start with ASSAY_SECRET_"):
+        harness_config(target, size=10, environ={"DJANGO_SECRET_KEY": "s3cret"})
+    # The operator may choose another prefix.
+    monkeypatch.setenv("ASSAY_SECRET_ENV_PREFIX", "SEARCH_")
+    assert spec_problems(spec(headers={"Authorization": {"env": "SEARCH_TOKEN"}})) == []

@@ -60,30 +60,30 @@ def test_a_reviewer_creates_a_target_for_their_set_and_owns_it(golden_set: Golde
     response = logged_in(rita).post(
         "/targets/new/",
         _form(
-            headers='{"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"}',
+            headers='{"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"}',
             golden_sets=[golden_set.pk],
         ),
     )
     target = SearchTarget.objects.get(name="prod-search")
     assert response.status_code == 302 and response["Location"] == f"/targets/{target.pk}/"
     assert target.owner == rita and list(target.golden_sets.all()) == [golden_set]
-    assert target.headers == {"Authorization": {"env": "SEARCH_TOKEN"}, "X-Tenant": "acme"}
+    assert target.headers == {"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"}
     assert target.stages == {"rewrite": False}
 
 
 def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
     golden_set: GoldenSet, rita: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SEARCH_TOKEN", "hunter2")
+    monkeypatch.setenv("ASSAY_SECRET_SEARCH_TOKEN", "hunter2")
     target = target_create(
         name="prod",
         url="https://search.example/search?tenant=acme",
-        headers={"Authorization": {"env": "SEARCH_TOKEN"}},
+        headers={"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}},
         golden_sets=[golden_set],
     )
     page = logged_in(rita).get(f"/targets/{target.pk}/")
     settings_text = section_text(page, "target-settings")
-    assert "Authorization: $SEARCH_TOKEN" in settings_text
+    assert "Authorization: $ASSAY_SECRET_SEARCH_TOKEN" in settings_text
     assert "https://search.example/search?tenant=%2A%2A%2A" in settings_text
     assert "hunter2" not in page.content.decode()
 

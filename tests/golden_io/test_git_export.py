@@ -6,6 +6,7 @@ Remotes are local bare repositories (file URLs), the only kind that can run here
 from __future__ import annotations
 
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -350,7 +351,7 @@ def test_a_remote_tag_with_other_content_is_reported_not_forced(tmp_path: Path) 
 def test_a_missing_credential_variable_fails_the_push_by_name_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ASSAY_TEST_GIT_TOKEN", raising=False)
+    monkeypatch.delenv("ASSAY_SECRET_TEST_GIT_TOKEN", raising=False)
     remote = bare(tmp_path / "remote.git")
 
     result = git_write(
@@ -359,11 +360,12 @@ def test_a_missing_credential_variable_fails_the_push_by_name_only(
         files={"g": b"1"},
         message="m",
         author=RITA,
-        remote=Remote(str(remote), password_env="ASSAY_TEST_GIT_TOKEN"),
+        remote=Remote(str(remote), password_env="ASSAY_SECRET_TEST_GIT_TOKEN"),
     )
 
     assert result.push_error is not None
-    assert "the environment variable ASSAY_TEST_GIT_TOKEN (the password) is not set" in result.push_error
+    expected = "the environment variable ASSAY_SECRET_TEST_GIT_TOKEN (the password) is not set"
+    assert expected in result.push_error
 
 
 @pytest.mark.parametrize(
@@ -382,7 +384,8 @@ def test_a_missing_credential_variable_fails_the_push_by_name_only(
     ],
 )
 def test_it_names_each_bad_configuration_field(kwargs: dict[str, str], field: str, message: str) -> None:
-    values = {"repository_path": "/srv/golden", "branch": "main", "file_path": "golden/help.json"} | kwargs
+    allowed = f"{tempfile.gettempdir()}/golden"  # below the roots the suite allows (tests/conftest.py)
+    values = {"repository_path": allowed, "branch": "main", "file_path": "golden/help.json"} | kwargs
 
     problems = git_export.config_problems(**values)
 
@@ -566,3 +569,66 @@ def test_configuring_refuses_bad_fields_by_name(golden_set: GoldenSet) -> None:
         )
 
     assert set(caught.value.problems) == {"repository_path", "file_format", "username_env"}
+
+
+# --- what stored settings may reach (config.secret_env) ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_configuring_refuses_paths_outside_the_roots_and_unprefixed_secret_variables(
+    golden_set: GoldenSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_GIT_EXPORT_ROOTS", str(tmp_path / "exports"))
+    with pytest.raises(services.ExportConfigError) as caught:
+        services.git_export_configure(
+            golden_set=golden_set,
+            repository_path=str(tmp_path / "elsewhere"),
+            file_path="a.json",
+            remote_url=f"file://{tmp_path}/outside-remote",
+            username_env="DJANGO_SECRET_KEY",
+            password_env="DATABASE_URL",
+        )
+    problems = caught.value.problems
+    assert set(problems) == {"repository_path", "remote_url", "username_env", "password_env"}
+    assert "outside the directories git exports may write to" in problems["repository_path"]
+    assert "ASSAY_GIT_EXPORT_ROOTS" in problems["remote_url"]
+    assert "does not start with ASSAY_SECRET_" in problems["password_env"]
+
+    config = services.git_export_configure(
+        golden_set=golden_set,
+        repository_path=str(tmp_path / "exports" / "golden"),
+        file_path="a.json",
+        remote_url=str(tmp_path / "exports" / "remote.git"),
+        password_env="ASSAY_SECRET_GIT_TOKEN",
+    )
+    assert config.repository_path.endswith("/exports/golden")
+
+
+def test_a_write_outside_the_roots_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_GIT_EXPORT_ROOTS", str(tmp_path / "exports"))
+    target = tmp_path / "app-checkout"
+    with pytest.raises(GitExportError, match="outside the directories git exports may write to"):
+        git_write(repository_path=target, branch="main", files={"a": b"1"}, message="m", author=RITA)
+    assert not target.exists()
+
+
+def test_a_stored_unprefixed_secret_variable_is_never_read_or_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration stored before the rule: the push names the rule and sends nothing."""
+    remote = tmp_path / "remote.git"
+    git_export.open_repository(remote, create=True)
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "s3cret")
+    result = git_write(
+        repository_path=tmp_path / "local",
+        branch="main",
+        files={"a": b"1"},
+        message="m",
+        author=RITA,
+        remote=Remote(str(remote), username_env="x", password_env="DJANGO_SECRET_KEY"),
+    )
+    assert not result.pushed and result.push_error is not None
+    assert "does not start with ASSAY_SECRET_" in result.push_error
+    assert "s3cret" not in result.push_error

@@ -238,10 +238,10 @@ def test_a_secret_reaches_the_engine_from_the_workers_environment_and_nowhere_el
     secret = "Bearer s3cr3t-7f2c9d"
     version = make_version(golden_set, golden_file(6))
     target = make_target(
-        f"{stub.url}/search", golden_set, headers={"Authorization": {"env": "ASSAY_TEST_SEARCH_TOKEN"}}
+        f"{stub.url}/search", golden_set, headers={"Authorization": {"env": "ASSAY_SECRET_TEST_SEARCH_TOKEN"}}
     )
     stub.on("query 2", Reply(status=401, text="bad credentials"))
-    worker = start_worker("w1", ASSAY_TEST_SEARCH_TOKEN=secret)  # only the worker has it
+    worker = start_worker("w1", ASSAY_SECRET_TEST_SEARCH_TOKEN=secret)  # only the worker has it
 
     run = run_create(golden_version=version, target=target, triggered_by=rita)
     _wait(lambda: _finished(run), "the run to finish")
@@ -260,6 +260,6 @@ def test_a_secret_reaches_the_engine_from_the_workers_environment_and_nowhere_el
             for path in (f"runs/{run.pk}/", f"runs/{run.pk}/report/", f"runs/{run.pk}/verdict/", "targets/")
         ),
     ]
-    assert "$ASSAY_TEST_SEARCH_TOKEN" in shown[0]  # the page names the variable
+    assert "$ASSAY_SECRET_TEST_SEARCH_TOKEN" in shown[0]  # the page names the variable
     for text in (stored, *shown, worker.log.read_text(errors="replace")):
         assert "s3cr3t" not in text
