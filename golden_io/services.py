@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -71,7 +71,6 @@ def version_name_next(*, golden_set: GoldenSet, on: dt.date) -> str:
     return f"{base}.{max([1, *suffixes]) + 1}"
 
 
-@transaction.atomic
 def golden_version_freeze(
     *,
     golden_set: GoldenSet,
@@ -88,6 +87,34 @@ def golden_version_freeze(
     `quarantine_unresolved`, which first moves those queries to shadow (listed in the notes).
     Afterwards the set's frozen labels and `frozen_version` are the new version's.
     """
+    try:
+        return _freeze(
+            golden_set=golden_set,
+            by=by,
+            name=name,
+            notes=notes,
+            quarantine_unresolved=quarantine_unresolved,
+            on=on,
+        )
+    except OperationalError as exc:
+        # SQLite (`make run`) locks the whole database for a writer instead of waiting on the set's row
+        # lock as PostgreSQL does: the second of two simultaneous freezes is refused, nothing written.
+        if "locked" not in str(exc):
+            raise
+        problem = f"another write held the database ({exc}): nothing was frozen; try again"
+        raise FreezeError([problem]) from exc
+
+
+@transaction.atomic
+def _freeze(
+    *,
+    golden_set: GoldenSet,
+    by: User | None,
+    name: str | None,
+    notes: str,
+    quarantine_unresolved: bool,
+    on: dt.date | None,
+) -> GoldenVersion:
     # The lock serialises freezes of one set: naming, parent and content are read under it.
     locked = GoldenSet.objects.select_for_update().select_related("rubric").get(pk=golden_set.pk)
     parent = selectors.version_latest(golden_set=locked)
