@@ -13,6 +13,7 @@ literal values, so a token cannot be stored by mistake.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -28,7 +29,12 @@ from evaluation.harness import HarnessConfig, config_problems
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Header names whose values are credentials: a literal value there would be a stored secret.
-_SECRET_WORDS = ("authorization", "cookie", "token", "secret", "password", "api-key", "apikey", "x-api")
+# Words of a header or parameter name that mark a credential (`X-Auth-Token`, `access_token`, `apiKey`);
+# matched as whole words so `max_tokens` or `X-Api-Version` are not taken for one.
+_SECRET_WORDS = frozenset(
+    {"authorization", "auth", "cookie", "token", "secret", "password", "passwd", "apikey", "credentials"}
+)
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("client", "secret")})
 REDACTED = "***"
 
 
@@ -41,9 +47,11 @@ class TargetError(ValueError):
 
 
 def is_secret_header(name: str) -> bool:
-    """A header (or parameter) name that carries a credential; `api_key` counts like `Api-Key`."""
-    lowered = name.lower().replace("_", "-")
-    return any(word in lowered for word in _SECRET_WORDS)
+    """A header (or parameter) name that carries a credential; `api_key` counts like `Api-Key`, `apiKey`."""
+    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower())
+    return bool(_SECRET_WORDS.intersection(words)) or any(
+        pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
+    )
 
 
 _USE_ENV = (

@@ -16,6 +16,7 @@ from evaluation.targets import (
     TargetError,
     TargetSpec,
     harness_config,
+    is_secret_header,
     shown_headers,
     spec_problems,
 )
@@ -305,3 +306,21 @@ def test_a_secret_header_may_only_name_a_prefixed_variable(monkeypatch: pytest.M
     # The operator may choose another prefix.
     monkeypatch.setenv("ASSAY_SECRET_ENV_PREFIX", "SEARCH_")
     assert spec_problems(spec(headers={"Authorization": {"env": "SEARCH_TOKEN"}})) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        *((n, True) for n in ("Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "X-API-KEY")),
+        *(
+            (n, True)
+            for n in ("api_key", "apiKey", "apikey", "X-Auth-Token", "access_token", "client_secret")
+        ),
+        *(
+            (n, False)
+            for n in ("max_tokens", "X-Api-Version", "tokenizer", "keyword", "sort_key", "X-Tenant")
+        ),
+    ],
+)
+def test_credential_names_are_matched_by_whole_words(name: str, secret: bool) -> None:
+    assert is_secret_header(name) is secret
