@@ -130,8 +130,9 @@ if not DEBUG and env.bool("ASSAY_HTTPS", default=False):
 # --- Celery -------------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 _broker_dir = VAR_DIR / "broker"
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+# The filesystem transport ignores the host; naming one keeps kombu from warning that none was given.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost//")
+if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("in", "processed"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
