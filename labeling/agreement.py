@@ -4,9 +4,10 @@ The Django side hands over plain `Rating` rows and gets plain dataclasses back (
 Definitions, readings and worked examples: docs/agreement.md. In short:
 
 - Krippendorff's alpha, ordinal, over every (query, document) unit with two or more grades, with the
-  scale as the value domain; its value equals `krippendorff.alpha(reliability_data=...,
-  level_of_measurement="ordinal", value_domain=scale)`. The 95% interval is a percentile bootstrap that
-  resamples whole queries (documents of one query are not independent: same rater, same rubric reading).
+  scale as the value domain: `krippendorff.alpha(value_counts=<units x grades>, value_domain=<scale>,
+  level_of_measurement="ordinal")`, called once (not when only one grade is in use). The 95% interval
+  is a percentile bootstrap that resamples whole queries (documents of one query are not independent:
+  same rater, same rubric reading).
 - Per rater pair, Cohen's kappa from scikit-learn: `cohen_kappa_score(a, b, labels=<full scale>,
   weights=...)` called for each pair (quadratic weighted, unweighted, and binary at `relevant_min_grade`
   with labels [0, 1]). Where kappa is undefined (no expected disagreement) it is not called: the pair's
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Literal
 
+import krippendorff
 import numpy as np
 import numpy.typing as npt
 from sklearn.metrics import cohen_kappa_score
@@ -605,11 +607,19 @@ def _alpha(data: _Columns, *, n_resamples: int, confidence: float, seed: int) ->
     )[:, None, None]
     # Units are sorted by query, so each query's units are one contiguous run.
     per_query = np.add.reduceat(per_unit.reshape(len(counts), v * v), starts, axis=0)
-    value = float(_alpha_from_coincidences(per_query.sum(axis=0, keepdims=True), v)[0])
-    if math.isnan(value):
+    if np.count_nonzero(counts.sum(axis=0)) < 2:  # no expected disagreement: the package is not called
         grade = data.scale.min + int(np.argmax(counts.sum(axis=0)))
         none = Undefined(f"every pairable grade is {grade}: alpha needs two or more grades in use")
         return result(none, none)
+    # The value itself is the package's; the bootstrap below repeats its steps batched (1,000 calls
+    # would take seconds), and tests hold the two equal.
+    value = float(
+        krippendorff.alpha(
+            value_counts=counts,
+            value_domain=list(range(data.scale.min, data.scale.max + 1)),
+            level_of_measurement="ordinal",
+        )
+    )
     if len(queries) < 2:
         return result(value, Undefined("one query only: resampling whole queries needs two or more"))
 

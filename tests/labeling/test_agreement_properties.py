@@ -19,7 +19,14 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
 from golden_io.golden import Scale
-from labeling.agreement import AgreementReport, Rating, Undefined, agreement_compute, query_agreement
+from labeling.agreement import (
+    AgreementReport,
+    Rating,
+    Undefined,
+    _alpha_from_coincidences,
+    agreement_compute,
+    query_agreement,
+)
 
 RATERS = ["ann", "ben", "cat", "dan"]
 
@@ -81,6 +88,30 @@ def test_alpha_equals_the_krippendorff_package(data: tuple[list[Rating], Scale, 
         assert isinstance(report.alpha.value, Undefined)
     else:
         assert report.alpha.value == pytest.approx(theirs, abs=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(2, 5).flatmap(
+        lambda v: st.lists(st.lists(st.integers(0, 3), min_size=v, max_size=v), min_size=1, max_size=12)
+    )
+)
+def test_the_bootstraps_batched_alpha_equals_the_package(rows: list[list[int]]) -> None:
+    """The interval's resamples use `_alpha_from_coincidences` (batched); it must be the package's alpha."""
+    counts = np.array([r for r in rows if sum(r) >= 2] or [[0] * len(rows[0])], dtype=np.int64)
+    counts = counts[counts.sum(axis=1) >= 2]
+    if not len(counts) or np.count_nonzero(counts.sum(axis=0)) < 2:
+        return
+    v = counts.shape[1]
+    m = counts.sum(axis=1)
+    o = (
+        (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(v)) / (m - 1)[:, None, None]
+    ).sum(0)
+    ours = float(_alpha_from_coincidences(o.reshape(1, v * v), v)[0])
+    theirs = krippendorff.alpha(
+        value_counts=counts, value_domain=list(range(v)), level_of_measurement="ordinal"
+    )
+    assert ours == pytest.approx(theirs, abs=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
