@@ -149,8 +149,10 @@ class RunScheduleForm(forms.ModelForm):
 @admin.register(RunSchedule)
 class RunScheduleAdmin(admin.ModelAdmin):
     form = RunScheduleForm
-    list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on")
+    list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on", "last_error_at")
     list_filter = ("enabled",)
+    # Written by runs_nightly: the day claimed and why that day's run was refused (empty once one starts).
+    readonly_fields = ("last_run_on", "last_error", "last_error_at")
 
 
 @admin.register(ApiToken)

@@ -268,8 +268,12 @@ class RunSchedule(models.Model):
     hour = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(23)])
     minute = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(59)])
     params = models.JSONField(default=dict, blank=True)
-    # The day (UTC) of the last run it started: a schedule starts at most one run a day.
+    # The day (UTC) it last claimed: a schedule makes at most one attempt a day, started or refused.
     last_run_on = models.DateField(null=True, blank=True)
+    # Why the last attempt did not start a run (run_create's problems, or no golden version yet); cleared
+    # when a run starts. Without it a refused night would only be in the worker's log.
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -284,6 +288,10 @@ class RunSchedule(models.Model):
 
     def __str__(self) -> str:
         return f"nightly {self.golden_set_id} on {self.target_id} at {self.hour:02d}:{self.minute:02d} UTC"
+
+    @property
+    def overrides_text(self) -> str:
+        return params_text(self.params)
 
 
 class ApiToken(models.Model):

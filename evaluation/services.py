@@ -941,6 +941,12 @@ def schedule_set(
     return schedule
 
 
+def schedule_delete(*, golden_set: GoldenSet, target: SearchTarget) -> bool:
+    """Remove the nightly run of (golden set, target); False when there was none. Its runs stay."""
+    deleted, _ = RunSchedule.objects.filter(golden_set=golden_set, target=target).delete()
+    return deleted > 0
+
+
 def _today_at(now: datetime, hour: int, minute: int) -> datetime:
     utc = now.astimezone(UTC)
     return utc.replace(hour=hour, minute=minute, second=0, microsecond=0)
@@ -962,7 +968,9 @@ def schedules_due(*, now: datetime | None = None) -> list[RunSchedule]:
 
 def runs_nightly(*, now: datetime | None = None) -> list[EvaluationRun]:
     """Start the due schedules' runs on each set's newest golden version (at most one a day each, even
-    with two beat processes: the day is claimed with a conditional update first)."""
+    with two beat processes: the day is claimed with a conditional update first). A refused run (no
+    golden version, run_create's problems) is recorded in the schedule's `last_error`/`last_error_at`;
+    a started run clears them."""
     from golden_io.selectors import version_latest
 
     now = now or timezone.now()
@@ -974,22 +982,31 @@ def runs_nightly(*, now: datetime | None = None) -> list[EvaluationRun]:
         )
         if claimed != 1:
             continue
+        # The day stays claimed when the run is refused: the reason is kept on the schedule (the target
+        # page shows it) and the next attempt is tomorrow's.
+        mine = RunSchedule.objects.filter(pk=schedule.pk)
         version = version_latest(golden_set=schedule.golden_set)
         if version is None:
             logger.warning("nightly %s: golden set has no version yet, nothing to run", schedule)
+            mine.update(
+                last_error=f"golden set {schedule.golden_set.slug} has no golden version yet: nothing to run",
+                last_error_at=now,
+            )
             continue
         try:
-            runs.append(
-                run_create(
-                    golden_version=version,
-                    target=schedule.target,
-                    trigger=EvaluationRun.Trigger.SCHEDULE,
-                    params=schedule.params,
-                    schedule=schedule,
-                )
+            run = run_create(
+                golden_version=version,
+                target=schedule.target,
+                trigger=EvaluationRun.Trigger.SCHEDULE,
+                params=schedule.params,
+                schedule=schedule,
             )
         except (RunError, IntegrityError) as exc:
             logger.error("nightly %s: run not created: %s", schedule, exc)
+            mine.update(last_error=f"run not created: {exc}", last_error_at=now)
+        else:
+            mine.update(last_error="", last_error_at=None)
+            runs.append(run)
     return runs
 
 
@@ -1052,6 +1069,7 @@ __all__ = [
     "run_cancel",
     "run_create",
     "runs_nightly",
+    "schedule_delete",
     "schedule_set",
     "schedules_due",
     "target_create",
