@@ -20,6 +20,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("targets/new/", views.target_edit, name="target_new"),
     path("targets/<int:pk>/", views.target_detail, name="target_detail"),
     path("targets/<int:pk>/edit/", views.target_edit, name="target_edit"),
+    path("targets/<int:pk>/schedules/", views.target_schedule, name="target_schedule"),
     path("targets/<int:pk>/trend/", views.target_trend, name="target_trend"),
     path("sets/<slug:slug>/budgets/", views.budgets_edit, name="budgets"),
     path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),

@@ -1,6 +1,6 @@
 """Evaluation pages: runs (list with live progress, trigger form, report, side-by-side, cancel, baseline
-promotion, rebaseline, queueing unjudged documents), targets (list, detail, form, trend charts), budgets,
-baseline history and API tokens.
+promotion, rebaseline, queueing unjudged documents), targets (list, detail with its nightly schedules,
+form, trend charts), budgets, baseline history and API tokens.
 
 Who sees what is `evaluation.api.access` (the API's rules too): admins everything, reviewers their golden
 sets, whoever triggered a run that run; raters and outsiders get 404 (grading is blind). Views are thin:
@@ -21,6 +21,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -29,7 +30,14 @@ from evaluation.api import access
 from evaluation.api.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 from evaluation.drift import LABELS, PER_QUERY_FIELD, SHOWN_METRICS, BudgetsError, paired_intervals
 from evaluation.harness import redact_url
-from evaluation.models import ApiToken, EvaluationRun, QueryRunResult, SearchTarget, params_text
+from evaluation.models import (
+    ApiToken,
+    EvaluationRun,
+    QueryRunResult,
+    RunSchedule,
+    SearchTarget,
+    params_text,
+)
 from evaluation.targets import SPEC_FIELDS, TargetError, TargetSpec, shown_headers
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
@@ -472,21 +480,35 @@ def parse_param_lines(text: str) -> tuple[dict[str, Any], list[str]]:
     return params, problems
 
 
+def _param_lines_field(applies_to: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "rewrite=true"}),
+        label="Parameter overrides",
+        help_text='KEY=VALUE per line (JSON values: true, 3, "text"), on top of the target\'s params '
+        f"and stage toggles, {applies_to}.",
+    )
+
+
+class ParamLinesForm(forms.Form):
+    """A form with a `params` field of KEY=VALUE lines (`_param_lines_field`), cleaned to a dict."""
+
+    def clean_params(self) -> dict[str, Any]:
+        params, problems = parse_param_lines(self.cleaned_data.get("params") or "")
+        if problems:
+            raise forms.ValidationError(problems)
+        return params
+
+
 class VersionChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: GoldenVersion) -> str:
         return f"{obj.golden_set.slug}@{obj.name}"
 
 
-class RunForm(forms.Form):
+class RunForm(ParamLinesForm):
     golden_version = VersionChoiceField(queryset=GoldenVersion.objects.none(), label="Golden version")
     target = forms.ModelChoiceField(queryset=SearchTarget.objects.none(), label="Search target")
-    params = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "rewrite=true"}),
-        label="Parameter overrides",
-        help_text='KEY=VALUE per line (JSON values: true, 3, "text"), on top of the target\'s params '
-        "and stage toggles, for this run only.",
-    )
+    params = _param_lines_field("for this run only")
     rebaseline = forms.BooleanField(
         required=False,
         label="Gate as a rebaseline",
@@ -512,12 +534,6 @@ class RunForm(forms.Form):
         targets = list(target_field.queryset[:2])
         if len(targets) == 1:
             self.initial.setdefault("target", targets[0].pk)
-
-    def clean_params(self) -> dict[str, Any]:
-        params, problems = parse_param_lines(self.cleaned_data.get("params") or "")
-        if problems:
-            raise forms.ValidationError(problems)
-        return params
 
 
 @require_http_methods(["GET", "POST"])
@@ -870,12 +886,16 @@ class TargetForm(forms.Form):
         return initial
 
 
-def _target_problems_to_form(form: TargetForm, problems: Sequence[str]) -> None:
-    """TargetError problems start with the field they are about (`headers.X: ...`, `url: ...`)."""
+def _problems_to_form(form: forms.Form, problems: Sequence[str], aliases: Mapping[str, str]) -> None:
+    """Service problems start with the field they are about (`headers.X: ...`, `hour: ...`); `aliases`
+    maps other beginnings to a field (`search URL ...` -> url). The rest go above the form."""
     for problem in problems:
         head = problem.split(":", 1)[0].split(".", 1)[0].strip()
-        head = "url" if head.startswith("search URL") else head
+        head = next((name for start, name in aliases.items() if head.startswith(start)), head)
         form.add_error(head if head in form.fields else None, problem)
+
+
+TARGET_PROBLEM_FIELDS = {"search URL": "url"}
 
 
 @require_GET
@@ -892,9 +912,57 @@ def target_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_GET
-def target_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    target = _get_target(request, pk)
+def param_lines(params: Mapping[str, Any]) -> str:
+    """Params as the KEY=VALUE lines `parse_param_lines` reads back (a JSON object when a name would
+    not survive as a line)."""
+    if any("=" in key or "\n" in key or key != key.strip() or key.startswith("{") for key in params):
+        return json.dumps(params, ensure_ascii=False)
+    return "\n".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in params.items())
+
+
+class ScheduleForm(ParamLinesForm):
+    """A nightly run of (golden set, target). Ranges and params are checked by `schedule_problems` (the
+    service), so the page says what the admin and the API say."""
+
+    # Any text: the view looks the set up through access (404), and the service says when the target
+    # does not list it.
+    golden_set = forms.CharField(label="Golden set", widget=forms.Select)
+    enabled = forms.BooleanField(required=False, initial=True, help_text="off: kept, but starts no run")
+    hour = forms.IntegerField(
+        initial=2, label="Hour (UTC)", widget=forms.NumberInput(attrs={"min": 0, "max": 23})
+    )
+    minute = forms.IntegerField(initial=0, widget=forms.NumberInput(attrs={"min": 0, "max": 59}))
+    params = _param_lines_field("for every nightly run")
+
+    PROBLEM_FIELDS = {"target ": "golden_set"}
+
+    def __init__(self, *args: Any, sets: Sequence[GoldenSet], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        widget = self.fields["golden_set"].widget
+        assert isinstance(widget, forms.Select)
+        widget.choices = [(s.slug, s.slug) for s in sets]
+
+    @staticmethod
+    def initial_for(schedule: RunSchedule) -> dict[str, Any]:
+        return {
+            "golden_set": schedule.golden_set.slug,
+            "enabled": schedule.enabled,
+            "hour": schedule.hour,
+            "minute": schedule.minute,
+            "params": param_lines(schedule.params or {}),
+        }
+
+
+def _schedulable_sets(request: HttpRequest, target: SearchTarget) -> list[GoldenSet]:
+    """The target's sets this user reviews (admins: all): the ones they may schedule."""
+    mine = access.golden_sets_for(request.user).values("pk")
+    return list(target.golden_sets.filter(pk__in=mine).order_by("slug"))
+
+
+def _target_page(
+    request: HttpRequest, target: SearchTarget, schedule_form: ScheduleForm | None = None, status: int = 200
+) -> HttpResponse:
+    # The sets this user reviews (admins: all): theirs to see baselines of and to schedule.
     visible_sets = set(access.golden_sets_for(request.user).values_list("pk", flat=True))
     sets = [
         {
@@ -905,6 +973,14 @@ def target_detail(request: HttpRequest, pk: int) -> HttpResponse:
         for s in target.golden_sets.order_by("slug")
     ]
     runs = access.run_rows(access.runs_for(request.user).filter(target=target))[:20]
+    schedules = list(target.schedules.filter(golden_set_id__in=visible_sets).select_related("golden_set"))
+    schedulable = _schedulable_sets(request, target)
+    if schedule_form is None and schedulable:
+        # `?schedule=<set>` (the edit link) fills the form with that schedule; so does a lone set's.
+        wanted = request.GET.get("schedule") or (schedulable[0].slug if len(schedulable) == 1 else "")
+        current = next((s for s in schedules if s.golden_set.slug == wanted), None)
+        initial = ScheduleForm.initial_for(current) if current is not None else {"golden_set": wanted}
+        schedule_form = ScheduleForm(sets=schedulable, initial=initial)
     return render(
         request,
         "evaluation/target_detail.html",
@@ -917,11 +993,54 @@ def target_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "sets": sets,
             "runs": list(runs),
             "may_edit": access.may_edit_target(request.user, target),
-            "schedules": list(
-                target.schedules.filter(golden_set_id__in=visible_sets).select_related("golden_set")
-            ),
+            "schedules": schedules,
+            "schedule_form": schedule_form,
         },
+        status=status,
     )
+
+
+@require_GET
+def target_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return _target_page(request, _get_target(request, pk))
+
+
+@require_POST
+def target_schedule(request: HttpRequest, pk: int) -> HttpResponse:
+    """Set (`save`) or delete (`delete`) the nightly run of (golden set, target). Only the set's reviewers
+    and admins: a target or set this user may not see is a 404, as on the rest of the page."""
+    target = _get_target(request, pk)
+    golden_set = _get_set(request, request.POST.get("golden_set", ""))
+    back = reverse("evaluation:target_detail", args=[target.pk]) + "#schedules"
+    if request.POST.get("action") == "delete":
+        if services.schedule_delete(golden_set=golden_set, target=target):
+            messages.success(request, f"Nightly run of {golden_set.slug} on {target.name} deleted.")
+        else:
+            messages.warning(request, f"{golden_set.slug} had no nightly run on {target.name}.")
+        return redirect(back)
+    form = ScheduleForm(request.POST, sets=_schedulable_sets(request, target))
+    if form.is_valid():
+        try:
+            schedule = services.schedule_set(
+                golden_set=golden_set,
+                target=target,
+                hour=form.cleaned_data["hour"],
+                minute=form.cleaned_data["minute"],
+                enabled=form.cleaned_data["enabled"],
+                params=form.cleaned_data["params"],
+                by=request.user,
+            )
+        except services.RunError as exc:
+            _problems_to_form(form, exc.problems, ScheduleForm.PROBLEM_FIELDS)
+        else:
+            state = "" if schedule.enabled else " (off)"
+            messages.success(
+                request,
+                f"Nightly run of {golden_set.slug} on {target.name} at "
+                f"{schedule.hour:02d}:{schedule.minute:02d} UTC saved{state}.",
+            )
+            return redirect(back)
+    return _target_page(request, target, schedule_form=form, status=422)
 
 
 @require_http_methods(["GET", "POST"])
@@ -946,7 +1065,7 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                 kept = [s for s in target.golden_sets.all() if s.pk not in visible]
                 saved = services.target_update(target=target, golden_sets=[*chosen, *kept], **values)
         except TargetError as exc:
-            _target_problems_to_form(form, exc.problems)
+            _problems_to_form(form, exc.problems, TARGET_PROBLEM_FIELDS)
         else:
             messages.success(request, f"Target {saved.name} saved.")
             return redirect("evaluation:target_detail", pk=saved.pk)

@@ -6,20 +6,22 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation.models import ApiToken, BudgetSet, SearchTarget
-from evaluation.services import target_create
+from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
+from evaluation.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
 from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
     Scene,
     ada_fixture,
     bearer,
     finished_fixture,
+    html_text,
     logged_in,
     other_set_fixture,
     other_target_fixture,
@@ -149,6 +151,154 @@ def test_the_target_list_shows_edit_links_only_where_allowed(scene: Scene, rita:
     rita_page = logged_in(rita).get("/targets/").content.decode()
     assert f'href="/targets/{scene.target.pk}/edit/"' in rita_page  # rita reviews every set it lists
     assert "staging" in page_text(logged_in(ada).get("/targets/"))
+
+
+# --- nightly schedules ------------------------------------------------------------------------------
+
+
+def _schedule(golden_set: str = "help-center", **changes: Any) -> dict[str, Any]:
+    data = {"golden_set": golden_set, "action": "save", "enabled": "on", "hour": "3", "minute": "15"}
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _at_field(response: Any, field: str) -> str:
+    """The schedule form's text from the field to the next field's label: its errors."""
+    markup = response.content.decode()
+    form = markup[markup.index('id="schedule-form"') :]
+    start = form.index(f'name="{field}"')
+    end = min(i for i in (form.find("<label", start), form.find("</form>", start)) if i != -1)
+    return html_text(form[start:end])
+
+
+@pytest.mark.parametrize("who", ["alice", "charlie", "victor"])
+@pytest.mark.parametrize("action", ["save", "delete"])
+def test_raters_outsiders_and_other_sets_reviewers_get_404_and_change_no_schedule(
+    who: str, action: str, target: SearchTarget, golden_set: GoldenSet, request: pytest.FixtureRequest
+) -> None:
+    schedule_set(golden_set=golden_set, target=target, hour=1, minute=0)
+    user: User = request.getfixturevalue(who)
+
+    response = logged_in(user).post(f"/targets/{target.pk}/schedules/", _schedule(action=action, hour="5"))
+
+    assert response.status_code == 404
+    assert list(RunSchedule.objects.values_list("hour", "minute", "enabled")) == [(1, 0, True)]
+
+
+def test_a_reviewer_who_sees_the_target_schedules_only_their_own_set(
+    target: SearchTarget, golden_set: GoldenSet, other_set: GoldenSet, victor: User
+) -> None:
+    target.golden_sets.add(other_set)  # victor sees the target through developer-docs
+    client = logged_in(victor)
+
+    assert client.post(f"/targets/{target.pk}/schedules/", _schedule()).status_code == 404
+    assert client.post(f"/targets/{target.pk}/schedules/", _schedule(action="delete")).status_code == 404
+    assert not RunSchedule.objects.filter(golden_set=golden_set).exists()
+    page = client.get(f"/targets/{target.pk}/").content.decode()
+    assert 'value="help-center"' not in page  # not offered either
+    saved = client.post(f"/targets/{target.pk}/schedules/", _schedule("developer-docs"))
+    assert saved.status_code == 302
+    assert RunSchedule.objects.get().golden_set == other_set
+
+
+@pytest.mark.parametrize("who", ["rita", "ada"])
+def test_the_sets_reviewer_and_an_admin_set_a_schedule(
+    who: str, target: SearchTarget, golden_set: GoldenSet, request: pytest.FixtureRequest
+) -> None:
+    user: User = request.getfixturevalue(who)
+
+    response = logged_in(user).post(
+        f"/targets/{target.pk}/schedules/", _schedule(params="rewrite=true\nsize=20"), follow=True
+    )
+
+    schedule = RunSchedule.objects.get()
+    assert (schedule.golden_set, schedule.target, schedule.created_by) == (golden_set, target, user)
+    assert (schedule.enabled, schedule.hour, schedule.minute) == (True, 3, 15)
+    assert schedule.params == {"rewrite": True, "size": 20}
+    assert response.redirect_chain == [(f"/targets/{target.pk}/#schedules", 302)]
+    assert "Nightly run of help-center on staging at 03:15 UTC saved." in page_text(response)
+    row = section_text(response, "schedules")
+    assert "help-center 03:15 size=20 rewrite=true never" in row  # jsonb's key order
+
+
+def test_editing_and_disabling_a_schedule_change_the_same_row(
+    target: SearchTarget, golden_set: GoldenSet, rita: User
+) -> None:
+    client = logged_in(rita)
+    client.post(f"/targets/{target.pk}/schedules/", _schedule(params="rewrite=true"))
+    # The edit link fills the form with the schedule.
+    form = client.get(f"/targets/{target.pk}/?schedule=help-center").content.decode()
+    form = form[form.index('id="schedule-form"') :]
+    assert 'name="hour" value="3"' in form and 'name="minute" value="15"' in form
+    assert 'id="id_params">\nrewrite=true</textarea>' in form and 'id="id_enabled" checked>' in form
+
+    client.post(f"/targets/{target.pk}/schedules/", _schedule(hour="23", minute="59", params=""))
+    schedule = RunSchedule.objects.get()
+    assert (schedule.hour, schedule.minute, schedule.params, schedule.enabled) == (23, 59, {}, True)
+
+    response = client.post(f"/targets/{target.pk}/schedules/", _schedule(enabled=None), follow=True)
+    schedule.refresh_from_db()
+    assert RunSchedule.objects.count() == 1 and schedule.enabled is False
+    assert "saved (off)" in page_text(response)
+    assert "help-center 03:15 off" in section_text(response, "schedules")
+
+
+def test_deleting_a_schedule(target: SearchTarget, golden_set: GoldenSet, rita: User) -> None:
+    schedule_set(golden_set=golden_set, target=target, hour=1)
+    client = logged_in(rita)
+
+    gone = client.post(f"/targets/{target.pk}/schedules/", _schedule(action="delete"), follow=True)
+    again = client.post(f"/targets/{target.pk}/schedules/", _schedule(action="delete"), follow=True)
+
+    assert not RunSchedule.objects.exists()
+    assert "Nightly run of help-center on staging deleted." in page_text(gone)
+    assert "help-center had no nightly run on staging." in page_text(again)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "says"),
+    [
+        ({"hour": "24"}, "hour", "hour: 24 is not 0..23 (UTC)"),
+        ({"minute": "60"}, "minute", "minute: 60 is not 0..59"),
+        ({"hour": "-1"}, "hour", "hour: -1 is not 0..23 (UTC)"),
+        ({"hour": "soon"}, "hour", "Enter a whole number."),
+        ({"params": 'access_token="k1"'}, "params", "params.access_token: looks like a credential"),
+        ({"params": "rewrite"}, "params", "params line 1: expected KEY=VALUE, got 'rewrite'"),
+        ({"golden_set": "developer-docs"}, "golden_set", "target staging is not set up for golden set"),
+    ],
+)
+def test_the_schedule_form_shows_each_problem_at_its_field_and_stores_nothing(
+    changes: dict[str, str], field: str, says: str, target: SearchTarget, other_set: GoldenSet, ada: User
+) -> None:
+    response = logged_in(ada).post(f"/targets/{target.pk}/schedules/", _schedule(**changes))
+
+    assert response.status_code == 422
+    assert says in _at_field(response, field)
+    assert not RunSchedule.objects.exists()
+
+
+def test_the_target_page_shows_why_the_last_night_did_not_start(
+    target: SearchTarget, golden_set: GoldenSet, rita: User
+) -> None:
+    schedule_set(golden_set=golden_set, target=target, hour=1)
+    runs_nightly(now=datetime(2026, 9, 1, 4, 0, tzinfo=UTC))  # no golden version yet
+
+    row = section_text(logged_in(rita).get(f"/targets/{target.pk}/"), "schedules")
+    assert (
+        "help-center 01:00 target's 2026-09-01 golden set help-center has no golden version yet: "
+        "nothing to run 2026-09-01 04:00 UTC" in row
+    )
+
+
+def test_schedule_posts_need_the_csrf_token(target: SearchTarget, golden_set: GoldenSet, rita: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(rita)
+
+    assert client.post(f"/targets/{target.pk}/schedules/", _schedule()).status_code == 403
+    assert not RunSchedule.objects.exists()
+    page = client.get(f"/targets/{target.pk}/").content.decode()
+    form = page[page.index('id="schedule-form"') :]
+    assert 'name="csrfmiddlewaretoken"' in form[: form.index("</form>")]
 
 
 # --- trend ------------------------------------------------------------------------------------------
