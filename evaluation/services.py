@@ -1004,6 +1004,9 @@ def runs_nightly(*, now: datetime | None = None) -> list[EvaluationRun]:
         except (RunError, IntegrityError) as exc:
             logger.error("nightly %s: run not created: %s", schedule, exc)
             mine.update(last_error=f"run not created: {exc}", last_error_at=now)
+        except Exception as exc:  # one schedule's bug must not cost the other schedules their night
+            logger.exception("nightly %s: run not created", schedule)
+            mine.update(last_error=f"run not created: {type(exc).__name__}: {exc}", last_error_at=now)
         else:
             mine.update(last_error="", last_error_at=None)
             runs.append(run)

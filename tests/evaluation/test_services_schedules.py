@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from evaluation import services
 from evaluation.models import EvaluationRun, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_delete, schedule_set
 from golden_io.models import GoldenVersion
@@ -17,6 +18,7 @@ from labeling.models import GoldenSet
 from tests.evaluation.test_views_support import ada_fixture, logged_in  # noqa: F401  (fixtures by name)
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
+    make_target,
     make_version,
     stub_fixture,
     target_fixture,
@@ -99,6 +101,32 @@ def test_params_that_went_bad_name_the_param(
     schedule.refresh_from_db()
     assert schedule.last_error.startswith("run not created: params.api_key: looks like a credential")
     assert not EvaluationRun.objects.exists()
+
+
+def test_one_schedules_unexpected_error_is_recorded_and_the_others_still_run(
+    golden_set: GoldenSet,
+    target: SearchTarget,
+    version: GoldenVersion,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    other = make_target(target.url, golden_set, name="canary")
+    broken = schedule_set(golden_set=golden_set, target=target, hour=1)
+    fine = schedule_set(golden_set=golden_set, target=other, hour=1)
+    real = services.run_create
+
+    def run_create(**kwargs: Any) -> EvaluationRun:
+        if kwargs["target"] == target:
+            raise RuntimeError("a bug in one schedule's path")
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "run_create", run_create)  # a stand-in for a bug: nothing else fails so
+    (run,) = _nightly(_at(4), django_capture_on_commit_callbacks)
+
+    assert run.schedule == fine
+    broken.refresh_from_db()
+    assert broken.last_error == "run not created: RuntimeError: a bug in one schedule's path"
+    assert broken.last_run_on == _at(4).date()
 
 
 def test_deleting_a_schedule_keeps_its_runs(
