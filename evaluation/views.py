@@ -964,17 +964,18 @@ def _target_page(
 ) -> HttpResponse:
     # The sets this user reviews (admins: all): theirs to see baselines of and to schedule.
     visible_sets = set(access.golden_sets_for(request.user).values_list("pk", flat=True))
+    listed = list(target.golden_sets.order_by("slug"))
     sets = [
         {
             "set": s,
             "visible": s.pk in visible_sets,
             "baseline": selectors.baseline_get(golden_set=s, target=target) if s.pk in visible_sets else None,
         }
-        for s in target.golden_sets.order_by("slug")
+        for s in listed
     ]
     runs = access.run_rows(access.runs_for(request.user).filter(target=target))[:20]
     schedules = list(target.schedules.filter(golden_set_id__in=visible_sets).select_related("golden_set"))
-    schedulable = _schedulable_sets(request, target)
+    schedulable = [s for s in listed if s.pk in visible_sets]  # as _schedulable_sets, from this query
     if schedule_form is None and schedulable:
         # `?schedule=<set>` (the edit link) fills the form with that schedule; so does a lone set's.
         wanted = request.GET.get("schedule") or (schedulable[0].slug if len(schedulable) == 1 else "")
