@@ -386,7 +386,8 @@ def _pair_labels(
 
 
 KindGrade = tuple[str, int]
-_DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
+# The first two raters' assignments (labeling.services checks a query when both are done).
+DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
 
 
 def third_counted(items: list[T], *, key: Callable[[T], KindGrade]) -> list[T]:
@@ -396,7 +397,7 @@ def third_counted(items: list[T], *, key: Callable[[T], KindGrade]) -> list[T]:
     grade count. A rater who checked the query's gold items before becoming its third rater keeps
     them in their (third) assignment's scope; their grades on those stay gold checks, as they were:
     they make no label and show in no reviewer column, but count in the agreement figures."""
-    dual = {grade for kind, grade in map(key, items) if kind in _DUAL_KINDS}
+    dual = {grade for kind, grade in map(key, items) if kind in DUAL_KINDS}
     if len(dual) > 1:
         return items
     return [item for item in items if key(item)[0] != Assignment.Kind.THIRD]

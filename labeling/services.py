@@ -40,13 +40,11 @@ from labeling.models import (
     content_hash,
 )
 from labeling.problems import ImportReport, decode_utf8
-from labeling.selectors import count_subquery
+from labeling.selectors import DUAL_KINDS, count_subquery
 
 POOL_DEPTH = 20
 JUDGED_SYSTEM = "judged"  # provenance of a document that was judged for the query before
 MAX_NOTE = 2000
-# The two assignments whose completion triggers the dispute check (issue 4).
-DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
 # Kinds scoped to some candidates of the pool, always given to a rater who never held the query.
 SCOPED_KINDS = (Assignment.Kind.THIRD, Assignment.Kind.REJUDGE, Assignment.Kind.GOLD)
 # One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
@@ -1294,10 +1292,8 @@ def query_dispute_check(*, query_id: int) -> DisputeCheck | None:
     if query.status != Query.Status.ACTIVE:
         return None
     live = list(Assignment.objects.filter(query=query).exclude(status=Assignment.Status.REASSIGNED))
-    dual = [a for a in live if a.kind in (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)]
-    if {a.kind for a in dual} != {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} or any(
-        a.status != Assignment.Status.DONE for a in dual
-    ):
+    dual = [a for a in live if a.kind in DUAL_KINDS]
+    if {a.kind for a in dual} != set(DUAL_KINDS) or any(a.status != Assignment.Status.DONE for a in dual):
         return None
     golden_set, rubric = query.golden_set, query.golden_set.rubric
     grades: dict[int, list[int]] = {}
