@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from config.paths import var_dir
+
 PREFIX_VARIABLE = "ASSAY_SECRET_ENV_PREFIX"
 DEFAULT_PREFIX = "ASSAY_SECRET_"
 ROOTS_VARIABLE = "ASSAY_GIT_EXPORT_ROOTS"
-_BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def secret_env_prefix() -> str:
@@ -40,8 +41,7 @@ def secret_env_problem(name: str) -> str | None:
 def git_export_roots() -> list[Path]:
     raw = os.environ.get(ROOTS_VARIABLE)
     if raw is None:
-        var_dir = Path(os.environ.get("ASSAY_VAR_DIR", str(_BASE_DIR / "var")))
-        return [(var_dir / "git").resolve()]
+        return [(var_dir() / "git").resolve()]
     return [Path(part).resolve() for part in raw.split(os.pathsep) if part.strip()]
 
 

@@ -7,13 +7,13 @@ services needed. Production and CI set DATABASE_URL (PostgreSQL) and REDIS_URL o
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 import environ
 from celery.schedules import crontab
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("ASSAY_VAR_DIR", default=str(BASE_DIR / "var")))
+from config.paths import BASE_DIR, var_dir
+
+VAR_DIR = var_dir()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 env = environ.Env()
