@@ -227,6 +227,9 @@ class Assignment(models.Model):
         REJUDGE = "rejudge"
         # Known-answer items mixed into a rater's queue; they check the rater and make no label.
         GOLD = "gold"
+        # A calibration round's: every candidate graded blind by each of the round's raters, to measure
+        # the rubric; no label unless a reviewer promotes the round (`CalibrationRound`).
+        CALIBRATION = "calibration"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -235,17 +238,37 @@ class Assignment(models.Model):
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="assignments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
-    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.PRIMARY)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.PRIMARY)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
     # Empty: the whole pool. Otherwise only these candidates (a third rater on disagreeing documents).
     scope = models.ManyToManyField(Candidate, blank=True, related_name="scoped_assignments")
+    # Set for kind=calibration only: the round it belongs to.
+    calibration_round = models.ForeignKey(
+        "CalibrationRound", null=True, blank=True, on_delete=models.CASCADE, related_name="assignments"
+    )
     created = models.DateTimeField(auto_now_add=True)
+    # When the rater marked the query done (status done): their grades are locked from then on.
     completed = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
-            # Nobody is assigned the same query twice, whatever happens to the first assignment.
-            models.UniqueConstraint(fields=["query", "rater"], name="assignment_query_rater_unique"),
+            # Nobody is assigned the same query twice, whatever happens to the first assignment. A
+            # calibration round is apart: its raters grade the query once more, for the round only.
+            models.UniqueConstraint(
+                fields=["query", "rater"],
+                condition=Q(calibration_round__isnull=True),
+                name="assignment_query_rater_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["calibration_round", "query", "rater"],
+                condition=Q(calibration_round__isnull=False),
+                name="assignment_round_query_rater_unique",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="calibration", calibration_round__isnull=False)
+                | (~Q(kind="calibration") & Q(calibration_round__isnull=True)),
+                name="assignment_calibration_has_round",
+            ),
         ]
         ordering = ["created", "id"]
         indexes = [models.Index(fields=["rater", "status"], name="assignment_rater_status")]
@@ -395,3 +418,84 @@ class GoldItem(models.Model):
 
     def __str__(self) -> str:
         return f"gold {self.query_id}/{self.document_id}={self.grade}"
+
+
+class LabelProposal(models.Model):
+    """A single rater's grade that would overturn a frozen label: it changes no label until a reviewer of
+    the set accepts it (an accepted proposal becomes an `Adjudication` naming the rater and the reviewer).
+
+    Made when the rater marks the query done (`services.assignment_done`); a pending one is withdrawn
+    as soon as the judgment's grade is no longer the proposed one (the rater regraded after a reopen).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        ACCEPTED = "accepted"
+        REJECTED = "rejected"
+        WITHDRAWN = "withdrawn"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="proposals")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="proposals")
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="proposals")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="proposals")
+    from_grade = models.IntegerField(help_text="the frozen label when proposed")
+    from_version = models.CharField(max_length=100, blank=True, help_text="the frozen labels' version")
+    to_grade = models.IntegerField()
+    note = models.TextField(blank=True, help_text="the rater's note on the grade")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="proposals_decided",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    adjudication = models.OneToOneField(
+        Adjudication, null=True, blank=True, on_delete=models.PROTECT, related_name="proposal"
+    )
+
+    class Meta:
+        constraints = [
+            # One live proposal per judgment: marking the same query done twice proposes nothing new.
+            models.UniqueConstraint(
+                fields=["judgment"], condition=Q(status="pending"), name="proposal_one_pending_per_judgment"
+            ),
+        ]
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["query", "status"], name="proposal_query_status")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}: {self.from_grade} → {self.to_grade} ({self.status})"
+
+
+class CalibrationRound(models.Model):
+    """N raters grading the same queries blind, every candidate each, to measure the rubric before a
+    labeling push. Its assignments are `kind=calibration`; it changes no label unless a reviewer promotes
+    its results (`promoted_by`, `promoted_at`: each promoted grade is an `Adjudication` naming the round)."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="calibration_rounds")
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="calibration_rounds"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="calibration_rounds_promoted",
+    )
+    promoted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["golden_set", "name"], name="calibration_round_set_name_unique"),
+        ]
+        ordering = ["golden_set", "-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.golden_set_id}: {self.name}"
