@@ -1,17 +1,55 @@
-"""Django admin for every labeling model; provenance and history are visible here, never to raters."""
+"""Django admin for every labeling model; provenance and history are visible here, never to raters.
+
+The admin is audit-only for label data. Grades, their history, adjudications, proposals, frozen labels,
+assignments and the other decision records are written by `labeling.services` (which write the event or
+record each change needs) and by the imports; here they can be read, never added, changed or deleted,
+by superusers neither. Golden sets, documents, queries and candidates stay editable, but deleting one
+whose deletion would cascade into records is refused: Django's delete view and `delete_selected` action
+refuse a deletion that reaches any model whose ModelAdmin denies delete
+(`django.contrib.admin.utils.get_deleted_objects`, "perms_needed"), superusers included, so every
+model holding label data must stay registered here with `_RecordAdmin`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import Model
 from django.http import HttpRequest
 
 from labeling import models
 
 
+class _RecordAdmin:
+    """The one read-only base, for model admins and inlines alike: every field shown, nothing added,
+    changed or deleted by anyone. Add, change and delete URLs answer 403 (PermissionDenied).
+
+    Superusers pass every `has_perm` check, so only these overrides stop them; viewing keeps Django's
+    rule (view or change permission).
+    """
+
+    model: type[Model]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Non-editable fields (timestamps, content hashes) are left out of a form unless named here, and
+        # the record is what the page is for.
+        opts = self.model._meta
+        return [f.name for f in [*opts.fields, *opts.many_to_many] if not (f.primary_key and f.auto_created)]
+
+
 @admin.register(models.Rubric)
-class RubricAdmin(admin.ModelAdmin):
+class RubricAdmin(_RecordAdmin, admin.ModelAdmin):
+    # A rubric change is a new version (`import_rubric`), never an edit: judgments were given on this one.
     list_display = ("name", "version", "scale_min", "scale_max", "created")
     search_fields = ("name",)
 
@@ -45,13 +83,16 @@ class QueryAdmin(admin.ModelAdmin):
     list_display = ("external_id", "golden_set", "text", "locale", "stratum", "tier", "status")
     list_filter = ("golden_set", "tier", "status", "stratum", "locale")
     search_fields = ("external_id", "text")
+    # A tier move or retirement is a TierMove written by services.query_move_tier / query_retire; an edit
+    # here would move the query with no record of who, when or why.
+    readonly_fields = ("tier", "status", "quarantine_reason", "created")
 
 
 @admin.register(models.FrozenLabel)
-class FrozenLabelAdmin(admin.ModelAdmin):
+class FrozenLabelAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Written only by the golden-file import and the golden-version freeze, which replace them as a whole.
     list_display = ("query", "document", "grade", "version")
     list_filter = ("version",)
-    raw_id_fields = ("query", "document")
 
 
 @admin.register(models.Candidate)
@@ -61,80 +102,75 @@ class CandidateAdmin(admin.ModelAdmin):
     search_fields = ("query__external_id", "document__doc_id")
 
 
-class JudgmentInline(admin.TabularInline):
+class JudgmentInline(_RecordAdmin, admin.TabularInline):
     model = models.Judgment
     extra = 0
-    raw_id_fields = ("document",)
-    readonly_fields = ("created", "updated")
+    fields = ("document", "grade", "note", "time_spent_ms", "content_hash", "created", "updated")
+    show_change_link = True
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Changing the rater, kind or status by hand would re-attribute or unlock grades; reassignment and
+    # reopening happen on the set's pages (services.assignment_reassign, candidates_add).
     list_display = ("id", "query", "rater", "kind", "status", "created", "completed")
     list_filter = ("kind", "status", "query__golden_set")
-    raw_id_fields = ("query", "scope")
     inlines = [JudgmentInline]
 
 
-class JudgmentEventInline(admin.TabularInline):
+class JudgmentEventInline(_RecordAdmin, admin.TabularInline):
     model = models.JudgmentEvent
     extra = 0
-    can_delete = False
-    readonly_fields = ("rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # the history is written by the grading service only
+    fields = ("rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash")
 
 
 @admin.register(models.Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Every grade change goes through services.judgment_submit, which writes its JudgmentEvent.
     list_display = ("id", "assignment", "document", "grade", "time_spent_ms", "updated")
-    raw_id_fields = ("assignment", "document")
     inlines = [JudgmentEventInline]
 
 
 @admin.register(models.JudgmentEvent)
-class JudgmentEventAdmin(admin.ModelAdmin):
+class JudgmentEventAdmin(_RecordAdmin, admin.ModelAdmin):
     list_display = ("judgment", "rater", "at", "old_grade", "new_grade")
-    raw_id_fields = ("judgment",)
-    readonly_fields = (
-        "judgment", "rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash",
-    )  # fmt: skip
-
-
-class _RecordAdmin(admin.ModelAdmin):
-    """Decision records (issue 4) are written by the services only: the admin shows them, never edits."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(models.TierMove)
-class TierMoveAdmin(_RecordAdmin):
+class TierMoveAdmin(_RecordAdmin, admin.ModelAdmin):
     list_display = ("query", "at", "by", "from_tier", "to_tier", "from_status", "to_status", "reason")
     list_filter = ("to_tier", "to_status", "query__golden_set")
-    raw_id_fields = ("query",)
 
 
 @admin.register(models.Adjudication)
-class AdjudicationAdmin(_RecordAdmin):
+class AdjudicationAdmin(_RecordAdmin, admin.ModelAdmin):
     list_display = ("query", "document", "grade", "reviewer", "at")
     list_filter = ("query__golden_set",)
-    raw_id_fields = ("query", "document")
 
 
 @admin.register(models.DisputeCheck)
-class DisputeCheckAdmin(_RecordAdmin):
+class DisputeCheckAdmin(_RecordAdmin, admin.ModelAdmin):
     list_display = ("query", "at", "disputed", "reasons", "actions")
     list_filter = ("disputed", "query__golden_set")
-    raw_id_fields = ("query",)
 
 
 @admin.register(models.GoldItem)
-class GoldItemAdmin(admin.ModelAdmin):
+class GoldItemAdmin(_RecordAdmin, admin.ModelAdmin):
+    # services.gold_mark / gold_unmark also mix the item into (or out of) raters' queues.
     list_display = ("query", "document", "grade", "by", "updated")
     list_filter = ("query__golden_set",)
-    raw_id_fields = ("query", "document")
+
+
+@admin.register(models.LabelProposal)
+class LabelProposalAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("query", "document", "from_grade", "to_grade", "status", "rater", "decided_by", "created")
+    list_filter = ("status", "query__golden_set")
+    # decided_by is nullable, so the changelist's default select_related() would not follow it.
+    list_select_related = ("query", "document", "rater", "decided_by")
+
+
+@admin.register(models.CalibrationRound)
+class CalibrationRoundAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Rounds are started, and their results promoted, by a service.
+    list_display = ("name", "golden_set", "created_by", "created", "promoted_by", "promoted_at")
+    list_filter = ("golden_set",)
