@@ -25,6 +25,7 @@ from golden_io.format import dump_json, dump_jsonl
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
 from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query
+from labeling.selectors import proposals_pending_count
 from labeling.services import PoolEntry, assignment_rejudge_create, candidates_add, query_move_tier
 
 REJUDGE_SYSTEM = "stale"  # pool provenance of a document queued again because its content changed
@@ -146,6 +147,12 @@ def _freeze(
             "Left out (no final grade yet, shadow or challenge queries):\n"
             + "\n".join(f"- {u}" for u in working.left_out)
         )
+    pending = proposals_pending_count(golden_set=locked)
+    if pending:
+        extra_notes.append(
+            f"{pending} proposed label change(s) were pending review: those documents keep their earlier"
+            " labels until a reviewer accepts the change."
+        )
     content = dump_json(working.golden)
     try:
         with transaction.atomic():
@@ -161,7 +168,7 @@ def _freeze(
                 relevant_min_grade=working.golden.relevant_min_grade,
                 scale_min=working.golden.scale.min,
                 scale_max=working.golden.scale.max,
-                counts=working.counts,
+                counts=working.counts | {"pending_proposals": pending},
                 documents=working.documents,
                 notes="\n\n".join(part for part in (notes.strip(), *extra_notes) if part),
                 created_by=by,
@@ -430,7 +437,7 @@ def stale_requeue(*, version: GoldenVersion, doc_ids: Sequence[str] | None = Non
         report.candidates_added += candidates_add(
             query=query, entries=[PoolEntry(d, REJUDGE_SYSTEM, None) for d in docs]
         )
-        held = {a.rater_id for a in query.assignments.all()}
+        held = {a.rater_id for a in query.assignments.all() if a.calibration_round_id is None}
         free = [r for r in raters if r.pk not in held]
         if not free:
             report.notes.append(f"query {qid}: every rater of the set has graded it before; add a rater")

@@ -216,6 +216,7 @@ def freeze(request: HttpRequest, slug: str) -> HttpResponse:
         context.update(latest=latest, working=working, change=change)
     except selectors.WorkingGoldenInvalid as exc:
         context.setdefault("problems", exc.problems)
+    context["pending_proposals"] = labeling_selectors.proposals_pending_count(golden_set=golden_set)
     status = 422 if request.method == "POST" else 200
     return render(request, "golden_io/freeze.html", context, status=status)
 

@@ -72,6 +72,11 @@ class AdjudicationForm(forms.Form):
     rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
 
 
+class ProposalDecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")])
+    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
 class TierMoveForm(forms.Form):
     tier = forms.ChoiceField(choices=[("core", "core"), ("shadow", "shadow"), ("challenge", "challenge")])
     reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
@@ -116,3 +121,38 @@ def form_errors(form: forms.Form) -> str:
         else " ".join(str(e) for e in errors)
         for name, errors in form.errors.items()
     )
+
+
+# --- calibration rounds -------------------------------------------------------------------------------
+
+
+class _AnyChoice(forms.MultipleChoiceField):
+    """Offers the set's choices, but passes any posted value on: the service names what is wrong with
+    it (a query retired since the page was loaded, a rater taken off the set) in its own words."""
+
+    def valid_value(self, value: Any) -> bool:
+        return True
+
+
+class CalibrationRoundForm(forms.Form):
+    # Nothing is required here: the service refuses an empty name or too few raters in its own words.
+    name = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"maxlength": 200}),
+        help_text="e.g. rubric help-center@1, before the spring push",
+    )
+    queries = _AnyChoice(
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 12}),
+        help_text="by external id, from the set's active queries; every rater grades every candidate",
+    )
+    raters = _AnyChoice(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="two or more of the set's raters; they grade blind",
+    )
+
+    def __init__(self, *args: Any, choices: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["queries"].choices = choices["queries"]  # type: ignore[attr-defined]
+        self.fields["raters"].choices = choices["raters"]  # type: ignore[attr-defined]

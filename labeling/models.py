@@ -218,6 +218,13 @@ class Candidate(models.Model):
         return f"{self.query_id}/{self.document_id}"
 
 
+class AssignmentQuerySet(models.QuerySet["Assignment"]):
+    def everyday(self) -> AssignmentQuerySet:
+        """Without calibration rounds' assignments: the work that makes labels, disputes and the everyday
+        agreement figures, and decides who has held a query."""
+        return self.filter(calibration_round__isnull=True)
+
+
 class Assignment(models.Model):
     class Kind(models.TextChoices):
         PRIMARY = "primary"
@@ -249,6 +256,8 @@ class Assignment(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     # When the rater marked the query done (status done): their grades are locked from then on.
     completed = models.DateTimeField(null=True, blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -34,6 +34,7 @@ from labeling.models import (
     GoldenSet,
     GoldItem,
     Judgment,
+    LabelProposal,
     Query,
     TierMove,
 )
@@ -297,7 +298,10 @@ def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | N
     - a (query, document) nobody judged keeps its frozen label (method `frozen`), so a golden file
       imported and frozen without changes comes back unchanged;
     - two disagreeing grades with no third rater coming (the dual assignments are done and no live third
-      assignment covers the document) wait for a reviewer, not for a third rater.
+      assignment covers the document) wait for a reviewer, not for a third rater;
+    - a single rater's grade (`single`) that differs from the frozen label keeps the frozen label: it is
+      a proposed change (`LabelProposal`) until a reviewer accepts it, which is an adjudication. Dual
+      work (agreed, median) and adjudications change labels as before. Calibration rounds make none.
     """
     labels: list[FinalLabel] = []
     unresolved: list[Unresolved] = []
@@ -321,6 +325,7 @@ class PairLabel:
     awaiting: str | None = None
     content_hash: str | None = None
     grades: tuple[int, ...] = ()  # the grades it was decided on (after a re-judgment: that grade only)
+    held: int | None = None  # a single rater's grade that overturns the frozen label, held for review
 
 
 def _pair_labels(
@@ -331,7 +336,9 @@ def _pair_labels(
     queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
     if query_ids is not None:
         queries = queries.filter(pk__in=list(query_ids))
-    live = Assignment.objects.filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
+    live = (
+        Assignment.objects.everyday().filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
+    )
     dual: set[int] = set()
     done: dict[int, set[str]] = {}
     counted: dict[int, tuple[int, str]] = {}  # assignment -> (query, kind), for the ones that make labels
@@ -368,8 +375,11 @@ def _pair_labels(
     ):
         adjudications[(query_id, document_id)] = (grade, at, digest)  # the newest wins
     out: dict[tuple[int, int], PairLabel] = {}
-    frozen = FrozenLabel.objects.filter(query__in=queries).values_list("query_id", "document_id", "grade")
-    for query_id, document_id, grade in frozen:
+    frozen: dict[tuple[int, int], int] = {}
+    for query_id, document_id, grade in FrozenLabel.objects.filter(query__in=queries).values_list(
+        "query_id", "document_id", "grade"
+    ):
+        frozen[(query_id, document_id)] = grade
         out[(query_id, document_id)] = PairLabel(grade, FROZEN)
     dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
     with_third = {query_id for query_id, kind in counted.values() if kind == Assignment.Kind.THIRD}
@@ -381,6 +391,7 @@ def _pair_labels(
             expected=2 if pair[0] in dual else 1,
             third_coming=pair in third_scope or pair[0] not in dual_done,
             scale=scale,
+            frozen=frozen.get(pair),
         )
     return out
 
@@ -410,6 +421,7 @@ def _pair_label(
     expected: int,
     third_coming: bool,
     scale: Scale,
+    frozen: int | None,
 ) -> PairLabel:
     rejudged = [g for g in graded if g.kind == REJUDGE]
     if rejudged:
@@ -426,6 +438,10 @@ def _pair_label(
         )
     except ValueError as exc:  # a grade off the current rubric's scale (the rubric changed since)
         return PairLabel(None, None, f"cannot consolidate: {exc}", "reviewer", grades=grades)
+    if final.grade is not None and final.method == "single" and frozen is not None and final.grade != frozen:
+        # One rater's overturn of a frozen label is a proposal (LabelProposal) until a reviewer accepts
+        # it (an adjudication): the label stays what was frozen.
+        return PairLabel(frozen, FROZEN, grades=grades, held=final.grade)
     if final.grade is not None:
         if final.method == "adjudicated" and adjudication is not None:
             digest = adjudication[2] or None
@@ -477,9 +493,8 @@ def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
     """
     assignments = {
         pk: (external_id, username, kind)
-        for pk, external_id, username, kind in Assignment.objects.filter(
-            query__golden_set=golden_set, query__status=Query.Status.ACTIVE
-        )
+        for pk, external_id, username, kind in Assignment.objects.everyday()
+        .filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE)
         .exclude(status=Assignment.Status.REASSIGNED)
         .values_list("pk", "query__external_id", "rater__username", "kind")
     }
@@ -772,3 +787,73 @@ def adjudication_page_get(*, query: Query) -> AdjudicationPage:
         checks=list(DisputeCheck.objects.filter(query=query).order_by("-at", "-id")),
         moves=list(TierMove.objects.filter(query=query).select_related("by").order_by("-at", "-id")),
     )
+
+
+# --- proposed label changes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRow:
+    proposal: LabelProposal
+    others: list[tuple[str, int]]  # other grades on the same document: (whose, in words; grade)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalsPage:
+    pending: list[tuple[Query, list[ProposalRow]]]  # by query external id
+    n_pending: int
+    decided: list[LabelProposal]  # the newest decisions first (the first DECIDED_ROWS)
+
+
+DECIDED_ROWS = 50
+OTHER_GRADE_NAMES: dict[str, str] = {
+    Assignment.Kind.PRIMARY: "first rater",
+    Assignment.Kind.SECOND: "second rater",
+    Assignment.Kind.THIRD: "third rater",
+    Assignment.Kind.REJUDGE: "re-judgment",
+    Assignment.Kind.GOLD: "gold check",
+    Assignment.Kind.CALIBRATION: "calibration round",
+}
+
+
+def proposals_pending_count(*, golden_set: GoldenSet) -> int:
+    return LabelProposal.objects.filter(
+        query__golden_set=golden_set, query__status=Query.Status.ACTIVE, status=LabelProposal.Status.PENDING
+    ).count()
+
+
+def proposals_page_get(*, golden_set: GoldenSet) -> ProposalsPage:
+    """The set's pending proposals, grouped by query, each with the other grades given on the same
+    document (gold checks, calibration rounds, earlier work): the agreement a reviewer weighs it with."""
+    pending = list(
+        LabelProposal.objects.filter(
+            query__golden_set=golden_set,
+            query__status=Query.Status.ACTIVE,
+            status=LabelProposal.Status.PENDING,
+        )
+        .select_related("query", "document", "rater")
+        .order_by("query__external_id", "document__doc_id", "id")
+    )
+    others: dict[tuple[int, int], list[tuple[int, str, int]]] = defaultdict(list)
+    for judgment_id, query_id, document_id, kind, grade in (
+        Judgment.objects.filter(
+            assignment__query__in={p.query_id for p in pending},
+            document__in={p.document_id for p in pending},
+        )
+        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        .values_list("pk", "assignment__query_id", "document_id", "assignment__kind", "grade")
+    ):
+        others[(query_id, document_id)].append((judgment_id, OTHER_GRADE_NAMES.get(kind, kind), grade))
+    grouped: dict[int, tuple[Query, list[ProposalRow]]] = {}
+    for p in pending:
+        context = [
+            (who, g) for j, who, g in others.get((p.query_id, p.document_id), []) if j != p.judgment_id
+        ]
+        grouped.setdefault(p.query_id, (p.query, []))[1].append(ProposalRow(p, sorted(context)))
+    decided = list(
+        LabelProposal.objects.filter(query__golden_set=golden_set)
+        .exclude(status=LabelProposal.Status.PENDING)
+        .select_related("query", "document", "rater", "decided_by")
+        .order_by("-decided_at", "-id")[:DECIDED_ROWS]
+    )
+    return ProposalsPage(pending=list(grouped.values()), n_pending=len(pending), decided=decided)

@@ -34,6 +34,7 @@ from labeling.models import (
     GoldItem,
     Judgment,
     JudgmentEvent,
+    LabelProposal,
     Query,
     Rubric,
     TierMove,
@@ -801,8 +802,9 @@ def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None =
         .order_by("external_id")
     )
     for query in queries:
-        held = {a.rater_id for a in query.assignments.all()}
-        live = {a.kind for a in query.assignments.all() if a.status != Assignment.Status.REASSIGNED}
+        everyday = [a for a in query.assignments.all() if a.calibration_round_id is None]
+        held = {a.rater_id for a in everyday}
+        live = {a.kind for a in everyday if a.status != Assignment.Status.REASSIGNED}
         wanted = [Assignment.Kind.PRIMARY]
         if dual_sampled(golden_set=golden_set, query=query):
             wanted.append(Assignment.Kind.SECOND)
@@ -834,7 +836,9 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
         raise AssignmentError("this assignment was already reassigned")
     if old.rater_id == rater.pk:
         raise AssignmentError(f"{rater} already holds this assignment")
-    existing = Assignment.objects.select_for_update().filter(query_id=old.query_id, rater=rater).first()
+    existing = (
+        Assignment.objects.everyday().select_for_update().filter(query_id=old.query_id, rater=rater).first()
+    )
     if existing is not None and existing.status != Assignment.Status.REASSIGNED:
         raise AssignmentError(
             f"{rater} already has this query ({existing.kind}); nobody grades a query twice"
@@ -864,16 +868,11 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
 
 
 def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
-    """(graded, total) for the assignment, marking it done or open again to match."""
+    """(graded, total) for the assignment; a done one whose work grew (its pool or scope) is open again.
+    Only the rater marks a query done (`assignment_done`)."""
     graded, total = assignment_progress(assignment=assignment)
     complete = total > 0 and graded >= total
-    if complete and assignment.status == Assignment.Status.OPEN:
-        assignment.status = Assignment.Status.DONE
-        assignment.completed = timezone.now()
-        assignment.save(update_fields=["status", "completed"])
-        if assignment.kind in DUAL_KINDS:
-            query_dispute_check(query_id=assignment.query_id)
-    elif not complete and assignment.status == Assignment.Status.DONE:
+    if not complete and assignment.status == Assignment.Status.DONE:
         assignment.status = Assignment.Status.OPEN
         assignment.completed = None
         assignment.save(update_fields=["status", "completed"])
@@ -930,9 +929,9 @@ class OffScale(GradingError):
     code = "off_scale"
 
 
-class NoteRequired(GradingError):
-    status = 422
-    code = "note_required"
+class Locked(GradingError):
+    status = 409
+    code = "done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -957,6 +956,10 @@ class Retired(GradingError):
 
 REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
 RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
+LOCKED_MESSAGE = (
+    "you marked this query done, so its grades are locked (a reviewer can reopen it); your grade was not"
+    " saved"
+)
 
 
 @transaction.atomic
@@ -970,6 +973,11 @@ def judgment_submit(
     time_spent_ms: int = 0,
 ) -> SubmitResult:
     """Save one grade: insert or update the rater's judgment and append its history event.
+
+    Blind: nothing here reads an earlier label (frozen, adjudicated or another rater's), so what a save
+    answers, and how long it takes, cannot tell the rater anything about them. Overturns are looked at
+    when the rater marks the query done (`assignment_done`); from then on the grades are locked and only
+    a note may still be added to a grade.
 
     The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
     reassignment (which takes the same lock) cannot slip between the check and the write.
@@ -989,9 +997,8 @@ def judgment_submit(
     note = note.strip()
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
-    frozen = row["frozen"]
-    if frozen is not None and grade != frozen and not note:
-        raise NoteRequired("this grade differs from the current golden label: add a short note saying why")
+    if row["status"] == Assignment.Status.DONE and (row["judgment_id"] is None or row["old_grade"] != grade):
+        raise Locked(LOCKED_MESSAGE)
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
     digest = row["content_hash"] or ""  # the content this grade is given on (stale detection)
     old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
@@ -1028,16 +1035,12 @@ def judgment_submit(
             time_spent_ms=spent,
             content_hash=digest,
         )
+        if old is not None:
+            _proposals_follow(judgment_id=judgment_id, grade=grade, note=note)
     # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
     graded = row["n_graded"] + created
     total = row["n_scope"] if scoped else row["n_pool"]
     status = row["status"]
-    if graded >= total > 0 and status == Assignment.Status.OPEN:
-        status = Assignment.Status.DONE
-        Assignment.objects.filter(pk=assignment_id).update(status=status, completed=timezone.now())
-    if row["kind"] in DUAL_KINDS and status == Assignment.Status.DONE and changed:
-        # On completion, and on a later regrade of finished dual work (a new input gets a new decision).
-        query_dispute_check(query_id=row["query_id"])
     return SubmitResult(
         judgment_id=judgment_id,
         grade=saved[0],
@@ -1054,8 +1057,9 @@ def judgment_submit(
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
-    content hash, scope membership, frozen grade and the rater's current judgment of it. Every writer of an
-    assignment's judgments holds this lock, so what is read cannot change before the save commits.
+    content hash, scope membership and the rater's current judgment of it (no label: grading is blind).
+    Every writer of an assignment's judgments holds this lock, so what is read cannot change before the
+    save commits.
 
     Two statements, not one SELECT ... FOR UPDATE with the joins: in READ COMMITTED a statement that had to
     wait for the lock still reads the other tables as they were when it started, so a second tab would
@@ -1067,7 +1071,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     qn = connection.ops.quote_name
     t = {
         m.__name__: qn(m._meta.db_table)
-        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment, FrozenLabel)
+        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment)
     }
     through = qn(scope.m2m_db_table())
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
@@ -1079,8 +1083,6 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
                (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
                c.document_id, d.content_hash,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
-               (SELECT f.grade FROM {t["FrozenLabel"]} f
-                 WHERE f.query_id = a.query_id AND f.document_id = c.document_id) AS frozen,
                jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
                jd.time_spent_ms AS old_time_spent_ms
           FROM {t["Assignment"]} a
@@ -1130,6 +1132,209 @@ def _judgment_current(judgment_id: int) -> tuple[int, str, int]:
         Judgment.objects.filter(pk=judgment_id).values_list("grade", "note", "time_spent_ms").get()
     )
     return grade, note, spent
+
+
+# --- marking a query done, reopening, proposed label changes --------------------------------------
+
+
+class Incomplete(GradingError):
+    status = 422
+    code = "incomplete"
+
+
+# Kinds whose grades make labels (a gold check measures the rater, a calibration round the rubric).
+LABEL_KINDS = (
+    Assignment.Kind.PRIMARY,
+    Assignment.Kind.SECOND,
+    Assignment.Kind.THIRD,
+    Assignment.Kind.REJUDGE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Overturn:
+    """A grade of the rater's that differs from the set's frozen label for the document."""
+
+    candidate_id: int
+    judgment_id: int
+    document_id: int
+    doc_id: str
+    title: str
+    grade: int
+    frozen: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class DoneResult:
+    status: str
+    already: bool  # it was done before this request: nothing changed
+    overturns: list[Overturn]
+    proposed: int  # proposals this made (single-rater work only)
+
+    @property
+    def notes_missing(self) -> int:
+        return sum(1 for o in self.overturns if not o.note)
+
+
+@transaction.atomic
+def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
+    """The rater marks the query done: every candidate must be graded; the grades are locked from now on.
+
+    This is where the overturn rule applies: the answer lists the grades that differ from the frozen
+    labels, each to be explained by a note (a save of the same grade with a note, still allowed). On
+    single-rater work each overturn becomes a `LabelProposal` for the set's reviewers: it changes no
+    label until one of them accepts it. Finished dual work runs the dispute check. Marking a done query
+    done again changes nothing and answers the same.
+    """
+    assignment = (
+        Assignment.objects.select_for_update()
+        .select_related("query")
+        .filter(pk=assignment_id, rater_id=rater.pk)
+        .first()
+    )
+    if assignment is None:
+        raise NotFound("no such assignment")
+    if assignment.query.status != Query.Status.ACTIVE:
+        raise Retired("this query was retired from its golden set: there is nothing to mark done")
+    if assignment.status == Assignment.Status.REASSIGNED:
+        raise Reassigned("this assignment was reassigned to another rater: it was not marked done")
+    already = assignment.status == Assignment.Status.DONE
+    if not already:
+        graded, total = assignment_progress(assignment=assignment)
+        if total == 0:
+            raise Incomplete("this query has no documents to grade yet")
+        if graded < total:
+            raise Incomplete(
+                f"{graded} of {total} graded: grade every document before marking the query done"
+            )
+        assignment.status = Assignment.Status.DONE
+        assignment.completed = timezone.now()
+        assignment.save(update_fields=["status", "completed"])
+    overturns = overturns_list(assignment=assignment)
+    proposed = _proposals_sync(assignment=assignment, overturns=overturns) if single_rater(assignment) else 0
+    if not already and assignment.kind in DUAL_KINDS:
+        query_dispute_check(query_id=assignment.query_id)
+    return DoneResult(status=assignment.status, already=already, overturns=overturns, proposed=proposed)
+
+
+def overturns_list(*, assignment: Assignment) -> list[Overturn]:
+    """The assignment's grades that differ from the frozen labels (none for gold checks and calibration
+    rounds, which make no label). Read only once the rater has marked the query done."""
+    if assignment.kind not in LABEL_KINDS:
+        return []
+    frozen = dict(
+        FrozenLabel.objects.filter(query_id=assignment.query_id).values_list("document_id", "grade")
+    )
+    judgments = (
+        Judgment.objects.filter(assignment=assignment, document_id__in=list(frozen))
+        .select_related("document")
+        .only("pk", "document_id", "grade", "note", "document__doc_id", "document__title")
+    )
+    candidates = dict(
+        Candidate.objects.filter(query_id=assignment.query_id, document_id__in=list(frozen)).values_list(
+            "document_id", "pk"
+        )
+    )
+    out = [
+        Overturn(
+            candidate_id=candidates.get(j.document_id, 0),
+            judgment_id=j.pk,
+            document_id=j.document_id,
+            doc_id=j.document.doc_id,
+            title=j.document.title,
+            grade=j.grade,
+            frozen=frozen[j.document_id],
+            note=j.note,
+        )
+        for j in judgments
+        if j.grade != frozen[j.document_id]
+    ]
+    return sorted(out, key=lambda o: o.doc_id)
+
+
+def single_rater(assignment: Assignment) -> bool:
+    """Work whose grade stands alone in consolidation (`single`): a re-judgment, or the primary rater of
+    a query outside the dual sample. Dual-labeled work is checked by agreement and disputes instead."""
+    if assignment.kind == Assignment.Kind.REJUDGE:
+        return True
+    if assignment.kind != Assignment.Kind.PRIMARY:
+        return False
+    return (
+        not Assignment.objects.everyday()
+        .filter(query_id=assignment.query_id, kind=Assignment.Kind.SECOND)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .exists()
+    )
+
+
+def _proposals_sync(*, assignment: Assignment, overturns: Sequence[Overturn]) -> int:
+    """One pending proposal per overturning judgment, as it stands now; returns how many are new.
+    A change a reviewer already decided (same judgment, same frozen and proposed grade) is not proposed
+    again: marking the query done after a reopen does not undo a rejection."""
+    proposals = LabelProposal.objects.select_for_update().filter(judgment__assignment=assignment)
+    pending = {p.judgment_id: p for p in proposals if p.status == LabelProposal.Status.PENDING}
+    decided = {
+        (p.judgment_id, p.from_grade, p.to_grade)
+        for p in proposals
+        if p.status in (LabelProposal.Status.ACCEPTED, LabelProposal.Status.REJECTED)
+    }
+    wanted = {o.judgment_id: o for o in overturns}
+    stale = [
+        p.pk
+        for j, p in pending.items()
+        if j not in wanted or (p.from_grade, p.to_grade) != (wanted[j].frozen, wanted[j].grade)
+    ]
+    if stale:
+        LabelProposal.objects.filter(pk__in=stale).update(
+            status=LabelProposal.Status.WITHDRAWN, decided_at=timezone.now()
+        )
+    version = GoldenSet.objects.filter(pk=assignment.query.golden_set_id).values_list(
+        "frozen_version", flat=True
+    )[0]
+    new = [
+        LabelProposal(
+            query_id=assignment.query_id,
+            document_id=o.document_id,
+            judgment_id=o.judgment_id,
+            rater_id=assignment.rater_id,
+            from_grade=o.frozen,
+            from_version=version,
+            to_grade=o.grade,
+            note=o.note,
+        )
+        for o in overturns
+        if (o.judgment_id not in pending or pending[o.judgment_id].pk in stale)
+        and (o.judgment_id, o.frozen, o.grade) not in decided
+    ]
+    LabelProposal.objects.bulk_create(new)
+    return len(new)
+
+
+def _proposals_follow(*, judgment_id: int, grade: int, note: str) -> None:
+    """A regrade withdraws the judgment's pending proposal (it proposed another grade); a new note on
+    the same grade becomes the proposal's note. Only judgments saved before can have one."""
+    pending = LabelProposal.objects.filter(judgment_id=judgment_id, status=LabelProposal.Status.PENDING)
+    pending.exclude(to_grade=grade).update(status=LabelProposal.Status.WITHDRAWN, decided_at=timezone.now())
+    pending.filter(to_grade=grade).update(note=note)
+
+
+class ReopenError(Exception):
+    """A reopen that cannot happen; the message says why."""
+
+
+@transaction.atomic
+def assignment_reopen(*, assignment: Assignment, by: User) -> Assignment:
+    """A reviewer gives a done query back to its rater: the grades can change again until the rater
+    marks it done once more. Pending proposals stay until the grade they propose changes."""
+    locked = Assignment.objects.select_for_update().select_related("query").get(pk=assignment.pk)
+    if locked.status != Assignment.Status.DONE:
+        raise ReopenError(f"the assignment is {locked.status}, not done: there is nothing to reopen")
+    if locked.query.status != Query.Status.ACTIVE:
+        raise ReopenError(f"query {locked.query.external_id} is retired: nothing to reopen")
+    locked.status, locked.completed = Assignment.Status.OPEN, None
+    locked.save(update_fields=["status", "completed"])
+    return locked
 
 
 # --- tiers, disputes, adjudication, gold items (issue 4) ------------------------------------------
@@ -1251,6 +1456,58 @@ def adjudication_create(
         rationale=rationale,
         content_hash=document.content_hash,
     )
+
+
+@transaction.atomic
+def proposal_decide(*, proposal: LabelProposal, by: User, accept: bool, rationale: str) -> LabelProposal:
+    """Accept (the proposed grade becomes the final label: an `Adjudication` by `by`, naming the rater)
+    or reject (the frozen label stays) a pending proposal, with a rationale kept on the record."""
+    locked = (
+        LabelProposal.objects.select_for_update(of=("self",))
+        .select_related("query__golden_set__rubric", "document", "rater", "decided_by")
+        .get(pk=proposal.pk)
+    )
+    if locked.status != LabelProposal.Status.PENDING:
+        raise ReviewError(_decided(locked))
+    rationale = _reason(rationale, "rationale", limit=MAX_NOTE)
+    if accept:
+        locked.adjudication = adjudication_create(
+            query=locked.query,
+            document=locked.document,
+            reviewer=by,
+            grade=locked.to_grade,
+            rationale=(
+                f"accepted {locked.rater.username}'s proposed change {locked.from_grade} → {locked.to_grade}"
+                f" (proposal {locked.pk}): {rationale}"
+            ),
+        )
+    locked.status = LabelProposal.Status.ACCEPTED if accept else LabelProposal.Status.REJECTED
+    locked.decided_by, locked.decided_at, locked.rationale = by, timezone.now(), rationale
+    locked.save(update_fields=["status", "decided_by", "decided_at", "rationale", "adjudication"])
+    return locked
+
+
+def _decided(proposal: LabelProposal) -> str:
+    if proposal.status == LabelProposal.Status.WITHDRAWN:
+        return f"proposal {proposal.pk} was withdrawn (the rater changed that grade): nothing changed"
+    when = timezone.localtime(proposal.decided_at).strftime("%Y-%m-%d %H:%M") if proposal.decided_at else "?"
+    by = proposal.decided_by.username if proposal.decided_by else "?"
+    return f"proposal {proposal.pk} was already {proposal.status} by {by} at {when}: nothing changed"
+
+
+@transaction.atomic
+def proposals_decide_query(*, query: Query, by: User, accept: bool, rationale: str) -> int:
+    """Accept or reject every pending proposal of one query with one rationale; how many."""
+    pending = list(
+        LabelProposal.objects.select_for_update()
+        .filter(query=query, status=LabelProposal.Status.PENDING)
+        .order_by("id")
+    )
+    if not pending:
+        raise ReviewError(f"query {query.external_id} has no pending proposals: nothing changed")
+    for proposal in pending:
+        proposal_decide(proposal=proposal, by=by, accept=accept, rationale=rationale)
+    return len(pending)
 
 
 def thresholds_of(golden_set: GoldenSet) -> Thresholds:
@@ -1385,7 +1642,10 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
             ).values_list("rater_id", flat=True)
         )
         convertible = gold_checkers.keys() - overlapping
-        held = set(Assignment.objects.filter(query=query).values_list("rater_id", flat=True)) - convertible
+        held = (
+            set(Assignment.objects.everyday().filter(query=query).values_list("rater_id", flat=True))
+            - convertible
+        )
         raters = {r.pk: r for r in query.golden_set.raters.all()}
         load = dict(
             Assignment.objects.filter(
@@ -1448,7 +1708,7 @@ def assignment_rejudge_create(*, query: Query, rater: User, documents: Sequence[
         raise AssignmentError(f"not in the pool of query {query.external_id}: {', '.join(missing)}")
     if not candidates:
         raise AssignmentError("a re-judgment needs at least one document")
-    if Assignment.objects.filter(query=query, rater=rater).exists():
+    if Assignment.objects.everyday().filter(query=query, rater=rater).exists():
         raise AssignmentError(
             f"{rater} has held query {query.external_id} before; nobody grades a query twice"
         )
@@ -1534,7 +1794,7 @@ def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = 
     created = 0
     for query_id, document_ids in sorted(by_query.items()):
         candidates = list(Candidate.objects.filter(query_id=query_id, document_id__in=document_ids))
-        held = {a.rater_id: a for a in Assignment.objects.filter(query_id=query_id)}
+        held = {a.rater_id: a for a in Assignment.objects.everyday().filter(query_id=query_id)}
         for rater in raters:
             assignment = held.get(rater.pk)
             if assignment is None:

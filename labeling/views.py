@@ -4,6 +4,7 @@ selector, render. Login is required by the middleware; these add the role and ow
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -14,12 +15,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from labeling import selectors, services
+from labeling import rounds, selectors, services
 from labeling.forms import (
     AdjudicationForm,
+    CalibrationRoundForm,
     DocumentsUploadForm,
     GoldenUploadForm,
     GoldForm,
+    ProposalDecisionForm,
     QueryLogUploadForm,
     ReassignForm,
     RetireForm,
@@ -28,7 +31,7 @@ from labeling.forms import (
     TierMoveForm,
     form_errors,
 )
-from labeling.models import Assignment, Document, GoldenSet, Query
+from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, LabelProposal, Query
 from labeling.problems import ImportReport
 from labeling.roles import is_admin, is_rater, is_reviewer
 
@@ -124,6 +127,7 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
         )
     page = selectors.grading_page_get(assignment=assignment)
     rubric = assignment.query.golden_set.rubric
+    done = assignment.status == Assignment.Status.DONE
     return render(
         request,
         "labeling/grade.html",
@@ -134,6 +138,9 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
             "rubric": rubric,
             "scale": list(rubric.scale),
             "filters": sorted(page.query.filters.items()),
+            "done": done,
+            # Only once the rater has marked the query done: until then nothing here reads a label.
+            "overturns": services.overturns_list(assignment=assignment) if done else [],
         },
     )
 
@@ -147,8 +154,8 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: the rater's saved grades. POST JSON {candidate, grade, note?, time_spent_ms?}: save one grade.
 
     Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
-    404 not your assignment or a candidate outside it; 409 reassigned or the query retired; 422 note
-    required.
+    404 not your assignment or a candidate outside it; 409 reassigned, the query retired, or marked done
+    (grades locked; a note on the saved grade still saves). Nothing here depends on earlier labels.
     """
     if request.method == "GET":
         assignment = _get_assignment_for_rater(request, pk)
@@ -190,6 +197,28 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
     )
 
 
+@require_POST
+def done(request: HttpRequest, pk: int) -> JsonResponse:
+    """Mark the query done (the `d` key): 200 with the grades that overturn a frozen label, each to get
+    a note; 422 `incomplete` while a document is ungraded; 404/409 as for a grade."""
+    try:
+        result = services.assignment_done(assignment_id=pk, rater=request.user)  # type: ignore[arg-type]
+    except services.GradingError as exc:
+        return _json_error(exc.status, exc.code, exc.message)
+    return JsonResponse(
+        {
+            "done": True,
+            "status": result.status,
+            "already": result.already,
+            "overturns": [
+                {"candidate": o.candidate_id, "title": o.title, "grade": o.grade, "note": o.note}
+                for o in result.overturns
+            ],
+            "notes_missing": result.notes_missing,
+        }
+    )
+
+
 def _grade_body_problem(body: Any) -> str | None:
     if not isinstance(body, dict):
         return "the body must be a JSON object: {candidate, grade, note?, time_spent_ms?}"
@@ -224,6 +253,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "golden_set": golden_set,
             "summary": selectors.labels_summary_get(golden_set=golden_set),
+            "n_proposals": selectors.proposals_pending_count(golden_set=golden_set),
             "queries": queries,
             "raters": golden_set.raters.order_by("username"),
             "reassign_form": ReassignForm(raters=golden_set.raters.order_by("username")),
@@ -333,6 +363,22 @@ def reassign(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponseRedirect(target, status=303)
 
 
+@require_POST
+def reopen(request: HttpRequest, pk: int) -> HttpResponse:
+    """A reviewer gives a done query back to its rater."""
+    assignment = _get_assignment_for_reviewer(request, pk)
+    target = reverse("labeling:set_detail", kwargs={"slug": assignment.query.golden_set.slug})
+    try:
+        services.assignment_reopen(assignment=assignment, by=request.user)  # type: ignore[arg-type]
+    except services.ReopenError as exc:
+        messages.error(request, str(exc))
+        return HttpResponseRedirect(target, status=303)
+    messages.success(
+        request, f"Query {assignment.query.external_id} is open again for {assignment.rater.username}."
+    )
+    return HttpResponseRedirect(target, status=303)
+
+
 # --- agreement, disputes, adjudication (issue 4) --------------------------------------------------
 
 
@@ -366,6 +412,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "d": dashboard,
             "thresholds_form": ThresholdsForm(initial=dashboard.thresholds),
             "scale": list(golden_set.rubric.scale),
+            "rounds": rounds.calibration_round_list(golden_set=golden_set),
         },
     )
 
@@ -403,6 +450,66 @@ def disputes_check(request: HttpRequest, slug: str) -> HttpResponse:
     n = services.disputes_check_all(golden_set=golden_set)
     messages.success(request, f"Checked every finished dual-labeled query: {n} new decision(s).")
     return _back(reverse("labeling:disputes", kwargs={"slug": slug}))
+
+
+@require_GET
+def proposals(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    return render(
+        request,
+        "labeling/proposals.html",
+        {"golden_set": golden_set, "page": selectors.proposals_page_get(golden_set=golden_set)},
+    )
+
+
+def _proposals_url(slug: str) -> str:
+    return reverse("labeling:proposals", kwargs={"slug": slug})
+
+
+def _decision_post(request: HttpRequest, slug: str, decide: Callable[[bool, str], str]) -> HttpResponse:
+    """Accept or reject (the form's decision) with a rationale through `decide`, which returns what
+    happened in words; a refusal is shown as it is worded and nothing changes."""
+    form = ProposalDecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing decided: {form_errors(form)}")
+        return _back(_proposals_url(slug))
+    try:
+        done = decide(form.cleaned_data["decision"] == "accept", form.cleaned_data["rationale"])
+    except services.ReviewError as exc:
+        messages.error(request, f"Nothing decided: {exc}")
+        return _back(_proposals_url(slug))
+    messages.success(request, done)
+    return _back(_proposals_url(slug))
+
+
+@require_POST
+def proposal_decide(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    golden_set = _get_set_for_reviewer(request, slug)
+    proposal = get_object_or_404(
+        LabelProposal.objects.select_related("query", "document"), pk=pk, query__golden_set=golden_set
+    )
+
+    def decide(accept: bool, rationale: str) -> str:
+        services.proposal_decide(proposal=proposal, by=request.user, accept=accept, rationale=rationale)  # type: ignore[arg-type]
+        what = (
+            f"accepted, final grade {proposal.to_grade}"
+            if accept
+            else f"rejected, the label stays {proposal.from_grade}"
+        )
+        return f"{proposal.query.external_id} / {proposal.document.doc_id}: {what}."
+
+    return _decision_post(request, slug, decide)
+
+
+@require_POST
+def proposals_decide_query(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = _get_query_for_reviewer(request, slug, pk)
+
+    def decide(accept: bool, rationale: str) -> str:
+        n = services.proposals_decide_query(query=query, by=request.user, accept=accept, rationale=rationale)  # type: ignore[arg-type]
+        return f"{query.external_id}: {n} proposal(s) {'accepted' if accept else 'rejected'}."
+
+    return _decision_post(request, slug, decide)
 
 
 @require_GET
@@ -533,3 +640,109 @@ def gold(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         " meet it in their queues once the query has its first rater.",
     )
     return _back(target)
+
+
+# --- calibration rounds
+
+
+def _get_round_for_reviewer(request: HttpRequest, slug: str, pk: int) -> CalibrationRound:
+    golden_set = _get_set_for_reviewer(request, slug)
+    return get_object_or_404(
+        CalibrationRound.objects.select_related("golden_set__rubric", "created_by", "promoted_by"),
+        pk=pk,
+        golden_set=golden_set,
+    )
+
+
+def _round_url(round_: CalibrationRound) -> str:
+    return reverse("labeling:calibration_round", kwargs={"slug": round_.golden_set.slug, "pk": round_.pk})
+
+
+@require_http_methods(["GET", "POST"])
+def calibration_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's calibration rounds and the form that starts one (POST here)."""
+    golden_set = _get_set_for_reviewer(request, slug)
+    choices = rounds.calibration_round_choices(golden_set=golden_set)
+    form = CalibrationRoundForm(request.POST if request.method == "POST" else None, choices=choices)
+    status = 200
+    if request.method == "POST":
+        problems: list[str] = []
+        if form.is_valid():
+            queries, raters, problems = rounds.calibration_round_resolve(
+                golden_set=golden_set,
+                external_ids=form.cleaned_data["queries"],
+                usernames=form.cleaned_data["raters"],
+            )
+            if not problems:
+                try:
+                    started = rounds.calibration_round_start(
+                        golden_set=golden_set,
+                        name=form.cleaned_data["name"],
+                        queries=queries,
+                        raters=raters,
+                        by=request.user,  # type: ignore[arg-type]
+                    )
+                except rounds.CalibrationError as exc:
+                    problems = exc.problems
+                else:
+                    messages.success(
+                        request,
+                        f"Round {started.name!r} started: {len(raters)} raters × {len(queries)} quer"
+                        f"{'y' if len(queries) == 1 else 'ies'}, in each rater's queue now.",
+                    )
+                    return _back(_round_url(started))
+        else:
+            problems = [form_errors(form)]
+        for problem in problems:
+            messages.error(request, f"Round not started: {problem}")
+        status = 400
+    return render(
+        request,
+        "labeling/calibration_list.html",
+        {
+            "golden_set": golden_set,
+            "rounds": rounds.calibration_round_list(golden_set=golden_set),
+            "form": form,
+        },
+        status=status,
+    )
+
+
+@require_GET
+def calibration_round(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    round_ = _get_round_for_reviewer(request, slug, pk)
+    return render(
+        request,
+        "labeling/calibration_round.html",
+        {
+            "golden_set": round_.golden_set,
+            "round": round_,
+            "page": rounds.calibration_round_get(round=round_),
+            "scale": list(round_.golden_set.rubric.scale),
+        },
+    )
+
+
+@require_POST
+def calibration_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    round_ = _get_round_for_reviewer(request, slug, pk)
+    try:
+        result = rounds.calibration_round_promote(round=round_, by=request.user)  # type: ignore[arg-type]
+    except rounds.CalibrationError as exc:
+        for problem in exc.problems:
+            messages.error(request, f"Not promoted: {problem}")
+        return _back(_round_url(round_))
+    n = len(result.adjudications)
+    messages.success(
+        request,
+        f"Promoted {n} median grade{'s' if n != 1 else ''} of round {round_.name!r} as adjudications: they"
+        " are the final labels now.",
+    )
+    if result.ties:
+        shown = "; ".join(f"{t.query_id}/{t.doc_id} ({t.grades_text})" for t in result.ties[:20])
+        more = f" and {len(result.ties) - 20} more" if len(result.ties) > 20 else ""
+        ties = f"{len(result.ties)} tie{'s' if len(result.ties) != 1 else ''}"
+        messages.warning(request, f"{ties} left to a reviewer: {shown}{more}.")
+    for note in result.skipped[:20]:
+        messages.warning(request, f"Not promoted: {note}")
+    return _back(_round_url(round_))

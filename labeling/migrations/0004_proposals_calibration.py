@@ -5,6 +5,45 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def propose_earlier_overturns(apps, schema_editor):
+    """Grades saved before this migration that overturn a frozen label on finished single-rater work
+    (a primary assignment of a query with no second rater, or a re-judgment) were labels at once, each
+    with the note that was required then. From now on such a grade is a proposal for a reviewer: make
+    one for each, note included, so that none of them changes a label unseen or is silently dropped."""
+    Assignment = apps.get_model("labeling", "Assignment")
+    FrozenLabel = apps.get_model("labeling", "FrozenLabel")
+    Judgment = apps.get_model("labeling", "Judgment")
+    LabelProposal = apps.get_model("labeling", "LabelProposal")
+    dual = set(
+        Assignment.objects.filter(kind="second")
+        .exclude(status="reassigned")
+        .values_list("query_id", flat=True)
+    )
+    frozen = {(f.query_id, f.document_id): f for f in FrozenLabel.objects.select_related("query__golden_set")}
+    proposals = []
+    for judgment in Judgment.objects.filter(assignment__status="done").select_related("assignment"):
+        assignment = judgment.assignment
+        single = assignment.kind == "rejudge" or (
+            assignment.kind == "primary" and assignment.query_id not in dual
+        )
+        label = frozen.get((assignment.query_id, judgment.document_id))
+        if not single or label is None or label.grade == judgment.grade:
+            continue
+        proposals.append(
+            LabelProposal(
+                query_id=assignment.query_id,
+                document_id=judgment.document_id,
+                judgment_id=judgment.pk,
+                rater_id=assignment.rater_id,
+                from_grade=label.grade,
+                from_version=label.query.golden_set.frozen_version,
+                to_grade=judgment.grade,
+                note=judgment.note,
+            )
+        )
+    LabelProposal.objects.bulk_create(proposals, batch_size=1000)
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("labeling", "0003_adjudication"),
@@ -225,4 +264,5 @@ class Migration(migrations.Migration):
                 name="proposal_one_pending_per_judgment",
             ),
         ),
+        migrations.RunPython(propose_earlier_overturns, migrations.RunPython.noop),
     ]

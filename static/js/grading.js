@@ -1,5 +1,7 @@
-// The grading page: keyboard grading, saving each grade at once, note prompts, time per item.
-// Keys: scale digits grade the highlighted document, j/k (or arrows) move, n next query, ? help.
+// The grading page: keyboard grading, saving each grade at once, notes, marking the query done, time
+// per item. Keys: scale digits grade the highlighted document, m adds a note, j/k (or arrows) move,
+// d marks the query done, n goes to the next query, ? help. Nothing a save answers depends on earlier
+// labels: the grades that overturn one are listed only once the query is marked done (and locked).
 (function () {
   "use strict";
 
@@ -7,6 +9,10 @@
   if (!root) return;
   const gradesUrl = root.dataset.gradesUrl;
   const nextUrl = root.dataset.nextUrl;
+  const doneUrl = root.dataset.doneUrl;
+  const done = root.dataset.done === "true";
+  const flow = document.getElementById("flow-message");
+  let warnedUnfinished = false;
   const scale = root.dataset.scale.split(",").filter(Boolean).map(Number);
   const items = Array.from(root.querySelectorAll(".candidate"));
   const help = document.getElementById("help");
@@ -88,16 +94,19 @@
     progress.max = total;
     progress.value = graded;
     progressText.textContent =
-      graded + " of " + total + " graded" + (total && graded >= total ? " — all done, press n for the next query" : "");
+      graded + " of " + total + " graded" + (total && graded >= total ? (done ? "" : " — every document graded: press d to mark the query done") : "");
   }
 
-  function openNotePrompt(item, grade, message) {
+  function openNotePrompt(item) {
+    if (item.dataset.grade === "") {
+      setState(item, "error", "Grade it first: a note belongs to a grade");
+      return;
+    }
     const form = item.querySelector(".note-form");
-    form.dataset.grade = String(grade);
+    form.dataset.grade = item.dataset.grade;
     form.hidden = false;
-    form.querySelector("label").textContent = message;
     const area = form.querySelector("textarea");
-    area.value = "";
+    area.value = item.dataset.note || "";
     area.focus();
   }
 
@@ -107,28 +116,37 @@
     delete form.dataset.grade;
   }
 
-  async function save(item, grade, note) {
-    if (!scale.includes(grade)) return;
-    setState(item, "saving", "Saving…");
-    const body = { candidate: Number(item.dataset.candidate), grade: grade, time_spent_ms: takeTime(item) };
-    if (note !== undefined) body.note = note;
-    let response;
-    try {
-      response = await fetch(gradesUrl, {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
-        body: JSON.stringify(body),
-      });
-    } catch (err) {
-      setState(item, "error", "Not saved: the server could not be reached. Grade again.");
-      return;
-    }
+  async function post(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
     let data = {};
     try {
       data = await response.json();
     } catch (err) {
       data = {};
+    }
+    return { response: response, data: data };
+  }
+
+  async function save(item, grade, note) {
+    if (!scale.includes(grade)) return;
+    if (done && item.dataset.grade !== String(grade)) {
+      setState(item, "error", "Locked: you marked this query done (a reviewer can reopen it)");
+      return;
+    }
+    setState(item, "saving", "Saving…");
+    const body = { candidate: Number(item.dataset.candidate), grade: grade, time_spent_ms: takeTime(item) };
+    if (note !== undefined) body.note = note;
+    let response, data;
+    try {
+      ({ response, data } = await post(gradesUrl, body));
+    } catch (err) {
+      setState(item, "error", "Not saved: the server could not be reached. Grade again.");
+      return;
     }
     if (response.ok) {
       showGrade(item, data.grade);
@@ -136,11 +154,6 @@
       closeNotePrompt(item);
       setState(item, "saved", "Saved");
       updateProgress(data.graded, data.total);
-      return;
-    }
-    if (response.status === 422 && data.error === "note_required") {
-      setState(item, "needs-note", "Not saved yet: add a note");
-      openNotePrompt(item, grade, data.message);
       return;
     }
     if (response.status === 403) {
@@ -175,6 +188,74 @@
     updateProgress(graded, items.length);
   }
 
+  // Marking the query done locks the grades; the page then lists the grades that overturn a label.
+  async function markDone() {
+    if (done) {
+      flow.textContent = "This query is already marked done.";
+      return;
+    }
+    if (current >= 0) banked(items[current]);
+    flow.textContent = "Marking done…";
+    let response, data;
+    try {
+      ({ response, data } = await post(doneUrl, {}));
+    } catch (err) {
+      flow.textContent = "Not marked done: the server could not be reached. Try again.";
+      return;
+    }
+    if (response.ok) {
+      window.location.reload();
+      return;
+    }
+    flow.textContent = "Not marked done: " + (data.message || "error " + response.status);
+  }
+
+  function moveOn() {
+    if (current >= 0) banked(items[current]);
+    if (!done && !warnedUnfinished && items.length) {
+      warnedUnfinished = true;
+      flow.textContent =
+        "This query is not marked done yet. Press d to mark it done, or n again to leave it unfinished for now.";
+      return;
+    }
+    window.location.href = nextUrl;
+  }
+
+  document.querySelectorAll(".overturn-form").forEach(function (form) {
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      const entry = form.closest(".overturn");
+      const state = form.querySelector(".save-state");
+      const note = form.querySelector("textarea").value.trim();
+      if (!note) return;
+      state.textContent = "Saving…";
+      let response, data;
+      try {
+        ({ response, data } = await post(gradesUrl, {
+          candidate: Number(entry.dataset.candidate),
+          grade: Number(entry.dataset.grade),
+          note: note,
+        }));
+      } catch (err) {
+        state.textContent = "Not saved: the server could not be reached.";
+        return;
+      }
+      state.className = "save-state " + (response.ok ? "saved" : "error");
+      state.textContent = response.ok ? "Note saved" : "Not saved: " + (data.message || response.status);
+      const item = document.getElementById("c-" + entry.dataset.candidate);
+      if (response.ok && item) showNote(item, data.note);
+    });
+  });
+
+  const doneButton = document.getElementById("mark-done");
+  if (doneButton) doneButton.addEventListener("click", markDone);
+  document.getElementById("next-query").addEventListener("click", function (event) {
+    if (!done && !warnedUnfinished && items.length) {
+      event.preventDefault();
+      moveOn();
+    }
+  });
+
   function toggleHelp(show) {
     help.hidden = show === undefined ? !help.hidden : !show;
   }
@@ -189,6 +270,10 @@
         if (current !== index) focusItem(index);
         save(item, Number(btn.dataset.grade));
       });
+    });
+    item.querySelector(".note-open").addEventListener("click", function () {
+      if (current !== index) focusItem(index);
+      openNotePrompt(item);
     });
     const form = item.querySelector(".note-form");
     form.addEventListener("submit", function (event) {
@@ -208,7 +293,6 @@
 
   function cancelNote(item) {
     closeNotePrompt(item);
-    setState(item, "error", item.dataset.grade === "" ? "Not saved" : "Not changed: still " + item.dataset.grade);
     item.focus({ preventScroll: true });
   }
 
@@ -250,8 +334,13 @@
       focusItem(current - 1);
     } else if (key === "n") {
       event.preventDefault();
-      if (current >= 0) banked(items[current]);
-      window.location.href = nextUrl;
+      moveOn();
+    } else if (key === "d") {
+      event.preventDefault();
+      markDone();
+    } else if (key === "m" && current >= 0) {
+      event.preventDefault();
+      openNotePrompt(items[current]);
     } else if (/^[0-9]$/.test(key) && scale.includes(Number(key)) && current >= 0) {
       event.preventDefault();
       save(items[current], Number(key));

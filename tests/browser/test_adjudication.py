@@ -24,7 +24,8 @@ Session = Callable[[BrowserContext, str], None]
 def _grade_query_by_keyboard(
     page: Page, live_server: Any, assignment: Assignment, grades: dict[int, int]
 ) -> None:
-    """Grade every candidate of the assignment with `grades[candidate id]`, in the rater's shuffled order."""
+    """Grade every candidate of the assignment with `grades[candidate id]`, in the rater's shuffled order,
+    then mark the query done."""
     page.goto(f"{live_server.url}/assignments/{assignment.pk}/")
     items = page.locator(".candidate")
     expect(page.locator(".candidate.focused")).to_have_count(1)
@@ -37,6 +38,8 @@ def _grade_query_by_keyboard(
         if i < n - 1:
             page.keyboard.press("j")
     expect(page.locator("#progress-text")).to_contain_text(f"{n} of {n} graded")
+    page.keyboard.press("d")  # marks the query done
+    expect(page.locator("#done-state")).to_contain_text("You marked this query done")
 
 
 def _page_as(browser: Browser, session_for: Session, username: str) -> Page:
@@ -69,7 +72,7 @@ def test_a_two_grade_disagreement_is_quarantined_queued_and_resolved_by_the_revi
     bob_page = _page_as(browser, session_for, "bob")
     _grade_query_by_keyboard(bob_page, live_server, second, bob_grades)
 
-    # The dispute check ran when bob's assignment completed: the query is in shadow, with the reason.
+    # The dispute check ran when bob marked his assignment done: the query is in shadow, with the reason.
     query.refresh_from_db()
     assert query.tier == "shadow" and "hard disagreement" in query.quarantine_reason
     assert TierMove.objects.get().by is None

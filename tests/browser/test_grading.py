@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import BrowserContext, Page, expect
 
-from labeling.models import Assignment, Candidate, GoldenSet, Judgment, JudgmentEvent
+from labeling.models import Assignment, Candidate, GoldenSet, Judgment, JudgmentEvent, LabelProposal
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -77,8 +77,13 @@ def test_a_rater_grades_a_whole_query_by_keyboard_and_finds_every_grade_after_re
     }
     assert saved == wanted
     work["alice"].refresh_from_db()
-    assert work["alice"].status == "done"
+    assert work["alice"].status == "open"  # graded, not yet marked done
     assert all(j.time_spent_ms > 0 for j in Judgment.objects.all())  # looked at before graded
+    page.keyboard.press("d")  # marks it done: the page comes back locked
+    expect(page.locator("#done-state")).to_contain_text("You marked this query done")
+    expect(page.locator(".grade-btn:not([disabled])")).to_have_count(0)
+    work["alice"].refresh_from_db()
+    assert work["alice"].status == "done"
     # n goes to the next query in the queue, still without the mouse.
     page.keyboard.press("n")
     page.wait_for_url(f"{live_server.url}/assignments/{work['alice_next'].pk}/")
@@ -178,12 +183,13 @@ def test_a_rater_opening_another_raters_assignment_gets_404(
     assert api.status == 404
 
 
-def test_the_note_prompt_appears_only_when_a_grade_overturns_the_frozen_label(
+def test_every_grade_key_answers_alike_on_a_labelled_document_and_done_asks_for_the_overturn_note(
     page: Page, live_server: Any, session_for: Session, work: dict[str, Assignment]
 ) -> None:
     assignment = work["alice"]
-    labeled = Candidate.objects.filter(query=assignment.query).order_by("id").first()
-    assert labeled is not None
+    work["bob"].delete()  # alice is the query's only rater: her overturn is a proposal for a reviewer
+    candidates = list(Candidate.objects.filter(query=assignment.query).order_by("id"))
+    labeled = candidates[0]
     factories.FrozenLabelFactory.create(query=assignment.query, document=labeled.document, grade=2)
     session_for(page.context, "alice")
     _open(page, live_server, assignment)
@@ -192,22 +198,47 @@ def test_the_note_prompt_appears_only_when_a_grade_overturns_the_frozen_label(
         page.keyboard.press("j")
     item = page.locator(f"#c-{labeled.pk}")
     expect(item).to_have_class("candidate focused")
-    note = item.locator(".note-form")
-    _grade_focused(page, 2)  # agrees with the frozen label: no prompt
-    expect(note).to_be_hidden()
-    page.keyboard.press("0")  # overturns it: the prompt opens, nothing saved yet
-    expect(note).to_be_visible()
-    expect(item.locator(".save-state")).to_have_text("Not saved yet: add a note")
-    expect(note.locator("textarea")).to_be_focused()
-    assert Judgment.objects.get().grade == 2
-    page.keyboard.type("archived page, wrong product")
-    page.keyboard.press("Enter")
-    expect(item.locator(".save-state")).to_have_text("Saved")
-    expect(note).to_be_hidden()
-    expect(item.locator(".own-note")).to_contain_text("archived page, wrong product")
-    judgment = Judgment.objects.get()
+    # Blind: every key saves at once and answers the same, whatever the frozen label (2) says.
+    answers = []
+    for grade in (0, 1, 2, 3, 0):
+        with page.expect_response(
+            lambda r: r.url.endswith("/grades/") and r.request.method == "POST"
+        ) as info:
+            page.keyboard.press(str(grade))
+        response = info.value
+        body = response.json()
+        answers.append((response.status, {k: v for k, v in body.items() if k != "grade"}, body["grade"]))
+        expect(item.locator(".save-state")).to_have_text("Saved")
+        expect(item.locator(".note-form")).to_be_hidden()
+    assert {(status, str(sorted(rest.items()))) for status, rest, _ in answers} == {
+        (200, str(sorted(answers[0][1].items())))
+    }
+    assert [g for _, _, g in answers] == [0, 1, 2, 3, 0]
+    assert "golden label" not in page.content()
+    # Leaving the query unfinished warns once.
+    page.keyboard.press("n")
+    expect(page.locator("#flow-message")).to_contain_text("not marked done")
+    assert page.url.endswith(f"/assignments/{assignment.pk}/")
+    # Marking done with documents ungraded is refused; grade the rest, then d locks and lists the overturn.
+    page.keyboard.press("d")
+    expect(page.locator("#flow-message")).to_contain_text("1 of 6 graded")
+    for other in candidates[1:]:
+        page.locator(f"#c-{other.pk} .grade-btn[data-grade='1']").click()
+        expect(page.locator(f"#c-{other.pk} .save-state")).to_have_text("Saved")
+    page.keyboard.press("d")
+    overturns = page.locator("#overturns .overturn")
+    expect(overturns).to_have_count(1)
+    expect(overturns.first).to_have_attribute("data-candidate", str(labeled.pk))
+    expect(overturns.first.locator(".save-state")).to_have_text("Note needed")
+    overturns.first.locator("textarea").fill("archived page, wrong product")
+    overturns.first.locator("button[type=submit]").click()
+    expect(overturns.first.locator(".save-state")).to_have_text("Note saved")
+    judgment = Judgment.objects.get(assignment=assignment, document=labeled.document)
     assert (judgment.grade, judgment.note) == (0, "archived page, wrong product")
-    # A document without a frozen label never asks.
-    page.keyboard.press("j" if ids.index(labeled.pk) < len(ids) - 1 else "k")
-    _grade_focused(page, 0)
-    expect(page.locator(".note-form:visible")).to_have_count(0)
+    proposal = LabelProposal.objects.get()
+    assert (proposal.from_grade, proposal.to_grade, proposal.note) == (2, 0, "archived page, wrong product")
+    # Locked: a grade key changes nothing now.
+    page.locator(f"#c-{labeled.pk}").click()
+    page.keyboard.press("3")
+    expect(item.locator(".save-state")).to_contain_text("Locked")
+    assert Judgment.objects.get(pk=judgment.pk).grade == 0

@@ -77,10 +77,26 @@ def test_it_carries_over_frozen_labels_nothing_was_judged_for(golden_set: Golden
     assert result.unresolved == []
 
 
-def test_a_single_raters_grade_replaces_the_frozen_label(golden_set: GoldenSet, alice: User) -> None:
+def test_a_single_raters_overturn_keeps_the_frozen_label_until_a_reviewer_accepts_it(
+    golden_set: GoldenSet, alice: User, rita: User
+) -> None:
     query = factories.pooled_query(golden_set, 2)
     doc = query.candidates.first().document  # type: ignore[union-attr]
     factories.FrozenLabelFactory.create(query=query, document=doc, grade=3)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    factories.grade(assignment, doc, 1, content_hash="h-judged")
+
+    assert _label(golden_set, query, doc) == FinalLabel(query.pk, doc.pk, 3, "frozen", None)
+    factories.AdjudicationFactory.create(query=query, document=doc, reviewer=rita, grade=1)
+    assert _label(golden_set, query, doc).method == "adjudicated"  # type: ignore[union-attr]
+    assert _label(golden_set, query, doc).grade == 1  # type: ignore[union-attr]
+
+
+def test_a_single_raters_grade_where_nothing_was_frozen_is_the_label(
+    golden_set: GoldenSet, alice: User
+) -> None:
+    query = factories.pooled_query(golden_set, 2)
+    doc = query.candidates.first().document  # type: ignore[union-attr]
     assignment = factories.AssignmentFactory.create(query=query, rater=alice)
     factories.grade(assignment, doc, 1, content_hash="h-judged")
 

@@ -1,6 +1,6 @@
-"""The dispute check in the app: it runs when a query's dual assignment completes (through the grade-saving
-service), quarantines disputed core queries into shadow, sends disagreeing documents to a third rater who
-is neither of the first two, and does nothing new when run again on the same grades."""
+"""The dispute check in the app: it runs when both raters of a dual-labeled query have marked it done,
+quarantines disputed core queries into shadow, sends disagreeing documents to a third rater who is
+neither of the first two, and does nothing new when run again on the same grades."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def _grade_all(scene: Scene, rater: User, grades: Sequence[int]) -> None:
         services.judgment_submit(
             assignment_id=assignment.pk, rater=rater, candidate_id=candidate.pk, grade=value
         )
+    services.assignment_done(assignment_id=assignment.pk, rater=rater)
 
 
 def _counts() -> tuple[int, int, int]:
@@ -225,23 +226,30 @@ def test_a_disputed_challenge_query_stays_in_its_tier(
     assert Query.objects.get(pk=scene.query.pk).tier == "challenge" and not TierMove.objects.exists()
 
 
-def test_a_regrade_of_finished_dual_work_is_checked_again_and_extends_the_third_assignment(
-    golden_set: GoldenSet, alice: User, bob: User, carol: User
+def test_a_regrade_after_a_reopen_is_checked_again_when_marked_done_and_extends_the_third_assignment(
+    golden_set: GoldenSet, alice: User, bob: User, carol: User, rita: User
 ) -> None:
     scene = _scene(golden_set, alice, bob, 2)
     _grade_all(scene, alice, [1, 1])
     _grade_all(scene, bob, [1, 2])
     third = Assignment.objects.get(kind="third")
     assert list(third.scope.all()) == [scene.candidates[1]]
+    with pytest.raises(services.Locked):  # done: locked until a reviewer reopens it
+        services.judgment_submit(
+            assignment_id=scene.second.pk, rater=bob, candidate_id=scene.candidates[0].pk, grade=0
+        )
+    services.assignment_reopen(assignment=scene.second, by=rita)
     services.judgment_submit(
         assignment_id=scene.second.pk, rater=bob, candidate_id=scene.candidates[0].pk, grade=0
     )
+    assert DisputeCheck.objects.count() == 1  # not done again yet: nothing checked
+    services.assignment_done(assignment_id=scene.second.pk, rater=bob)
     assert DisputeCheck.objects.count() == 2
     assert set(third.scope.all()) == set(scene.candidates)
     assert Assignment.objects.filter(kind="third").count() == 1
 
 
-def test_a_reassigned_dual_assignment_that_is_complete_on_arrival_triggers_the_check(
+def test_a_reassigned_dual_assignment_complete_on_arrival_is_checked_once_its_rater_marks_it_done(
     golden_set: GoldenSet, alice: User, bob: User, carol: User
 ) -> None:
     scene = _scene(golden_set, alice, bob, 1)
@@ -251,6 +259,8 @@ def test_a_reassigned_dual_assignment_that_is_complete_on_arrival_triggers_the_c
         query=scene.query, rater=carol, kind="second", status="reassigned"
     )
     factories.grade(earlier, scene.candidates[0].document, 3)
-    # ... and gets it back: her work is complete at once, and the check runs.
-    services.assignment_reassign(assignment=scene.second, rater=carol)
+    # ... and gets it back: her work is complete at once, open until she says she is done.
+    back = services.assignment_reassign(assignment=scene.second, rater=carol)
+    assert back.status == "open" and not DisputeCheck.objects.exists()
+    services.assignment_done(assignment_id=back.pk, rater=carol)
     assert DisputeCheck.objects.get().disputed

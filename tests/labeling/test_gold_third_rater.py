@@ -47,6 +47,9 @@ class Scene:
             assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=value
         )
 
+    def done(self, assignment: Assignment) -> None:
+        services.assignment_done(assignment_id=assignment.pk, rater=assignment.rater)
+
     def label(self, candidate: Candidate) -> FinalLabel | Unresolved:
         consolidated = labels_consolidated(golden_set=self.query.golden_set)
         every: list[FinalLabel | Unresolved] = [*consolidated.labels, *consolidated.unresolved]
@@ -79,6 +82,7 @@ def _dispute_the_first_document(scene: Scene) -> None:
     for assignment, grades in ((scene.first, [1, 2, 2]), (scene.second, [2, 2, 2])):
         for candidate, value in zip(scene.candidates, grades, strict=True):
             scene.grade(assignment, candidate, value)
+        scene.done(assignment)
 
 
 def test_a_gold_checker_becomes_the_third_rater_and_their_gold_grade_stays_a_gold_check(
@@ -86,6 +90,7 @@ def test_a_gold_checker_becomes_the_third_rater_and_their_gold_grade_stays_a_gol
 ) -> None:
     carol_gold = Assignment.objects.get(rater=scene.carol)
     scene.grade(carol_gold, scene.gold, 0)  # a wrong answer on the gold item: carol is done, dave is not
+    scene.done(carol_gold)
     assert Assignment.objects.get(pk=carol_gold.pk).status == "done"
     n_assignments = Assignment.objects.count()
 
@@ -120,6 +125,7 @@ def test_a_gold_checker_becomes_the_third_rater_and_their_gold_grade_stays_a_gol
     assert figures["carol"].gold.n == 1 and figures["carol"].gold.exact == 0.0
 
     scene.grade(third, scene.candidates[0], 2)
+    scene.done(third)
 
     assert Assignment.objects.get(pk=third.pk).status == "done"
     assert scene.label(scene.candidates[0]) == FinalLabel(
@@ -165,6 +171,7 @@ def test_an_ungraded_gold_item_stays_in_the_third_raters_scope_and_the_page_give
     label = scene.label(scene.candidates[0])
     assert isinstance(label, FinalLabel) and (label.grade, label.method) == (2, "median")
     scene.grade(third, scene.gold, 3)
+    scene.done(third)
     assert Assignment.objects.get(pk=third.pk).status == "done"
     gold_label = scene.label(scene.gold)
     assert isinstance(gold_label, FinalLabel) and (gold_label.grade, gold_label.method) == (2, "agreed")
@@ -177,6 +184,7 @@ def test_a_gold_checker_holding_a_disputed_document_as_gold_is_not_the_third_rat
     for assignment, grades in ((scene.first, [2, 2, 0]), (scene.second, [2, 2, 3])):
         for candidate, value in zip(scene.candidates, grades, strict=True):
             scene.grade(assignment, candidate, value)
+        scene.done(assignment)
     assert not Assignment.objects.filter(kind="third").exists()
     assert set(Assignment.objects.filter(kind="gold").values_list("rater__username", flat=True)) == {
         "carol",
@@ -196,6 +204,7 @@ def test_a_rater_new_to_the_query_and_a_gold_checker_are_chosen_alike_by_load(
     factories.AssignmentFactory.create(query=other, rater=erin)  # erin has open work elsewhere
     for rater in (scene.carol, scene.dave):  # and the gold checkers have done theirs
         scene.grade(Assignment.objects.get(rater=rater, query=scene.query), scene.gold, 2)
+        scene.done(Assignment.objects.get(rater=rater, query=scene.query))
 
     _dispute_the_first_document(scene)
 

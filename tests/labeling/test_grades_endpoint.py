@@ -110,20 +110,6 @@ def test_it_refuses_a_stale_form_after_reassignment_with_409(
     assert not Judgment.objects.exists()
 
 
-def test_it_asks_for_a_note_with_422_only_when_the_frozen_label_is_overturned(
-    as_alice: Client, assignment: Assignment
-) -> None:
-    labeled = _candidates(assignment)[0]  # frozen grade 3
-    refused = _post(as_alice, assignment, {"candidate": labeled.pk, "grade": 0})
-    assert refused.status_code == 422
-    assert refused.json()["error"] == "note_required"
-    assert not Judgment.objects.exists()
-    saved = _post(as_alice, assignment, {"candidate": labeled.pk, "grade": 0, "note": "archived article"})
-    assert saved.status_code == 200 and saved.json()["note"] == "archived article"
-    agreeing = _post(as_alice, assignment, {"candidate": labeled.pk, "grade": 3})
-    assert agreeing.status_code == 200
-
-
 def test_it_refuses_a_post_without_csrf_token_with_403(assignment: Assignment) -> None:
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(assignment.rater)

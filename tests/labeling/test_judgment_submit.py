@@ -1,4 +1,4 @@
-"""The grading service: upsert, history, notes on overturned labels, refusals, completion."""
+"""The grading service: upsert, history, voluntary notes, refusals, progress."""
 
 from __future__ import annotations
 
@@ -38,18 +38,16 @@ def test_it_saves_a_grade_once_and_records_the_history(assignment: Assignment, a
     assert events == [("alice", None, 1, 1200), ("alice", 1, 2, 500)]
 
 
-def test_it_requires_a_note_only_when_the_grade_overturns_the_frozen_label(
+def test_every_grade_on_the_scale_saves_whatever_the_frozen_label_says(
     assignment: Assignment, alice: User
 ) -> None:
-    labeled, unlabeled = _candidates(assignment)[:2]
-    with pytest.raises(services.NoteRequired) as info:
-        _submit(assignment, alice, labeled, 1)
-    assert info.value.status == 422
-    assert not Judgment.objects.exists()
-    assert _submit(assignment, alice, labeled, 3).grade == 3  # agrees: no note asked
-    assert _submit(assignment, alice, unlabeled, 0).grade == 0  # nothing frozen: no note asked
+    labeled = _candidates(assignment)[0]  # frozen grade 3
+    answers = [_submit(assignment, alice, labeled, g) for g in (0, 1, 2, 3, 0)]
+    assert [a.grade for a in answers] == [0, 1, 2, 3, 0]
+    assert all(a.changed for a in answers)
+    assert Judgment.objects.get().grade == 0
     saved = _submit(assignment, alice, labeled, 1, note="outdated: the policy changed in May")
-    assert saved.note == "outdated: the policy changed in May"
+    assert saved.note == "outdated: the policy changed in May"  # a voluntary note, kept with its grade
     assert JudgmentEvent.objects.filter(note__startswith="outdated").count() == 1
 
 
@@ -93,16 +91,17 @@ def test_it_refuses_a_stale_assignment_after_reassignment(
     assert Judgment.objects.count() == 1
 
 
-def test_it_marks_the_assignment_done_when_every_candidate_is_graded(
+def test_grading_every_candidate_leaves_the_query_open_until_the_rater_marks_it_done(
     assignment: Assignment, alice: User
 ) -> None:
     candidates = _candidates(assignment)
     results = [_submit(assignment, alice, c, 3) for c in candidates]
     assert [r.graded for r in results] == [1, 2, 3, 4, 5]
-    assert results[-2].status == "open"
-    assert results[-1].status == "done"
+    assert {r.status for r in results} == {"open"}
+    done = services.assignment_done(assignment_id=assignment.pk, rater=alice)
+    assert done.status == "done" and not done.already
     assignment.refresh_from_db()
-    assert assignment.completed is not None
+    assert assignment.status == "done" and assignment.completed is not None
 
 
 def test_it_caps_the_time_counted_for_one_save(assignment: Assignment, alice: User) -> None:
@@ -115,6 +114,7 @@ def test_a_third_rater_grades_only_the_scoped_candidates(assignment: Assignment,
     third = factories.AssignmentFactory.create(query=assignment.query, rater=bob, kind="third")
     third.scope.set(candidates[:2])
     done = [_submit(third, bob, c, 3) for c in candidates[:2]]
-    assert (done[-1].graded, done[-1].total, done[-1].status) == (2, 2, "done")
+    assert (done[-1].graded, done[-1].total, done[-1].status) == (2, 2, "open")
+    assert services.assignment_done(assignment_id=third.pk, rater=bob).status == "done"
     with pytest.raises(services.NotFound):
         _submit(third, bob, candidates[3], 1)

@@ -93,6 +93,7 @@ def test_a_grown_pool_reopens_a_finished_assignment(gset: GoldenSet, alice) -> N
     assignment = factories.AssignmentFactory.create(query=Query.objects.get(external_id="q1"), rater=alice)
     candidate = Candidate.objects.get()
     services.judgment_submit(assignment_id=assignment.pk, rater=alice, candidate_id=candidate.pk, grade=2)
+    services.assignment_done(assignment_id=assignment.pk, rater=alice)
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.DONE
     services.candidates_add(

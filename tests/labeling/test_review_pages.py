@@ -57,6 +57,7 @@ def disputed(golden_set: GoldenSet, alice: User, bob: User) -> Disputed:
                 note=note if candidate == candidates[0] else "",
                 time_spent_ms=4000,
             )
+        services.assignment_done(assignment_id=assignment.pk, rater=rater)
     query.refresh_from_db()
     assert query.tier == "shadow"
     return Disputed(query, candidates)

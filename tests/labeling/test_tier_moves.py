@@ -98,6 +98,7 @@ def work(golden_set: GoldenSet, alice: User, bob: User) -> tuple[Query, Assignme
     services.judgment_submit(assignment_id=first.pk, rater=alice, candidate_id=candidates[0].pk, grade=2)
     for candidate in candidates:
         services.judgment_submit(assignment_id=second.pk, rater=bob, candidate_id=candidate.pk, grade=2)
+    services.assignment_done(assignment_id=second.pk, rater=bob)
     return query, first, second
 
 
@@ -167,4 +168,5 @@ def test_a_golden_file_bringing_the_query_back_reopens_what_retiring_closed(
     candidate = query.candidates.order_by("best_rank").last()
     assert candidate is not None
     result = services.judgment_submit(assignment_id=first.pk, rater=alice, candidate_id=candidate.pk, grade=1)
-    assert (result.graded, result.total, result.status) == (2, 2, "done")
+    assert (result.graded, result.total, result.status) == (2, 2, "open")
+    assert services.assignment_done(assignment_id=first.pk, rater=alice).status == "done"

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from golden_io import selectors
 from golden_io.diff import diff
 from golden_io.management.commands._common import version_get
+from labeling.selectors import proposals_pending_count
 
 
 class Command(BaseCommand):
@@ -35,19 +36,32 @@ class Command(BaseCommand):
             except selectors.WorkingGoldenInvalid as exc:
                 raise CommandError(str(exc)) from None
             change = diff(old.golden(), working.golden)
+            pending_new = proposals_pending_count(golden_set=old.golden_set)
         else:
             new = version_get(new_ref, default_set=options["golden_set"] or old.golden_set.slug)
             if new.golden_set_id != old.golden_set_id:
                 raise CommandError(f"{old} and {new} belong to different golden sets")
             change = selectors.version_diff(old=old, new=new)
+            pending_new = new.counts.get("pending_proposals")
+        # Proposed label changes a reviewer had not decided when each side was cut: their documents kept
+        # the earlier labels (unknown for versions frozen before proposals existed).
+        pending = {"old": old.counts.get("pending_proposals"), "new": pending_new}
         if options["format"] == "json":
-            self.stdout.write(json.dumps(change.to_dict(), indent=2, ensure_ascii=False))
+            data = change.to_dict() | {"pending_proposals": pending}
+            self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
         elif options["format"] == "markdown":
-            self.stdout.write(change.to_markdown())
+            self.stdout.write(change.to_markdown() + _pending_line(pending, "\n"))
         else:
-            self.stdout.write(_text(change))
+            self.stdout.write(_text(change) + _pending_line(pending, "\n"))
         if options["exit_code"] and not change.is_empty:
             raise SystemExit(1)
+
+
+def _pending_line(pending: dict[str, int | None], sep: str) -> str:
+    if not any(pending.values()):
+        return ""
+    old, new = ("?" if n is None else str(n) for n in (pending["old"], pending["new"]))
+    return f"{sep}! pending proposals (kept the earlier labels): old {old}, new {new}"
 
 
 def _text(change: Any) -> str:

@@ -234,6 +234,8 @@ def _demo_disagreements(golden_set: GoldenSet) -> list[str]:
                     note=note,
                     time_spent_ms=3000 + 700 * (n % 7),
                 )
+        for assignment in (first, second):
+            services.assignment_done(assignment_id=assignment.pk, rater=assignment.rater)
         chosen.append(query.external_id)
         if len(chosen) == 2:
             break
