@@ -364,4 +364,8 @@
     });
     focusItem(firstOpen >= 0 ? firstOpen : 0);
   }
+  // Just marked done (or back later): what is asked now is the notes, at the top, not the last item.
+  const overturnsPanel = document.getElementById("overturns");
+  if (overturnsPanel) overturnsPanel.scrollIntoView({ block: "start" });
+  else if (done) window.scrollTo(0, 0);
 })();
