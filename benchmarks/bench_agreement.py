@@ -1,4 +1,4 @@
-"""Agreement figures for a large golden set: labeling.agreement vs a plain loop over the packages.
+"""Agreement figures for a large golden set: assay.labels.agreement vs a plain loop over the packages.
 
 2,000 queries x 20 documents; each query graded by two raters from a pool of 12, a third rater on 10%
 of the documents; 5% of the documents are gold items. "All figures": ordinal alpha with its 95%
@@ -28,9 +28,9 @@ import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
+from assay.labels.agreement import DEFAULT_SEED, Rating, Undefined, agreement_compute, bootstrap_samples
+from assay.labels.disputes import ItemGrades, labels_consolidate
 from benchmarks._report import write_section
-from labeling.agreement import DEFAULT_SEED, Rating, Undefined, agreement_compute, bootstrap_samples
-from labeling.disputes import ItemGrades, labels_consolidate
 
 N_QUERIES, N_DOCS, N_RATERS = 2000, 20, 12
 THIRD_SHARE, GOLD_SHARE = 0.10, 0.05

@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from assay.golden.model import GoldenQuery
+from assay.harness import HarnessConfig, search_all_sync
 from benchmarks._report import write_section
-from evaluation.harness import HarnessConfig, search_all_sync
-from golden_io.golden import GoldenQuery
 from tests.support.processes import serving
 
 QUERIES = 2000

@@ -23,8 +23,8 @@ import pytrec_eval
 from numba.core.errors import NumbaTypeSafetyWarning
 from ranx import Qrels, Run, evaluate
 
+from assay.metrics import score_lists
 from benchmarks._report import write_section
-from evaluation.metrics import score_lists
 
 QUERIES = 100_000
 DEPTH = 100

@@ -148,10 +148,10 @@ def inner() -> None:
     from django.contrib.auth.models import User
     from django.core.management import call_command
 
+    from assay.cli import main as assay
+    from assay.golden.format import dump_json
     from benchmarks._report import write_section
     from benchmarks.bench_harness import sequential_loop
-    from evaluation.cli import main as assay
-    from golden_io.format import dump_json
     from labeling.models import GoldenSet, Rubric
     from tests.support.processes import serving
     from tests.support.runs import golden_file, make_target, make_version

@@ -11,7 +11,7 @@ import secrets
 import environ
 from celery.schedules import crontab
 
-from config.paths import BASE_DIR, var_dir
+from assay.paths import BASE_DIR, var_dir
 
 VAR_DIR = var_dir()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -201,7 +201,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Assay --------------------------------------------------------------------------------------
-# ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: config/secret_env.py.
+# ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
 
 LOGGING = {

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay.golden.format import dump_json
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from demo.golden_spec import QUERIES, RUBRIC_NAME, VERSION, QuerySpec
 from demo.search_service import (
     DEFAULT_SYNONYMS_PATH,
@@ -33,8 +35,6 @@ from demo.search_service import (
     load_synonyms,
     search,
 )
-from golden_io.format import dump_json
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment
 
 DEMO_DIR = Path(__file__).resolve().parent
 CORPUS_PATH = DEMO_DIR / "corpus.jsonl"

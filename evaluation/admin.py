@@ -11,7 +11,8 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from evaluation.drift import BudgetsError, load_budgets
+from assay.drift import BudgetsError, load_budgets
+from assay.targets import spec_problems, target_spec
 from evaluation.models import (
     ApiToken,
     Baseline,
@@ -22,7 +23,6 @@ from evaluation.models import (
     SearchTarget,
 )
 from evaluation.services import schedule_problems
-from evaluation.targets import spec_problems, target_spec
 
 
 class SearchTargetForm(forms.ModelForm):

@@ -17,8 +17,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from evaluation.adapters import ADAPTER_NAMES
-from evaluation.targets import TargetSpec, target_spec
+from assay.adapters import ADAPTER_NAMES
+from assay.targets import TargetSpec, target_spec
 
 
 def params_text(params: Mapping[str, Any] | None) -> str:
@@ -244,7 +244,7 @@ class Baseline(models.Model):
 
 
 class BudgetSet(models.Model):
-    """A golden set's gate budgets, in the `evaluation.drift` budgets format (validated by load_budgets)."""
+    """A golden set's gate budgets, in the `assay.drift` budgets format (validated by load_budgets)."""
 
     golden_set = models.OneToOneField("labeling.GoldenSet", on_delete=models.CASCADE, related_name="budgets")
     data = models.JSONField(default=dict)

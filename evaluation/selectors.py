@@ -12,10 +12,10 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from evaluation.drift import Budgets, load_budgets
+from assay.drift import Budgets, load_budgets
+from assay.golden.model import GoldenFile, GoldenQuery
+from assay.report import NEAR_DUPLICATE_SIMILARITY, near_duplicate_groups
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
-from evaluation.report import NEAR_DUPLICATE_SIMILARITY, near_duplicate_groups
-from golden_io.golden import GoldenFile, GoldenQuery
 from labeling.models import GoldenSet
 
 TREND_METRICS = ("ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate", "error_rate", "judged_at_k")

@@ -35,8 +35,20 @@ from django.db.models import Count, F, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from evaluation.drift import Budgets, BudgetsError, compare, load_budgets, render_markdown
-from evaluation.harness import HarnessConfig, run_meta, search_all
+from assay.drift import Budgets, BudgetsError, compare, load_budgets, render_markdown
+from assay.golden.keys import ResolvedGolden, resolve_keys
+from assay.golden.model import GoldenFile
+from assay.harness import HarnessConfig, run_meta, search_all
+from assay.report import build_report
+from assay.results import QueryResult
+from assay.targets import (
+    SPEC_FIELDS,
+    TargetError,
+    TargetSpec,
+    harness_config,
+    params_secret_problems,
+    spec_problems,
+)
 from evaluation.models import (
     Baseline,
     BudgetSet,
@@ -45,19 +57,7 @@ from evaluation.models import (
     RunSchedule,
     SearchTarget,
 )
-from evaluation.report import build_report
-from evaluation.results import QueryResult
 from evaluation.selectors import baseline_get, budgets_get
-from evaluation.targets import (
-    SPEC_FIELDS,
-    TargetError,
-    TargetSpec,
-    harness_config,
-    params_secret_problems,
-    spec_problems,
-)
-from golden_io.golden import GoldenFile
-from golden_io.keys import ResolvedGolden, resolve_keys
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
@@ -841,8 +841,8 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
     the export branch) of the golden set's git export, push it when a remote is set, then record the run
     as the baseline with who approved it and the commit. Nothing is recorded when the git write fails;
     a failed push keeps the local commit and is recorded on the baseline. Raises BaselineError."""
-    from evaluation.cli import dump_artifact
-    from golden_io.git_export import Author, GitExportError, Remote, git_write
+    from assay.cli import dump_artifact
+    from assay.git_export import Author, GitExportError, Remote, git_write
     from golden_io.models import GitExportConfig
 
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)

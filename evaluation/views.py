@@ -25,11 +25,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.drift import LABELS, PER_QUERY_FIELD, SHOWN_METRICS, BudgetsError, paired_intervals
+from assay.harness import redact_url
+from assay.targets import SPEC_FIELDS, TargetError, TargetSpec, shown_headers
 from evaluation import selectors, services
 from evaluation.api import access
 from evaluation.api.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
-from evaluation.drift import LABELS, PER_QUERY_FIELD, SHOWN_METRICS, BudgetsError, paired_intervals
-from evaluation.harness import redact_url
 from evaluation.models import (
     ApiToken,
     EvaluationRun,
@@ -38,7 +39,6 @@ from evaluation.models import (
     SearchTarget,
     params_text,
 )
-from evaluation.targets import SPEC_FIELDS, TargetError, TargetSpec, shown_headers
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
@@ -658,7 +658,7 @@ def _report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]
 @require_GET
 def run_report_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The report artifact as `assay run` writes it (feed it to `assay gate`)."""
-    from evaluation.cli import dump_artifact
+    from assay.cli import dump_artifact
 
     run = _get_run(request, run_id)
     if run.report is None:

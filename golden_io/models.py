@@ -1,6 +1,6 @@
 """Golden versions (immutable snapshots of a golden set) and their export to git.
 
-A `GoldenVersion` row holds the exact bytes `golden_io.format.dump_json` produced at the freeze; once
+A `GoldenVersion` row holds the exact bytes `assay.golden.format.dump_json` produced at the freeze; once
 written it is never changed or deleted. The model refuses `save()` on an existing row (and a save that
 would UPDATE: `force_update`, `update_fields`, a new instance carrying an existing pk) and `delete()`, its
 queryset (also the base manager Django's own saves and relations use) refuses `update()`, `delete()`,
@@ -18,8 +18,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from golden_io.format import parse_json
-from golden_io.golden import GoldenFile
+from assay.golden.format import parse_json
+from assay.golden.model import GoldenFile
 from labeling.models import GoldenSet
 
 # Version names end up in the file, in `golden@<name>` git tags and in URLs: a conservative alphabet.
@@ -177,7 +177,7 @@ class GitExportConfig(models.Model):
         return f"{self.golden_set.slug} -> {self.repository_path}:{self.branch}/{self.file_path}"
 
     def clean(self) -> None:
-        from golden_io.git_export import config_problems
+        from assay.git_export import config_problems
 
         problems = config_problems(
             repository_path=self.repository_path,

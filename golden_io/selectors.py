@@ -9,9 +9,9 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from golden_io.diff import GoldenDiff, diff
-from golden_io.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
-from golden_io.golden import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
+from assay.golden.diff import GoldenDiff, diff
+from assay.golden.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
+from assay.golden.model import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
 

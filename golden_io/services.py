@@ -19,9 +19,10 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from golden_io import git_export, selectors
-from golden_io.diff import GoldenDiff, diff
-from golden_io.format import dump_json, dump_jsonl
+from assay import git_export
+from assay.golden.diff import GoldenDiff, diff
+from assay.golden.format import dump_json, dump_jsonl
+from golden_io import selectors
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
 from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query

@@ -14,12 +14,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.golden.diff import diff
+from assay.golden.format import dump_jsonl
+from assay.golden.keys import resolve_keys
+from assay.golden.trec import write_qrels
 from golden_io import selectors, services
-from golden_io.diff import diff
-from golden_io.format import dump_jsonl
-from golden_io.keys import resolve_keys
 from golden_io.models import GitExportConfig, GoldenVersion
-from golden_io.trec import write_qrels
 from labeling import selectors as labeling_selectors
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer

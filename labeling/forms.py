@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
-from labeling import querylog
+from assay.labels import querylog
 from labeling.services import POOL_DEPTH
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024

@@ -393,7 +393,7 @@ class DisputeCheck(models.Model):
     fingerprint = models.CharField(max_length=64)
     at = models.DateTimeField(auto_now_add=True)
     disputed = models.BooleanField()
-    reasons = models.JSONField(default=list)  # sentences with the numbers (labeling.disputes)
+    reasons = models.JSONField(default=list)  # sentences with the numbers (assay.labels.disputes)
     disagreeing = models.JSONField(default=list)  # doc ids whose two grades differ
     agreement = models.JSONField(default=dict)  # QueryAgreement.to_dict()
     actions = models.JSONField(default=list)  # what the check did: moved to shadow, third rater, ...

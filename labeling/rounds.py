@@ -2,7 +2,7 @@
 
 A round gives each of its N raters one `Assignment(kind=calibration, calibration_round=round)` per query,
 with no scope (the whole pool), graded through the ordinary grading page and endpoint. Its figures come
-from `labeling.calibration` over the round's own judgments only; the everyday paths leave its
+from `assay.labels.calibration` over the round's own judgments only; the everyday paths leave its
 assignments out (`Assignment.objects.everyday()`), so it changes no label and no everyday figure until a
 reviewer promotes it: one `Adjudication` per unit with a median, ties left to a reviewer.
 """
@@ -19,16 +19,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, OuterRef
 from django.utils import timezone
 
-from golden_io.golden import Scale
-from labeling import services
-from labeling.agreement import AgreementInputError, Figure, PairAgreement, Rating
-from labeling.calibration import (
+from assay.golden.model import Scale
+from assay.labels.agreement import AgreementInputError, Figure, PairAgreement, Rating
+from assay.labels.calibration import (
     CalibrationReport,
     RaterCalibration,
     UnitMedian,
     calibration_compute,
     calibration_promotion,
 )
+from labeling import services
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -138,7 +138,7 @@ class PromotionResult:
 @transaction.atomic
 def calibration_round_promote(*, round: CalibrationRound, by: User) -> PromotionResult:
     """Make the round's medians the final labels: one `Adjudication` by `by` per graded unit whose median
-    is defined (`labeling.calibration`: ties are left to a reviewer and listed), with the rationale
+    is defined (`assay.labels.calibration`: ties are left to a reviewer and listed), with the rationale
     "calibration round <name>: median of <grades> (<n> raters)".
 
     Refused, changing nothing, when the round was promoted before, has no grades, or has only ties.
@@ -329,7 +329,7 @@ class RoundPage:
 
 def calibration_round_get(*, round: CalibrationRound) -> RoundPage:
     """Everything the round's page shows: progress per rater and per query, and the figures of
-    `labeling.calibration` over the round's current grades (its own assignments only)."""
+    `assay.labels.calibration` over the round's current grades (its own assignments only)."""
     golden_set = round.golden_set
     assignments = list(
         Assignment.objects.filter(calibration_round=round)

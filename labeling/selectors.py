@@ -13,8 +13,9 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from golden_io.golden import Scale
-from labeling.agreement import (
+from assay.charts import BarChart, bar_chart
+from assay.golden.model import Scale
+from assay.labels.agreement import (
     AgreementReport,
     Figure,
     QueryAgreement,
@@ -22,8 +23,7 @@ from labeling.agreement import (
     Rating,
     agreement_compute,
 )
-from labeling.charts import BarChart, bar_chart
-from labeling.disputes import consolidate
+from assay.labels.disputes import consolidate
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -291,7 +291,7 @@ def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | N
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out.
 
-    The rules are `labeling.disputes.consolidate`'s (docs/agreement.md), over the current grades of the
+    The rules are `assay.labels.disputes.consolidate`'s (docs/agreement.md), over the current grades of the
     live assignments (reassigned ones and gold checks make no label), with these additions:
     - a re-judgment (a `rejudge` assignment, for changed content) replaces the earlier grades, and an
       adjudication older than it no longer counts;
@@ -561,7 +561,7 @@ def _scale_labels(scale: Scale) -> list[int]:
 
 @_gc_paused
 def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
-    """All agreement figures of the set (`labeling.agreement.agreement_compute`) with what the page
+    """All agreement figures of the set (`assay.labels.agreement.agreement_compute`) with what the page
     draws: grade distribution charts, the kappa matrix, the worst queries and the disputed ones."""
     rubric = golden_set.rubric
     scale = Scale(rubric.scale_min, rubric.scale_max)

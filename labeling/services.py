@@ -20,9 +20,10 @@ from django.db.models import CharField, Count, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from golden_io.golden import Scale
-from labeling import querylog
-from labeling.disputes import DocGrades, Thresholds, choose_third_rater, query_dispute
+from assay.golden.model import Scale
+from assay.labels import querylog
+from assay.labels.disputes import DocGrades, Thresholds, choose_third_rater, query_dispute
+from assay.problems import ImportReport, decode_utf8
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -40,7 +41,6 @@ from labeling.models import (
     TierMove,
     content_hash,
 )
-from labeling.problems import ImportReport, decode_utf8
 from labeling.selectors import DUAL_KINDS, count_subquery
 
 POOL_DEPTH = 20
@@ -336,7 +336,7 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
     """A golden file into the set: its queries (created or updated by id) and its judgments, which become
     the set's current frozen labels (replacing the previous ones). Every judged document must already be a
     document of the set."""
-    from golden_io.format import GoldenFormatError, parse
+    from assay.golden.format import GoldenFormatError, parse
 
     report = ImportReport(kind="golden", source=source)
     try:
@@ -489,7 +489,7 @@ class SamplingOptions:
 def query_log_import(
     *, golden_set: GoldenSet, data: bytes, source: str, options: SamplingOptions
 ) -> ImportReport:
-    """Sample new queries from a production log into the set (see `labeling.querylog` for the rules).
+    """Sample new queries from a production log into the set (see `assay.labels.querylog` for the rules).
 
     The cap is on the set: the sample fills the set up to `cap` active queries. Queries already in the
     set (same locale and normalised text) are not sampled again.
@@ -660,7 +660,7 @@ def pool_import_run(
     *, golden_set: GoldenSet, data: bytes, source: str, system: str | None = None, depth: int = POOL_DEPTH
 ) -> ImportReport:
     """One system's top `depth` per query from a TREC run file, plus the judged documents."""
-    from golden_io.trec import TrecFormatError, read_run
+    from assay.golden.trec import TrecFormatError, read_run
 
     report = ImportReport(kind="run", source=source)
     system = (system or PurePath(source).stem).strip()
@@ -702,7 +702,7 @@ def pool_fetch(
 ) -> ImportReport:
     """One system's top `depth` for every active query, by calling its search endpoint with the harness.
     A query the endpoint failed to answer is a problem: nothing is written then (rerun when it is up)."""
-    from evaluation.harness import HarnessConfig, search_all_sync
+    from assay.harness import HarnessConfig, search_all_sync
 
     report = ImportReport(kind="run", source=f"{system} at {url}")
     queries = [
@@ -1536,7 +1536,7 @@ def golden_set_thresholds_set(*, golden_set: GoldenSet, thresholds: Mapping[str,
 def query_dispute_check(*, query_id: int) -> DisputeCheck | None:
     """Apply the dispute rules once the query's primary and second assignments are both done.
 
-    On the two raters' grades (`labeling.disputes.query_dispute`, with the set's thresholds and, for
+    On the two raters' grades (`assay.labels.disputes.query_dispute`, with the set's thresholds and, for
     "top results", candidates whose best rank is within the set's k or unknown): a disputed core query
     moves to shadow with the reasons; every document whose grades differ goes to a third rater who never
     held the query (`choose_third_rater`), or, when nobody is left, to the reviewers. Idempotent: the

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.problems import ImportReport
 from labeling import rounds, selectors, services
 from labeling.forms import (
     AdjudicationForm,
@@ -32,7 +33,6 @@ from labeling.forms import (
     form_errors,
 )
 from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, LabelProposal, Query
-from labeling.problems import ImportReport
 from labeling.roles import is_admin, is_rater, is_reviewer
 
 # --- access helpers: one per object kind ---------------------------------------------------------

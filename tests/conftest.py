@@ -22,7 +22,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"
 
-# Git exports may write only below the allowed roots (config.secret_env); the tests' repositories live in
+# Git exports may write only below the allowed roots (assay.secrets); the tests' repositories live in
 # pytest's temporary directories. Set before any worker process is started, which inherits it.
 os.environ.setdefault("ASSAY_GIT_EXPORT_ROOTS", tempfile.gettempdir())
 

@@ -11,9 +11,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluation.harness import redact_url
+from assay.harness import redact_url
+from assay.targets import SPEC_FIELDS
 from evaluation.models import EvaluationRun, SearchTarget
-from evaluation.targets import SPEC_FIELDS
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.drift import LABELS, SHOWN_METRICS, Finding, GateResult, load_budgets, render_markdown
+from assay.drift import LABELS, SHOWN_METRICS, Finding, GateResult, load_budgets, render_markdown
 from evaluation.models import EvaluationRun
 
 

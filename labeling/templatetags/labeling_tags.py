@@ -10,8 +10,8 @@ from django import template
 from django.db.models import Count
 from django.utils.html import format_html
 
+from assay.labels.agreement import Undefined
 from labeling import roles, selectors
-from labeling.agreement import Undefined
 from labeling.models import Assignment
 
 register = template.Library()

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from assay.golden.format import load
+from assay.golden.model import GoldenFile
 from demo.search_service import Document, SearchIndex, SynonymPack, build_index, load_corpus, load_synonyms
-from golden_io.format import load
-from golden_io.golden import GoldenFile
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 

@@ -8,12 +8,12 @@ from collections import Counter
 
 import pytest
 
+from assay.drift import load_budgets
+from assay.golden.format import dump_json, golden_warnings
+from assay.golden.model import GoldenFile
+from assay.labels.querylog import normalize, strip_pii
 from demo import build_corpus, build_golden, build_query_log
 from demo.search_service import Document, SearchIndex, SynonymPack, filters_match, locale_matches
-from evaluation.drift import load_budgets
-from golden_io.format import dump_json, golden_warnings
-from golden_io.golden import GoldenFile
-from labeling.querylog import normalize, strip_pii
 from tests.demo.conftest import DEMO
 
 STRATA = {"billing", "account", "developer", "blog"}

@@ -1,7 +1,7 @@
 """The seed's failure story, reproduced: the synonym pack that erased refunds fails the billing stratum.
 
 All golden queries run in-process against the demo engine, rewriter off (the baseline) and on (the
-current run); both runs are scored with `evaluation.report` and gated with `evaluation.drift` under
+current run); both runs are scored with `assay.report` and gated with `assay.drift` under
 demo/budgets.json, as `make run`'s demo and CI would.
 """
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from assay.drift import GateResult, compare, load_budgets
+from assay.golden.model import GoldenFile
+from assay.report import build_report
+from assay.results import QueryResult
 from demo.build_golden import run_query
 from demo.search_service import Document, SearchIndex, SynonymPack, search
-from evaluation.drift import GateResult, compare, load_budgets
-from evaluation.report import build_report
-from evaluation.results import QueryResult
-from golden_io.golden import GoldenFile
 
 
 def _report(

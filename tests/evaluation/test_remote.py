@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.cli import main
+from assay.cli import main
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_cancel, run_fail
 from golden_io.models import GoldenVersion
@@ -234,8 +234,7 @@ def test_it_gives_up_after_the_timeout_with_exit_2(
 
 def test_the_remote_command_imports_no_django() -> None:
     probe = (
-        "import sys, evaluation.remote, evaluation.cli; "
-        "print(sorted(m for m in sys.modules if m.startswith('django')))"
+        "import sys, assay.remote, assay.cli; print(sorted(m for m in sys.modules if m.startswith('django')))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True

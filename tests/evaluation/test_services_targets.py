@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import RunError, run_create, target_update
-from evaluation.targets import (
+from assay.targets import (
     REDACTED,
     TargetError,
     TargetSpec,
@@ -20,6 +18,8 @@ from evaluation.targets import (
     shown_headers,
     spec_problems,
 )
+from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
+from evaluation.services import RunError, run_create, target_update
 from labeling.models import GoldenSet
 from tests.support.runs import eager_celery, golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer

@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from assay.git_export import Author, git_write
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from golden_io import services
-from golden_io.git_export import Author, git_write
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.golden_io.test_versions_support import (

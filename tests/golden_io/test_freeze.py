@@ -8,9 +8,9 @@ import hashlib
 import pytest
 from django.contrib.auth.models import User
 
+from assay.golden.format import dump_json, parse_json
+from assay.golden.model import Judgment
 from golden_io import selectors, services
-from golden_io.format import dump_json, parse_json
-from golden_io.golden import Judgment
 from golden_io.models import GoldenVersion
 from labeling.models import FrozenLabel, GoldenSet, Query
 from tests import factories

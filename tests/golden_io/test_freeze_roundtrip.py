@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
+from assay.golden.format import dump_json, parse
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io import services
-from golden_io.format import dump_json, parse
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io.models import GoldenVersion
 from labeling import services as labeling_services
 from labeling.models import GoldenSet

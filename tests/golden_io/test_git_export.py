@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from golden_io import git_export, services
-from golden_io.format import dump_jsonl
-from golden_io.git_export import Author, GitExportError, Remote, TagConflict, git_write, read_file
+from assay import git_export
+from assay.git_export import Author, GitExportError, Remote, TagConflict, git_write, read_file
+from assay.golden.format import dump_jsonl
+from golden_io import services
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import GoldenSet
 from tests.golden_io.test_versions_support import (
@@ -571,7 +572,7 @@ def test_configuring_refuses_bad_fields_by_name(golden_set: GoldenSet) -> None:
     assert set(caught.value.problems) == {"repository_path", "file_format", "username_env"}
 
 
-# --- what stored settings may reach (config.secret_env) ---------------------------------------------
+# --- what stored settings may reach (assay.secrets) ---------------------------------------------
 
 
 @pytest.mark.django_db

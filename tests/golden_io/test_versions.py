@@ -8,9 +8,9 @@ from django.db import DatabaseError, connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from golden_io.format import dump_json
-from golden_io.golden import GoldenQuery, Judgment
-from golden_io.keys import resolve_keys
+from assay.golden.format import dump_json
+from assay.golden.keys import resolve_keys
+from assay.golden.model import GoldenQuery, Judgment
 from golden_io.models import GoldenVersion, ImmutableVersionError
 from golden_io.selectors import live_keys
 from labeling.models import Document, GoldenSet

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from golden_io.format import dump_json
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment
+from assay.golden.format import dump_json
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.models import Document, FrozenLabel, GoldenSet, Query

@@ -10,10 +10,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from assay.golden.format import dump_jsonl, parse_json
+from assay.golden.trec import write_qrels
 from golden_io import services
-from golden_io.format import dump_jsonl, parse_json
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
-from golden_io.trec import write_qrels
 from labeling.models import Assignment, Document, GoldenSet
 from tests import factories
 from tests.golden_io.test_versions_support import (

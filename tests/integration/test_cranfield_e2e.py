@@ -18,9 +18,9 @@ import ir_measures
 import pytest
 from ir_measures import RR, P, Qrel, ScoredDoc, nDCG
 
-from golden_io.format import dump_json, load
-from golden_io.trec import golden_from_trec, read_qrels
-from tests.evaluation.test_cli import assay
+from assay.golden.format import dump_json, load
+from assay.golden.trec import golden_from_trec, read_qrels
+from tests.assay.test_cli import assay
 from tests.support.processes import REPO, serving
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.agreement import Undefined
-from labeling.charts import PLOT_HEIGHT, TOP, bar_chart
+from assay.charts import PLOT_HEIGHT, TOP, bar_chart
+from assay.labels.agreement import Undefined
 from labeling.templatetags.labeling_tags import figure, interval, seconds
 
 

@@ -406,7 +406,7 @@ def test_a_json_document_given_as_documents_gets_one_clear_problem(gset: GoldenS
 def test_after_a_renumbering_re_ingest_a_frozen_versions_keys_resolve_to_the_new_ids(
     gset: GoldenSet, rita: Any
 ) -> None:
-    from golden_io.keys import resolve_keys
+    from assay.golden.keys import resolve_keys
     from golden_io.selectors import live_keys
     from golden_io.services import golden_version_freeze
 

@@ -24,9 +24,9 @@ from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from assay.labels.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, Rating, bootstrap_samples
+from assay.labels.calibration import calibration_compute
 from labeling import rounds, services
-from labeling.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, Rating, bootstrap_samples
-from labeling.calibration import calibration_compute
 from labeling.models import Adjudication, Assignment, CalibrationRound, Candidate, GoldenSet, Judgment, Query
 from labeling.selectors import agreement_dashboard_get, labels_consolidated, ratings_list
 from tests import factories

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from assay.golden.format import dump_json
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import run_create, target_create
-from golden_io.format import dump_json
-from golden_io.golden import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.stub_server import StubServer

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.golden.diff import diff
 from golden_io import selectors
-from golden_io.diff import diff
 from golden_io.management.commands._common import version_get
 from labeling.selectors import proposals_pending_count
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.problems import ImportReport
 from labeling.models import GoldenSet
-from labeling.problems import ImportReport
 
 
 def golden_set_get(slug: str) -> GoldenSet:

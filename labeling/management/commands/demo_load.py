@@ -14,9 +14,9 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from assay.problems import ImportReport
 from labeling import services
 from labeling.models import Assignment, FrozenLabel, GoldenSet, Judgment, Query
-from labeling.problems import ImportReport
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 SET_SLUG = "help-center"
@@ -154,7 +154,7 @@ def _check(report: ImportReport) -> None:
 
 def _golden_locales(path: Path) -> list[str]:
     """The locale scope of the demo set: every locale its golden file uses."""
-    from golden_io.format import GoldenFormatError, parse
+    from assay.golden.format import GoldenFormatError, parse
 
     try:
         golden = parse(_read(path))

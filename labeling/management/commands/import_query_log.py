@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling import querylog
+from assay.labels import querylog
 from labeling.management.commands._common import finish, golden_set_get, read_file
 from labeling.services import SamplingOptions, query_log_import
 

@@ -1,0 +1,596 @@
+"""`assay`: evaluate a search system from the command line, score run files, gate against a baseline.
+
+Needs no database and imports nothing from Django, so CI can run it with only the package installed.
+Every command, option and exit code: docs/cli.md.
+
+Exit codes, all commands: 0 success, 1 a real finding (`run`/`score`: some queries errored, the
+artifact records them and the gate will fail closed; `gate`: verdict fail), 2 unusable input (bad
+arguments, unreadable or invalid files, a search URL that answered no query at all). Errors are one line
+on stderr (`assay run: error: ...`), never a traceback for something the user can fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+DEFAULT_OUT = "artifacts/relevance.json"
+_HEADER_NAME_CHARS = set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+class UsageError(Exception):
+    """Unusable input: the command prints the message as one line and exits 2, writing nothing."""
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and a rename, so a reader
+    (or a crash mid-write) never sees a partial file. Parent directories are created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dump_artifact(report: Mapping[str, Any]) -> str:
+    # allow_nan=False: METRICS.md never lets NaN into an artifact (undefined values are null).
+    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path}: is a directory, expected a file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+
+
+def _read_json(path: str, what: str) -> Any:
+    text = _read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{what} {path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def _load_golden(path: str) -> Any:
+    from assay.golden.format import GoldenFormatError, golden_warnings, parse
+
+    text = _read_text(path, "golden file")
+    try:
+        golden = parse(text)
+    except GoldenFormatError as exc:
+        lines = "\n".join(f"  {problem}" for problem in exc.problems)
+        count = len(exc.problems)
+        raise UsageError(
+            f"golden file {path}: {count} problem{'s' if count != 1 else ''}, nothing evaluated:\n{lines}"
+        ) from None
+    for warning in golden_warnings(golden):
+        print(f"warning: golden file {path}: {warning}", file=sys.stderr)
+    return golden
+
+
+def _json_value(text: str) -> Any:
+    # `rewrite=true` is the boolean, `size=3` the number, `mode=fast` the string.
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--param {item!r}: expected KEY=VALUE")
+        if key in params:
+            raise UsageError(f"--param {key}: given twice")
+        params[key] = _json_value(value)
+    return params
+
+
+def _header_name(name: str, option: str, item: str) -> str:
+    name = name.strip()
+    if not name or not set(name) <= _HEADER_NAME_CHARS:
+        raise UsageError(f"{option} {item!r}: {name!r} is not a valid header name")
+    return name
+
+
+def parse_headers(
+    items: Sequence[str], env_items: Sequence[str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """`--header Name:value` and `--header-env Name=VARIABLE` (the value read from the environment, so
+    secrets stay out of command lines and logs). A name given twice is an error."""
+    headers: dict[str, str] = {}
+
+    def add(name: str, value: str, option: str, item: str) -> None:
+        if name.lower() in (n.lower() for n in headers):
+            raise UsageError(f"{option} {name}: header given twice")
+        if "\n" in value or "\r" in value:
+            raise UsageError(f"{option} {name}: a header value cannot contain a line break")
+        headers[name] = value
+
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep:
+            raise UsageError(f"--header {item!r}: expected Name:value")
+        add(_header_name(name, "--header", item), value.strip(), "--header", item)
+    for item in env_items:
+        name, sep, variable = item.partition("=")
+        if not sep or not variable.strip():
+            raise UsageError(f"--header-env {item!r}: expected Name=ENV_VARIABLE")
+        variable = variable.strip()
+        if variable not in environ:
+            raise UsageError(f"--header-env {item!r}: environment variable {variable} is not set")
+        add(_header_name(name, "--header-env", item), environ[variable], "--header-env", item)
+    return headers
+
+
+class _Progress:
+    """One progress line on stderr: redrawn in place on a terminal, every 10% in a CI log."""
+
+    def __init__(self, total: int, stream: IO[str]) -> None:
+        self.total, self.stream = total, stream
+        self.done = self.errors = self.retries = 0
+        self.tty = stream.isatty()
+        self.next_mark = 0.1
+
+    def __call__(self, result: Any) -> None:
+        self.done += 1
+        self.errors += 0 if result.ok else 1
+        self.retries += max(0, result.attempts - 1)
+        share = self.done / self.total
+        line = f"{self.done}/{self.total} queries ({share:.0%}), {self.errors} errors, {self.retries} retries"
+        if self.tty:
+            self.stream.write(f"\r{line}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        elif share >= self.next_mark or self.done == self.total:
+            self.stream.write(line + "\n")
+            while self.next_mark <= share:
+                self.next_mark += 0.1
+        self.stream.flush()
+
+
+# ------------------------------------------------------------------------------------------- run
+
+
+def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
+    from assay.harness import HarnessConfig
+
+    template = None
+    if args.template:
+        template = _read_json(args.template, "--template")
+    try:
+        return HarnessConfig(
+            url=args.search_url,
+            adapter=args.adapter,
+            size=golden.k,
+            params=parse_params(args.param),
+            headers=parse_headers(args.header, args.header_env, os.environ),
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            retries=args.retries,
+            rate_limit=args.rate_limit,
+            generation_header=args.generation_header,
+            generation_field=args.generation_field,
+            model_id_header=args.model_id_header,
+            model_id_field=args.model_id_field,
+            es_template=template,
+            solr_method=args.solr_method,
+            trust_env=args.trust_env,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from assay.harness import redact_url, run_meta, search_all_sync
+    from assay.report import build_report
+
+    golden = _load_golden(args.golden)
+    config = _harness_config(args, golden)
+    out = Path(args.out)
+    progress = _Progress(len(golden.queries), sys.stderr) if not args.quiet else None
+    started_at = datetime.now(UTC)
+    clock = time.perf_counter()
+    results = search_all_sync(golden.queries, config, on_result=progress)
+    duration = time.perf_counter() - clock
+
+    errors = [r for r in results if not r.ok]
+    if errors and all(r.status is None for r in results):
+        # Not one HTTP answer: a wrong URL or a service that is down, not a measurement of the system.
+        raise UsageError(
+            f"no query got an answer from {redact_url(config.url)} ({errors[0].error}); no artifact written"
+        )
+    run = run_meta(config, results, started_at=started_at, duration=duration)
+    run["golden_file"] = args.golden
+    report = build_report(golden, {r.query_id: r for r in results}, run=run)
+    write_atomic(out, dump_artifact(report))
+    print(
+        f"{len(results)} queries in {duration:.1f} s: {len(results) - len(errors)} answered, "
+        f"{len(errors)} errors, {run['retries']} retries; artifact written to {out}",
+        file=sys.stderr,
+    )
+    if run["index_moved"]:
+        print(
+            f"warning: the index moved during the run (generations {', '.join(run['index_generations'])})",
+            file=sys.stderr,
+        )
+    if run["model_changed"]:
+        print(f"warning: the model changed during the run ({', '.join(run['model_ids'])})", file=sys.stderr)
+    if errors:
+        for result in errors[:10]:
+            print(f"error: query {result.query_id}: {result.error}", file=sys.stderr)
+        if len(errors) > 10:
+            print(f"... and {len(errors) - 10} more (see flags.errors in {out})", file=sys.stderr)
+        print(
+            f"{len(errors)} of {len(results)} queries errored: they are recorded in the artifact, not "
+            "counted as empty, and the gate will fail closed",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- score
+
+
+_RESULT_FIELDS = ("query_id", "ids", "error", "titles")
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def read_results_jsonl(text: str) -> dict[str, Any]:
+    """`{"query_id", "ids": [...]}` per line (optionally `"error"` for a failed call, `"titles"`, ...):
+    query id -> QueryResult. Every bad line is reported at once, each with its line number."""
+    from assay.results import QueryResult
+
+    results: dict[str, QueryResult] = {}
+    first_line: dict[str, int] = {}
+    problems: list[str] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{where}: expected an object with query_id and ids")
+            continue
+        unknown = sorted(set(obj) - set(_RESULT_FIELDS))
+        if unknown:
+            problems.append(
+                f"{where}: unknown field {', '.join(unknown)} (known: {', '.join(_RESULT_FIELDS)})"
+            )
+        qid = obj.get("query_id")
+        if not _is_id(qid):
+            problems.append(f"{where}: query_id: expected a string or integer")
+            continue
+        qid = str(qid)
+        error = obj.get("error")
+        if error is not None and not isinstance(error, str):
+            problems.append(f"{where}: error: expected a string or null")
+        ids = obj.get("ids", [] if error else None)
+        if not isinstance(ids, list) or not all(_is_id(i) for i in ids):
+            problems.append(f"{where}: ids: expected a list of string or integer ids")
+            ids = []
+        titles = obj.get("titles", [])
+        if not isinstance(titles, list) or not all(isinstance(t, str) for t in titles):
+            problems.append(f"{where}: titles: expected a list of strings")
+            titles = []
+        seen = first_line.setdefault(qid, number)
+        if seen != number:
+            problems.append(f"{where}: query_id {qid} appears twice (first at line {seen})")
+            continue
+        results[qid] = QueryResult(
+            query_id=qid,
+            ids=tuple(str(i) for i in ids),
+            error=error if isinstance(error, str) else None,
+            titles=tuple(titles),
+        )
+    if problems:
+        raise UsageError("; ".join(problems))
+    if not results:
+        raise UsageError("no results in the file")
+    return results
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    for line in text.split("\n"):
+        if line.strip():
+            return line.lstrip().startswith("{")
+    return False
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from assay.golden.trec import TrecFormatError, read_run
+    from assay.report import build_report
+    from assay.results import QueryResult
+
+    golden = _load_golden(args.golden)
+    text = _read_text(args.run, "run file")
+    if not text.strip():
+        raise UsageError(f"run file {args.run}: the file is empty")
+    run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
+    try:
+        if _looks_like_jsonl(text):
+            results = read_results_jsonl(text)
+            run_block["format"] = "jsonl"
+        else:
+            trec = read_run(text)
+            results = {qid: QueryResult(query_id=qid, ids=ids) for qid, ids in trec.items()}
+            run_block.update(format="trec", tags=list(trec.tags))
+    except (UsageError, TrecFormatError) as exc:
+        message = "; ".join(exc.problems) if isinstance(exc, TrecFormatError) else str(exc)
+        raise UsageError(f"run file {args.run}: {message}") from None
+
+    known = {q.id for q in golden.queries}
+    unknown = [qid for qid in results if qid not in known]
+    if unknown:
+        shown = ", ".join(unknown[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
+        print(
+            f"warning: {len(unknown)} run queries are not in the golden file and were not scored "
+            f"(listed under unknown_queries): {shown}",
+            file=sys.stderr,
+        )
+    scored = {qid: r for qid, r in results.items() if qid in known}
+    missing = len(known) - len(scored)
+    if missing:
+        print(
+            f"note: {missing} golden queries are not in the run: they count as returning nothing",
+            file=sys.stderr,
+        )
+    report = build_report(golden, scored, run=run_block, extra_queries=unknown)
+    out = Path(args.out)
+    write_atomic(out, dump_artifact(report))
+    errors = [r for r in scored.values() if not r.ok]
+    print(f"{len(scored)} queries scored; artifact written to {out}", file=sys.stderr)
+    if errors:
+        print(
+            f"{len(errors)} queries carry an error: recorded in the artifact, the gate will fail closed",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- gate
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from assay.drift import (
+        ArtifactError,
+        BudgetsError,
+        compare,
+        github_annotations,
+        load_budgets,
+        render_markdown,
+        render_text,
+    )
+
+    current = _read_json(args.current, "--current")
+    baseline = _read_json(args.baseline, "--baseline")
+    budgets_data = _read_json(args.budgets, "--budgets") if args.budgets else None
+    if args.budgets and budgets_data is None:
+        # load_budgets(None) means "the defaults": a file holding `null` must not silently mean that.
+        raise UsageError(f"--budgets {args.budgets}: expected a JSON object of budgets, got null")
+    try:
+        budgets = load_budgets(budgets_data)
+    except BudgetsError as exc:
+        raise UsageError(f"--budgets {args.budgets}: {_one_line(exc)}") from None
+    try:
+        result = compare(current, baseline, budgets, rebaseline=args.rebaseline, top_n=args.top)
+    except ArtifactError as exc:
+        raise UsageError(_one_line(exc)) from None
+
+    print(render_text(result).rstrip("\n"))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for annotation in github_annotations(result):
+            print(annotation)
+    if args.summary or os.environ.get("GITHUB_STEP_SUMMARY"):
+        markdown = render_markdown(result).rstrip("\n") + "\n"
+        if args.summary:
+            write_atomic(Path(args.summary), markdown)
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            with open(step_summary, "a", encoding="utf-8") as handle:
+                handle.write(markdown)
+    return int(result.exit_code)
+
+
+def _one_line(exc: Exception) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
+# ------------------------------------------------------------------------------------------- validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    golden = _load_golden(args.golden)  # problems -> UsageError (exit 2); warnings printed there
+    tiers: dict[str, int] = {}
+    for query in golden.queries:
+        tiers[query.tier] = tiers.get(query.tier, 0) + 1
+    judgments = sum(len(q.judgments) for q in golden.queries)
+    split = ", ".join(f"{n} {tier}" for tier, n in sorted(tiers.items()))
+    print(
+        f"{args.golden}: valid golden file version {golden.version}: "
+        f"{len(golden.queries)} queries ({split}), "
+        f"{judgments} judgments, k={golden.k}, relevant_min_grade={golden.relevant_min_grade}, "
+        f"scale {golden.scale}"
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- parser
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, like every other error; `--help` still shows the full usage.
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="assay", description="Search relevance testing: run, score, gate, validate.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    run = commands.add_parser("run", help="call a search URL for every golden query and write the artifact")
+    run.add_argument("--golden", required=True, metavar="FILE", help="golden file (JSON or JSONL)")
+    run.add_argument("--search-url", required=True, metavar="URL", help="the engine's search endpoint")
+    run.add_argument(
+        "--adapter",
+        default="http_json",
+        choices=["http_json", "elasticsearch", "opensearch", "solr"],
+        help="wire format (default http_json: the seed's contract)",
+    )
+    run.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="extra request parameter (JSON value)"
+    )
+    run.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header")
+    run.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="NAME=VAR",
+        help="HTTP header whose value is read from environment variable VAR (for secrets)",
+    )
+    run.add_argument(
+        "--concurrency", type=_int_at_least(1), default=8, metavar="N", help="requests in flight"
+    )
+    run.add_argument(
+        "--timeout", type=_positive_float, default=10.0, metavar="S", help="per request, seconds"
+    )
+    run.add_argument(
+        "--retries", type=_int_at_least(0), default=3, metavar="N", help="retries of transient failures"
+    )
+    run.add_argument(
+        "--rate-limit", type=_positive_float, default=None, metavar="RPS", help="requests/second"
+    )
+    run.add_argument("--template", metavar="FILE", help="elasticsearch/opensearch query template (JSON)")
+    run.add_argument("--solr-method", choices=["GET", "POST"], default="GET", help="solr only")
+    run.add_argument("--generation-header", metavar="H", help="response header holding the index generation")
+    run.add_argument("--generation-field", metavar="F", help="dotted body field holding the index generation")
+    run.add_argument("--model-id-header", metavar="H", help="response header holding the model id")
+    run.add_argument("--model-id-field", metavar="F", help="dotted body field holding the model id")
+    run.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="FILE", help=f"artifact path (default {DEFAULT_OUT})"
+    )
+    run.add_argument(
+        "--trust-env",
+        action="store_true",
+        help="honour HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE and SSL_CERT_DIR from the environment",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.set_defaults(handler=cmd_run)
+
+    score = commands.add_parser("score", help="score a TREC run file or JSONL results offline")
+    score.add_argument("--golden", required=True, metavar="FILE")
+    score.add_argument("--run", required=True, metavar="FILE", help="TREC run or JSONL {query_id, ids}")
+    score.add_argument("--out", default=DEFAULT_OUT, metavar="FILE")
+    score.set_defaults(handler=cmd_score)
+
+    gate = commands.add_parser("gate", help="compare an artifact with a baseline under budgets")
+    gate.add_argument("--current", required=True, metavar="FILE")
+    gate.add_argument("--baseline", required=True, metavar="FILE")
+    gate.add_argument("--budgets", metavar="FILE", help="budgets JSON (default: the seed's table)")
+    gate.add_argument("--rebaseline", action="store_true", help="accept a new floor: mismatches become notes")
+    gate.add_argument("--summary", metavar="FILE", help="write the markdown summary (PR comment) here")
+    gate.add_argument("--top", type=_int_at_least(0), default=10, metavar="N", help="top losers shown")
+    gate.set_defaults(handler=cmd_gate)
+
+    validate = commands.add_parser("validate", help="check a golden file: problems (exit 2) or warnings")
+    validate.add_argument("--golden", required=True, metavar="FILE")
+    validate.set_defaults(handler=cmd_validate)
+
+    from assay.remote import add_remote_parser  # here: remote imports this module's helpers
+
+    add_remote_parser(commands)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("assay")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except UsageError as exc:
+        print(f"assay {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"assay {args.command}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        # Writing the artifact or summary failed (read-only directory, disk full): nothing half-written.
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"assay {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The golden file in memory: plain, immutable data shared by every part (pure, no Django).
+
+`assay.golden.format` parses and dumps it; the metrics engine scores against it; the labeling app
+freezes golden versions into it. Field meanings: docs/golden-format.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TIERS = ("core", "shadow", "challenge")
+DEFAULT_K = 10
+DEFAULT_RELEVANT_MIN_GRADE = 2
+
+# JSON scalar values allowed in a query's filters (a filter value may also be a list of these).
+FilterValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The inclusive integer grade range: 0..3 by default, 0..1 for binary labels."""
+
+    min: int = 0
+    max: int = 3
+
+    def __contains__(self, grade: object) -> bool:
+        return isinstance(grade, int) and not isinstance(grade, bool) and self.min <= grade <= self.max
+
+    def __str__(self) -> str:
+        return f"{self.min}..{self.max}"
+
+
+def default_relevant_min_grade(scale: Scale) -> int:
+    """The binary cutoff when a file names none: 2 (the seed's), kept inside the scale (0..1 gives 1)."""
+    return min(max(DEFAULT_RELEVANT_MIN_GRADE, scale.min + 1), scale.max)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    doc_id: str
+    grade: int
+    # A durable key (canonical URL, external id) resolved to the live doc id at evaluation time.
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenQuery:
+    id: str
+    text: str
+    judgments: tuple[Judgment, ...] = ()
+    locale: str | None = None
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    stratum: str | None = None
+    weight: float = 1.0
+    tier: str = "core"
+    expect_empty: bool = False
+    critical: bool = False
+    tags: tuple[str, ...] = ()
+
+    @property
+    def grades(self) -> dict[str, int]:
+        return {j.doc_id: j.grade for j in self.judgments}
+
+    @property
+    def has_positive_judgment(self) -> bool:
+        """False means the query cannot score above 0 (METRICS.md: `no_positive_judgments`)."""
+        return any(j.grade >= 1 for j in self.judgments)
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenFile:
+    version: str
+    queries: tuple[GoldenQuery, ...]
+    k: int = DEFAULT_K
+    relevant_min_grade: int = DEFAULT_RELEVANT_MIN_GRADE
+    scale: Scale = Scale()
+    rubric: str | None = None
+
+    def query(self, query_id: str) -> GoldenQuery:
+        for q in self.queries:
+            if q.id == query_id:
+                return q
+        raise KeyError(query_id)

@@ -1,0 +1,228 @@
+"""TREC qrels and run files, read and written the way trec_eval reads them (pure, no Django).
+
+qrels: `qid iter docno rel`, one judgment a line. Run: `qid Q0 docno rank score tag [junk...]`; trec_eval
+ignores the rank column and orders a topic's documents by score descending, ties by docno descending
+(plain string comparison), so `read_run` reproduces exactly that order and nothing else.
+Every problem in a file is collected and reported at once, each naming its line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+from assay.golden.format import from_dict, natural_key, to_dict
+from assay.golden.model import (
+    DEFAULT_K,
+    GoldenFile,
+    GoldenQuery,
+    Judgment,
+    Scale,
+    default_relevant_min_grade,
+)
+
+
+class TrecFormatError(ValueError):
+    """Bad TREC input or output; `problems` lists every one found, each naming its place."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _rows(text: str, columns: str, problems: list[str], *, extra: bool) -> Iterator[tuple[int, list[str]]]:
+    """Non-blank lines split on whitespace, with 1-based line numbers; bad column counts become problems."""
+    expected = len(columns.split())
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if fields and (len(fields) < expected or (len(fields) > expected and not extra)):
+            least = "at least " if extra else ""
+            problems.append(
+                f"line {number}: expected {least}{expected} columns ({columns}), got {len(fields)}"
+            )
+        elif fields:
+            yield number, fields
+
+
+def _earlier(first_line: dict[tuple[str, str], int], key: tuple[str, str], number: int) -> int | None:
+    """The line where `key` was first seen, when this line repeats it."""
+    seen = first_line.setdefault(key, number)
+    return seen if seen != number else None
+
+
+def read_qrels(text: str) -> dict[str, dict[str, int]]:
+    """qid -> {docno: grade}, topics and documents in file order. Negative grades are kept as read."""
+    qrels: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    problems: list[str] = []
+    for number, fields in _rows(text, "qid iter docno rel", problems, extra=False):
+        qid, _iteration, docno, rel = fields
+        try:
+            grade = int(rel)
+        except ValueError:
+            problems.append(f"line {number}: relevance {rel!r} is not an integer")
+            continue
+        if earlier := _earlier(first_line, (qid, docno), number):
+            problems.append(
+                f"line {number}: duplicate judgment for qid {qid} docno {docno} (first at line {earlier})"
+            )
+            continue
+        qrels.setdefault(qid, {})[docno] = grade
+    if problems:
+        raise TrecFormatError(problems)
+    return qrels
+
+
+def _check_token(what: str, value: str, where: str, problems: list[str]) -> None:
+    # TREC files are whitespace-separated: an id with a space in it could not be read back.
+    if not value or any(ch.isspace() for ch in value):
+        problems.append(f"{where}: {what} {value!r} is empty or contains whitespace")
+
+
+def write_qrels(golden: GoldenFile) -> str:
+    """`qid 0 docno grade` lines, queries and documents in natural order, so equal goldens give equal text.
+
+    A query without judgments has no line (qrels cannot say "judged nothing").
+    """
+    problems: list[str] = []
+    lines: list[str] = []
+    for query in sorted(golden.queries, key=lambda q: natural_key(q.id)):
+        _check_token("query id", query.id, f"query {query.id!r}", problems)
+        for judgment in sorted(query.judgments, key=lambda j: natural_key(j.doc_id)):
+            _check_token("doc_id", judgment.doc_id, f"query {query.id!r}", problems)
+            lines.append(f"{query.id} 0 {judgment.doc_id} {judgment.grade}\n")
+    if problems:
+        raise TrecFormatError(problems)
+    return "".join(lines)
+
+
+class TrecRun(Mapping[str, tuple[str, ...]]):
+    """A run file in trec_eval's order: qid -> docnos, best first; topics in order of first appearance."""
+
+    def __init__(self, ranked: Mapping[str, tuple[str, ...]], tags: tuple[str, ...] = ()) -> None:
+        self._ranked = dict(ranked)
+        self.tags = tags  # distinct run tags in order of appearance (usually one)
+
+    def __getitem__(self, qid: str) -> tuple[str, ...]:
+        return self._ranked[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ranked)
+
+    def __len__(self) -> int:
+        return len(self._ranked)
+
+    def __repr__(self) -> str:
+        return f"TrecRun({len(self)} topics, tags={self.tags!r})"
+
+
+def _parse_score(raw: str) -> float | None:
+    # float() also takes "1_000" and "nan"; trec_eval's atof would not sort either meaningfully.
+    if "_" in raw:
+        return None
+    try:
+        score = float(raw)
+    except ValueError:
+        return None
+    return None if math.isnan(score) else score
+
+
+def read_run(text: str) -> TrecRun:
+    """Read a run file; per topic the docnos by score descending, ties by docno descending (as trec_eval).
+
+    The rank column is ignored (trec_eval ignores it) and columns after the tag are tolerated.
+    """
+    entries: dict[str, list[tuple[float, str]]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    tags: dict[str, None] = {}
+    problems: list[str] = []
+    for number, fields in _rows(text, "qid Q0 docno rank score tag", problems, extra=True):
+        qid, _q0, docno, _rank, raw_score, tag = fields[:6]
+        score = _parse_score(raw_score)
+        if score is None:
+            problems.append(f"line {number}: score {raw_score!r} is not a number")
+            continue
+        if earlier := _earlier(first_line, (qid, docno), number):
+            problems.append(
+                f"line {number}: docno {docno} appears twice in topic {qid} (first at line {earlier})"
+            )
+            continue
+        entries.setdefault(qid, []).append((score, docno))
+        tags.setdefault(tag)
+    if problems:
+        raise TrecFormatError(problems)
+    ranked = {qid: tuple(docno for _, docno in sorted(docs, reverse=True)) for qid, docs in entries.items()}
+    return TrecRun(ranked, tuple(tags))
+
+
+def write_run(ranked: Mapping[str, Sequence[str]], tag: str = "assay") -> str:
+    """Run file lines with ranks 1..n and strictly decreasing integer scores, so any reader gets this order.
+
+    A topic with an empty list writes no line: read back, it is absent, which scores as returning nothing.
+    """
+    problems: list[str] = []
+    _check_token("tag", tag, "run", problems)
+    lines: list[str] = []
+    for qid, docnos in ranked.items():
+        _check_token("qid", qid, f"topic {qid!r}", problems)
+        seen: dict[str, int] = {}
+        total = len(docnos)
+        for rank, docno in enumerate(docnos, start=1):
+            where = f"topic {qid!r} rank {rank}"
+            _check_token("docno", docno, where, problems)
+            first = seen.setdefault(docno, rank)
+            if first != rank:
+                problems.append(
+                    f"{where}: docno {docno!r} repeats rank {first} (a run file cannot hold it twice)"
+                )
+            lines.append(f"{qid} Q0 {docno} {rank} {total - rank + 1} {tag}\n")
+    if problems:
+        raise TrecFormatError(problems)
+    return "".join(lines)
+
+
+def golden_from_trec(
+    qrels: Mapping[str, Mapping[str, int]],
+    queries: Mapping[str, str] | None = None,
+    *,
+    version: str,
+    k: int = DEFAULT_K,
+    relevant_min_grade: int | None = None,
+    scale: Scale | None = None,
+    clamp_negative: bool = False,
+) -> GoldenFile:
+    """A golden file from qrels (and query texts, e.g. Cranfield's `queries.seqid.tsv`).
+
+    With `queries`, the golden holds exactly those queries in that order (a query without judgments gets
+    none) and a judged qid without a text is an error; without it, one query per qrels topic whose text is
+    its id. Grades off the scale are errors; `clamp_negative=True` first turns negative grades into 0 (the
+    usual reading of trec_eval's -1 "judged, not relevant"). The result goes through the golden file's
+    own validation and canonical order (`from_dict`), so it dumps like any golden file; the relevance
+    cutoff defaults to 2 kept inside the scale.
+    """
+    scale = scale or Scale()
+    problems: list[str] = []
+    texts: Mapping[str, str] = queries if queries is not None else {qid: qid for qid in qrels}
+    for qid in qrels:
+        if qid not in texts:
+            problems.append(f"qrels qid {qid}: no query text for it")
+    built: list[GoldenQuery] = []
+    for qid, text in texts.items():
+        judgments: list[Judgment] = []
+        for docno, raw in qrels.get(qid, {}).items():
+            grade = 0 if clamp_negative and raw < 0 else raw
+            if grade not in scale:
+                problems.append(f"qrels qid {qid} docno {docno}: grade {raw} is outside the scale {scale}")
+            judgments.append(Judgment(doc_id=docno, grade=grade))
+        built.append(GoldenQuery(id=qid, text=text, judgments=tuple(judgments)))
+    if problems:
+        raise TrecFormatError(problems)
+    if relevant_min_grade is None:
+        relevant_min_grade = default_relevant_min_grade(scale)
+    return from_dict(
+        to_dict(
+            GoldenFile(
+                version=version, queries=tuple(built), k=k, relevant_min_grade=relevant_min_grade, scale=scale
+            )
+        )
+    )

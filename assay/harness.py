@@ -1,0 +1,661 @@
+"""The search harness: call a search system for every golden query and record what came back (pure, no
+Django; aiohttp).
+
+Bounded concurrency (a fixed pool of workers), a per-request timeout, retries with capped exponential
+backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
+429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded
+on its query as `QueryResult(error=...)`: METRICS.md never counts an errored query as empty.
+
+Used by the `assay run` command, the Celery chunk tasks and candidate-pool building:
+
+    results = search_all_sync(golden.queries, HarnessConfig(url=..., size=golden.k))
+    report = build_report(golden, {r.query_id: r for r in results}, run=run_meta(config, results, ...))
+
+The transport is aiohttp rather than httpx because of its CPU cost per request: measured on the
+benchmark's loopback server, httpx spent about 2.5 ms of client CPU per request and aiohttp under 0.5 ms,
+which decides whether 32 requests in flight keep a 20 ms engine busy (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import json
+import math
+import os
+import random
+import socket
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import aiohttp
+import certifi
+from aiohttp.http_exceptions import ContentEncodingError
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from assay.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
+from assay.results import QueryResult
+
+_SNIPPET = 120
+
+
+def is_transient_status(status: int) -> bool:
+    """429 and every 5xx are retried: besides 500/502/503/504, proxies and CDNs in front of a busy or
+    restarting engine answer with others (507, 520-524, 529), and a 5xx that is in fact permanent costs
+    only the retries before it is recorded as that query's error."""
+    return status == 429 or 500 <= status <= 599
+
+
+class SearchQuery(Protocol):
+    """What the harness reads from a query; `assay.golden.model.GoldenQuery` is one."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def locale(self) -> str | None: ...
+    @property
+    def filters(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessConfig:
+    """One target: where to send queries and how. Plain data, so a Celery task can carry it as JSON
+    (`dataclasses.asdict`) and rebuild it with `HarnessConfig(**data)`."""
+
+    url: str
+    adapter: str = "http_json"
+    size: int = 10  # the golden file's k: the engine is asked for k results
+    params: Mapping[str, Any] = field(default_factory=dict)  # stage toggles, e.g. {"rewrite": True}
+    headers: Mapping[str, str] = field(default_factory=dict)  # cache bypass, auth (values never recorded)
+    concurrency: int = 8
+    timeout: float = 10.0  # seconds, per request (connect, read, write and pool each)
+    retries: int = 3  # retries after the first attempt, for transient failures only
+    backoff_base: float = 0.25  # seconds before the first retry; doubles each retry
+    backoff_max: float = 8.0  # cap on one backoff sleep
+    retry_after_max: float = 60.0  # cap on an honoured Retry-After
+    rate_limit: float | None = None  # requests per second over all workers (retries included)
+    generation_header: str | None = None  # e.g. "X-Index-Generation"
+    generation_field: str | None = None  # dotted body path, e.g. "meta.index_generation"
+    model_id_header: str | None = None
+    model_id_field: str | None = None
+    es_template: Mapping[str, Any] | None = None  # elasticsearch/opensearch query template
+    solr_method: Literal["GET", "POST"] = "GET"
+    # Off by default so HTTP(S)_PROXY in a CI environment cannot reroute calls meant for a staging host.
+    trust_env: bool = False
+
+    def __post_init__(self) -> None:
+        problems = config_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def make_adapter(self) -> Adapter:
+        return make_adapter(self.adapter, template=self.es_template, solr_method=self.solr_method)
+
+
+def config_problems(config: HarnessConfig) -> list[str]:
+    """Every invalid setting, named like the `assay run` option that sets it."""
+    problems: list[str] = []
+    parts = urlsplit(config.url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        problems.append(f"search URL {config.url!r}: expected http(s)://host[:port]/path")
+    else:
+        try:
+            URL(config.url)  # what the transport parses: a bad port or IPv6 literal fails here, not per query
+        except ValueError as exc:
+            problems.append(f"search URL: {exc}")
+    if config.size < 1:
+        problems.append(f"size {config.size}: must be at least 1")
+    if config.concurrency < 1:
+        problems.append(f"concurrency {config.concurrency}: must be at least 1")
+    if not config.timeout > 0:
+        problems.append(f"timeout {config.timeout}: must be more than 0 seconds")
+    if config.retries < 0:
+        problems.append(f"retries {config.retries}: must be 0 or more")
+    if config.backoff_base < 0 or config.backoff_max < 0 or config.retry_after_max < 0:
+        problems.append("backoff and Retry-After caps must be 0 or more seconds")
+    if config.rate_limit is not None and not config.rate_limit > 0:
+        problems.append(f"rate limit {config.rate_limit}: must be more than 0 requests per second")
+    for name in ("generation_field", "model_id_field"):
+        path = getattr(config, name)
+        if path is not None and (not path or any(not part for part in path.split("."))):
+            problems.append(f"{name.replace('_', '-')} {path!r}: expected a dotted path such as meta.model")
+    try:
+        # A trial request surfaces params that clash with the request's own fields (or that JSON cannot
+        # carry, such as NaN) before any call.
+        trial = config.make_adapter().build_request(SearchCall(config.url, "", params=config.params))
+        encode_body(trial)
+    except AdapterError as exc:
+        problems.append(str(exc))
+    except ValueError as exc:
+        problems.append(f"{'params or query template' if config.es_template else 'params'}: {exc}")
+    return problems
+
+
+def encode_body(request: SearchRequest) -> tuple[bytes | None, str | None]:
+    """The request body as bytes and its content type (None, None without a body).
+
+    JSON is compact UTF-8 and refuses NaN and infinities (ValueError), which no JSON parser accepts.
+    A form is encoded by hand because Solr repeats `fq`, which a mapping cannot express.
+    """
+    if request.form:
+        return urlencode(request.form).encode(), "application/x-www-form-urlencoded"
+    if request.json_body is not None:
+        text = json.dumps(request.json_body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode(), "application/json"
+    return None, None
+
+
+class _RateLimiter:
+    """Spaces request starts at least 1/rate apart; shared by every worker of one run."""
+
+    def __init__(self, rate: float) -> None:
+        self._interval = 1.0 / rate
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self._interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
+class _Transient(Exception):
+    """A failure worth retrying; `retry_after` is the server's requested wait, if it named one."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class _Permanent(Exception):
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header: delta-seconds or an HTTP date; None if unusable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def backoff_delay(config: HarnessConfig, retry: int, retry_after: float | None) -> float:
+    """The sleep before retry number `retry` (1-based). A server's Retry-After wins (capped): it knows
+    when it will have capacity; otherwise base * 2^(retry-1) plus up to 10% jitter so that workers that
+    failed together do not retry in lockstep, capped at backoff_max."""
+    if retry_after is not None:
+        return min(retry_after, config.retry_after_max)
+    delay = config.backoff_base * 2 ** (retry - 1)
+    return min(config.backoff_max, delay * (1 + 0.1 * random.random()))
+
+
+def field_path(body: Any, path: str) -> str | None:
+    """The scalar at a dotted path (`meta.index_generation`) as text, or None when absent."""
+    node = body
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, bool) or node is None or isinstance(node, dict | list):
+        return None
+    return str(node)
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 3] + "..."
+
+
+def _body_text(body: bytes, charset: str | None) -> str:
+    """The body as text for an error message: the declared charset, else UTF-8, never failing."""
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", errors="replace")
+
+
+def _os_reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS certificate: {error.verify_message or error.reason}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS: {error.reason or error}"
+    if isinstance(error, socket.gaierror):
+        return f"name resolution failed: {error.strerror}"
+    if error.errno:
+        # asyncio words a refusal as "Connect call failed (host, port)"; the errno says why.
+        return os.strerror(error.errno)
+    return str(error) or type(error).__name__
+
+
+def _describe_transport_error(exc: BaseException, timeout: float) -> str:
+    """A failure below HTTP in words that name the phase, whatever library raised it. Built from the
+    exception's parts, not its text: aiohttp's texts can carry the URL, and with it an api key."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return f"connect timeout after {timeout:g}s"
+    if isinstance(exc, TimeoutError):
+        return f"timeout after {timeout:g}s"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return f"connect error: the proxy for {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"connect error: {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "connection dropped: server disconnected without sending a response"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "connection dropped: the response body was cut short"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return f"proxy error: HTTP {exc.status} {exc.message}".rstrip()
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"invalid HTTP response: {exc.message}"
+    if isinstance(exc, OSError):
+        return f"connection dropped: {_os_reason(exc)}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _undecodable(exc: aiohttp.ClientPayloadError) -> str | None:
+    """The reason when the body arrived whole but its Content-Encoding could not be undone (a gzip
+    header on a plain body): not the network, so a retry would not help."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ContentEncodingError):
+            return cause.message
+        cause = cause.__cause__
+    return None
+
+
+@dataclass(slots=True)
+class _Outcome:
+    hits_ids: tuple[str, ...]
+    titles: tuple[str, ...]
+    status: int
+    generation: str | None
+    model_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One query's request, encoded once and sent as is on every attempt."""
+
+    method: str
+    url: URL
+    params: tuple[tuple[str, str], ...]
+    headers: CIMultiDict[str]
+    body: bytes | None
+
+
+def basic_authorization(user: str, password: str) -> str:
+    """An `Authorization` (or `Proxy-Authorization`) value for Basic auth, credentials UTF-8 encoded."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def _prepare(
+    request: SearchRequest, extra_headers: Mapping[str, str], route_headers: Mapping[str, str]
+) -> _Prepared:
+    """Raises ValueError (or TypeError) when the body cannot be encoded as JSON."""
+    body, content_type = encode_body(request)
+    # Caller headers after the adapter's: an explicit Accept-Language or auth header wins (CIMultiDict
+    # replaces case-insensitively, so no header is sent twice).
+    headers = CIMultiDict(request.headers)
+    for name, value in extra_headers.items():
+        headers[name] = value
+    if content_type == "application/json":
+        headers.setdefault("Content-Type", content_type)  # a caller's own JSON media type wins
+    elif content_type is not None:
+        headers["Content-Type"] = content_type  # the form's encoding is ours, whatever was asked
+    url = URL(request.url)
+    if url.user is not None or url.password is not None:
+        # Credentials in the URL become Basic auth, over any Authorization header (as httpx did before
+        # the move to aiohttp), and the URL sent carries none.
+        headers["Authorization"] = basic_authorization(url.user or "", url.password or "")
+        url = url.with_user(None)
+    headers.update(route_headers)
+    return _Prepared(request.method, url, request.params, headers, body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """How every request of a run leaves this machine; `problem` set means none can.
+
+    A proxy's credentials go where the proxy reads them: on the CONNECT request that opens a tunnel to
+    an https engine (`proxy_headers`), on every request relayed to an http engine (`request_headers`).
+    """
+
+    proxy: URL | None = None
+    proxy_headers: Mapping[str, str] | None = None
+    request_headers: Mapping[str, str] = field(default_factory=dict)
+    ssl: ssl.SSLContext | bool = False
+    problem: str | None = None
+
+
+def _env_proxy(url: URL) -> tuple[URL | None, str | None]:
+    """The proxy that HTTP(S)_PROXY / ALL_PROXY name for `url` unless NO_PROXY exempts its host, and
+    the Proxy-Authorization its credentials make. Read here rather than by aiohttp's `trust_env`, which
+    would also read ~/.netrc and send the passwords it finds there."""
+    proxies = urllib.request.getproxies()
+    value = proxies.get(url.scheme) or proxies.get("all")
+    if not value or (url.host and urllib.request.proxy_bypass(url.host)):
+        return None, None
+    variable = f"{url.scheme.upper()}_PROXY" if proxies.get(url.scheme) else "ALL_PROXY"
+    try:
+        proxy = URL(value if "://" in value else f"http://{value}")
+    except ValueError as exc:
+        raise ValueError(f"{variable}: {exc}") from None
+    if proxy.scheme not in ("http", "https") or not proxy.host:
+        raise ValueError(f"{variable} {redact_url(str(proxy))}: expected an http:// or https:// proxy URL")
+    if proxy.user is None and proxy.password is None:
+        return proxy, None
+    return proxy.with_user(None), basic_authorization(proxy.user or "", proxy.password or "")
+
+
+def _ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when the environment is trusted. An explicit
+    bundle even when untrusted: OpenSSL's default paths would read SSL_CERT_FILE regardless."""
+    for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        path = os.environ.get(variable) if trust_env else None
+        if path:
+            try:
+                if variable == "SSL_CERT_FILE":
+                    return ssl.create_default_context(cafile=path)
+                return ssl.create_default_context(capath=path)
+            except OSError as exc:  # ssl.SSLError is one: a file that holds no certificate
+                raise ValueError(f"{variable} {path}: {exc.strerror or exc}") from None
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _route(config: HarnessConfig) -> _Route:
+    """The run's proxy and TLS settings, resolved once: every request goes to the search URL's host
+    (adapters only add a path). A setting that cannot work becomes every query's error, naming the
+    environment variable at fault, rather than a traceback in the middle of a run."""
+    url = URL(config.url)
+    try:
+        proxy, authorization = _env_proxy(url) if config.trust_env else (None, None)
+        needs_tls = url.scheme == "https" or (proxy is not None and proxy.scheme == "https")
+        # Loading a CA bundle costs tens of milliseconds: only when a TLS handshake can happen.
+        context: ssl.SSLContext | bool = _ssl_context(config.trust_env) if needs_tls else False
+    except ValueError as exc:
+        return _Route(problem=str(exc))
+    if authorization is None:
+        return _Route(proxy=proxy, ssl=context)
+    header = {"Proxy-Authorization": authorization}
+    if url.scheme == "https":
+        return _Route(proxy=proxy, proxy_headers=header, ssl=context)
+    return _Route(proxy=proxy, request_headers=header, ssl=context)
+
+
+class _Runner:
+    def __init__(self, config: HarnessConfig, route: _Route) -> None:
+        self.config = config
+        self.route = route
+        self.adapter = config.make_adapter()
+        self.limiter = _RateLimiter(config.rate_limit) if config.rate_limit else None
+
+    async def run_one(self, session: aiohttp.ClientSession, query: SearchQuery) -> QueryResult:
+        config = self.config
+        if self.route.problem is not None:
+            return QueryResult(query_id=query.id, error=self.route.problem, attempts=0)
+        try:
+            request = self.adapter.build_request(
+                SearchCall(
+                    config.url, query.text, query.filters or {}, query.locale, config.size, config.params
+                )
+            )
+            prepared = _prepare(request, config.headers, self.route.request_headers)
+        except AdapterError as exc:
+            return QueryResult(query_id=query.id, error=str(exc), attempts=0)
+        except (TypeError, ValueError) as exc:
+            return QueryResult(query_id=query.id, error=f"request body: {exc}", attempts=0)
+        attempts = 0
+        while True:
+            attempts += 1
+            if self.limiter:
+                await self.limiter.wait()
+            started = time.perf_counter()
+            try:
+                outcome = await self._attempt(session, prepared)
+            except _Transient as exc:
+                latency = (time.perf_counter() - started) * 1000
+                if attempts > config.retries:
+                    tries = f" ({attempts} attempts)" if attempts > 1 else ""
+                    return QueryResult(
+                        query_id=query.id,
+                        error=f"{exc}{tries}",
+                        status=exc.status,
+                        latency_ms=latency,
+                        attempts=attempts,
+                    )
+                await asyncio.sleep(backoff_delay(config, attempts, exc.retry_after))
+                continue
+            except _Permanent as exc:
+                return QueryResult(
+                    query_id=query.id,
+                    error=str(exc),
+                    status=exc.status,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                    attempts=attempts,
+                )
+            return QueryResult(
+                query_id=query.id,
+                ids=outcome.hits_ids,
+                titles=outcome.titles,
+                status=outcome.status,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                attempts=attempts,
+                index_generation=outcome.generation,
+                model_id=outcome.model_id,
+            )
+
+    async def _attempt(self, session: aiohttp.ClientSession, prepared: _Prepared) -> _Outcome:
+        config, route = self.config, self.route
+        try:
+            async with session.request(
+                prepared.method,
+                prepared.url,
+                params=prepared.params or None,
+                data=prepared.body,
+                headers=prepared.headers,
+                allow_redirects=False,  # a redirect is the engine's answer to report, not to follow
+                proxy=route.proxy,
+                proxy_headers=route.proxy_headers,
+                ssl=route.ssl,
+            ) as response:
+                body = await response.read()
+        except aiohttp.ClientPayloadError as exc:
+            reason = _undecodable(exc)
+            if reason is not None:
+                raise _Permanent(f"undecodable response body: {reason}") from exc
+            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+        status = response.status
+        if is_transient_status(status):
+            wait = parse_retry_after(response.headers.get("Retry-After"))
+            text = _snippet(_body_text(body, response.charset))
+            raise _Transient(f"HTTP {status}: {text}", status=status, retry_after=wait)
+        if status >= 400:
+            raise _Permanent(f"HTTP {status}: {_snippet(_body_text(body, response.charset))}", status=status)
+        if not 200 <= status < 300:
+            raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
+        try:
+            # The raw bytes, as the engine sent them: json detects UTF-8/16/32 itself.
+            parsed = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            kind = response.headers.get("Content-Type", "no content type")
+            text = _snippet(_body_text(body, response.charset))
+            raise _Permanent(f"response is not JSON ({kind}): {text!r}", status=status) from None
+        try:
+            hits = self.adapter.parse_response(parsed)
+        except AdapterError as exc:
+            raise _Permanent(f"unexpected response: {exc}", status=status) from None
+        return _Outcome(
+            hits_ids=hits.ids,
+            titles=hits.titles,
+            status=status,
+            generation=_read_marker(
+                response.headers, parsed, config.generation_header, config.generation_field
+            ),
+            model_id=_read_marker(response.headers, parsed, config.model_id_header, config.model_id_field),
+        )
+
+
+def _read_marker(
+    headers: CIMultiDictProxy[str], body: Any, header: str | None, path: str | None
+) -> str | None:
+    if header and header in headers:
+        return headers[header]
+    if path:
+        return field_path(body, path)
+    return None
+
+
+def _session(config: HarnessConfig) -> aiohttp.ClientSession:
+    """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
+    outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
+    cookies kept (one query's answer must not depend on which queries came before it), environment
+    settings only through `_route`."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, connect=config.timeout, sock_connect=config.timeout, sock_read=config.timeout
+    )
+    connector = aiohttp.TCPConnector(limit=config.concurrency, limit_per_host=0)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
+        raise_for_status=False,
+    )
+
+
+async def search_all(
+    queries: Sequence[SearchQuery],
+    config: HarnessConfig,
+    *,
+    on_result: Callable[[QueryResult], None] | None = None,
+) -> list[QueryResult]:
+    """One QueryResult per query, in the order given (golden order), each with its error if it failed.
+
+    `config.concurrency` workers pull the next query from a shared cursor, so at most that many requests
+    are in flight, and no task waits per query (100,000 queries cost 32 tasks, not 100,000). The workers
+    share one aiohttp session and its connection pool. `on_result` is called once per finished query, in
+    completion order, from the event loop (keep it quick; an exception it raises stops the run and
+    propagates).
+    """
+    if not queries:
+        return []
+    runner = _Runner(config, _route(config))
+    results: list[QueryResult | None] = [None] * len(queries)
+    cursor = iter(range(len(queries)))  # shared: next() never awaits, so no two workers get one index
+
+    async def work(session: aiohttp.ClientSession) -> None:
+        for index in cursor:
+            result = await runner.run_one(session, queries[index])
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+
+    async with _session(config) as session:
+        tasks = [asyncio.ensure_future(work(session)) for _ in range(min(config.concurrency, len(queries)))]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # A failing callback (or a cancelled caller) stops the run: no request outlives the session.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    done = [r for r in results if r is not None]
+    assert len(done) == len(queries)  # every index was taken by exactly one worker
+    return done
+
+
+def search_all_sync(
+    queries: Sequence[SearchQuery],
+    config: HarnessConfig,
+    *,
+    on_result: Callable[[QueryResult], None] | None = None,
+) -> list[QueryResult]:
+    """`search_all` for callers without an event loop (the CLI, Celery tasks, management commands)."""
+    return asyncio.run(search_all(queries, config, on_result=on_result))
+
+
+def redact_url(url: str) -> str:
+    """The URL without credentials and with query-string values masked: api keys live there too."""
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if ":" in netloc:  # an IPv6 literal
+        netloc = f"[{netloc}]"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def run_meta(
+    config: HarnessConfig,
+    results: Sequence[QueryResult],
+    *,
+    started_at: datetime,
+    duration: float,
+) -> dict[str, Any]:
+    """The artifact's `run` block: how the results were obtained, for explaining odd diffs later.
+
+    Header NAMES only (their values may be secrets). More than one index generation or model id seen
+    means the index moved during the run: `index_moved` / `model_changed` flag it.
+    """
+    generations = sorted({r.index_generation for r in results if r.index_generation is not None})
+    model_ids = sorted({r.model_id for r in results if r.model_id is not None})
+    latencies = sorted(r.latency_ms for r in results if r.ok and r.latency_ms is not None)
+    return {
+        "url": redact_url(config.url),
+        "adapter": config.adapter,
+        "size": config.size,
+        "params": dict(config.params),
+        "header_names": sorted(config.headers, key=str.lower),
+        "concurrency": config.concurrency,
+        "timeout_s": config.timeout,
+        "max_retries": config.retries,
+        "rate_limit_rps": config.rate_limit,
+        "started_at": started_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "duration_s": duration,
+        "queries": len(results),
+        "errors": sum(1 for r in results if not r.ok),
+        "retries": sum(max(0, r.attempts - 1) for r in results),
+        "index_generations": generations,
+        "index_moved": len(generations) > 1,
+        "model_ids": model_ids,
+        "model_changed": len(model_ids) > 1,
+        "latency_ms": _latency_summary(latencies),
+    }
+
+
+def _latency_summary(sorted_ms: Sequence[float]) -> dict[str, float] | None:
+    if not sorted_ms:
+        return None
+
+    def pct(p: float) -> float:
+        # Nearest rank: a real observed latency, never an interpolation between two.
+        return sorted_ms[max(0, math.ceil(p * len(sorted_ms)) - 1)]
+
+    return {"p50": pct(0.50), "p95": pct(0.95), "max": sorted_ms[-1]}

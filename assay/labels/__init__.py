@@ -1,0 +1,1 @@
+"""Label statistics and rules: agreement, disputes and consolidation, calibration rounds, query logs."""

@@ -1,0 +1,321 @@
+"""The evaluation artifact: per-query values and every aggregate of METRICS.md in one JSON document (pure).
+
+Who counts where (METRICS.md, "Per-query values" and "Query flags"):
+- an errored query is left out of every mean and counted only in `error_rate` (over all the group's queries);
+- an `expect_empty` query is left out of the nDCG / RR / P means and of `empty_rate`, but METRICS.md does
+  not exclude it from `lt3_rate` or `judged_at_k`, so it stays in those;
+- a query without any positive judgment is flagged and still counted (its zeros are real);
+- `judged_at_k` is averaged over the queries that returned something (it is undefined for an empty list).
+The top-level seed fields (`n`, `ndcg`, `mrr`, ...) are the core tier's unweighted values; slices are taken
+over the core tier, the gate set. Nothing is rounded; a mean over no query is null, never NaN.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from assay.golden.format import natural_key
+from assay.golden.model import TIERS, GoldenFile, GoldenQuery
+from assay.metrics import first_ranks, score_lists
+from assay.results import QueryResult
+
+METRICS_SPEC = "1"
+DEFAULT_CRITICAL_RANK = 3
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_LEVEL = 0.95
+# Fixed so that the same run always gets the same interval (and two reports can be compared).
+BOOTSTRAP_SEED = 4243
+# The five means with a traffic-weighted twin, and every unweighted aggregate, in artifact order.
+WEIGHTED_METRICS = ("ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate")
+AGGREGATE_METRICS = (*WEIGHTED_METRICS, "error_rate", "judged_at_k")
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """Per-query values as arrays (golden order), so each aggregate is a masked mean."""
+
+    ndcg: NDArray[np.float64]
+    mrr: NDArray[np.float64]
+    precision_at_k: NDArray[np.float64]
+    empty: NDArray[np.float64]
+    lt3: NDArray[np.float64]
+    judged: NDArray[np.float64]  # NaN where undefined (empty list or error)
+    errored: NDArray[np.bool_]
+    expect_empty: NDArray[np.bool_]
+    weight: NDArray[np.float64]
+
+
+def _mean(
+    values: NDArray[np.float64], mask: NDArray[np.bool_], weights: NDArray[np.float64] | None = None
+) -> dict[str, Any]:
+    count = int(mask.sum())
+    if count == 0:
+        return {"value": None, "n": 0}
+    if weights is None:
+        return {"value": float(values[mask].mean()), "n": count}
+    return {"value": float(np.average(values[mask], weights=weights[mask])), "n": count}
+
+
+def _aggregate(cols: _Columns, group: NDArray[np.bool_]) -> dict[str, Any]:
+    """AGG of METRICS.md for the queries selected by `group`."""
+    answered = group & ~cols.errored
+    ranked = answered & ~cols.expect_empty  # in the nDCG / RR / P means and empty_rate
+    judged = answered & ~np.isnan(cols.judged)
+    masks = {
+        "ndcg": (cols.ndcg, ranked),
+        "mrr": (cols.mrr, ranked),
+        "precision_at_k": (cols.precision_at_k, ranked),
+        "empty_rate": (cols.empty, ranked),
+        "lt3_rate": (cols.lt3, answered),
+    }
+    agg: dict[str, Any] = {"n_queries": int(group.sum())}
+    for name, (values, mask) in masks.items():
+        agg[name] = _mean(values, mask)
+    agg["error_rate"] = _mean(cols.errored.astype(np.float64), group)
+    agg["judged_at_k"] = _mean(cols.judged, judged)
+    agg["weighted"] = {name: _mean(values, mask, cols.weight) for name, (values, mask) in masks.items()}
+    return agg
+
+
+def bootstrap_interval(
+    values: Sequence[float] | NDArray[np.float64],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = BOOTSTRAP_LEVEL,
+) -> dict[str, Any]:
+    """Percentile bootstrap interval of the mean: `resamples` draws with replacement, numpy default_rng(seed).
+
+    Also gives the plain `mean`; low, high and mean are null when there is no value.
+    """
+    data = np.asarray(values, dtype=np.float64)
+    result: dict[str, Any] = {"low": None, "high": None, "level": level, "resamples": resamples, "seed": seed}
+    result["n"] = int(data.size)
+    result["mean"] = float(data.mean()) if data.size else None
+    if data.size == 0:
+        return result
+    rng = np.random.default_rng(seed)
+    # Draw in batches so that a large query set never needs a resamples x n index matrix at once.
+    batch = max(1, 4_000_000 // data.size)
+    means = np.concatenate(
+        [
+            data[rng.integers(0, data.size, size=(min(batch, resamples - start), data.size))].mean(axis=1)
+            for start in range(0, resamples, batch)
+        ]
+    )
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    result["low"], result["high"] = float(low), float(high)
+    return result
+
+
+def paired_bootstrap(deltas: Sequence[float] | NDArray[np.float64], **options: Any) -> dict[str, Any]:
+    """Interval of the mean paired difference (current - baseline, one delta per common query).
+
+    Resampling the per-query deltas keeps each query's two values together, which is what makes it paired;
+    `options` are those of `bootstrap_interval`.
+    """
+    return bootstrap_interval(deltas, **options)
+
+
+def _ordered_unique(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _critical_entry(
+    query: GoldenQuery, ranks: Mapping[str, int | None], critical_rank: int
+) -> dict[str, Any]:
+    grades = query.grades
+    best_grade = max(grades.values(), default=None)
+    best_docs = (
+        sorted((d for d, g in grades.items() if g == best_grade), key=natural_key)
+        if best_grade is not None and best_grade >= 1
+        else []
+    )
+    found = [rank for d in best_docs if (rank := ranks.get(d)) is not None]
+    rank = min(found) if found else None
+    return {
+        "id": query.id,
+        "best_grade": best_grade,
+        "best_docs": best_docs,
+        "rank": rank,
+        "critical_rank": critical_rank,
+        "ok": rank is not None and rank <= critical_rank,
+    }
+
+
+def build_report(
+    golden: GoldenFile,
+    results: Mapping[str, QueryResult],
+    *,
+    run: Mapping[str, Any] | None = None,
+    extra_queries: Sequence[str] = (),
+    critical_rank: int = DEFAULT_CRITICAL_RANK,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """Score `results` (query id -> what the search returned) against `golden` into the artifact.
+
+    A golden query absent from `results` returned nothing (n = 0). Result ids the golden file lacks, and
+    `extra_queries` (ids a run file holds that the golden lacks), are listed under `unknown_queries` and
+    not scored. `run` is copied as is into the artifact (parameters, times, index generation, model id).
+    """
+    queries = golden.queries
+    answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in queries]
+    errored = np.array([not a.ok for a in answers], dtype=bool)
+    ranked = [() if not a.ok else a.ids for a in answers]
+    scores = score_lists(
+        [q.grades for q in queries], ranked, k=golden.k, relevant_min_grade=golden.relevant_min_grade
+    )
+    n = scores.n
+    cols = _Columns(
+        ndcg=scores.ndcg,
+        mrr=scores.rr,
+        precision_at_k=scores.p,
+        # An errored query is never empty (METRICS.md); it is masked out of these anyway.
+        empty=((n == 0) & ~errored).astype(np.float64),
+        lt3=((n < 3) & ~errored).astype(np.float64),
+        judged=np.where(errored, np.nan, scores.judged),
+        errored=errored,
+        expect_empty=np.array([q.expect_empty for q in queries], dtype=bool),
+        weight=np.array([q.weight for q in queries], dtype=np.float64),
+    )
+
+    per_query: list[dict[str, Any]] = []
+    critical: list[dict[str, Any]] = []
+    flags: dict[str, Any] = {
+        "no_positive_judgments": [],
+        "unexpected_hits": [],
+        "unknown_queries": [],
+        "errors": [],
+    }
+    for i, (query, answer) in enumerate(zip(queries, answers, strict=True)):
+        graded = {d: g for d, g in query.grades.items() if g >= 1}
+        ranks = first_ranks(ranked[i], graded)
+        failed = bool(errored[i])
+        judged = float(cols.judged[i])
+        per_query.append(
+            {
+                "id": query.id,
+                "text": query.text,
+                "ndcg": None if failed else float(scores.ndcg[i]),
+                "mrr": None if failed else float(scores.rr[i]),
+                "p_at_k": None if failed else float(scores.p[i]),
+                "empty": bool(cols.empty[i]),
+                "lt3": bool(cols.lt3[i]),
+                "n": int(n[i]),
+                "duplicates": int(scores.duplicates[i]),
+                "judged_at_k": None if np.isnan(judged) else judged,
+                "error": answer.error,
+                "tier": query.tier,
+                "stratum": query.stratum,
+                "locale": query.locale,
+                "has_filters": bool(query.filters),
+                "weight": query.weight,
+                "expect_empty": query.expect_empty,
+                "critical": query.critical,
+                "ids": list(ranked[i][: golden.k]),
+                "ranks": ranks,
+                # Not in the seed: lets the gate show each graded document's grade beside its rank change.
+                "grades": graded,
+            }
+        )
+        if failed:
+            flags["errors"].append({"id": query.id, "error": answer.error})
+        if not query.has_positive_judgment and not query.expect_empty:
+            flags["no_positive_judgments"].append(query.id)
+        if query.expect_empty and not failed and n[i] > 0:
+            flags["unexpected_hits"].append(query.id)
+        if query.critical:
+            critical.append(_critical_entry(query, ranks, critical_rank))
+    golden_ids = {q.id for q in queries}
+    flags["unknown_queries"] = _ordered_unique(
+        [*extra_queries, *(qid for qid in results if qid not in golden_ids)]
+    )
+
+    tiers = np.array([q.tier for q in queries], dtype=object)
+    core = tiers == "core"
+    core_agg = _aggregate(cols, core)
+    scored_core = core & ~errored & ~cols.expect_empty
+    report: dict[str, Any] = {
+        "metrics_spec": METRICS_SPEC,
+        "golden_version": golden.version,
+        "k": golden.k,
+        "relevant_min_grade": golden.relevant_min_grade,
+        "scale": {"min": golden.scale.min, "max": golden.scale.max},
+        "n": core_agg["n_queries"],
+        **{name: core_agg[name]["value"] for name in AGGREGATE_METRICS},
+        "tiers": {tier: _aggregate(cols, tiers == tier) for tier in TIERS if (tiers == tier).any()},
+        "all": _aggregate(cols, np.ones(len(queries), dtype=bool)),
+        "slices": _slices(queries, cols, core),
+        "ci": {"ndcg": bootstrap_interval(scores.ndcg[scored_core], seed=bootstrap_seed)},
+        "flags": flags,
+        "critical": critical,
+        "per_query": per_query,
+        # The seed's diversity note: near-identical titles in the top k, for human review (not gated).
+        "near_duplicates": [
+            {"id": query.id, "groups": groups}
+            for query, answer in zip(queries, answers, strict=True)
+            if answer.error is None
+            and (groups := near_duplicate_groups(answer.ids[: golden.k], answer.titles[: golden.k]))
+        ],
+        "run": dict(run) if run is not None else {},
+    }
+    return report
+
+
+def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.bool_]) -> dict[str, Any]:
+    """Core-tier aggregates by stratum and by locale (queries without one are in no slice), and by filters."""
+    slices: dict[str, Any] = {}
+    for field in ("stratum", "locale"):
+        labels = np.array([getattr(q, field) for q in queries], dtype=object)
+        names = sorted({str(v) for v in labels[core] if v is not None}, key=natural_key)
+        slices[field] = {name: _aggregate(cols, core & (labels == name)) for name in names}
+    with_filters = np.array([bool(q.filters) for q in queries], dtype=bool)
+    slices["filters"] = {
+        "with_filters": _aggregate(cols, core & with_filters),
+        "without_filters": _aggregate(cols, core & ~with_filters),
+    }
+    return slices
+
+
+NEAR_DUPLICATE_SIMILARITY = 0.8
+
+
+def _title_tokens(title: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", title.casefold()))
+
+
+def near_duplicate_groups(
+    ids: Sequence[str], titles: Sequence[str | None], *, similarity: float = NEAR_DUPLICATE_SIMILARITY
+) -> list[list[dict[str, Any]]]:
+    """Groups of results whose titles are near-identical (word sets with Jaccard similarity >=
+    `similarity`), each result as {rank, doc_id, title}: three copies of one article at ranks 1-3 look
+    fine to P@k and still make users scroll. Results without a title are left out."""
+    hits = [
+        (rank, doc_id, title)
+        for rank, (doc_id, title) in enumerate(zip(ids, titles, strict=False), start=1)
+        if title and title.strip()
+    ]
+    tokens = [_title_tokens(title) for _, _, title in hits]
+    groups: list[list[int]] = []
+    placed: set[int] = set()
+    for i in range(len(hits)):
+        if i in placed or not tokens[i]:
+            continue
+        group = [i]
+        for j in range(i + 1, len(hits)):
+            union = tokens[i] | tokens[j]
+            if j not in placed and union and len(tokens[i] & tokens[j]) / len(union) >= similarity:
+                group.append(j)
+        if len(group) > 1:
+            placed.update(group)
+            groups.append(group)
+    return [
+        [{"rank": hits[i][0], "doc_id": hits[i][1], "title": hits[i][2]} for i in group] for group in groups
+    ]

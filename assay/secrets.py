@@ -1,0 +1,55 @@
+"""What stored settings may reach on the machine that acts on them (pure, no Django).
+
+A search target's secret header and a git export's credentials are stored as environment variable
+NAMES, read by the worker when it calls out. Without a limit a user who may edit those settings could
+name any variable of the worker (`DJANGO_SECRET_KEY`, `DATABASE_URL`) and have it sent to a server of
+their choosing. So only variables whose names start with `ASSAY_SECRET_ENV_PREFIX` (default
+`ASSAY_SECRET_`) may be named. Likewise a git export (its repository and a local remote) may only write
+below the directories listed in `ASSAY_GIT_EXPORT_ROOTS` (separated by the OS path separator; default
+`<ASSAY_VAR_DIR>/git`), never into the app's own checkout or anywhere else the server can write.
+Both are read from the environment when checked, so an operator's change needs no code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from assay.paths import var_dir
+
+PREFIX_VARIABLE = "ASSAY_SECRET_ENV_PREFIX"
+DEFAULT_PREFIX = "ASSAY_SECRET_"
+ROOTS_VARIABLE = "ASSAY_GIT_EXPORT_ROOTS"
+
+
+def secret_env_prefix() -> str:
+    return os.environ.get(PREFIX_VARIABLE, DEFAULT_PREFIX)
+
+
+def secret_env_problem(name: str) -> str | None:
+    """Why a stored setting may not name this variable as a secret's source (None when it may)."""
+    prefix = secret_env_prefix()
+    if name.startswith(prefix):
+        return None
+    return (
+        f"{name} does not start with {prefix}: stored settings may only read secrets from environment "
+        f"variables named {prefix}... (so they cannot send the server's own secrets anywhere); set the "
+        f"secret on the workers as {prefix}{name} and name that"
+    )
+
+
+def git_export_roots() -> list[Path]:
+    raw = os.environ.get(ROOTS_VARIABLE)
+    if raw is None:
+        return [(var_dir() / "git").resolve()]
+    return [Path(part).resolve() for part in raw.split(os.pathsep) if part.strip()]
+
+
+def git_export_path_problem(path: str) -> str | None:
+    """Why a git export may not write at this absolute path (None when it lies below an allowed root)."""
+    roots = git_export_roots()
+    resolved = Path(path).resolve()
+    if any(resolved == root or root in resolved.parents for root in roots):
+        return None
+    allowed = ", ".join(str(root) for root in roots) or "(none)"
+    return f"{path} is outside the directories git exports may write to ({allowed}; set {ROOTS_VARIABLE})"

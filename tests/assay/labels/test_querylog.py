@@ -1,0 +1,243 @@
+"""The query-log pipeline, pure (no database): parsing, PII stripping, dedup, strata, sampling."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from assay.labels import querylog
+from assay.labels.querylog import LogQuery, LogRow
+from assay.problems import ImportReport
+
+
+def _report() -> ImportReport:
+    return ImportReport(kind="query log", source="test")
+
+
+def _parse(text: str | bytes, name: str = "log.csv") -> tuple[list[LogRow], ImportReport]:
+    report = _report()
+    data = text.encode() if isinstance(text, str) else text
+    return querylog.parse_log(data, name=name, report=report), report
+
+
+# --- PII --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean", "kinds"),
+    [
+        ("refund for jane.doe+billing@example.co.uk please", "refund for please", {"email": 1}),
+        ("card 4111 1111 1111 1111 declined", "card declined", {"card": 1}),
+        ("charge on 5500-0000-0000-0004 twice", "charge on twice", {"card": 1}),
+        ("4111111111111111", "", {"card": 1}),
+        ("call me +1 (415) 555-0132", "call me", {"phone": 1}),
+        ("rückruf 030 1234567 bitte", "rückruf bitte", {"phone": 1}),
+        ("sms to +4915112345678", "sms to", {"phone": 1}),
+        ("order 123456789 not delivered", "order not delivered", {"digits": 1}),
+        ("account 1234-5678-9012-3456 locked", "account locked", {"digits": 1}),  # fails Luhn: not a card
+        ("invoice 2024-01-15 missing", "invoice 2024-01-15 missing", {}),
+        ("error 500 on checkout", "error 500 on checkout", {}),
+        ("windows 10 install", "windows 10 install", {}),
+        ("zip 90210 shipping", "zip 90210 shipping", {}),
+        ("a@b.io and 4111 1111 1111 1111 and 555-0132", "and and", {"email": 1, "card": 1, "phone": 1}),
+    ],
+)
+def test_it_strips_pii_and_counts_each_kind(raw: str, clean: str, kinds: dict[str, int]) -> None:
+    text, found = querylog.strip_pii(raw)
+    assert text == clean
+    assert dict(found) == kinds
+
+
+def test_it_strips_every_planted_pii_from_a_realistic_log() -> None:
+    rng = random.Random(7)
+    topics = [
+        "refund annual plan",
+        "cancel subscription",
+        "api rate limit",
+        "reset password",
+        "export invoices",
+    ]
+    planted: Counter[str] = Counter()
+    rows = []
+    for i in range(600):
+        text = rng.choice(topics)
+        kind = rng.choice(["email", "card", "phone", "digits", None, None, None])
+        if kind == "email":
+            text += f" customer{i}@mail.example.com"
+        elif kind == "card":
+            text += " 4242 4242 4242 4242"
+        elif kind == "phone":
+            text += f" +44 20 7946 {i % 10000:04d}"
+        elif kind == "digits":
+            text += f" {100000000 + i}"
+        if kind:
+            planted[kind] += 1
+        rows.append(LogRow(query=text, count=rng.randint(1, 50), zero_hits=0, locale="en-US", line=i + 2))
+    result = querylog.clean(rows)
+    assert dict(result.pii) == dict(planted)
+    assert result.queries_with_pii == sum(planted.values())
+    assert sorted(q.norm for q in result.queries) == sorted(topics)  # PII gone, variants merged
+    for q in result.queries:
+        assert "@" not in q.text and not any(ch.isdigit() for ch in q.text)
+
+
+# --- normalisation and dedup ------------------------------------------------------------------------
+
+
+def test_it_merges_queries_equal_after_normalising_within_a_locale() -> None:
+    rows = [
+        LogRow("Refund  Policy", 10, 0, "en-US", 2),
+        LogRow("refund policy", 30, 3, "en-US", 3),
+        LogRow("REFUND POLICY ", 5, 5, "en-US", 4),
+        LogRow("refund policy", 7, 0, "de-DE", 5),
+        LogRow("   ", 9, 0, "en-US", 6),
+        LogRow("a@b.io", 4, 0, "en-US", 7),
+    ]
+    result = querylog.clean(rows)
+    by_locale = {q.locale: q for q in result.queries}
+    assert set(by_locale) == {"en-US", "de-DE"}
+    merged = by_locale["en-US"]
+    assert (merged.text, merged.count, merged.zero_hits, merged.variants) == ("refund policy", 45, 8, 3)
+    assert (result.blank, result.empty_after_stripping, result.duplicates_merged) == (1, 1, 2)
+    assert merged.external_id == LogQuery("x", "refund policy", "en-US", 1, 0).external_id
+
+
+# --- strata and sampling ----------------------------------------------------------------------------
+
+
+def _log(n: int, *, failures_every: int = 0) -> list[LogQuery]:
+    """A Zipf-shaped log: query i is searched ~1000/(i+1) times."""
+    out = []
+    for i in range(n):
+        count = max(1, 1000 // (i + 1))
+        zero = count if failures_every and i % failures_every == 0 and i > 0 else 0
+        out.append(
+            LogQuery(text=f"query {i}", norm=f"query {i}", locale="en-US", count=count, zero_hits=zero)
+        )
+    return out
+
+
+def test_it_assigns_head_torso_tail_by_cumulative_traffic() -> None:
+    queries = [
+        LogQuery(f"q{i}", f"q{i}", "", c, 0) for i, c in enumerate([50, 20, 10, 10, 5, 3, 1, 1])
+    ]  # total 100
+    strata = querylog.assign_strata(queries)
+    assert [strata[q] for q in queries] == ["head", "torso", "torso", "tail", "tail", "tail", "tail", "tail"]
+
+
+def test_it_reserves_the_share_for_known_failures_and_respects_the_cap() -> None:
+    queries = _log(2000, failures_every=9)
+    result = querylog.sample(queries, cap=200, reserve_share=0.15, seed=1)
+    assert len(result.selected) == 200
+    reserved = [s for s in result.selected if s.reserved]
+    assert len(reserved) == 30 == result.taken["reserved"]
+    assert all(s.query.zero_hit_share >= 0.5 for s in reserved)
+    rest = Counter(s.stratum for s in result.selected if not s.reserved)
+    assert sum(rest.values()) == 170
+    # Equal thirds of the rest, but the head has fewer queries than its third: it gives places away.
+    head_left = result.available["head"] - sum(1 for s in reserved if s.stratum == "head")
+    assert rest["head"] == head_left < 170 // 3
+    assert abs(rest["torso"] - rest["tail"]) <= 1
+    assert len({s.query for s in result.selected}) == 200
+
+
+def test_it_is_deterministic_for_a_seed_and_varies_with_it() -> None:
+    queries = _log(1500, failures_every=7)
+    a = querylog.sample(queries, cap=100, seed=3)
+    b = querylog.sample(list(reversed(queries)), cap=100, seed=3)
+    c = querylog.sample(queries, cap=100, seed=4)
+    assert [s.query for s in a.selected] == [s.query for s in b.selected]
+    assert {s.query for s in a.selected} != {s.query for s in c.selected}
+
+
+def test_it_takes_everything_when_the_log_is_smaller_than_the_cap() -> None:
+    queries = _log(40, failures_every=5)
+    result = querylog.sample(queries, cap=100, reserve_share=0.2)
+    assert {s.query for s in result.selected} == set(queries)
+    # 20% of 40 places is 8, but the log has only 7 known failures (queries 5, 10, ..., 35).
+    assert result.taken["reserved"] == 7
+
+
+def test_it_reserves_no_more_failures_than_exist() -> None:
+    queries = _log(300, failures_every=100)  # two failures: queries 100 and 200
+    result = querylog.sample(queries, cap=50, reserve_share=0.2)
+    assert result.taken["reserved"] == 2
+    assert len(result.selected) == 50
+
+
+def test_it_honours_custom_stratum_shares() -> None:
+    queries = _log(3000)
+    result = querylog.sample(
+        queries, cap=100, reserve_share=0, stratum_shares={"head": 0, "torso": 0, "tail": 1}
+    )
+    assert Counter(s.stratum for s in result.selected) == {"tail": 100}
+
+
+def test_it_refuses_bad_sampling_arguments() -> None:
+    with pytest.raises(ValueError, match="cap"):
+        querylog.sample([], cap=-1)
+    with pytest.raises(ValueError, match="reserve_share"):
+        querylog.sample([], cap=1, reserve_share=1.5)
+    with pytest.raises(ValueError, match="stratum_shares"):
+        querylog.sample([], cap=1, stratum_shares={"middle": 1})
+
+
+# --- parsing ----------------------------------------------------------------------------------------
+
+
+def test_it_parses_csv_and_jsonl_alike() -> None:
+    csv_rows, csv_report = _parse('query,count,zero_hits,locale\nrefund,12,0,en-US\n"a, b",3,true,de-DE\n')
+    jsonl = "\n".join(
+        json.dumps(o)
+        for o in [
+            {"query": "refund", "count": 12, "zero_hits": 0, "locale": "en-US"},
+            {"query": "a, b", "count": 3, "zero_hits": True, "locale": "de-DE"},
+        ]
+    )
+    jsonl_rows, jsonl_report = _parse(jsonl, "log.jsonl")
+    assert csv_report.ok and jsonl_report.ok
+    strip = [(r.query, r.count, r.zero_hits, r.locale) for r in csv_rows]
+    assert strip == [(r.query, r.count, r.zero_hits, r.locale) for r in jsonl_rows]
+    assert strip[1] == ("a, b", 3, 3, "de-DE")
+
+
+def test_it_names_missing_columns() -> None:
+    rows, report = _parse("query,zero_hits,locale\nrefund,0,en-US\n")
+    assert rows == []
+    assert [str(p) for p in report.problems] == [
+        "header: missing column(s) count; found query, zero_hits, locale "
+        "(expected query,count,zero_hits,locale)"
+    ]
+
+
+def test_it_reports_a_file_that_is_not_utf8_with_its_place() -> None:
+    data = b"query,count\nrefund,1\n" + "r\u00e9sum\u00e9,2\n".encode("latin-1")
+    rows, report = _parse(data)
+    assert rows == []
+    assert len(report.problems) == 1
+    assert report.problems[0].where == "line 3"
+    assert "not UTF-8: byte 0xe9 at offset 22" in report.problems[0].message
+
+
+def test_it_reports_every_bad_row_with_its_line() -> None:
+    text = (
+        "query,count,zero_hits,locale\nok,1,0,en-US\nbad count,-3,0,en-US\nx,2,5,en-US\ny,two,0,\nshort,1\n"
+    )
+    _, report = _parse(text)
+    assert [p.where for p in report.problems] == [
+        "line 3: count",
+        "line 4: zero_hits",
+        "line 5: count",
+        "line 6",
+    ]
+    assert "between 0 and count (2)" in report.problems[1].message
+
+
+def test_it_reports_malformed_jsonl_lines() -> None:
+    text = '{"query": "a", "count": 1}\n{"query": "b", "count": \n["c"]\n{"count": 2}\n'
+    _, report = _parse(text, "log.jsonl")
+    assert [p.where for p in report.problems] == ["line 2", "line 3", "line 4"]
+    assert "missing field(s) query" in report.problems[2].message
