@@ -15,43 +15,19 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from assay.artifacts import dump_artifact, write_atomic
+from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
+
 DEFAULT_OUT = "artifacts/relevance.json"
-_HEADER_NAME_CHARS = set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-class UsageError(Exception):
-    """Unusable input: the command prints the message as one line and exits 2, writing nothing."""
 
 
 # ------------------------------------------------------------------------------------------- helpers
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and a rename, so a reader
-    (or a crash mid-write) never sees a partial file. Parent directories are created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def dump_artifact(report: Mapping[str, Any]) -> str:
-    # allow_nan=False: METRICS.md never lets NaN into an artifact (undefined values are null).
-    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _read_text(path: str, what: str) -> str:
@@ -92,64 +68,6 @@ def _load_golden(path: str) -> Any:
     for warning in golden_warnings(golden):
         print(f"warning: golden file {path}: {warning}", file=sys.stderr)
     return golden
-
-
-def _json_value(text: str) -> Any:
-    # `rewrite=true` is the boolean, `size=3` the number, `mode=fast` the string.
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--param {item!r}: expected KEY=VALUE")
-        if key in params:
-            raise UsageError(f"--param {key}: given twice")
-        params[key] = _json_value(value)
-    return params
-
-
-def _header_name(name: str, option: str, item: str) -> str:
-    name = name.strip()
-    if not name or not set(name) <= _HEADER_NAME_CHARS:
-        raise UsageError(f"{option} {item!r}: {name!r} is not a valid header name")
-    return name
-
-
-def parse_headers(
-    items: Sequence[str], env_items: Sequence[str], environ: Mapping[str, str]
-) -> dict[str, str]:
-    """`--header Name:value` and `--header-env Name=VARIABLE` (the value read from the environment, so
-    secrets stay out of command lines and logs). A name given twice is an error."""
-    headers: dict[str, str] = {}
-
-    def add(name: str, value: str, option: str, item: str) -> None:
-        if name.lower() in (n.lower() for n in headers):
-            raise UsageError(f"{option} {name}: header given twice")
-        if "\n" in value or "\r" in value:
-            raise UsageError(f"{option} {name}: a header value cannot contain a line break")
-        headers[name] = value
-
-    for item in items:
-        name, sep, value = item.partition(":")
-        if not sep:
-            raise UsageError(f"--header {item!r}: expected Name:value")
-        add(_header_name(name, "--header", item), value.strip(), "--header", item)
-    for item in env_items:
-        name, sep, variable = item.partition("=")
-        if not sep or not variable.strip():
-            raise UsageError(f"--header-env {item!r}: expected Name=ENV_VARIABLE")
-        variable = variable.strip()
-        if variable not in environ:
-            raise UsageError(f"--header-env {item!r}: environment variable {variable} is not set")
-        add(_header_name(name, "--header-env", item), environ[variable], "--header-env", item)
-    return headers
 
 
 class _Progress:
@@ -456,29 +374,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- parser
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
-        return value
-
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
-    return value
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, like every other error; `--help` still shows the full usage.
@@ -510,18 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VAR",
         help="HTTP header whose value is read from environment variable VAR (for secrets)",
     )
+    run.add_argument("--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight")
+    run.add_argument("--timeout", type=positive_float, default=10.0, metavar="S", help="per request, seconds")
     run.add_argument(
-        "--concurrency", type=_int_at_least(1), default=8, metavar="N", help="requests in flight"
+        "--retries", type=int_at_least(0), default=3, metavar="N", help="retries of transient failures"
     )
-    run.add_argument(
-        "--timeout", type=_positive_float, default=10.0, metavar="S", help="per request, seconds"
-    )
-    run.add_argument(
-        "--retries", type=_int_at_least(0), default=3, metavar="N", help="retries of transient failures"
-    )
-    run.add_argument(
-        "--rate-limit", type=_positive_float, default=None, metavar="RPS", help="requests/second"
-    )
+    run.add_argument("--rate-limit", type=positive_float, default=None, metavar="RPS", help="requests/second")
     run.add_argument("--template", metavar="FILE", help="elasticsearch/opensearch query template (JSON)")
     run.add_argument("--solr-method", choices=["GET", "POST"], default="GET", help="solr only")
     run.add_argument("--generation-header", metavar="H", help="response header holding the index generation")
@@ -551,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--budgets", metavar="FILE", help="budgets JSON (default: the seed's table)")
     gate.add_argument("--rebaseline", action="store_true", help="accept a new floor: mismatches become notes")
     gate.add_argument("--summary", metavar="FILE", help="write the markdown summary (PR comment) here")
-    gate.add_argument("--top", type=_int_at_least(0), default=10, metavar="N", help="top losers shown")
+    gate.add_argument("--top", type=int_at_least(0), default=10, metavar="N", help="top losers shown")
     gate.set_defaults(handler=cmd_gate)
 
     validate = commands.add_parser("validate", help="check a golden file: problems (exit 2) or warnings")

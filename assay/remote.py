@@ -23,7 +23,8 @@ from typing import Any
 
 import httpx
 
-from assay.cli import UsageError, _positive_float, parse_params, write_atomic
+from assay.artifacts import write_atomic
+from assay.options import UsageError, parse_params, positive_float
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
 TOKEN_ENV = "ASSAY_TOKEN"  # noqa: S105  (the name of the variable, not a token)
@@ -264,12 +265,12 @@ def add_remote_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--wait", action="store_true", help="follow the run and exit by its verdict")
     run.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
         help=f"with --wait: give up after S seconds, exit 2 (default {DEFAULT_TIMEOUT_S:g})",
     )
-    run.add_argument("--poll", type=_positive_float, default=POLL_EVERY_S, help=argparse.SUPPRESS)
+    run.add_argument("--poll", type=positive_float, default=POLL_EVERY_S, help=argparse.SUPPRESS)
     run.add_argument("--summary", metavar="FILE", help="with --wait: write the gate as markdown (PR comment)")
     run.set_defaults(handler=cmd_remote_run)
     return remote

@@ -841,7 +841,7 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
     the export branch) of the golden set's git export, push it when a remote is set, then record the run
     as the baseline with who approved it and the commit. Nothing is recorded when the git write fails;
     a failed push keeps the local commit and is recorded on the baseline. Raises BaselineError."""
-    from assay.cli import dump_artifact
+    from assay.artifacts import dump_artifact
     from assay.git_export import Author, GitExportError, Remote, git_write
     from golden_io.models import GitExportConfig
 

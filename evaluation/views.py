@@ -658,7 +658,7 @@ def _report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]
 @require_GET
 def run_report_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The report artifact as `assay run` writes it (feed it to `assay gate`)."""
-    from assay.cli import dump_artifact
+    from assay.artifacts import dump_artifact
 
     run = _get_run(request, run_id)
     if run.report is None:
