@@ -133,12 +133,14 @@ _broker_dir = VAR_DIR / "broker"
 # The filesystem transport ignores the host; naming one keeps kombu from warning that none was given.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost//")
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("in", "processed"):
+    for sub in ("in", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(_broker_dir / "in"),
         "data_folder_out": str(_broker_dir / "in"),
         "processed_folder": str(_broker_dir / "processed"),
+        # The exchange tables; kombu's default is ./control in whatever directory the process starts in.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 else:
