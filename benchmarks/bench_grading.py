@@ -13,7 +13,7 @@ same document at the same moment with another grade. Three load shapes:
 
 Afterwards the database is counted: one judgment per (assignment, document) acknowledged as saved, none
 lost, none duplicated, and one history event per acknowledged change, each judgment's grade being its
-last event's. Target (issue 3): p95 save latency under 50 ms.
+last event's. Target: p95 save latency under 50 ms.
 """
 
 from __future__ import annotations

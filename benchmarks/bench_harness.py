@@ -1,7 +1,7 @@
 """Harness throughput: 2,000 queries against a loopback server (its own process) answering in 20 ms.
 
 Side by side in one run: the harness at concurrency 32 against the ideal (2,000 x 20 ms / 32 = 1.25 s;
-target within 1.5x), a sequential loop like the seed's Node driver (one httpx request after another), and
+target within 1.5x), a sequential loop (one httpx request after another, as a simple script driver does), and
 the same 32 workers speaking bare HTTP/1.1 over asyncio streams with no HTTP library: the floor this
 machine allows, which separates the harness's design from the HTTP library's CPU cost per request.
 The same 32 workers on httpx's AsyncClient (the library the stack first named; no retries or timeouts
@@ -32,7 +32,7 @@ REPEATS = 3
 
 
 def sequential_loop(url: str, queries: list[GoldenQuery]) -> tuple[float, float]:
-    """The seed's driver: for each query, POST, wait, parse, next."""
+    """A simple driver: for each query, POST, wait, parse, next."""
     started, cpu = time.perf_counter(), time.process_time()
     with httpx.Client(timeout=10, trust_env=False) as client:
         for query in queries:
@@ -140,7 +140,7 @@ def main() -> None:
             f"{bare / ideal:.2f}x",
         ),
         (
-            "sequential loop (the seed's Node driver, httpx)",
+            "sequential loop (one request after another, httpx)",
             sequential,
             f"{sequential_cpu:.2f}",
             f"{sequential / ideal:.1f}x",

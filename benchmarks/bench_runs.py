@@ -2,7 +2,7 @@
 
 Measured from trigger (`run_create` committed) to verdict (the run row final), against the issue's target
 of 2x the ideal (2,000 x 20 ms / total concurrency) plus 2 s, side by side with the in-process
-`assay run` at the same total concurrency and a sequential loop like the seed's driver.
+`assay run` at the same total concurrency and a sequential loop (one request after another).
 
 Total concurrency = 2 worker processes x 2 pool processes each x 8 requests in flight per chunk = 32.
 The run happens in a database of its own (PostgreSQL: a scratch database next to DATABASE_URL's, dropped
@@ -207,7 +207,7 @@ def inner() -> None:
             f"{median / ideal:.2f}x",
         ),
         (f"in-process `assay run --concurrency {TOTAL_CONCURRENCY}`", cli, f"{cli / ideal:.2f}x"),
-        ("sequential loop (the seed's driver, httpx)", sequential, f"{sequential / ideal:.1f}x"),
+        ("sequential loop (one request after another, httpx)", sequential, f"{sequential / ideal:.1f}x"),
     ]
     markdown = "\n".join(
         [

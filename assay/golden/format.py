@@ -1,7 +1,7 @@
 """The golden file format: parse, validate, dump (pure, no Django). Field reference: docs/golden-format.md.
 
 Two forms hold the same content:
-- JSON: one document `{"version", "k", ..., "queries": [...]}` (the seed's sample is valid as is);
+- JSON: one document `{"version", "k", ..., "queries": [...]}` (docs/golden-format.md has a sample);
 - JSONL: a header line with the file-level fields, then one query object per line.
 
 Contracts the rest of Assay relies on:
@@ -800,7 +800,7 @@ def load(path: str | os.PathLike[str]) -> GoldenFile:
 
 
 def golden_warnings(golden: GoldenFile) -> list[Problem]:
-    """Problems that do not stop an import but should be shown (METRICS.md: `no_positive_judgments`)."""
+    """Problems that do not stop an import but should be shown (docs/metrics.md: `no_positive_judgments`)."""
     return [
         Problem(
             f"query {_quote(q.id)}",

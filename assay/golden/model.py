@@ -33,7 +33,7 @@ class Scale:
 
 
 def default_relevant_min_grade(scale: Scale) -> int:
-    """The binary cutoff when a file names none: 2 (the seed's), kept inside the scale (0..1 gives 1)."""
+    """The binary cutoff when a file names none: 2 (docs/metrics.md), kept inside the scale (0..1 gives 1)."""
     return min(max(DEFAULT_RELEVANT_MIN_GRADE, scale.min + 1), scale.max)
 
 
@@ -65,7 +65,7 @@ class GoldenQuery:
 
     @property
     def has_positive_judgment(self) -> bool:
-        """False means the query cannot score above 0 (METRICS.md: `no_positive_judgments`)."""
+        """False means the query cannot score above 0 (docs/metrics.md: `no_positive_judgments`)."""
         return any(j.grade >= 1 for j in self.judgments)
 
 

@@ -117,7 +117,7 @@ def test_it_names_only_corpus_documents_by_their_id_and_key(
 def test_it_judges_only_documents_on_the_querys_surface(
     demo_golden: GoldenFile, demo_docs: list[Document]
 ) -> None:
-    # Judgments are scoped to the product surface and locale (the seed): a filter-excluded document
+    # Judgments are scoped to the product surface and locale (docs/labeling.md): a filter-excluded document
     # would only lower the ideal DCG of a query that can never retrieve it.
     fields = {d.id: d.fields for d in demo_docs}
     for query in demo_golden.queries:

@@ -1,4 +1,4 @@
-"""The seed's failure story, reproduced: the synonym pack that erased refunds fails the billing stratum.
+"""The demo's failure story (demo/README.md): the synonym pack that erased refunds fails the billing stratum.
 
 All golden queries run in-process against the demo engine, rewriter off (the baseline) and on (the
 current run); both runs are scored with `assay.report` and gated with `assay.drift` under
@@ -65,7 +65,7 @@ def test_it_drops_billing_ndcg_past_its_fail_budget(
     gate: GateResult, current: dict[str, Any], baseline: dict[str, Any]
 ) -> None:
     drop = _stratum(baseline, "billing", "ndcg") - _stratum(current, "billing", "ndcg")
-    assert drop >= 0.06  # the seed's figure; the fail budget is 0.025
+    assert drop >= 0.06  # the story's figure (demo/README.md); the fail budget is 0.025
     tripped = {(f.scope, f.metric) for f in gate.failures if f.kind == "budget"}
     assert ("stratum billing", "ndcg") in tripped
 

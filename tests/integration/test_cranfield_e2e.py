@@ -91,7 +91,7 @@ def independent_scores(
     qrels: dict[str, dict[str, int]], ranked: dict[str, list[str]]
 ) -> dict[str, dict[str, float]]:
     """Per query and measure, from ir_measures. A query the service answered with nothing is absent from
-    the run; ir_measures then yields nothing for it and METRICS.md's value is 0."""
+    the run; ir_measures then yields nothing for it and docs/metrics.md's value is 0."""
     judged = [Qrel(qid, doc, grade) for qid, docs in qrels.items() for doc, grade in docs.items()]
     # Strictly decreasing scores so ir_measures keeps the service's order (no tie-breaking at all).
     run = [

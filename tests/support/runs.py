@@ -83,7 +83,7 @@ def make_target(
 
 @contextmanager
 def eager_celery() -> Iterator[None]:
-    """Run tasks in-process (unit tests only: CONVENTIONS.md keeps real workers for integration tests)."""
+    """Run tasks in-process (unit tests only: integration tests use real workers, tests/integration/)."""
     from config.celery import app
 
     before = (app.conf.task_always_eager, app.conf.task_eager_propagates)

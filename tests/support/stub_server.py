@@ -62,7 +62,7 @@ class Reply:
 
 
 def hits_reply(ids: Sequence[str | int], **kwargs: Any) -> Reply:
-    """The seed's http_json answer for these ids."""
+    """The http_json answer for these ids (docs/cli.md)."""
     return Reply(json={"hits": [{"id": i} for i in ids]}, **kwargs)
 
 
