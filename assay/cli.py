@@ -437,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     gate = commands.add_parser("gate", help="compare an artifact with a baseline under budgets")
     gate.add_argument("--current", required=True, metavar="FILE")
     gate.add_argument("--baseline", required=True, metavar="FILE")
-    gate.add_argument("--budgets", metavar="FILE", help="budgets JSON (default: the table in docs/metrics.md)")
+    gate.add_argument(
+        "--budgets", metavar="FILE", help="budgets JSON (default: the table in docs/metrics.md)"
+    )
     gate.add_argument("--rebaseline", action="store_true", help="accept a new floor: mismatches become notes")
     gate.add_argument("--summary", metavar="FILE", help="write the markdown summary (PR comment) here")
     gate.add_argument("--top", type=int_at_least(0), default=10, metavar="N", help="top losers shown")
