@@ -1,4 +1,4 @@
-"""A small search engine that speaks the http_json contract (docs/cli.md); stdlib only: sqlite3 FTS5, http.server.
+"""A small search engine speaking the http_json contract (docs/cli.md): stdlib sqlite3 FTS5 and http.server.
 
 Run it:  python -m demo.search_service --corpus FILE.jsonl [--host 127.0.0.1] [--port 8765]
          [--synonyms FILE] [--generation ID] [--delay-ms N] [--min-should-match N]
