@@ -117,7 +117,7 @@ def test_run_writes_the_artifact_and_exits_0_when_every_query_is_answered(
     assert run["index_generations"] == ["g7"] and run["index_moved"] is False
     assert run["concurrency"] == 2 and run["errors"] == 0 and run["golden_file"] == str(golden_file)
     assert run["started_at"].endswith("Z")
-    # What the engine received: the seed's contract with the golden k as size.
+    # What the engine received: the http_json contract with the golden k as size.
     sent = stub_server.requests_for("refund policy")[0]
     assert sent.json == {
         "q": "refund policy",
