@@ -2,10 +2,13 @@
 
 - `assay.golden`: the golden file (model, format, JSON Schema), TREC files, diffs, durable keys;
 - `assay.labels`: agreement statistics, dispute rules, calibration figures, query-log sampling;
-- `assay.metrics`, `assay.report`, `assay.drift`: per-query metrics, the report, the budgeted gate;
+- `assay.metric_table`: every metric's key, label, direction, budgets and display, read everywhere;
+- `assay.metrics`, `assay.report`: per-query metrics and the report;
+- `assay.budgets`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate;
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.results`: calling a search system;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
-- `assay.cli`, `assay.remote`: the `assay` command and its client for an Assay server.
+- `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`: the `assay` command, its client for an
+  Assay server, their shared option parsing and atomic artifact writing.
 
 `tests/assay/test_pure_core.py` imports every module in a fresh interpreter and finds no Django.
 """

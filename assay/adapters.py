@@ -2,7 +2,7 @@
 
 The harness does the I/O. An adapter only knows an engine's wire format:
 
-- `http_json`: the seed's contract. POST the search URL with `{"q", "filters", "size", "locale", ...params}`
+- `http_json` (docs/cli.md): POST the search URL with `{"q", "filters", "size", "locale", ...params}`
   (and the locale as `Accept-Language`); the reply is `{"hits": [{"id": ...}, ...]}`.
 - `elasticsearch` / `opensearch`: POST `<index URL>/_search` with a query template; ids from
   `hits.hits[]._id`.
@@ -10,7 +10,7 @@ The harness does the I/O. An adapter only knows an engine's wire format:
   `response.docs[].id`.
 
 A response that lacks the expected shape raises `AdapterError` naming what is missing: the harness
-records it as that query's error, never as an empty result (METRICS.md: errors are not empties).
+records it as that query's error, never as an empty result (docs/metrics.md: errors are not empties).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _require_list(body: Any, path: tuple[str, ...]) -> list[Any]:
 
 @dataclass(frozen=True, slots=True)
 class HttpJsonAdapter:
-    """The seed's contract; `params` become extra body fields (stage toggles such as `rewrite`)."""
+    """The default contract (docs/cli.md); `params` become extra body fields (stage toggles: `rewrite`)."""
 
     name: str = "http_json"
 

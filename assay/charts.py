@@ -1,10 +1,15 @@
-"""Geometry for small server-rendered SVG bar charts (pure: no Django). The template draws what this
-computes; every bar carries its number, so the chart reads without hovering and without JavaScript."""
+"""Geometry for small server-rendered SVG charts (pure: no Django): bar charts of counts, and trend lines
+of a target's runs. The template draws what this computes; every bar and point carries its number, so a
+chart reads without hovering and without JavaScript."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from assay.metric_table import BY_KEY, LABELS, format_number
 
 BAR_WIDTH = 34
 GAP = 14
@@ -103,3 +108,101 @@ def bar_chart(title: str, counts: Mapping[str, int] | Sequence[tuple[str, int]])
         height=TOP + PLOT_HEIGHT + BOTTOM,
         axis_y=TOP + PLOT_HEIGHT,
     )
+
+
+# ------------------------------------------------------------------------------------- trend lines
+
+
+TREND_CHART = {"width": 480, "height": 200, "left": 62, "right": 28, "top": 28, "bottom": 24}
+VERDICT_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "none": "#5b6577"}
+LABEL_ALL_POINTS_UP_TO = 12
+
+
+@dataclass
+class TrendPoint:
+    run_id: int
+    x: float
+    y: float
+    value: str
+    label: bool
+    colour: str
+    title: str
+
+
+@dataclass
+class TrendChart:
+    metric: str
+    label: str
+    lines: list[str]  # SVG polyline "x,y x,y" per golden version
+    points: list[TrendPoint]
+    y_ticks: list[tuple[float, str]]
+    x_labels: list[tuple[float, str]]
+    empty_why: str = ""
+
+
+def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[TrendChart]:
+    """One inline SVG chart per metric over a target's finished runs, oldest first. The line breaks where
+    the golden version changes (values under two versions are not comparable) and at undefined values;
+    each point is coloured by the run's verdict and labelled with its value (all of them up to
+    LABEL_ALL_POINTS_UP_TO runs, else the last and the extremes)."""
+    c = TREND_CHART
+    pad = 24  # keeps the first and last value labels clear of the axis labels
+    inner_w = c["width"] - c["left"] - c["right"] - 2 * pad
+    inner_h = c["height"] - c["top"] - c["bottom"]
+    n = len(points)
+    xs = [c["left"] + pad + (inner_w * (i / (n - 1)) if n > 1 else inner_w / 2) for i in range(n)]
+    charts = []
+    for metric in metrics:
+        label = LABELS.get(metric, metric)
+        shown = BY_KEY.get(metric)
+        show = shown.format if shown is not None else format_number
+        values = [p.get(metric) for p in points]
+        defined = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+        if not defined:
+            charts.append(TrendChart(metric, label, [], [], [], [], "no defined value yet"))
+            continue
+        low, high = min(defined), max(defined)
+        margin = max((high - low) * 0.1, 0.005)
+        low, high = max(0.0, low - margin), min(1.0, high + margin) if high <= 1.0 else high + margin
+
+        def y_of(v: float, low: float = low, high: float = high) -> float:
+            return c["top"] + inner_h * (1 - (v - low) / (high - low if high > low else 1.0))
+
+        chart_points: list[TrendPoint] = []
+        lines: list[str] = []
+        segment: list[str] = []
+        previous_version = None
+        labelled = set()
+        if n > LABEL_ALL_POINTS_UP_TO:
+            indexed = [(float(v), i) for i, v in enumerate(values) if isinstance(v, int | float)]
+            labelled = {min(indexed)[1], max(indexed)[1], indexed[-1][1]}
+        for i, (point, value) in enumerate(zip(points, values, strict=True)):
+            version = point["golden_version"]
+            if (value is None or version != previous_version) and len(segment) > 1:
+                lines.append(" ".join(segment))
+            if value is None or version != previous_version:
+                segment = []
+            previous_version = version
+            if not isinstance(value, int | float):
+                continue
+            x, y = xs[i], y_of(float(value))
+            segment.append(f"{x:.1f},{y:.1f}")
+            verdict = point.get("verdict") or "none"
+            chart_points.append(
+                TrendPoint(
+                    run_id=point["run_id"],
+                    x=round(x, 1),
+                    y=round(y, 1),
+                    value=show(value),
+                    label=n <= LABEL_ALL_POINTS_UP_TO or i in labelled,
+                    colour=VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["none"]),
+                    title=f"run {point['run_id']} (golden {version}, verdict {verdict}): {show(value)}",
+                )
+            )
+        if len(segment) > 1:
+            lines.append(" ".join(segment))
+        ticks = [(round(y_of(v), 1), show(v)) for v in (low, (low + high) / 2, high)]
+        step = max(1, n // 8)
+        x_labels = [(round(xs[i], 1), f"#{points[i]['run_id']}") for i in range(0, n, step)]
+        charts.append(TrendChart(metric, label, lines, chart_points, ticks, x_labels))
+    return charts

@@ -4,7 +4,7 @@ Django; aiohttp).
 Bounded concurrency (a fixed pool of workers), a per-request timeout, retries with capped exponential
 backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
 429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded
-on its query as `QueryResult(error=...)`: METRICS.md never counts an errored query as empty.
+on its query as `QueryResult(error=...)`: docs/metrics.md never counts an errored query as empty.
 
 Used by the `assay run` command, the Celery chunk tasks and candidate-pool building:
 

@@ -1,4 +1,4 @@
-"""Per-query ranking metrics exactly as METRICS.md defines them, vectorized with numpy (pure, no Django).
+"""Per-query ranking metrics exactly as docs/metrics.md defines them, vectorized with numpy (pure).
 
 `score_lists` is the one scoring path: the report, the command line and the benchmark all go through it.
 Only the top k of each list is looked at: everything the spec scores (nDCG@k, RR@k, P@k, judged@k,
@@ -62,7 +62,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _discounts(k: int) -> NDArray[np.float64]:
-    # math.log2 as in the seed's reference code, so sums match it to the last digit.
+    # math.log2, as a plain-Python reading of the formula computes it: sums match one to the last digit.
     return np.array([math.log2(i + 2) for i in range(k)], dtype=np.float64)
 
 
@@ -136,7 +136,7 @@ def score_lists(
 ) -> MetricArrays:
     """Score many queries at once: `judgments[i]` (doc id -> grade) against `ranked[i]` (ids, best first).
 
-    Per METRICS.md: gain 2^rel - 1, discount log2(i + 1), IDCG from the judged grades (0 -> nDCG 0),
+    Per docs/metrics.md: gain 2^rel - 1, discount log2(i + 1), IDCG from the judged grades (0 -> nDCG 0),
     RR@k and P@k (denominator k) at grade >= relevant_min_grade, unjudged = 0, a repeated id keeps its
     slot but earns nothing and is never relevant, `duplicates` counts the repeats in the top k, judged@k is
     the judged share of the top min(k, n) (a repeat of a judged id is still judged).

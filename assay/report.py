@@ -1,12 +1,13 @@
-"""The evaluation artifact: per-query values and every aggregate of METRICS.md in one JSON document (pure).
+"""The evaluation artifact: per-query values and every aggregate of docs/metrics.md in one JSON (pure).
 
-Who counts where (METRICS.md, "Per-query values" and "Query flags"):
+Who counts where (docs/metrics.md, "Per-query values", "Query flags" and "Aggregates"; each metric's
+`over` in the metric table, `assay.metric_table`):
 - an errored query is left out of every mean and counted only in `error_rate` (over all the group's queries);
-- an `expect_empty` query is left out of the nDCG / RR / P means and of `empty_rate`, but METRICS.md does
-  not exclude it from `lt3_rate` or `judged_at_k`, so it stays in those;
+- an `expect_empty` query is left out of the nDCG / RR / P means and of `empty_rate`, but docs/metrics.md
+  does not exclude it from `lt3_rate` or `judged_at_k`, so it stays in those;
 - a query without any positive judgment is flagged and still counted (its zeros are real);
 - `judged_at_k` is averaged over the queries that returned something (it is undefined for an empty list).
-The top-level seed fields (`n`, `ndcg`, `mrr`, ...) are the core tier's unweighted values; slices are taken
+The top-level fields (`n`, `ndcg`, `mrr`, ...) are the core tier's unweighted values; slices are taken
 over the core tier, the gate set. Nothing is rounded; a mean over no query is null, never NaN.
 """
 
@@ -22,6 +23,7 @@ from numpy.typing import NDArray
 
 from assay.golden.format import natural_key
 from assay.golden.model import TIERS, GoldenFile, GoldenQuery
+from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import first_ranks, score_lists
 from assay.results import QueryResult
 
@@ -31,21 +33,14 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_LEVEL = 0.95
 # Fixed so that the same run always gets the same interval (and two reports can be compared).
 BOOTSTRAP_SEED = 4243
-# The five means with a traffic-weighted twin, and every unweighted aggregate, in artifact order.
-WEIGHTED_METRICS = ("ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate")
-AGGREGATE_METRICS = (*WEIGHTED_METRICS, "error_rate", "judged_at_k")
 
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
     """Per-query values as arrays (golden order), so each aggregate is a masked mean."""
 
-    ndcg: NDArray[np.float64]
-    mrr: NDArray[np.float64]
-    precision_at_k: NDArray[np.float64]
-    empty: NDArray[np.float64]
-    lt3: NDArray[np.float64]
-    judged: NDArray[np.float64]  # NaN where undefined (empty list or error)
+    # Metric key of the metric table -> its per-query values (judged_at_k: NaN where undefined).
+    values: Mapping[str, NDArray[np.float64]]
     errored: NDArray[np.bool_]
     expect_empty: NDArray[np.bool_]
     weight: NDArray[np.float64]
@@ -63,23 +58,21 @@ def _mean(
 
 
 def _aggregate(cols: _Columns, group: NDArray[np.bool_]) -> dict[str, Any]:
-    """AGG of METRICS.md for the queries selected by `group`."""
+    """AGG of docs/metrics.md for the queries selected by `group`: each metric of the metric table over
+    the queries its `over` names, and the weighted twins."""
     answered = group & ~cols.errored
-    ranked = answered & ~cols.expect_empty  # in the nDCG / RR / P means and empty_rate
-    judged = answered & ~np.isnan(cols.judged)
-    masks = {
-        "ndcg": (cols.ndcg, ranked),
-        "mrr": (cols.mrr, ranked),
-        "precision_at_k": (cols.precision_at_k, ranked),
-        "empty_rate": (cols.empty, ranked),
-        "lt3_rate": (cols.lt3, answered),
+    over = {
+        "scored": answered & ~cols.expect_empty,  # the nDCG / RR / P means and empty_rate
+        "answered": answered,
+        "all": group,
+        "returned": answered & ~np.isnan(cols.values["judged_at_k"]),
     }
     agg: dict[str, Any] = {"n_queries": int(group.sum())}
-    for name, (values, mask) in masks.items():
-        agg[name] = _mean(values, mask)
-    agg["error_rate"] = _mean(cols.errored.astype(np.float64), group)
-    agg["judged_at_k"] = _mean(cols.judged, judged)
-    agg["weighted"] = {name: _mean(values, mask, cols.weight) for name, (values, mask) in masks.items()}
+    for metric in METRICS:
+        agg[metric.key] = _mean(cols.values[metric.key], over[metric.over])
+    agg["weighted"] = {
+        m.key: _mean(cols.values[m.key], over[m.over], cols.weight) for m in METRICS if m.weighted
+    }
     return agg
 
 
@@ -173,14 +166,19 @@ def build_report(
         [q.grades for q in queries], ranked, k=golden.k, relevant_min_grade=golden.relevant_min_grade
     )
     n = scores.n
+    # Each metric's per-query values (a new metric of the metric table adds its line here).
+    values = {
+        "ndcg": scores.ndcg,
+        "mrr": scores.rr,
+        "precision_at_k": scores.p,
+        # An errored query is never empty (docs/metrics.md); it is masked out of these anyway.
+        "empty_rate": ((n == 0) & ~errored).astype(np.float64),
+        "lt3_rate": ((n < 3) & ~errored).astype(np.float64),
+        "error_rate": errored.astype(np.float64),
+        "judged_at_k": np.where(errored, np.nan, scores.judged),
+    }
     cols = _Columns(
-        ndcg=scores.ndcg,
-        mrr=scores.rr,
-        precision_at_k=scores.p,
-        # An errored query is never empty (METRICS.md); it is masked out of these anyway.
-        empty=((n == 0) & ~errored).astype(np.float64),
-        lt3=((n < 3) & ~errored).astype(np.float64),
-        judged=np.where(errored, np.nan, scores.judged),
+        values=values,
         errored=errored,
         expect_empty=np.array([q.expect_empty for q in queries], dtype=bool),
         weight=np.array([q.weight for q in queries], dtype=np.float64),
@@ -198,7 +196,7 @@ def build_report(
         graded = {d: g for d, g in query.grades.items() if g >= 1}
         ranks = first_ranks(ranked[i], graded)
         failed = bool(errored[i])
-        judged = float(cols.judged[i])
+        judged = float(values["judged_at_k"][i])
         per_query.append(
             {
                 "id": query.id,
@@ -206,8 +204,8 @@ def build_report(
                 "ndcg": None if failed else float(scores.ndcg[i]),
                 "mrr": None if failed else float(scores.rr[i]),
                 "p_at_k": None if failed else float(scores.p[i]),
-                "empty": bool(cols.empty[i]),
-                "lt3": bool(cols.lt3[i]),
+                "empty": bool(values["empty_rate"][i]),
+                "lt3": bool(values["lt3_rate"][i]),
                 "n": int(n[i]),
                 "duplicates": int(scores.duplicates[i]),
                 "judged_at_k": None if np.isnan(judged) else judged,
@@ -221,7 +219,7 @@ def build_report(
                 "critical": query.critical,
                 "ids": list(ranked[i][: golden.k]),
                 "ranks": ranks,
-                # Not in the seed: lets the gate show each graded document's grade beside its rank change.
+                # Lets the gate show each graded document's grade beside its rank change.
                 "grades": graded,
             }
         )
@@ -249,7 +247,7 @@ def build_report(
         "relevant_min_grade": golden.relevant_min_grade,
         "scale": {"min": golden.scale.min, "max": golden.scale.max},
         "n": core_agg["n_queries"],
-        **{name: core_agg[name]["value"] for name in AGGREGATE_METRICS},
+        **{name: core_agg[name]["value"] for name in METRIC_KEYS},
         "tiers": {tier: _aggregate(cols, tiers == tier) for tier in TIERS if (tiers == tier).any()},
         "all": _aggregate(cols, np.ones(len(queries), dtype=bool)),
         "slices": _slices(queries, cols, core),
@@ -257,7 +255,7 @@ def build_report(
         "flags": flags,
         "critical": critical,
         "per_query": per_query,
-        # The seed's diversity note: near-identical titles in the top k, for human review (not gated).
+        # A diversity note: near-identical titles in the top k, for human review (not gated).
         "near_duplicates": [
             {"id": query.id, "groups": groups}
             for query, answer in zip(queries, answers, strict=True)

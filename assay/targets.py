@@ -244,12 +244,6 @@ def spec_problems(spec: TargetSpec) -> list[str]:
     return config_problems(config)
 
 
-def check_spec(spec: TargetSpec) -> None:
-    problems = spec_problems(spec)
-    if problems:
-        raise TargetError(problems)
-
-
 def effective_params(spec: TargetSpec, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the engine is sent: the target's params and stage toggles, then a run's overrides (which may
     flip a stage, e.g. {"rewrite": true})."""

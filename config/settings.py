@@ -176,7 +176,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Deny by default: signed in, and a token needs the scope its view names (a view naming none refuses
-    # every token). Object permissions are the pages' (evaluation.api.access).
+    # every token). Object permissions are the pages' (evaluation.access).
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
         "evaluation.api.permissions.TokenScopes",

@@ -1,5 +1,8 @@
 """A small search engine speaking the http_json contract (docs/cli.md): stdlib sqlite3 FTS5 and http.server.
 
+One file on purpose (about 800 lines): it runs as `python -m demo.search_service` with the standard
+library only, and stands on its own as a small engine to read or copy.
+
 Run it:  python -m demo.search_service --corpus FILE.jsonl [--host 127.0.0.1] [--port 8765]
          [--synonyms FILE] [--generation ID] [--delay-ms N] [--min-should-match N]
 It prints one line `listening on http://HOST:PORT` once it accepts connections (`--port 0` picks a free

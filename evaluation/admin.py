@@ -169,7 +169,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from evaluation.api.tokens import api_token_revoke
+        from evaluation.tokens import api_token_revoke
 
         revoked = sum(api_token_revoke(token=token) for token in queryset)
         self.message_user(request, f"{revoked} token(s) revoked.")

@@ -32,7 +32,7 @@ class SearchTarget(models.Model):
     """One search system to evaluate. Header secrets are env var names (`{"env": "VAR"}`), never values."""
 
     class Adapter(models.TextChoices):
-        HTTP_JSON = "http_json", "http_json (the seed's contract)"
+        HTTP_JSON = "http_json", "http_json (docs/cli.md)"
         ELASTICSEARCH = "elasticsearch", "Elasticsearch"
         OPENSEARCH = "opensearch", "OpenSearch"
         SOLR = "solr", "Solr"

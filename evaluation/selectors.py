@@ -1,8 +1,11 @@
 """Reads for evaluation: who sees which runs, run lists and progress, trends, side-by-side data for one
-query, unjudged documents in the top k, baselines, budgets, targets and schedules.
+query, unjudged documents in the top k, baselines, budgets and targets, and a run's golden file (parsed
+once per process).
 
 Runs show target names and rankings, which raters must never see (grading is blind): a run is visible
 to admins, to reviewers of its golden set and to the user who triggered it.
+
+Reads import no service (the services read through here), so nothing here can write by accident.
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from assay.drift import Budgets, load_budgets
+from assay.golden.keys import ResolvedGolden, resolve_keys
 from assay.golden.model import GoldenFile, GoldenQuery
+from assay.metric_table import METRIC_KEYS
 from assay.report import NEAR_DUPLICATE_SIMILARITY, near_duplicate_groups
-from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, SearchTarget
+from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
-TREND_METRICS = ("ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate", "error_rate", "judged_at_k")
+# The trend page charts every metric of the metric table.
+TREND_METRICS = METRIC_KEYS
 
 
 def _is_admin(user: Any) -> bool:
@@ -84,10 +91,32 @@ def run_progress(*, run: EvaluationRun) -> dict[str, Any]:
     return row
 
 
+# --- golden files, parsed once per process (versions are immutable, so a cached parse never goes stale)
+
+_GOLDEN_CACHE: dict[tuple[int, str], GoldenFile] = {}
+_GOLDEN_CACHE_SIZE = 8
+
+
+def golden_of(version: GoldenVersion) -> GoldenFile:
+    key = (version.pk, version.sha256)
+    golden = _GOLDEN_CACHE.get(key)
+    if golden is None:
+        golden = version.golden()
+        if len(_GOLDEN_CACHE) >= _GOLDEN_CACHE_SIZE:
+            _GOLDEN_CACHE.pop(next(iter(_GOLDEN_CACHE)))
+        _GOLDEN_CACHE[key] = golden
+    return golden
+
+
+def resolved_golden(run: EvaluationRun) -> ResolvedGolden:
+    """The run's golden file with durable keys resolved through the map read when the run started."""
+    return resolve_keys(golden_of(run.golden_version), run.key_map or {})
+
+
 def run_trend(
     *, target: SearchTarget, golden_set: GoldenSet, metrics: tuple[str, ...] = TREND_METRICS
 ) -> list[dict[str, Any]]:
-    """Each finished run of `target` on `golden_set`, oldest first: its core-tier means (METRICS.md's
+    """Each finished run of `target` on `golden_set`, oldest first: its core-tier means (docs/metrics.md's
     unweighted values, the gate's), the golden version (a trend line breaks where it changes: values under
     two versions are not comparable) and the verdict."""
     runs = (
@@ -125,8 +154,6 @@ def run_compare_query(*, run_a: EvaluationRun, run_b: EvaluationRun, query_id: s
     """Side-by-side data for one query in two runs: each run's ranked list (id, title, grade, whether
     judged) and metrics, and for every document in either list its rank in each (None = absent) with
     the change. Raises KeyError when neither run has the query."""
-    from evaluation.services import resolved_golden
-
     sides = []
     grades: dict[str, int] = {}
     query: GoldenQuery | None = None
@@ -200,8 +227,6 @@ class UnjudgedRow:
 def unjudged_in_top_k(*, run: EvaluationRun) -> list[UnjudgedRow]:
     """Per query, the documents in the run's top k that have no judgment of any grade (judged@k < 1):
     the labels are going stale there. Errored queries have no list and are left out."""
-    from evaluation.services import resolved_golden
-
     golden = resolved_golden(run).golden
     results = {
         r.query_id: r
@@ -226,23 +251,13 @@ def near_duplicate_titles(
 ) -> list[dict[str, Any]]:
     """Per query, groups of near-identical titles in the top k (`report.near_duplicate_groups`). Only
     engines that return titles can be checked."""
-    k = golden_of_run(run).k
+    k = golden_of(run.golden_version).k
     found = []
     for result in QueryRunResult.objects.filter(run=run, error__isnull=True).order_by("id"):
         groups = near_duplicate_groups(result.ids[:k], result.titles[:k], similarity=similarity)
         if groups:
             found.append({"query_id": result.query_id, "groups": groups})
     return found
-
-
-def golden_of_run(run: EvaluationRun) -> GoldenFile:
-    from evaluation.services import golden_of
-
-    return golden_of(run.golden_version)
-
-
-def run_results(*, run: EvaluationRun) -> QuerySet[QueryRunResult]:
-    return QueryRunResult.objects.filter(run=run).order_by("id")
 
 
 def baseline_get(*, golden_set: GoldenSet, target: SearchTarget) -> Baseline | None:
@@ -264,7 +279,7 @@ def baseline_list(*, golden_set: GoldenSet, target: SearchTarget | None = None) 
 
 
 def budgets_get(*, golden_set: GoldenSet) -> Budgets:
-    """The set's budgets, or METRICS.md's defaults when it has none."""
+    """The set's budgets, or docs/metrics.md's defaults when it has none."""
     row = BudgetSet.objects.filter(golden_set=golden_set).first()
     return load_budgets(row.data if row else None)
 
@@ -274,10 +289,3 @@ def target_list(*, golden_set: GoldenSet | None = None) -> QuerySet[SearchTarget
     if golden_set is not None:
         targets = targets.filter(golden_sets=golden_set)
     return targets.order_by("name")
-
-
-def schedule_list(*, golden_set: GoldenSet | None = None) -> QuerySet[RunSchedule]:
-    rows = RunSchedule.objects.select_related("golden_set", "target")
-    if golden_set is not None:
-        rows = rows.filter(golden_set=golden_set)
-    return rows.order_by("golden_set__slug", "target__name")

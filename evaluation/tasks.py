@@ -1,9 +1,10 @@
-"""Celery tasks of evaluation runs: thin interfaces over `evaluation.services` (CONVENTIONS.md "Celery").
+"""Celery tasks of evaluation runs: thin interfaces over `evaluation.services`.
 
-Explicit stable names, JSON arguments (ids), services imported inside. Idempotency lives in the
-database (conditional status updates, unique (run, query) results), so every task here is safe to run
-twice; `run_chunk` and `run_finalize` are `acks_late` with `reject_on_worker_lost`: a chunk whose worker
-is killed goes back to the broker and another worker finishes it without duplicating a result.
+Explicit stable names, JSON arguments (ids), services imported inside each task function (the services
+never import this module: they queue `run_start` by its name, `evaluation.enqueue`). Idempotency lives
+in the database (conditional status updates, unique (run, query) results), so every task here is safe
+to run twice; `run_chunk` and `run_finalize` are `acks_late` with `reject_on_worker_lost`: a chunk whose
+worker is killed goes back to the broker and another worker finishes it without duplicating a result.
 
 Periodic tasks for celery beat: `evaluation.runs_nightly` (every few minutes: starts the due nightly
 schedules) and `evaluation.runs_sweep` (every minute: moves runs that stopped moving). docs/runs.md
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from celery import chain, chord, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+
+from evaluation.enqueue import RUN_START
 
 if TYPE_CHECKING:
     from evaluation.services import RunPlan
@@ -67,7 +70,7 @@ def dispatch(plan: RunPlan) -> None:
         chord(group(run_chunk.s(run_id, list(c)) for c in plan.chunks))(run_finalize.si(run_id))
 
 
-@shared_task(name="evaluation.run_start", ignore_result=True)
+@shared_task(name=RUN_START, ignore_result=True)
 @_final_status_on_error
 def run_start(run_id: int) -> None:
     """Claim a queued run (QUEUED -> RUNNING), resolve its durable keys, fan out its chunks."""

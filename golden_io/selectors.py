@@ -10,8 +10,9 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from assay.golden.diff import GoldenDiff, diff
-from assay.golden.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
+from assay.golden.format import GoldenFormatError, Problem, dump_jsonl, from_dict, natural_key, to_dict
 from assay.golden.model import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
+from assay.golden.trec import write_qrels
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
 
@@ -43,6 +44,32 @@ def version_get(*, golden_set: GoldenSet, name: str) -> GoldenVersion | None:
 def version_latest(*, golden_set: GoldenSet) -> GoldenVersion | None:
     """The newest version of the set (the next freeze's parent), or None before the first freeze."""
     return GoldenVersion.objects.filter(golden_set=golden_set).order_by("-created", "-id").first()
+
+
+# A version's downloadable files: format -> (content type, file extension).
+VERSION_FILES = {
+    "json": ("application/json", "json"),
+    "jsonl": ("application/x-ndjson", "jsonl"),
+    "qrels": ("text/plain; charset=utf-8", "qrels"),
+}
+
+
+def version_file_get(*, version: GoldenVersion, fmt: str) -> tuple[bytes, str, str, dict[str, str]]:
+    """(body, content type, file name, extra headers) of one of a version's files (`VERSION_FILES`), for
+    the version page's download and the API alike. `json` is the frozen bytes themselves, never a re-dump,
+    with their SHA-256 in `X-Content-SHA256`. Raises ValueError for another format (views check first)."""
+    if fmt not in VERSION_FILES:
+        raise ValueError(f"no file format {fmt!r}: one of {', '.join(VERSION_FILES)}")
+    content_type, extension = VERSION_FILES[fmt]
+    headers: dict[str, str] = {}
+    if fmt == "json":
+        body = version.content_bytes
+        headers["X-Content-SHA256"] = version.sha256
+    elif fmt == "jsonl":
+        body = dump_jsonl(version.golden())
+    else:
+        body = write_qrels(version.golden()).encode()
+    return body, content_type, f"{version.golden_set.slug}@{version.name}.{extension}", headers
 
 
 def export_list(*, version: GoldenVersion) -> QuerySet[GitExport]:

@@ -1,4 +1,5 @@
-"""Writes for golden versions: freeze, export to git, re-judging queue, export configuration.
+"""Writes for golden versions: freeze, golden-file import, export to git, re-judging queue, export
+configuration. The freeze and the golden-file import are the only writers of the frozen labels.
 
 The freeze (`golden_version_freeze`) locks the golden set row while it names and writes the version, so
 two freezes at once are serialised: the second sees the first as its parent and takes the next name
@@ -21,13 +22,21 @@ from django.utils import timezone
 
 from assay import git_export
 from assay.golden.diff import GoldenDiff, diff
-from assay.golden.format import dump_json, dump_jsonl
+from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
+from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
-from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query
+from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query, TierMove
 from labeling.selectors import proposals_pending_count
-from labeling.services import PoolEntry, assignment_rejudge_create, candidates_add, query_move_tier
+from labeling.services import (
+    PoolEntry,
+    assignment_rejudge_create,
+    candidates_add,
+    pool_add_judged,
+    query_move_tier,
+    retired_work_reopen,
+)
 
 REJUDGE_SYSTEM = "stale"  # pool provenance of a document queued again because its content changed
 
@@ -241,6 +250,151 @@ def _replace_frozen_labels(working: WorkingGolden, name: str) -> None:
 def _chunks(values: Sequence[int], size: int = 10_000) -> list[Sequence[int]]:
     """Slices of `values` small enough for one statement's parameters (PostgreSQL allows 65535)."""
     return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+# -------------------------------------------------------------------------------------- golden-file import
+# With the freeze above, the only writer of the set's frozen labels (FrozenLabel).
+
+
+@transaction.atomic
+def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """A golden file into the set: its queries (created or updated by id) and its judgments, which become
+    the set's current frozen labels (replacing the previous ones). Every judged document must already be a
+    document of the set (labeling's `documents_import`). The whole file is checked first and written in
+    one transaction: a file with any problem imports nothing (docs/labeling.md, "Imports")."""
+    report = ImportReport(kind="golden", source=source)
+    try:
+        golden = parse(data)
+    except GoldenFormatError as exc:
+        for problem in exc.problems:
+            report.add(problem.where, problem.message)
+        return report
+    rubric = golden_set.rubric
+    if (golden.scale.min, golden.scale.max) != (rubric.scale_min, rubric.scale_max):
+        report.add(
+            "scale",
+            f"the file's scale {golden.scale} differs from rubric {rubric}'s scale "
+            f"{rubric.scale_min}..{rubric.scale_max}",
+        )
+    if golden.rubric and golden.rubric != str(rubric):
+        report.add(
+            "rubric", f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}"
+        )
+    documents = {d.doc_id: d for d in golden_set.documents.all()}
+    key_owners = {d.key: d.doc_id for d in documents.values() if d.key}
+    new_keys: dict[str, str] = {}  # doc id -> the key the file gives a document that has none
+    for i, q in enumerate(golden.queries):
+        if q.locale and not golden_set.in_scope(q.locale):
+            report.add(
+                f"queries[{i}].locale",
+                f"query {q.id}: locale {q.locale} is outside the golden set's scope "
+                f"({', '.join(golden_set.locales)})",
+            )
+        for j, judgment in enumerate(q.judgments):
+            doc = documents.get(judgment.doc_id)
+            where = f"queries[{i}].judgments[{j}]"
+            if doc is None:
+                report.add(
+                    f"{where}.doc_id",
+                    f"query {q.id}: {judgment.doc_id} is not a document of golden set {golden_set.slug} "
+                    "(import its documents first)",
+                )
+            elif judgment.key and doc.key and judgment.key != doc.key:
+                report.add(
+                    f"{where}.key", f"query {q.id}: key {judgment.key} differs from the document's {doc.key}"
+                )
+            elif judgment.key and not doc.key:
+                _key_to_set(new_keys, key_owners, doc, judgment.key, f"{where}.key", f"query {q.id}", report)
+    if not report.ok:
+        return report
+    # A judgment's durable key is kept on its document when the document had none, so that it survives
+    # a later re-ingest that renumbers ids (the document import follows keys).
+    for doc_id, key in new_keys.items():
+        Document.objects.filter(pk=documents[doc_id].pk).update(key=key)
+        documents[doc_id].key = key
+    report.count("document keys set", len(new_keys))
+    existing = {q.external_id: q for q in golden_set.queries.all()}
+    created = updated = reopened = 0
+    for q in golden.queries:
+        values = {
+            "text": q.text,
+            "locale": q.locale or "",
+            "filters": dict(q.filters),
+            "stratum": q.stratum or "",
+            "weight": q.weight,
+            "tier": q.tier,
+            "status": Query.Status.ACTIVE,
+            "expect_empty": q.expect_empty,
+            "critical": q.critical,
+            "tags": list(q.tags),
+        }
+        row = existing.get(q.id)
+        if row is None:
+            existing[q.id] = Query.objects.create(golden_set=golden_set, external_id=q.id, **values)
+            created += 1
+        elif any(getattr(row, k) != v for k, v in values.items()):
+            if (row.tier, row.status) != (q.tier, Query.Status.ACTIVE):
+                # The file's tiers are authoritative; the move is recorded like any other.
+                TierMove.objects.create(
+                    query=row,
+                    by=None,
+                    from_tier=row.tier,
+                    to_tier=q.tier,
+                    from_status=row.status,
+                    to_status=Query.Status.ACTIVE,
+                    reason=f"golden file import {source} (version {golden.version})",
+                )
+            Query.objects.filter(pk=row.pk).update(**values)
+            if row.status == Query.Status.RETIRED:
+                reopened += retired_work_reopen(query=row)
+            updated += 1
+    replaced = FrozenLabel.objects.filter(query__golden_set=golden_set).delete()[0]
+    labels = [
+        FrozenLabel(query=existing[q.id], document=documents[j.doc_id], grade=j.grade, version=golden.version)
+        for q in golden.queries
+        for j in q.judgments
+    ]
+    FrozenLabel.objects.bulk_create(labels, batch_size=1000)
+    changes = {"k": golden.k, "relevant_min_grade": golden.relevant_min_grade}
+    for name, value in changes.items():
+        if getattr(golden_set, name) != value:
+            report.notes.append(f"golden set {name} changed from {getattr(golden_set, name)} to {value}")
+            setattr(golden_set, name, value)
+    golden_set.frozen_version = golden.version
+    golden_set.save(update_fields=["k", "relevant_min_grade", "frozen_version"])
+    report.count("queries created", created)
+    report.count("queries updated", updated)
+    report.count("queries unchanged", len(golden.queries) - created - updated)
+    if reopened:
+        report.count("assignments of returning queries reopened", reopened)
+    report.count("frozen labels", len(labels))
+    report.count("previous frozen labels replaced", replaced)
+    report.count("pool candidates added", pool_add_judged(golden_set=golden_set))
+    unlabeled = [q.id for q in golden.queries if not q.has_positive_judgment and not q.expect_empty]
+    if unlabeled:
+        report.notes.append(f"no judgment at grade >= 1 (no_positive_judgments): {', '.join(unlabeled)}")
+    return report
+
+
+def _key_to_set(
+    new_keys: dict[str, str],
+    key_owners: dict[str, str],
+    doc: Document,
+    key: str,
+    where: str,
+    what: str,
+    report: ImportReport,
+) -> None:
+    """Plan giving `doc` (which has no key) the judgment's `key`, or report why it cannot have it."""
+    owner = key_owners.get(key)
+    planned = new_keys.get(doc.doc_id)
+    if owner is not None and owner != doc.doc_id:
+        report.add(where, f"{what}: key {key} belongs to document {owner}, not {doc.doc_id}")
+    elif planned is not None and planned != key:
+        report.add(where, f"{what}: key {key} for {doc.doc_id}, which another judgment keys {planned}")
+    else:
+        new_keys[doc.doc_id] = key
+        key_owners[key] = doc.doc_id
 
 
 # ------------------------------------------------------------------------------------------ git export

@@ -7,6 +7,8 @@ from golden_io import views
 app_name = "golden_io"
 urlpatterns: list[URLPattern | URLResolver] = [
     path("versions/", views.set_list, name="set_list"),
+    # The golden-file form of labeling's import page (`sets/<slug>/import/`), like `manage.py import_golden`.
+    path("sets/<slug:slug>/import-golden/", views.golden_import, name="golden_import"),
     path("sets/<slug:slug>/versions/", views.version_list, name="version_list"),
     path("sets/<slug:slug>/versions/freeze/", views.freeze, name="freeze"),
     path("sets/<slug:slug>/versions/diff/", views.version_diff, name="diff"),

@@ -1,4 +1,5 @@
-"""Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration.
+"""Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration;
+and the golden-file upload of labeling's import page.
 
 Reviewers of the set and admins only; anyone else (raters included) gets a 404, so the existence of a
 set or version is not confirmed. Thin: check access, call one service or selector, render.
@@ -15,21 +16,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.golden.diff import diff
-from assay.golden.format import dump_jsonl
 from assay.golden.keys import resolve_keys
-from assay.golden.trec import write_qrels
 from golden_io import selectors, services
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
+from labeling.forms import UploadForm
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
-
-DOWNLOADS = {
-    "json": ("application/json", "json"),
-    "jsonl": ("application/x-ndjson", "jsonl"),
-    "qrels": ("text/plain; charset=utf-8", "qrels"),
-}
-
+from labeling.views.imports import import_page_render, import_report_render
 
 # --- access helpers -----------------------------------------------------------------------------
 
@@ -129,21 +123,11 @@ def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 @require_GET
 def version_download(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     version = _get_version(request, slug, name)
-    if fmt not in DOWNLOADS:
+    if fmt not in selectors.VERSION_FILES:
         raise Http404("unknown format")
-    content_type, extension = DOWNLOADS[fmt]
-    if fmt == "json":
-        body: bytes = version.content_bytes  # the stored bytes themselves, never a re-dump
-    elif fmt == "jsonl":
-        body = dump_jsonl(version.golden())
-    else:
-        body = write_qrels(version.golden()).encode()
-    response = HttpResponse(body, content_type=content_type)
-    filename = f"{version.golden_set.slug}@{version.name}.{extension}"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    if fmt == "json":
-        response["X-Content-SHA256"] = version.sha256
-    return response
+    body, content_type, filename, headers = selectors.version_file_get(version=version, fmt=fmt)
+    disposition = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    return HttpResponse(body, content_type=content_type, headers={**disposition, **headers})
 
 
 @require_GET
@@ -264,6 +248,19 @@ def export_config(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request, "golden_io/export_config.html", {"golden_set": golden_set, "form": form}, status=status
     )
+
+
+@require_POST
+def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
+    """The golden-file form of labeling's import page (`/sets/<slug>/import/`): its queries and judgments
+    become the set's frozen labels. A bad form shows the import page again, a bad file the report."""
+    golden_set = _get_set(request, slug)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return import_page_render(request, golden_set, bound={"golden": form}, status=400)
+    upload = form.cleaned_data["file"]
+    report = services.golden_import(golden_set=golden_set, data=upload.read(), source=upload.name)
+    return import_report_render(request, golden_set, report)
 
 
 def _config(golden_set: GoldenSet) -> GitExportConfig | None:

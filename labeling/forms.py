@@ -13,7 +13,10 @@ from labeling.services import POOL_DEPTH
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 
-class _UploadForm(forms.Form):
+class UploadForm(forms.Form):
+    """One file. The import page's golden-file form is this one as it stands; it posts to golden_io
+    (`golden_io.views.golden_import`), which owns golden-file import."""
+
     file = forms.FileField()
 
     def clean_file(self) -> Any:
@@ -23,15 +26,11 @@ class _UploadForm(forms.Form):
         return upload
 
 
-class GoldenUploadForm(_UploadForm):
+class DocumentsUploadForm(UploadForm):
     pass
 
 
-class DocumentsUploadForm(_UploadForm):
-    pass
-
-
-class QueryLogUploadForm(_UploadForm):
+class QueryLogUploadForm(UploadForm):
     cap = forms.IntegerField(min_value=1, initial=500, help_text="the most active queries the set may hold")
     reserve_share = forms.FloatField(
         min_value=0,
@@ -48,7 +47,7 @@ class QueryLogUploadForm(_UploadForm):
     seed = forms.IntegerField(initial=0, help_text="the same seed draws the same sample")
 
 
-class RunUploadForm(_UploadForm):
+class RunUploadForm(UploadForm):
     system = forms.SlugField(
         max_length=100, help_text="the system this TREC run comes from (never shown to raters)"
     )
@@ -63,7 +62,7 @@ class ReassignForm(forms.Form):
         self.fields["rater"].queryset = raters  # type: ignore[attr-defined]
 
 
-# --- reviewer actions (issue 4): the services check the rules and name what is wrong ----------------
+# --- reviewer actions (docs/agreement.md): the services check the rules and name what is wrong --------
 
 
 class AdjudicationForm(forms.Form):

@@ -1,10 +1,12 @@
 """Golden sets and everything raters touch: rubric, queries, documents, pools, assignments, judgments.
 
 Single-row behaviour only; writes that span rows live in `labeling.services`, reads in
-`labeling.selectors`. Shaped for what later issues add here: agreement and adjudication (issue 4) read
-`Judgment` rows grouped by (query, document) and create `kind=third` assignments scoped to the
-disagreeing candidates; a golden-version freeze (issue 5) replaces `FrozenLabel`; an evaluation run
-(issue 6) extends a pool through `services.candidates_add` with its own provenance.
+`labeling.selectors` (docs/labeling.md). Other apps write some of these rows through their own services:
+golden_io writes every `FrozenLabel` (the golden-file import and the golden-version freeze,
+`golden_io.services`; labeling only reads them), and an evaluation run extends a pool through
+`labeling.services.candidates_add` with its own provenance. The dispute check reads `Judgment` rows
+grouped by (query, document) and creates `kind=third` assignments scoped to the disagreeing candidates
+(docs/agreement.md).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class GoldenSet(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="share of queries that also go to a second rater",
     )
-    # Dispute thresholds (issue 4 reads them; DESIGN.md defaults).
+    # Dispute thresholds, read by the dispute check (docs/agreement.md, "Dispute rules", has the defaults).
     hard_diff = models.PositiveIntegerField(default=2)
     min_dual_docs = models.PositiveIntegerField(default=5)
     min_exact = models.FloatField(default=0.55)
@@ -182,7 +184,12 @@ class Query(models.Model):
 
 
 class FrozenLabel(models.Model):
-    """The set's current frozen grade for (query, document); a golden-version freeze replaces these rows."""
+    """The set's current frozen grade for (query, document).
+
+    Written only by golden_io (`golden_io.services`): a golden-file import replaces all of the set's rows,
+    a golden-version freeze those of the version's queries. labeling reads them (the overturns a rater
+    explains, the labels carried over in consolidation) and never writes them.
+    """
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="frozen_labels")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="frozen_labels")
@@ -331,7 +338,8 @@ class JudgmentEvent(models.Model):
         return f"{self.judgment_id}: {self.old_grade} → {self.new_grade}"
 
 
-# --- agreement and adjudication (issue 4): each decision is a row of its own; judgments are never changed
+# --- agreement and adjudication (docs/agreement.md): each decision is a row of its own; judgments are never
+# changed
 
 
 class TierMove(models.Model):

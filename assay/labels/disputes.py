@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 else:
     R = TypeVar("R")
 
-# DESIGN.md: a final grade needs a reviewer when three grades are two or more apart (highest - lowest).
+# A final grade needs a reviewer when three grades are two or more apart (highest - lowest): 0, 0, 3 is
+# not a confident 0 (docs/agreement.md, "Final labels").
 REVIEW_SPREAD = 2
 
 Method = Literal["single", "agreed", "median", "adjudicated"]
@@ -40,7 +41,7 @@ Awaiting = Literal["first_rater", "second_rater", "third_rater", "reviewer"]
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """A golden set's dispute thresholds; the defaults are DESIGN.md's.
+    """A golden set's dispute thresholds, with their defaults (docs/agreement.md, "Dispute rules").
 
     A query is disputed when a top document has a hard disagreement (two grades `hard_diff` or more
     apart) or a relevance flip; and, when it has at least `min_dual_docs` dual-labeled documents, when

@@ -11,11 +11,11 @@ The pipeline, in order:
    locale are one query; counts add up; the most frequent spelling is kept as the text.
 4. `assign_strata`: by traffic, most searched first: head = the queries making the first 50% of all
    searches, torso the next 30%, tail the rest (a query belongs to the stratum its first search falls in).
-5. `sample`: up to `cap` queries. A share (`reserve_share`, default 15%; the seed says 10-20%) is
-   reserved for known failures: queries whose searches returned nothing at least `zero_hit_min_share` of
-   the time. The rest is split between head, torso and tail by `stratum_shares` (default equal thirds, so
-   popular navigational queries cannot drown rare support queries); a stratum with too few queries
-   gives its unused places to the others. Deterministic for a given seed.
+5. `sample`: up to `cap` queries. A share (`reserve_share`, default 15%) is reserved for known
+   failures: queries whose searches returned nothing at least `zero_hit_min_share` of the time. The rest
+   is split between head, torso and tail by `stratum_shares` (default equal thirds, so popular
+   navigational queries cannot drown rare support queries); a stratum with too few queries gives its
+   unused places to the others. Deterministic for a given seed.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from evaluation.api.tokens import api_token_authenticate
 from evaluation.models import ApiToken
+from evaluation.tokens import api_token_authenticate
 
 KEYWORDS = ("bearer", "token")
 

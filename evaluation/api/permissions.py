@@ -1,4 +1,4 @@
-"""Token scopes, checked per view. Object permissions are the pages' (evaluation.api.access): what a
+"""Token scopes, checked per view. Object permissions are the pages' (evaluation.access): what a
 user may not see is looked up through their visible querysets and is a 404."""
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ from rest_framework import serializers
 from assay.harness import redact_url
 from assay.targets import SPEC_FIELDS
 from evaluation.models import EvaluationRun, SearchTarget
+from golden_io import selectors as golden_selectors
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
-VERSION_FILES = ("json", "jsonl", "qrels")
+VERSION_FILES = tuple(golden_selectors.VERSION_FILES)  # the formats of a version's files
 
 
 def _absolute(context: Mapping[str, Any], name: str, *args: Any) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.drift import LABELS, SHOWN_METRICS, Finding, GateResult, load_budgets, render_markdown
+from assay.drift import Finding, GateResult, load_budgets, render_markdown
+from assay.metric_table import METRICS
 from evaluation.models import EvaluationRun
 
 
@@ -23,10 +24,6 @@ def gate_result(gate: dict[str, Any]) -> GateResult:
         current=gate["current"],
         baseline=gate["baseline"],
     )
-
-
-def _num(value: object) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) else "—"
 
 
 def _run_line(run: EvaluationRun, page_url: str) -> str:
@@ -50,7 +47,7 @@ def gate_markdown(run: EvaluationRun, *, page_url: str) -> str:
     lines += [f"- {note}" for note in gate["notes"]]
     core = ((run.report or {}).get("tiers") or {}).get("core") or {}
     lines += ["", "| metric | current |", "|---|---:|"]
-    for metric in SHOWN_METRICS:
-        lines.append(f"| {LABELS[metric]} | {_num((core.get(metric) or {}).get('value'))} |")
+    for metric in METRICS:
+        lines.append(f"| {metric.label} | {metric.format((core.get(metric.key) or {}).get('value'))} |")
     lines += ["", _run_line(run, page_url)]
     return "\n".join(lines) + "\n"

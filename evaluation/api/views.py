@@ -1,5 +1,5 @@
-"""API views: thin. Each looks its object up through `evaluation.api.access` (404 for what the user may
-not see), calls one service or selector, and serializes. Scopes per view in `required_scopes`."""
+"""API views: thin. Each looks its object up through `evaluation.access` (404 for what the user may not
+see), calls one service or selector, and serializes. Scopes per view in `required_scopes`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evaluation.api import access
+from evaluation import access
 from evaluation.api.serializers import (
     VERSION_FILES,
     CancelSerializer,
@@ -120,13 +120,14 @@ class VersionFile(ApiView):
         },
     )
     def get(self, request: Request, slug: str, name: str, fmt: str) -> HttpResponse:
-        from golden_io.views import version_download
-
-        _version(request, slug, name)
+        version = _version(request, slug, name)
         if fmt not in VERSION_FILES:
             raise Http404(f"no file format {fmt!r}: one of {', '.join(VERSION_FILES)}")
-        # The pages' download serves the same bytes and headers; the access check above is the API's.
-        return version_download(request._request, slug, name, fmt)
+        # The same bytes and headers as the version page's download (one selector); the access check
+        # above is the API's.
+        body, content_type, filename, headers = golden_selectors.version_file_get(version=version, fmt=fmt)
+        disposition = {"Content-Disposition": f'attachment; filename="{filename}"'}
+        return HttpResponse(body, content_type=content_type, headers={**disposition, **headers})
 
 
 # --- targets -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Budgets files: defaults (the seed's table), nested and flat forms, strata, every bad key or value."""
+"""Budgets files: defaults (docs/metrics.md), nested and flat forms, strata, every bad key or value."""
 
 from __future__ import annotations
 

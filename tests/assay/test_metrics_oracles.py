@@ -188,7 +188,7 @@ def test_it_matches_the_ir_measures_toy_values() -> None:
     compared = 0
     for measure, qid, printed in toy_expected():
         if measure.startswith("nDCG@"):
-            # Linear-gain nDCG: Assay has exponential gain only (METRICS.md), so these rows are not claimed.
+            # Linear-gain nDCG: Assay has exponential gain only (docs/metrics.md): these rows are not claimed.
             continue
         if measure.startswith("nDCG(dcg='exp-log2')@"):
             k, attr = int(measure.rsplit("@", 1)[1]), "ndcg"

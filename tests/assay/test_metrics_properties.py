@@ -1,7 +1,7 @@
 """The metrics engine on generated data against pytrec_eval and ir_measures, plus its invariants.
 
 pytrec_eval and ir_measures are dev-only oracles. Neither accepts a repeated document in a ranking, so a
-repeat is handed to them as a fresh unjudged document in the same slot: that is exactly METRICS.md's rule
+repeat is handed to them as a fresh unjudged document in the same slot: that is exactly docs/metrics.md's rule
 (it keeps its slot, earns nothing, is never relevant), so their numbers must equal ours on the list with
 the repeat. judged@k is the exception (a repeat of a judged document is still judged): it is compared on
 lists without repeats only, and the repeat case is checked by hand below.
@@ -225,7 +225,7 @@ def test_it_divides_precision_by_k_even_for_a_short_list() -> None:
 
 
 def test_it_cuts_the_ideal_list_at_k_not_at_the_number_returned() -> None:
-    # Elasticsearch would cut the ideal list at the hits returned (1) and report 1.0; METRICS.md cuts at k.
+    # Elasticsearch would cut the ideal list at the hits returned (1), giving 1.0; docs/metrics.md cuts at k.
     grades = {"a": 3, "b": 3, "c": 3}
     scores = score_query(grades, ["a"], k=3, relevant_min_grade=2)
     assert scores.ndcg == pytest.approx(1 / (1 + 1 / LOG2(3) + 1 / LOG2(4)), abs=1e-15)

@@ -1,4 +1,4 @@
-"""The report artifact: who counts in which aggregate (METRICS.md), flags, critical queries, the interval."""
+"""The report artifact: who counts where (docs/metrics.md), flags, critical queries, intervals."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_it_leaves_expect_empty_queries_out_of_ranking_means_and_empty_rate_but_
     assert core["ndcg"] == {"value": 0.5, "n": 2}
     assert core["mrr"]["n"] == core["precision_at_k"]["n"] == 2
     assert core["empty_rate"] == {"value": 0.5, "n": 2}  # a and b only
-    # METRICS.md does not exclude expect_empty from lt3_rate: b, quiet and noisy have < 3 results.
+    # docs/metrics.md does not exclude expect_empty from lt3_rate: b, quiet and noisy have < 3 results.
     assert core["lt3_rate"] == {"value": 0.75, "n": 4}
     assert core["judged_at_k"] == {"value": pytest.approx((1 / 3 + 0.0) / 2), "n": 2}
     assert report["flags"]["unexpected_hits"] == ["noisy"]

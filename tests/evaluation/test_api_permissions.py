@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
-from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     TokenFor,
     ada_fixture,

@@ -24,7 +24,7 @@ from evaluation.services import target_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     TokenFor,
     ada_fixture,

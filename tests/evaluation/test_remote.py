@@ -21,7 +21,7 @@ from assay.cli import main
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_cancel, run_fail
 from golden_io.models import GoldenVersion
-from tests.evaluation.test_views_support import TokenFor, token_for_fixture  # noqa: F401
+from tests.support.evaluation import TokenFor, token_for_fixture  # noqa: F401
 from tests.support.processes import REPO, refused_url
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,

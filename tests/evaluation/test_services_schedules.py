@@ -15,7 +15,7 @@ from evaluation.models import EvaluationRun, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_delete, schedule_set
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.evaluation.test_views_support import ada_fixture, logged_in  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import ada_fixture, logged_in  # noqa: F401  (fixtures by name)
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     make_target,
@@ -120,7 +120,8 @@ def test_one_schedules_unexpected_error_is_recorded_and_the_others_still_run(
             raise RuntimeError("a bug in one schedule's path")
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "run_create", run_create)  # a stand-in for a bug: nothing else fails so
+    # A stand-in for a bug: nothing else fails so (the schedules module's run_create is the one it calls).
+    monkeypatch.setattr(services.schedules, "run_create", run_create)
     (run,) = _nightly(_at(4), django_capture_on_commit_callbacks)
 
     assert run.schedule == fine

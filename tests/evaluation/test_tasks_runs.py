@@ -191,7 +191,7 @@ def test_a_chunks_unexpected_error_becomes_each_remaining_querys_error(
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("harness bug")
 
-    monkeypatch.setattr("evaluation.services.search_all", broken)
+    monkeypatch.setattr("evaluation.services.chunks.search_all", broken)
     outcome = run_chunk_process(run_id=run.pk, query_ids=[f"q-{i}" for i in range(1, 7)])
 
     assert outcome.complete

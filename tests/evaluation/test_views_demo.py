@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from evaluation.models import Baseline, EvaluationRun
-from tests.evaluation.test_views_support import logged_in, section_text
+from tests.support.evaluation import logged_in, section_text
 from tests.support.processes import serving
 from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
 
@@ -69,7 +69,7 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert not any(scope.startswith("stratum") and scope != "stratum billing" for scope, _ in tripped)
     assert "q-0471" in [loser["id"] for loser in current.gate["top_losers"]]
     text = out.getvalue()
-    assert "Rewriter on: verdict FAIL" in text and "q-0471 (the seed's refund query)" in text
+    assert "Rewriter on: verdict FAIL" in text and "q-0471 (the refund query of demo/README.md)" in text
     assert f"The report: http://assay.test/runs/{current.pk}/" in text
 
     again = io.StringIO()

@@ -1,6 +1,6 @@
-"""The report page's display rules, without a database: 4 decimals, never NaN, "—" with why; the paired
-intervals count queries as METRICS.md counts them; trend charts break lines where values are not
-comparable; parameter overrides typed as KEY=VALUE lines."""
+"""The report page's display rules, without a database: 4 decimals, never NaN, "—" with why; trend
+charts break lines where values are not comparable; parameter overrides typed as KEY=VALUE lines. (The
+paired intervals' counting is tests/assay/test_drift_intervals.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from evaluation.views import num, paired_intervals, parse_param_lines, trend_charts
+from assay.charts import trend_charts
+from evaluation.forms import parse_param_lines
+from evaluation.report_page import num
 
 
 @pytest.mark.parametrize(
@@ -31,54 +33,6 @@ def test_numbers_show_four_decimals(value: float, signed: bool, text: str) -> No
 def test_undefined_values_show_a_dash_with_the_reason(value: Any) -> None:
     shown = num(value, why="every query errored")
     assert (shown.text, shown.why, shown.undefined) == ("—", "every query errored", True)
-
-
-def _row(qid: str, ndcg: float | None, **extra: Any) -> dict[str, Any]:
-    row = {
-        "id": qid,
-        "ndcg": ndcg,
-        "mrr": ndcg,
-        "p_at_k": ndcg,
-        "empty": ndcg == 0.0,
-        "lt3": ndcg == 0.0,
-        "error": None if ndcg is not None else "HTTP 500",
-        "tier": "core",
-        "expect_empty": False,
-    }
-    row.update(extra)
-    return row
-
-
-def test_paired_intervals_cover_the_core_queries_both_runs_scored() -> None:
-    baseline = [
-        _row("q-1", 1.0),
-        _row("q-2", 0.5),
-        _row("q-3", 0.8),
-        _row("q-4", 0.0, expect_empty=True),
-        _row("q-5", 0.9, tier="shadow"),
-        _row("q-6", 0.7),
-    ]
-    current = [
-        _row("q-1", 0.0),  # -1.0
-        _row("q-2", 0.75),  # +0.25
-        _row("q-3", None),  # errored now: left out
-        _row("q-4", 0.0, expect_empty=True),  # out of the nDCG means, in the <3 rate
-        _row("q-5", 0.1, tier="shadow"),  # not core
-        _row("q-7", 0.3),  # not in the baseline
-    ]
-    intervals = paired_intervals(current, baseline)
-
-    assert intervals["ndcg"]["n"] == 2
-    assert intervals["ndcg"]["mean"] == pytest.approx((-1.0 + 0.25) / 2)
-    assert intervals["ndcg"]["low"] <= intervals["ndcg"]["mean"] <= intervals["ndcg"]["high"]
-    assert intervals["empty_rate"]["n"] == 2 and intervals["empty_rate"]["mean"] == pytest.approx(0.5)
-    assert intervals["lt3_rate"]["n"] == 3  # q-4 counts in the <3 rate
-    assert set(intervals) == {"ndcg", "mrr", "precision_at_k", "empty_rate", "lt3_rate"}
-
-
-def test_paired_intervals_without_common_queries_are_undefined() -> None:
-    intervals = paired_intervals([_row("q-1", 0.5)], [_row("q-2", 0.5)])
-    assert intervals["ndcg"]["n"] == 0 and intervals["ndcg"]["low"] is None
 
 
 def _point(run_id: int, version: str, value: float | None, verdict: str = "pass") -> dict[str, Any]:

@@ -18,7 +18,7 @@ from evaluation.services import run_create
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
-from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     ada_fixture,
     finished_fixture,

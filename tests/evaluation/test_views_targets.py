@@ -16,7 +16,7 @@ from django.test import Client
 from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
-from tests.evaluation.test_views_support import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     ada_fixture,
     bearer,
@@ -345,7 +345,7 @@ def test_the_budgets_editor_shows_the_defaults_then_saves_valid_json(
 ) -> None:
     client = logged_in(rita)
     page = client.get("/sets/help-center/budgets/")
-    assert "No budgets stored: these are METRICS.md's defaults" in page_text(page)
+    assert "No budgets stored: these are docs/metrics.md's defaults" in page_text(page)
     textarea = re.search(r'<textarea id="budgets"[^>]*>(.*?)</textarea>', page.content.decode(), re.S)
     assert textarea is not None
     shown = json.loads(html.unescape(textarea[1]))
@@ -407,7 +407,7 @@ def test_the_tokens_page_is_for_reviewers_and_admins_only(alice: User, charlie: 
 
 
 def test_a_user_cannot_revoke_another_users_token(rita: User, victor: User) -> None:
-    from evaluation.api.tokens import api_token_create
+    from evaluation.tokens import api_token_create
 
     token, _ = api_token_create(user=victor, name="victor's", scopes=["read"])
     assert logged_in(rita).post(f"/tokens/{token.pk}/revoke/").status_code == 404

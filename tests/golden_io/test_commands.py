@@ -18,7 +18,7 @@ from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from golden_io import services
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.golden_io.test_versions_support import (
+from tests.support.golden_sets import (
     Built,
     ConsolidatedStub,
     build_set,

@@ -14,7 +14,7 @@ from golden_io import selectors, services
 from golden_io.models import GoldenVersion
 from labeling.models import FrozenLabel, GoldenSet, Query
 from tests import factories
-from tests.golden_io.test_versions_support import (
+from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name

@@ -20,7 +20,7 @@ from golden_io import services
 from golden_io.models import GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.models import FrozenLabel, GoldenSet
-from tests.golden_io.test_versions_support import (
+from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name

@@ -22,7 +22,7 @@ DEMO = Path(__file__).resolve().parents[2] / "demo"
 
 
 def _imported(golden_set: GoldenSet, data: bytes) -> None:
-    report = labeling_services.golden_import(golden_set=golden_set, data=data, source="golden.json")
+    report = services.golden_import(golden_set=golden_set, data=data, source="golden.json")
     assert report.ok, report.render_text()
 
 

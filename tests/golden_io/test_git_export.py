@@ -19,7 +19,7 @@ from assay.golden.format import dump_jsonl
 from golden_io import services
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import GoldenSet
-from tests.golden_io.test_versions_support import (
+from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name

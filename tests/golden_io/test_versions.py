@@ -15,7 +15,7 @@ from golden_io.models import GoldenVersion, ImmutableVersionError
 from golden_io.selectors import live_keys
 from labeling.models import Document, GoldenSet
 from tests import factories
-from tests.golden_io.test_versions_support import version_make
+from tests.support.golden_sets import version_make
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from golden_io import services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling.models import Assignment, Document, GoldenSet
 from tests import factories
-from tests.golden_io.test_versions_support import (
+from tests.support.golden_sets import (
     Built,
     ConsolidatedStub,
     build_set,

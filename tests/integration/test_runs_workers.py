@@ -23,7 +23,7 @@ from django.test import Client
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
-from tests.evaluation.test_views_support import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
+from tests.support.evaluation import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
 from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)

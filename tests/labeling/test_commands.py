@@ -1,9 +1,9 @@
-"""The management commands: imports, pools, assignments, and the idempotent demo load."""
+"""The management commands: imports, pools, assignments (the demo load is golden_io's:
+tests/golden_io/test_demo_load.py)."""
 
 from __future__ import annotations
 
 import json
-import stat
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,19 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from labeling.management.commands import demo_load
-from labeling.models import (
-    Assignment,
-    Candidate,
-    DisputeCheck,
-    Document,
-    FrozenLabel,
-    GoldenSet,
-    Judgment,
-    Query,
-    Rubric,
-)
-from labeling.selectors import labels_consolidated
+from labeling.models import Assignment, Candidate, Document, GoldenSet, Query
 from tests import factories
 from tests.conftest import REPO
 
@@ -127,73 +115,3 @@ def test_build_pools_calls_a_live_search_url_through_the_harness(search_url: str
     out = _call("build_pools", "hc", f"--search-url=live={search_url}", "--depth=5")
     assert "candidates added: 5" in out
     assert Candidate.objects.filter(provenance__contains=[{"system": "live"}]).count() == 5
-
-
-@pytest.fixture
-def var_dir(tmp_path: Path, settings: Any) -> Path:
-    settings.VAR_DIR = tmp_path
-    return tmp_path
-
-
-def _snapshot() -> dict[str, Any]:
-    return {
-        "users": sorted(User.objects.values_list("username", flat=True)),
-        "rubrics": Rubric.objects.count(),
-        "documents": Document.objects.count(),
-        "queries": sorted(Query.objects.values_list("external_id", flat=True)),
-        "frozen": sorted(FrozenLabel.objects.values_list("query__external_id", "document__doc_id", "grade")),
-        "pool": sorted(Candidate.objects.values_list("query__external_id", "document__doc_id", "provenance")),
-        "assignments": sorted(
-            Assignment.objects.values_list("query__external_id", "rater__username", "kind")
-        ),
-    }
-
-
-def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
-    out = _call("demo_load")
-    logins = json.loads((var_dir / "demo-logins.json").read_text())
-    assert set(logins) == {"rater1", "rater2", "reviewer", "admin"}
-    assert stat.S_IMODE((var_dir / "demo-logins.json").stat().st_mode) == 0o600
-    for name, password in logins.items():
-        assert f"{name:<9} {password}" in out
-        assert User.objects.get(username=name).check_password(password)
-    first = _snapshot()
-    assert first["documents"] > 300 and len(first["queries"]) > 75
-    assert ("q-0471", "doc-8821", 3) in first["frozen"]
-    assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
-    assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
-    # Two dual-labeled queries were graded with a disagreement: disputed, in shadow, waiting for a reviewer.
-    checks = DisputeCheck.objects.filter(disputed=True)
-    assert checks.count() == 2
-    disputed = {c.query.external_id for c in checks}
-    assert all(
-        q.tier == "shadow" and q.stratum in ("account", "developer")
-        for q in Query.objects.filter(external_id__in=disputed)
-    )
-    assert "q-0471" not in disputed
-    assert f"Graded as a disagreement for the review queue: {', '.join(sorted(disputed))}" in out
-    waiting = labels_consolidated(golden_set=GoldenSet.objects.get(slug="help-center")).unresolved
-    assert len(waiting) == 2 and {u.awaiting for u in waiting} == {"reviewer"}
-    n_judgments = Judgment.objects.count()
-    # Some work is already done when it runs again: the reload changes nothing and loses nothing.
-    assignment = Assignment.objects.filter(rater__username="rater1", judgments__isnull=True).first()
-    assert assignment is not None
-    candidate = assignment.query.candidates.first()
-    assert candidate is not None
-    factories.JudgmentFactory.create(assignment=assignment, document=candidate.document, grade=1, note="kept")
-    again = _call("demo_load")
-    assert _snapshot() == first
-    assert Judgment.objects.count() == n_judgments + 1
-    assert Judgment.objects.get(assignment=assignment).note == "kept"
-    assert DisputeCheck.objects.count() == 2 and "Graded as a disagreement" not in again
-    assert json.loads((var_dir / "demo-logins.json").read_text()) == logins
-    assert "new assignments: 0 primary, 0 second" in again
-    admin = User.objects.get(username="admin")
-    assert admin.is_superuser and admin.groups.filter(name="admins").exists()
-
-
-def test_print_logins_only_prints(var_dir: Path) -> None:
-    out = _call("demo_load", "--print-logins")
-    assert "Demo logins" in out and "rater1" in out
-    assert not GoldenSet.objects.exists()
-    assert demo_load.demo_logins() == json.loads((var_dir / "demo-logins.json").read_text())

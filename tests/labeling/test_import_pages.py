@@ -1,8 +1,7 @@
-"""The reviewers' import page and the admin: uploads call the same services and show the report."""
+"""The reviewers' import page and the admin: uploads call the same services and show the report. The
+golden file's upload on the same page is golden_io's: tests/golden_io/test_golden_import.py."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 from django.contrib.auth.models import User
@@ -43,27 +42,6 @@ def test_a_failed_upload_lists_every_problem_with_400_and_imports_nothing(
     assert "not imported — 2 problems; nothing was changed" in body
     assert "line 2: id" in body and "duplicate id" in body and "line 3" in body
     assert not Document.objects.exists()
-
-
-def test_a_golden_upload_is_reported_and_imported(as_rita: Client, golden_set: GoldenSet) -> None:
-    factories.DocumentFactory.create(golden_set=golden_set, doc_id="doc-8821")
-    golden = {
-        "version": "2026-08-01",
-        "k": 10,
-        "queries": [
-            {
-                "id": "q-0471",
-                "text": "refund policy for annual plan",
-                "locale": "en-US",
-                "filters": {"product": "billing", "status": "published"},
-                "judgments": [{"doc_id": "doc-8821", "grade": 3}],
-            }
-        ],
-    }
-    response = _upload(as_rita, golden_set, "golden", "golden.json", json.dumps(golden).encode())
-    assert response.status_code == 200
-    assert 'id="import-ok"' in response.content.decode()
-    assert Query.objects.get().external_id == "q-0471"
 
 
 def test_a_query_log_upload_uses_the_sampling_options(as_rita: Client, golden_set: GoldenSet) -> None:

@@ -1,4 +1,5 @@
-"""Imports: documents, golden files, query logs, rubrics. A file with any problem imports nothing."""
+"""Imports: documents, query logs, rubrics. A file with any problem imports nothing. Golden files are
+golden_io's: tests/golden_io/test_golden_import.py."""
 
 from __future__ import annotations
 
@@ -8,27 +9,11 @@ from typing import Any
 import pytest
 
 from labeling import services
-from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric, TierMove
+from labeling.models import Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric
 from tests import factories
+from tests.support.import_files import doc, golden_file, golden_query, jsonl, keyed
 
 pytestmark = pytest.mark.django_db
-
-
-def _jsonl(*rows: Any) -> bytes:
-    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows).encode()
-
-
-def _doc(doc_id: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": doc_id,
-        "key": f"https://help.example.com/{doc_id}",
-        "title": f"Article {doc_id}",
-        "url": f"https://help.example.com/{doc_id}",
-        "snippet": "Short.",
-        "body": "Long.",
-        "fields": {"product": "billing", "locale": "en-US"},
-        **extra,
-    }
 
 
 @pytest.fixture
@@ -36,31 +21,16 @@ def gset() -> GoldenSet:
     return factories.GoldenSetFactory.create(slug="hc", locales=["en-US", "de-DE"])
 
 
-def _golden(*queries: dict[str, Any], **top: Any) -> bytes:
-    return json.dumps({"version": "2026-08-01", "k": 10, "queries": list(queries), **top}).encode()
-
-
-def _query(qid: str, *judgments: tuple[str, int], **extra: Any) -> dict[str, Any]:
-    return {
-        "id": qid,
-        "text": f"text of {qid}",
-        "locale": "en-US",
-        "filters": {"product": "billing"},
-        "judgments": [{"doc_id": d, "grade": g} for d, g in judgments],
-        **extra,
-    }
-
-
 # --- documents --------------------------------------------------------------------------------------
 
 
 def test_it_imports_documents_and_updates_changed_ones(gset: GoldenSet) -> None:
-    report = services.documents_import(golden_set=gset, data=_jsonl(_doc("d1"), _doc("d2")), source="c.jsonl")
+    report = services.documents_import(golden_set=gset, data=jsonl(doc("d1"), doc("d2")), source="c.jsonl")
     assert report.ok, report.problems
     assert report.counts["documents created"] == 2
     before = Document.objects.get(doc_id="d1").content_hash
     again = services.documents_import(
-        golden_set=gset, data=_jsonl(_doc("d1", title="Renamed"), _doc("d2")), source="c.jsonl"
+        golden_set=gset, data=jsonl(doc("d1", title="Renamed"), doc("d2")), source="c.jsonl"
     )
     assert (again.counts["documents updated"], again.counts["documents unchanged"]) == (1, 1)
     d1 = Document.objects.get(doc_id="d1")
@@ -68,14 +38,14 @@ def test_it_imports_documents_and_updates_changed_ones(gset: GoldenSet) -> None:
 
 
 def test_it_reports_every_bad_document_line_and_imports_nothing(gset: GoldenSet) -> None:
-    data = _jsonl(
-        _doc("d1"),
-        _doc("d1"),  # duplicate id
+    data = jsonl(
+        doc("d1"),
+        doc("d1"),  # duplicate id
         {"title": "no id"},
         "{not json",
-        _doc("d3", key=_doc("d1")["key"]),  # duplicate key
-        _doc("d4", fields=["x"]),
-        _doc("d5", title=""),
+        doc("d3", key=doc("d1")["key"]),  # duplicate key
+        doc("d4", fields=["x"]),
+        doc("d5", title=""),
     )
     report = services.documents_import(golden_set=gset, data=data, source="c.jsonl")
     assert [p.where for p in report.problems] == [
@@ -92,21 +62,17 @@ def test_it_reports_every_bad_document_line_and_imports_nothing(gset: GoldenSet)
 
 
 def test_it_refuses_documents_that_are_not_utf8(gset: GoldenSet) -> None:
-    data = json.dumps(_doc("d1", title="Rückerstattung"), ensure_ascii=False).encode("latin-1")
+    data = json.dumps(doc("d1", title="Rückerstattung"), ensure_ascii=False).encode("latin-1")
     report = services.documents_import(golden_set=gset, data=data, source="c.jsonl")
     assert not report.ok
     assert report.problems[0].where == "line 1" and "not UTF-8" in report.problems[0].message
     assert not Document.objects.exists()
 
 
-def _keyed(doc_id: str, key: str, **extra: Any) -> dict[str, Any]:
-    return _doc(doc_id, key=f"https://help.example.com/{key}", url=f"https://help.example.com/{key}", **extra)
-
-
 def test_a_stored_key_under_a_new_id_renames_that_document(gset: GoldenSet) -> None:
-    services.documents_import(golden_set=gset, data=_jsonl(_doc("d1")), source="a")
+    services.documents_import(golden_set=gset, data=jsonl(doc("d1")), source="a")
     d1 = Document.objects.get()
-    report = services.documents_import(golden_set=gset, data=_jsonl(_keyed("d9", "d1")), source="b")
+    report = services.documents_import(golden_set=gset, data=jsonl(keyed("d9", "d1")), source="b")
     assert report.ok, report.problems
     assert Document.objects.get().pk == d1.pk  # the same document, now under its new id
     assert Document.objects.get().doc_id == "d9"
@@ -118,7 +84,7 @@ def test_a_renumbering_re_ingest_follows_the_keys_and_the_judgments_follow(
     gset: GoldenSet, alice: Any
 ) -> None:
     services.documents_import(
-        golden_set=gset, data=_jsonl(*(_keyed(f"{i}", f"a{i}") for i in (1, 2, 3))), source="a"
+        golden_set=gset, data=jsonl(*(keyed(f"{i}", f"a{i}") for i in (1, 2, 3))), source="a"
     )
     before = {d.key: d.pk for d in Document.objects.all()}
     query = factories.QueryFactory.create(golden_set=gset)
@@ -127,8 +93,8 @@ def test_a_renumbering_re_ingest_follows_the_keys_and_the_judgments_follow(
         assignment__query=query, assignment__rater=alice, document=judged, grade=3
     )
     # Every id moves up by one (a chain: 1 -> 2 while 2 -> 3 and 3 -> 4), and a new document takes id 1.
-    renumbered = _jsonl(
-        _doc("1", key=None, title="Brand new"), *(_keyed(f"{i + 1}", f"a{i}") for i in (1, 2, 3))
+    renumbered = jsonl(
+        doc("1", key=None, title="Brand new"), *(keyed(f"{i + 1}", f"a{i}") for i in (1, 2, 3))
     )
     report = services.documents_import(golden_set=gset, data=renumbered, source="b")
     assert report.ok, report.problems
@@ -146,10 +112,10 @@ def test_a_renumbering_re_ingest_follows_the_keys_and_the_judgments_follow(
 
 
 def test_two_documents_can_swap_ids(gset: GoldenSet) -> None:
-    services.documents_import(golden_set=gset, data=_jsonl(_keyed("x", "kx"), _keyed("y", "ky")), source="a")
+    services.documents_import(golden_set=gset, data=jsonl(keyed("x", "kx"), keyed("y", "ky")), source="a")
     pks = {d.key: d.pk for d in Document.objects.all()}
     report = services.documents_import(
-        golden_set=gset, data=_jsonl(_keyed("y", "kx"), _keyed("x", "ky")), source="b"
+        golden_set=gset, data=jsonl(keyed("y", "kx"), keyed("x", "ky")), source="b"
     )
     assert report.ok, report.problems
     assert {d.key: (d.pk, d.doc_id) for d in Document.objects.all()} == {
@@ -159,11 +125,9 @@ def test_two_documents_can_swap_ids(gset: GoldenSet) -> None:
 
 
 def test_it_refuses_a_rename_onto_the_id_of_a_document_the_file_does_not_list(gset: GoldenSet) -> None:
-    services.documents_import(
-        golden_set=gset, data=_jsonl(_keyed("d1", "k1"), _keyed("d2", "k2")), source="a"
-    )
+    services.documents_import(golden_set=gset, data=jsonl(keyed("d1", "k1"), keyed("d2", "k2")), source="a")
     # k1 moves to id d2, but the stored d2 (key k2) is not in the file: two documents would be d2.
-    report = services.documents_import(golden_set=gset, data=_jsonl(_keyed("d2", "k1")), source="b")
+    report = services.documents_import(golden_set=gset, data=jsonl(keyed("d2", "k1")), source="b")
     assert [str(p) for p in report.problems] == [
         "line 1: key: key 'https://help.example.com/k1' belongs to stored document 'd1', but id 'd2' is"
         " another stored document's (key 'https://help.example.com/k2'), which this file does not list:"
@@ -173,143 +137,6 @@ def test_it_refuses_a_rename_onto_the_id_of_a_document_the_file_does_not_list(gs
         ("d1", "https://help.example.com/k1"),
         ("d2", "https://help.example.com/k2"),
     ]
-
-
-# --- golden files -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def docs(gset: GoldenSet) -> None:
-    services.documents_import(golden_set=gset, data=_jsonl(*(_doc(f"d{i}") for i in range(1, 6))), source="c")
-
-
-def test_it_imports_a_golden_file_as_the_sets_frozen_labels(gset: GoldenSet, docs: None) -> None:
-    data = _golden(
-        _query("q-1", ("d1", 3), ("d2", 1), stratum="billing", weight=12, critical=True),
-        _query("q-2", ("d3", 0), locale="de-DE", tier="shadow"),
-        relevant_min_grade=2,
-    )
-    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
-    assert report.ok, report.problems
-    assert report.counts["queries created"] == 2
-    assert report.counts["frozen labels"] == 3
-    q1 = Query.objects.get(external_id="q-1")
-    assert (q1.stratum, q1.weight, q1.critical, q1.filters) == ("billing", 12.0, True, {"product": "billing"})
-    assert Query.objects.get(external_id="q-2").tier == "shadow"
-    labels = set(
-        FrozenLabel.objects.values_list("query__external_id", "document__doc_id", "grade", "version")
-    )
-    assert labels == {
-        ("q-1", "d1", 3, "2026-08-01"),
-        ("q-1", "d2", 1, "2026-08-01"),
-        ("q-2", "d3", 0, "2026-08-01"),
-    }
-    gset.refresh_from_db()
-    assert gset.frozen_version == "2026-08-01"
-    # Judged documents join the pools, marked as judged (no rank).
-    assert Candidate.objects.filter(query=q1).count() == 2
-    assert Candidate.objects.filter(query=q1).first().provenance == [{"system": "judged", "rank": None}]  # type: ignore[union-attr]
-
-
-def test_a_new_golden_file_replaces_the_frozen_labels(gset: GoldenSet, docs: None) -> None:
-    services.golden_import(golden_set=gset, data=_golden(_query("q-1", ("d1", 3), ("d2", 1))), source="v1")
-    v2 = json.dumps(
-        {"version": "2026-09-01", "k": 10, "queries": [_query("q-1", ("d1", 2), text="new text")]}
-    ).encode()
-    report = services.golden_import(golden_set=gset, data=v2, source="v2")
-    assert report.counts["previous frozen labels replaced"] == 2
-    assert list(FrozenLabel.objects.values_list("document__doc_id", "grade", "version")) == [
-        ("d1", 2, "2026-09-01")
-    ]
-    assert Query.objects.get(external_id="q-1").text == "new text"
-
-
-def test_a_judgment_key_is_kept_on_a_document_without_one(gset: GoldenSet) -> None:
-    services.documents_import(golden_set=gset, data=_jsonl(_doc("d1", key=None), _doc("d2")), source="c")
-    data = _golden(
-        {**_query("q-1"), "judgments": [{"doc_id": "d1", "grade": 3, "key": "https://kb.example/refunds"}]},
-        {**_query("q-2"), "judgments": [{"doc_id": "d1", "grade": 1, "key": "https://kb.example/refunds"}]},
-    )
-    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
-    assert report.ok, report.problems
-    assert report.counts["document keys set"] == 1
-    assert Document.objects.get(doc_id="d1").key == "https://kb.example/refunds"
-
-
-def test_a_judgment_key_that_another_document_holds_or_that_contradicts_is_a_problem(gset: GoldenSet) -> None:
-    services.documents_import(
-        golden_set=gset, data=_jsonl(_doc("d1", key=None), _doc("d2"), _doc("d3", key=None)), source="c"
-    )
-    data = _golden(
-        {**_query("q-1"), "judgments": [{"doc_id": "d1", "grade": 3, "key": _doc("d2")["key"]}]},
-        {
-            **_query("q-2"),
-            "judgments": [
-                {"doc_id": "d3", "grade": 1, "key": "https://kb.example/a"},
-                {"doc_id": "d2", "grade": 1, "key": "https://kb.example/other"},
-            ],
-        },
-        {**_query("q-3"), "judgments": [{"doc_id": "d3", "grade": 1, "key": "https://kb.example/b"}]},
-    )
-    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
-    assert [str(p) for p in report.problems] == [
-        "queries[0].judgments[0].key: query q-1: key https://help.example.com/d2 belongs to document d2,"
-        " not d1",
-        # judgments are read in doc id order, so d2 is the query's judgments[0]
-        "queries[1].judgments[0].key: query q-2: key https://kb.example/other differs from the document's"
-        " https://help.example.com/d2",
-        "queries[2].judgments[0].key: query q-3: key https://kb.example/b for d3, which another judgment keys"
-        " https://kb.example/a",
-    ]
-    assert not Document.objects.filter(doc_id__in=["d1", "d3"], key__isnull=False).exists()
-    assert not Query.objects.exists()
-
-
-def test_a_re_import_that_changes_a_tier_records_the_move(gset: GoldenSet, docs: None) -> None:
-    services.golden_import(golden_set=gset, data=_golden(_query("q-1", ("d1", 3))), source="v1")
-    assert not TierMove.objects.exists()
-    services.golden_import(
-        golden_set=gset, data=_golden(_query("q-1", ("d1", 3), tier="shadow")), source="v2"
-    )
-    move = TierMove.objects.get()
-    assert (move.by, move.from_tier, move.to_tier) == (None, "core", "shadow")
-    assert move.reason == "golden file import v2 (version 2026-08-01)"
-
-
-def test_it_names_each_problem_of_a_golden_file_and_imports_nothing(gset: GoldenSet, docs: None) -> None:
-    data = _golden(
-        _query("q-1", ("d1", 3), ("doc-404", 2)),
-        _query("q-2", ("d2", 7)),
-        _query("q-3", ("d3", 1), locale="fr-FR"),
-    )
-    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
-    messages = [str(p) for p in report.problems]
-    assert any(
-        m.startswith("queries[1].judgments[0].grade") and "outside the scale 0..3" in m for m in messages
-    )
-    assert not Query.objects.exists() and not FrozenLabel.objects.exists()
-    # The grade fixed, the remaining problems are the set's: unknown document and locale out of scope.
-    fixed = _golden(_query("q-1", ("d1", 3), ("doc-404", 2)), _query("q-3", ("d3", 1), locale="fr-FR"))
-    report = services.golden_import(golden_set=gset, data=fixed, source="golden.json")
-    assert [p.where for p in report.problems] == ["queries[0].judgments[1].doc_id", "queries[1].locale"]
-    assert "doc-404 is not a document of golden set hc" in report.problems[0].message
-    assert "fr-FR is outside the golden set's scope (en-US, de-DE)" in report.problems[1].message
-    assert not Query.objects.exists() and not FrozenLabel.objects.exists()
-
-
-def test_it_refuses_a_golden_file_on_another_scale_or_rubric(gset: GoldenSet, docs: None) -> None:
-    data = _golden(_query("q-1", ("d1", 1)), scale={"min": 0, "max": 1}, rubric="other@2")
-    report = services.golden_import(golden_set=gset, data=data, source="golden.json")
-    assert [p.where for p in report.problems] == ["scale", "rubric"]
-    assert "differs from rubric help-center@1's scale 0..3" in report.problems[0].message
-    assert not Query.objects.exists()
-
-
-def test_it_reports_malformed_golden_json_with_its_place(gset: GoldenSet) -> None:
-    report = services.golden_import(golden_set=gset, data=b'{"version": "x", "queries": [', source="g.json")
-    assert [p.where for p in report.problems] == ["line 1, column 30"]
-    assert "JSON" in report.problems[0].message
-    assert not Query.objects.exists()
 
 
 # --- query logs -------------------------------------------------------------------------------------
@@ -396,7 +223,7 @@ def test_it_names_each_rubric_problem() -> None:
 
 
 def test_a_json_document_given_as_documents_gets_one_clear_problem(gset: GoldenSet) -> None:
-    data = json.dumps({"documents": [_doc("d1"), _doc("d2")]}, indent=2).encode()
+    data = json.dumps({"documents": [doc("d1"), doc("d2")]}, indent=2).encode()
     report = services.documents_import(golden_set=gset, data=data, source="docs.json")
     assert [str(p) for p in report.problems] == [
         "file: this is one JSON document; documents come as JSONL, one JSON object per line"
@@ -408,19 +235,19 @@ def test_after_a_renumbering_re_ingest_a_frozen_versions_keys_resolve_to_the_new
 ) -> None:
     from assay.golden.keys import resolve_keys
     from golden_io.selectors import live_keys
-    from golden_io.services import golden_version_freeze
+    from golden_io.services import golden_import, golden_version_freeze
 
     services.documents_import(
-        golden_set=gset, data=_jsonl(*(_keyed(f"{i}", f"a{i}") for i in (1, 2))), source="a"
+        golden_set=gset, data=jsonl(*(keyed(f"{i}", f"a{i}") for i in (1, 2))), source="a"
     )
-    assert services.golden_import(
-        golden_set=gset, data=_golden(_query("q-1", ("1", 3), ("2", 0))), source="g"
+    assert golden_import(
+        golden_set=gset, data=golden_file(golden_query("q-1", ("1", 3), ("2", 0))), source="g"
     ).ok
     version = golden_version_freeze(golden_set=gset, by=rita, name="2026-08-01")
     assert version.golden().query("q-1").grades == {"1": 3, "2": 0}
 
     report = services.documents_import(
-        golden_set=gset, data=_jsonl(*(_keyed(f"{i + 100}", f"a{i}") for i in (1, 2))), source="b"
+        golden_set=gset, data=jsonl(*(keyed(f"{i + 100}", f"a{i}") for i in (1, 2))), source="b"
     )
 
     assert report.ok and report.counts["documents renamed"] == 2

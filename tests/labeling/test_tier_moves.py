@@ -1,5 +1,5 @@
 """Tier moves and retirement: each is a TierMove row with who, when, from, to and why. Retiring closes
-the query's open assignments; a golden file that brings the query back reopens them."""
+the query's open assignments; a golden file that brings the query back (golden_io's import) reopens them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from golden_io.services import golden_import
 from labeling import services
 from labeling.models import Assignment, GoldenSet, Judgment, Query, TierMove
 from labeling.selectors import assignment_list, assignment_next
@@ -156,7 +157,7 @@ def test_a_golden_file_bringing_the_query_back_reopens_what_retiring_closed(
         }
     ).encode()
 
-    report = services.golden_import(golden_set=query.golden_set, data=data, source="v2.json")
+    report = golden_import(golden_set=query.golden_set, data=data, source="v2.json")
 
     assert report.ok, report.problems
     assert report.counts["assignments of returning queries reopened"] == 1

@@ -83,7 +83,7 @@ class Command(BaseCommand):
             return
         data = json.loads((DEMO_DIR / "budgets.json").read_text())
         services.budgets_set(golden_set=golden_set, data=data, by=by)
-        self.stdout.write("Budgets from demo/budgets.json (the seed's table, per stratum too).")
+        self.stdout.write("Budgets from demo/budgets.json (the default table, per stratum too).")
 
     def _version(self, golden_set: GoldenSet, by: Any) -> GoldenVersion:
         from golden_io import selectors as golden_selectors
@@ -192,7 +192,9 @@ class Command(BaseCommand):
             self.stdout.write(f"  FAIL {finding['message']}")
         losers = [loser["id"] for loser in gate.get("top_losers", [])]
         if losers:
-            marked = ", ".join(f"{q} (the seed's refund query)" if q == STORY_QUERY else q for q in losers)
+            marked = ", ".join(
+                f"{q} (the refund query of demo/README.md)" if q == STORY_QUERY else q for q in losers
+            )
             self.stdout.write(f"  top losers: {marked}")
         self.stdout.write(self.style.SUCCESS(f"The report: {self._url(run)}"))
         self.stdout.write(f"All runs: {self.site_url}{reverse('evaluation:run_list')}")

@@ -16,7 +16,7 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from labeling.management.commands.demo_load import demo_logins, render_logins
+from labeling.management.demo_users import demo_logins, render_logins
 
 HEALTH_WAIT_S = 90.0
 # httpx logs every request at INFO: the health polls would fill the terminal.
@@ -72,7 +72,7 @@ class Command(BaseCommand):
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
         self.stdout.write(self.style.SUCCESS(f"\nAssay is up at {site}/"))
         self.stdout.write(f"Health check: {site}/health/")
-        self.stdout.write(f"Demo search service (the seed's http_json contract): {search}/search")
+        self.stdout.write(f"Demo search service (http_json contract): {search}/search")
         self.stdout.write(f"API: {site}/api/v1/ (Swagger UI at {site}/api/docs/)")
         self.stdout.write(render_logins(demo_logins()))
         self.stdout.write("Press Ctrl-C to stop.\n")

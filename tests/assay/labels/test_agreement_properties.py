@@ -23,10 +23,10 @@ from assay.labels.agreement import (
     AgreementReport,
     Rating,
     Undefined,
-    _alpha_from_coincidences,
     agreement_compute,
     query_agreement,
 )
+from assay.labels.agreement_alpha import alpha_from_coincidences
 
 RATERS = ["ann", "ben", "cat", "dan"]
 
@@ -97,7 +97,7 @@ def test_alpha_equals_the_krippendorff_package(data: tuple[list[Rating], Scale, 
     )
 )
 def test_the_bootstraps_batched_alpha_equals_the_package(rows: list[list[int]]) -> None:
-    """The interval's resamples use `_alpha_from_coincidences` (batched); it must be the package's alpha."""
+    """The interval's resamples use `alpha_from_coincidences` (batched); it must be the package's alpha."""
     counts = np.array([r for r in rows if sum(r) >= 2] or [[0] * len(rows[0])], dtype=np.int64)
     counts = counts[counts.sum(axis=1) >= 2]
     if not len(counts) or np.count_nonzero(counts.sum(axis=0)) < 2:
@@ -107,7 +107,7 @@ def test_the_bootstraps_batched_alpha_equals_the_package(rows: list[list[int]]) 
     o = (
         (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(v)) / (m - 1)[:, None, None]
     ).sum(0)
-    ours = float(_alpha_from_coincidences(o.reshape(1, v * v), v)[0])
+    ours = float(alpha_from_coincidences(o.reshape(1, v * v), v)[0])
     theirs = krippendorff.alpha(
         value_counts=counts, value_domain=list(range(v)), level_of_measurement="ordinal"
     )

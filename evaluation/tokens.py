@@ -1,4 +1,7 @@
-"""API tokens: create (the secret is returned once), authenticate, revoke."""
+"""API tokens: create (the secret is returned once), list, authenticate, revoke.
+
+The tokens page, the admin, `manage.py api_token_create` and the API's authentication use these; they
+live outside `evaluation.api` so that the pages never import the API package."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation.api.tokens import api_token_create
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote
+from evaluation.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories

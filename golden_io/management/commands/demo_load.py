@@ -1,11 +1,11 @@
 """`make run`'s demo: users, rubric, the help-center golden set with documents, frozen labels, candidate
-pools and assignments, so the grading page has work on first start. Idempotent: run it every start."""
+pools and assignments, so the grading page has work on first start. Idempotent: run it every start.
+
+golden_io's because it imports the demo golden file (`golden_io.services.golden_import`); the rest goes
+through labeling's services, and the users and their logins are `labeling.management.demo_users`."""
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -15,58 +15,18 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from assay.problems import ImportReport
+from golden_io.services import golden_import
 from labeling import services
+from labeling.management.demo_users import DEMO_USERS, demo_logins, render_logins
 from labeling.models import Assignment, FrozenLabel, GoldenSet, Judgment, Query
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 SET_SLUG = "help-center"
-# username -> (group, what they do); passwords are generated once per machine, never in the repo.
-DEMO_USERS = {
-    "rater1": ("raters", "grades queries"),
-    "rater2": ("raters", "grades queries (the second rater on the dual sample)"),
-    "reviewer": ("reviewers", "imports, assigns, reviews the help-center set"),
-    "admin": ("admins", "everything, and the Django admin"),
-}
 # Two configurations of the demo search engine pool the candidates; raters never learn which is which.
 DEMO_SYSTEMS = {"bm25": False, "bm25-rewrite": True}
 # Strata whose dual-labeled queries the demo grades with a disagreement (not billing: the evaluation demo's
 # story is about billing, and its frozen labels stay as the golden file has them).
 DISAGREEMENT_STRATA = ("account", "developer")
-
-
-def logins_path() -> Path:
-    return Path(settings.VAR_DIR) / "demo-logins.json"
-
-
-def demo_logins() -> dict[str, str]:
-    """username -> password, created on first use and kept in var/demo-logins.json (mode 600)."""
-    path = logins_path()
-    logins: dict[str, str] = {}
-    if path.exists():
-        try:
-            loaded = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CommandError(
-                f"{path} is unreadable ({exc}); delete it to generate new demo passwords"
-            ) from exc
-        if isinstance(loaded, dict):
-            logins = {k: v for k, v in loaded.items() if isinstance(v, str)}
-    if set(DEMO_USERS) - set(logins):
-        for name in DEMO_USERS:
-            logins.setdefault(name, secrets.token_urlsafe(12))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(logins, out, indent=2)
-    path.chmod(0o600)
-    return logins
-
-
-def render_logins(logins: dict[str, str]) -> str:
-    lines = [f"Demo logins (kept in {logins_path()}):"]
-    for name, (group, what) in DEMO_USERS.items():
-        lines.append(f"  {name:<9} {logins[name]:<18} {group}: {what}")
-    return "\n".join(lines)
 
 
 class Command(BaseCommand):
@@ -107,9 +67,7 @@ class Command(BaseCommand):
                 golden_set=golden_set, data=_read(demo / "corpus.jsonl"), source="corpus"
             )
         )
-        _check(
-            services.golden_import(golden_set=golden_set, data=_read(golden_path), source="demo/golden.json")
-        )
+        _check(golden_import(golden_set=golden_set, data=_read(golden_path), source="demo/golden.json"))
         for system, rewrite in DEMO_SYSTEMS.items():
             _check(
                 services.pool_import_rankings(

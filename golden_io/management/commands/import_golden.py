@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from golden_io.services import golden_import
 from labeling.management.commands._common import finish, golden_set_get, read_file
-from labeling.services import golden_import
 
 
 class Command(BaseCommand):

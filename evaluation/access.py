@@ -1,5 +1,7 @@
 """Who sees and changes what in evaluation, for the pages and the API alike (a token acts as its user).
 
+The pages and `evaluation.api` both look objects up here, so the API package is never a page's import.
+
 - Runs: admins all; reviewers the runs of their golden sets; a user the runs they triggered
   (`evaluation.selectors.runs_visible`). Never raters: run pages name systems and rank documents, and
   grading is blind, so a user who is a rater and not a reviewer sees no run, target or golden set here.

@@ -2,10 +2,11 @@
 
 `consolidated` gives the freeze fixed consolidated labels through exactly the interface it reads,
 `labeling.selectors.labels_consolidated(*, golden_set) -> Consolidated` (labels: FinalLabel(query_id,
-document_id, grade, method); unresolved: Unresolved(query_id, document_id, reason)). Consolidation itself
-is labeling's (issue 4) and tested there; here it is a stand-in so each constructed case (a regrade, an
-unresolved document in a core query) is exactly what the test says. By default it returns the set's
-FrozenLabel rows as method "frozen", which is what consolidation returns when nothing was judged since.
+document_id, grade, method); unresolved: Unresolved(query_id, document_id, reason)). Consolidation
+itself is labeling's (docs/agreement.md) and tested there; here it is a stand-in so each constructed
+case (a regrade, an unresolved document in a core query) is exactly what the test says. By default it
+returns the set's FrozenLabel rows as method "frozen", which is what consolidation returns when nothing
+was judged since.
 """
 
 from __future__ import annotations

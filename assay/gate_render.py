@@ -1,0 +1,180 @@
+"""The drift gate's result for humans: the CI log, the pull-request comment, GitHub annotations (pure).
+
+Numbers go through `assay.metric_table.format_number` (4 decimals, "—" for an undefined value), as on the
+pages; the result itself (`assay.gate.GateResult`) is never rounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assay.gate import GateResult
+from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    # Every value here is an nDCG or a metric of the comparison tables (all shown with the same decimals).
+    return format_number(value, signed=signed)
+
+
+def _rank(rank: int | None) -> str:
+    return UNDEFINED if rank is None else str(rank)
+
+
+def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
+    if not interval or interval.get("low") is None:
+        return None
+    return (
+        f"nDCG change {_num(interval['mean'], True)}, {interval['level']:.0%} paired bootstrap interval "
+        f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}] over {interval['n']} core queries"
+    )
+
+
+def _moved(loser: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [d for d in loser["documents"] if d["baseline_rank"] != d["current_rank"]]
+
+
+def _doc_text(doc: Mapping[str, Any]) -> str:
+    grade = f" (grade {doc['grade']})" if doc["grade"] is not None else ""
+    return f"{doc['doc_id']}{grade}: rank {_rank(doc['baseline_rank'])} -> {_rank(doc['current_rank'])}"
+
+
+def render_text(result: GateResult) -> str:
+    """Plain text for the CI log: verdict, failures, warnings, notes, the interval, top losers."""
+    ident = result.current
+    lines = [
+        f"Relevance gate: {result.verdict.upper()}"
+        + (" (rebaseline)" if result.rebaseline else "")
+        + f" — {len(result.failures)} failure(s), {len(result.warnings)} warning(s)",
+        f"golden {ident['golden_version']}, k={ident['k']}, "
+        f"relevant_min_grade={ident['relevant_min_grade']}, metrics_spec {ident['metrics_spec']}",
+    ]
+    lines += [f"FAIL  {f.message}" for f in result.failures]
+    lines += [f"WARN  {w.message}" for w in result.warnings]
+    lines += [f"note  {n}" for n in result.notes]
+    core = result.comparison.get("core", {})
+    if core:
+        lines.append("Core tier (baseline -> current, change):")
+        for metric, row in core.items():
+            lines.append(
+                f"  {LABELS[metric]:<16} {_num(row['baseline'])} -> {_num(row['current'])} "
+                f"({_num(row['delta'], True)}) {row['status']}"
+            )
+    interval = _interval_text(result.delta_interval)
+    if interval:
+        lines.append(interval)
+    if result.top_losers:
+        lines.append(f"Top losers ({len(result.top_losers)}):")
+        for i, loser in enumerate(result.top_losers, start=1):
+            where = ", ".join(str(x) for x in (loser["stratum"], loser["tier"]) if x)
+            lines.append(
+                f"  {i}. {loser['id']} {loser['text']!r} ({where}): nDCG {_num(loser['baseline_ndcg'])} -> "
+                f"{_num(loser['current_ndcg'])} (-{_num(loser['drop'])})"
+            )
+            lines += [f"       {_doc_text(doc)}" for doc in _moved(loser)]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _status_cell(status: str) -> str:
+    return {"fail": "**fail**", "warn": "warn", "pass": "ok"}.get(status, "")
+
+
+def render_markdown(result: GateResult) -> str:
+    """A PR comment: verdict line, core metric table with deltas, strata, shadow, top losers."""
+    verdict = {"pass": "pass", "warn": "warn", "fail": "FAIL"}[result.verdict]
+    ident = result.current
+    out = [
+        f"### Relevance gate: **{verdict}**" + (" (rebaseline)" if result.rebaseline else ""),
+        "",
+        f"Golden `{_cell(ident['golden_version'])}`, k={ident['k']}, relevant grade >= "
+        f"{ident['relevant_min_grade']}; {len(result.failures)} failure(s), "
+        f"{len(result.warnings)} warning(s).",
+        "",
+    ]
+    out += [f"- :x: {_cell(f.message)}" for f in result.failures]
+    out += [f"- :warning: {_cell(w.message)}" for w in result.warnings]
+    out += [f"- {_cell(n)}" for n in result.notes]
+    if result.failures or result.warnings or result.notes:
+        out.append("")
+    header = [
+        "| metric | baseline | current | delta | budget warn / fail | status |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+
+    def table(rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        return [
+            f"| {LABELS[m]} | {_num(r['baseline'])} | {_num(r['current'])} | {_num(r['delta'], True)} | "
+            f"{format_budget(r['warn'], r['fail'])} | {_status_cell(r['status'])} |"
+            for m, r in rows.items()
+        ]
+
+    if result.comparison.get("core"):
+        out += ["#### Core tier", "", *header, *table(result.comparison["core"]), ""]
+    interval = _interval_text(result.delta_interval)
+    if interval:
+        out += [interval + ".", ""]
+    strata = result.comparison.get("strata", {})
+    if strata:
+        out += [
+            "#### Strata (core tier)",
+            "",
+            "| stratum | " + " | ".join(LABELS[m] for m in GATED_METRICS) + " |",
+        ]
+        out.append("|---|" + "---:|" * len(GATED_METRICS))
+        for name, rows in strata.items():
+            cells = []
+            for metric in GATED_METRICS:
+                row = rows[metric]
+                mark = {"fail": " **fail**", "warn": " warn"}.get(row["status"], "")
+                cells.append(f"{_num(row['current'])} ({_num(row['delta'], True)}){mark}")
+            out.append(f"| {_cell(name)} | " + " | ".join(cells) + " |")
+        out.append("")
+    if result.comparison.get("shadow"):
+        out += [
+            "#### Shadow tier (gated on empty rate only)",
+            "",
+            *header,
+            *table(result.comparison["shadow"]),
+            "",
+        ]
+    if result.top_losers:
+        out += [
+            "#### Top losers",
+            "",
+            "| query | text | stratum | nDCG baseline | nDCG current | drop | rank changes |",
+        ]
+        out.append("|---|---|---|---:|---:|---:|---|")
+        for loser in result.top_losers:
+            moves = "; ".join(_doc_text(d) for d in _moved(loser)) or UNDEFINED
+            out.append(
+                f"| {_cell(loser['id'])} | {_cell(loser['text'])} | {_cell(loser['stratum'] or '')} | "
+                f"{_num(loser['baseline_ndcg'])} | {_num(loser['current_ndcg'])} | {_num(loser['drop'])} | "
+                f"{_cell(moves)} |"
+            )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _escape_data(text: str) -> str:
+    # GitHub workflow commands: these three would end or corrupt the command.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(result: GateResult) -> list[str]:
+    """`::error title=...::message` for each failure and `::warning ...` for each warning."""
+    lines = []
+    for command, findings in (("error", result.failures), ("warning", result.warnings)):
+        for finding in findings:
+            what = " ".join(x for x in (finding.scope, LABELS.get(finding.metric or "")) if x) or finding.kind
+            title = f"Relevance gate — {what}"
+            lines.append(f"::{command} title={_escape_property(title)}::{_escape_data(finding.message)}")
+    return lines

@@ -1,0 +1,211 @@
+"""Baselines: who may approve one, promotion with a rationale, and the rebaseline workflow through the
+golden set's git export (docs/runs.md, "Baselines, budgets, rebaseline")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from assay.drift import Budgets, compare, render_markdown
+from evaluation.models import Baseline, EvaluationRun
+from evaluation.selectors import baseline_get, budgets_get
+from evaluation.services.runs import RunError
+from golden_io.models import GoldenVersion
+from labeling.models import GoldenSet
+
+Status = EvaluationRun.Status
+
+
+class BaselineError(RunError):
+    """A run that cannot become a baseline, or a promotion this user may not make."""
+
+
+def can_review(user: Any, golden_set: GoldenSet) -> bool:
+    """Reviewers of the set and admins approve baselines (and see runs of the set)."""
+    from labeling.roles import is_admin
+
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return is_admin(user) or golden_set.reviewers.filter(pk=user.pk).exists()
+
+
+def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str]:
+    problems = []
+    golden_set = run.golden_version.golden_set
+    if not can_review(by, golden_set):
+        problems.append(f"only a reviewer of {golden_set.slug} can approve a baseline")
+    if not rationale.strip():
+        problems.append("rationale: say why this run becomes the baseline")
+    if run.status != Status.SUCCEEDED or run.report is None:
+        problems.append(f"run {run.pk} is {run.status}: only a finished run with a report can be a baseline")
+    elif run.errors:
+        problems.append(
+            f"run {run.pk} has {run.errors} errored queries: a baseline must have seen every answer "
+            "(rerun it when the engine is healthy)"
+        )
+    return problems
+
+
+@transaction.atomic
+def baseline_promote(
+    *, run: EvaluationRun, by: Any, rationale: str, git: Mapping[str, Any] | None = None
+) -> Baseline:
+    """Make `run` the baseline of its (golden set, target), recording who approved it and why. The
+    previous baseline stays as history. Raises BaselineError naming every reason it cannot."""
+    run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
+    problems = _promotion_problems(run, by, rationale)
+    if problems:
+        raise BaselineError(problems)
+    golden_set = GoldenSet.objects.select_for_update().get(pk=run.golden_version.golden_set_id)
+    previous = baseline_get(golden_set=golden_set, target=run.target)
+    git = git or {}
+    return Baseline.objects.create(
+        golden_set=golden_set,
+        target=run.target,
+        run=run,
+        approved_by=by,
+        rationale=rationale.strip(),
+        previous=previous,
+        git_branch=git.get("branch", ""),
+        git_commit=git.get("commit", ""),
+        git_message=git.get("message", ""),
+        git_pushed=bool(git.get("pushed", False)),
+        git_push_error=git.get("push_error", ""),
+    )
+
+
+def relevance_notes(
+    *, run: EvaluationRun, previous: Baseline | None, by: Any, rationale: str, budgets: Budgets
+) -> str:
+    """RELEVANCE_NOTES.md for a rebaseline: who approved what and why, the before/after tables (the gate
+    of the new run against the baseline it replaces, as a rebaseline), and the durable keys that did not
+    resolve (docs/runs.md, "Rebaseline workflow": id resolution failures as explicit as metric drops)."""
+    assert run.report is not None
+    version = run.golden_version
+    lines = [
+        f"# Relevance rebaseline: {version.golden_set.slug} golden@{version.name} on {run.target.name}",
+        "",
+        f"- New baseline: run {run.pk} (finished {_iso(run.finished_at)}), golden `{version.name}` "
+        f"(sha256 `{version.sha256[:12]}`)",
+        f"- Replaces: {_previous_text(previous)}",
+        f"- Approved by: {by.get_username()} on {_iso(timezone.now())}",
+        f"- Engine parameters: `{_compact(run.effective_params)}`",
+        "",
+        "## Rationale",
+        "",
+        rationale.strip(),
+        "",
+        "## Before / after",
+        "",
+    ]
+    if previous is None or previous.run.report is None:
+        lines += ["No earlier baseline: nothing to compare with.", ""]
+    else:
+        gate = compare(run.report, previous.run.report, budgets, rebaseline=True)
+        lines += [
+            render_markdown(gate).replace("### Relevance gate", "### Gate against the old baseline"),
+            "",
+        ]
+    keys = run.report.get("keys", {})
+    unresolved = keys.get("unresolved", [])
+    lines += ["## Durable keys that did not resolve", ""]
+    if not unresolved:
+        lines += ["None: every judged document's key resolved to a live id.", ""]
+    else:
+        lines += ["| query | key | old doc id | grade | scored | why |", "|---|---|---|---:|---|---|"]
+        for u in unresolved:
+            lines.append(
+                f"| {u['query_id']} | {u['key'] or '-'} | {u['doc_id']} | {u['grade']} | "
+                f"{'yes' if u['kept'] else 'no'} | {u['detail']} |"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _iso(when: datetime | None) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if when else "-"
+
+
+def _previous_text(previous: Baseline | None) -> str:
+    if previous is None:
+        return "nothing (first baseline)"
+    return (
+        f"run {previous.run_id}, golden `{previous.run.golden_version.name}`, approved by "
+        f"{previous.approved_by.get_username()} on {_iso(previous.approved_at)}"
+    )
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def rebaseline_branch(version: GoldenVersion) -> str:
+    return f"rebaseline/golden@{version.name}"
+
+
+def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline:
+    """The rebaseline workflow: write `baseline/relevance.json` (the run's artifact) and
+    `RELEVANCE_NOTES.md` on the branch `rebaseline/golden@<version>` (started from the version's tag, else
+    the export branch) of the golden set's git export, push it when a remote is set, then record the run
+    as the baseline with who approved it and the commit. Nothing is recorded when the git write fails;
+    a failed push keeps the local commit and is recorded on the baseline. Raises BaselineError."""
+    from assay.artifacts import dump_artifact
+    from assay.git_export import Author, GitExportError, Remote, git_write
+    from golden_io.models import GitExportConfig
+
+    run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
+    problems = _promotion_problems(run, by, rationale)
+    golden_set = run.golden_version.golden_set
+    config = GitExportConfig.objects.filter(golden_set=golden_set).first()
+    if config is None:
+        problems.append(f"golden set {golden_set.slug} has no git export configured")
+    if problems:
+        raise BaselineError(problems)
+    assert config is not None and run.report is not None
+    previous = baseline_get(golden_set=golden_set, target=run.target)
+    notes = relevance_notes(
+        run=run, previous=previous, by=by, rationale=rationale, budgets=budgets_get(golden_set=golden_set)
+    )
+    version = run.golden_version
+    branch = rebaseline_branch(version)
+    message = (
+        f"Rebaseline {golden_set.slug} on {run.target.name} to golden@{version.name} (run {run.pk})"
+        f"\n\n{rationale.strip()}\n\nApproved-by: {by.get_username()}"
+    )
+    files = {
+        "baseline/relevance.json": dump_artifact(run.report).encode(),
+        "RELEVANCE_NOTES.md": notes.encode(),
+    }
+    remote = (
+        Remote(config.remote_url, config.username_env, config.password_env) if config.remote_url else None
+    )
+    try:
+        written = git_write(
+            repository_path=config.repository_path,
+            branch=branch,
+            files=files,
+            message=message,
+            author=Author(by.get_full_name() or by.get_username(), by.email or ""),
+            remote=remote,
+            start_from=[f"refs/tags/{version.tag}", f"refs/heads/{config.branch}"],
+        )
+    except (GitExportError, OSError) as exc:
+        raise BaselineError([f"git export to {config.repository_path}: {exc}"]) from exc
+    return baseline_promote(
+        run=run,
+        by=by,
+        rationale=rationale,
+        git={
+            "branch": branch,
+            "commit": written.commit,
+            "message": message,
+            "pushed": written.pushed,
+            "push_error": written.push_error or "",
+        },
+    )

@@ -1,0 +1,209 @@
+"""The chunk task's step: search a chunk's queries that have no result yet and write each as it
+finishes, with progress, heartbeat and the cancel check (docs/runs.md, "How a run moves", step 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, F, Q, Value
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from assay.harness import HarnessConfig, search_all
+from assay.results import QueryResult
+from assay.targets import TargetError, TargetSpec, harness_config
+from evaluation.models import EvaluationRun, QueryRunResult
+from evaluation.selectors import golden_of
+
+logger = logging.getLogger(__name__)
+
+Status = EvaluationRun.Status
+
+
+# A chunk writes its finished queries at least this often (a killed worker loses at most this much of
+# finished work, which the redelivered chunk searches again) and in batches, so a fast engine costs a
+# database round trip per batch rather than per query.
+WRITE_EVERY_S = 0.1
+WRITE_BATCH = 200
+# Progress, heartbeat and the cancel check: at most this often per chunk.
+TOUCH_EVERY_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkOutcome:
+    written: int  # result rows this chunk inserted
+    skipped: int  # queries that already had a result (a redelivered chunk)
+    stopped: bool  # the run was no longer RUNNING (cancelled, failed, finished)
+    complete: bool  # every query of the run has a result now: finalize may go
+
+
+def _result_row(run_id: int, result: QueryResult) -> QueryRunResult:
+    return QueryRunResult(
+        run_id=run_id,
+        query_id=result.query_id,
+        ids=list(result.ids),
+        titles=list(result.titles),
+        error=result.error,
+        http_status=result.status,
+        latency_ms=result.latency_ms,
+        attempts=result.attempts,
+        index_generation=result.index_generation or "",
+        model_id=result.model_id or "",
+    )
+
+
+def _write(run_id: int, results: Sequence[QueryResult]) -> None:
+    # ON CONFLICT DO NOTHING on (run, query_id): a result another delivery of this chunk already wrote
+    # stays as it was; each query has exactly one row whatever the redeliveries.
+    QueryRunResult.objects.bulk_create([_result_row(run_id, r) for r in results], ignore_conflicts=True)
+
+
+def _touch(run_id: int) -> tuple[bool, int, int]:
+    """Write progress from the result rows (never lower than before: chunks race) and the heartbeat.
+    Returns (still RUNNING, done, total); False is how a chunk learns of a cancel."""
+    counts = QueryRunResult.objects.filter(run_id=run_id).aggregate(
+        done=Count("id"), errors=Count("id", filter=Q(error__isnull=False))
+    )
+    updated = EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(
+        done=Greatest(F("done"), Value(counts["done"])),
+        errors=Greatest(F("errors"), Value(counts["errors"])),
+        heartbeat_at=timezone.now(),
+    )
+    total = EvaluationRun.objects.filter(pk=run_id).values_list("total", flat=True).first() or 0
+    return updated == 1, counts["done"], total
+
+
+class _Search:
+    """The harness on an event loop in its own thread, handing each finished query to the caller's thread
+    through a queue, so the caller (which owns the database connection) writes it at once."""
+
+    def __init__(self, queries: Sequence[Any], config: HarnessConfig) -> None:
+        self.queries, self.config = queries, config
+        self.results: queue.SimpleQueue[QueryResult] = queue.SimpleQueue()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="assay-harness", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # handed to the caller's thread, which records it per query
+            self.error = exc
+
+    async def _main(self) -> None:
+        task = asyncio.ensure_future(search_all(self.queries, self.config, on_result=self.results.put))
+        while not task.done():
+            if self.stop.is_set():
+                task.cancel()
+                break
+            await asyncio.wait({task}, timeout=0.05)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    def drain(self, timeout: float) -> list[QueryResult]:
+        batch: list[QueryResult] = []
+        try:
+            batch.append(self.results.get(timeout=timeout))
+            while len(batch) < 500:
+                batch.append(self.results.get_nowait())
+        except queue.Empty:
+            pass
+        return batch
+
+
+def _stream(run_id: int, search: _Search, seen: set[str]) -> bool:
+    """Write the search's results as they come (adding their ids to `seen`) until it is done; True when
+    the run stopped being RUNNING meanwhile (the search is then told to stop)."""
+    pending: list[QueryResult] = []
+    last_write = last_touch = time.monotonic()
+    while True:
+        finished = not search.thread.is_alive()
+        pending += search.drain(timeout=0.05)
+        now = time.monotonic()
+        if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
+            _write(run_id, pending)
+            seen.update(r.query_id for r in pending)
+            pending, last_write = [], now
+        if now - last_touch >= TOUCH_EVERY_S:
+            last_touch = now
+            if not _touch(run_id)[0]:
+                search.stop.set()
+                return True
+        if finished and not pending and search.results.empty():
+            return False
+
+
+def _error_results(query_ids: Iterable[str], message: str) -> list[QueryResult]:
+    return [QueryResult(query_id=qid, error=message, attempts=0) for qid in query_ids]
+
+
+def run_chunk_process(*, run_id: int, query_ids: Sequence[str]) -> ChunkOutcome:
+    """Search the chunk's queries that have no result yet and write each as it finishes.
+
+    Never raises for a query's failure: a search error, a target that cannot be called here (a missing
+    environment variable) or an unexpected error in the chunk becomes that query's error row, so the run
+    completes and its gate fails closed. Stops early (cancelling requests in flight) once the run is no
+    longer RUNNING.
+    """
+    run = EvaluationRun.objects.select_related("golden_version").filter(pk=run_id).first()
+    if run is None or run.status != Status.RUNNING:
+        return ChunkOutcome(0, 0, stopped=True, complete=False)
+    existing = set(
+        QueryRunResult.objects.filter(run_id=run_id, query_id__in=list(query_ids)).values_list(
+            "query_id", flat=True
+        )
+    )
+    todo = [qid for qid in dict.fromkeys(query_ids) if qid not in existing]
+    golden = golden_of(run.golden_version)
+    by_id = {q.id: q for q in golden.queries}
+    unknown = [qid for qid in todo if qid not in by_id]
+    queries = [by_id[qid] for qid in todo if qid in by_id]
+    written = 0
+    if unknown:
+        _write(run_id, _error_results(unknown, f"not a query of golden version {run.golden_version.name}"))
+        written += len(unknown)
+    stopped = False
+    try:
+        config = harness_config(TargetSpec.from_dict(run.target_snapshot), size=golden.k, params=run.params)
+    except (TargetError, ValueError) as exc:
+        # The same on every worker that lacks the variable: recorded, not retried.
+        _write(run_id, _error_results([q.id for q in queries], f"target cannot be called: {exc}"))
+        written += len(queries)
+        queries = []
+    if queries:
+        search = _Search(queries, config)
+        seen: set[str] = set()
+        try:
+            search.thread.start()
+            stopped = _stream(run_id, search, seen)
+            if search.error is not None:
+                raise search.error
+        except Exception as exc:
+            # Unexpected (a bug, a soft time limit): every query of the chunk still without a result gets
+            # this error so the gate fails closed; the run is not left waiting for them.
+            search.stop.set()
+            search.thread.join(30)
+            logger.exception("run %s: chunk stopped", run_id)
+            missing = [q.id for q in queries if q.id not in seen]
+            _write(run_id, _error_results(missing, f"chunk stopped: {type(exc).__name__}: {exc}"))
+            written += len(missing)
+        finally:
+            search.stop.set()
+            if search.thread.is_alive():
+                search.thread.join(30)
+            written += len(seen)
+    still_running, done, total = _touch(run_id)
+    return ChunkOutcome(
+        written,
+        len(existing),
+        stopped=stopped or not still_running,
+        complete=still_running and total > 0 and done >= total,
+    )

@@ -1,0 +1,64 @@
+"""Search targets: create and change them (`TargetError` names every bad field)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.db import transaction
+
+from assay.targets import SPEC_FIELDS, TargetError, spec_problems
+from evaluation.models import SearchTarget
+from labeling.models import GoldenSet
+
+_TARGET_EXTRA = ("description",)
+
+
+def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(SPEC_FIELDS) - set(_TARGET_EXTRA))
+    if unknown:
+        raise TargetError([f"{name}: not a target setting" for name in unknown])
+    return dict(values)
+
+
+def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
+    problems = spec_problems(target.spec())
+    clash = SearchTarget.objects.filter(name=target.name).exclude(pk=target.pk)
+    if target.name and clash.exists():
+        problems.insert(0, f"name: a target named {target.name!r} exists")
+    if problems:
+        raise TargetError(problems)
+    target.save()
+    if golden_sets is not None:
+        target.golden_sets.set(list(golden_sets))
+    return target
+
+
+@transaction.atomic
+def target_create(
+    *,
+    name: str,
+    url: str,
+    owner: Any = None,
+    golden_sets: Iterable[GoldenSet] = (),
+    **settings: Any,
+) -> SearchTarget:
+    """A new target; `settings` are SearchTarget fields (adapter, headers, params, stages, timeout, ...).
+    Raises TargetError naming every bad field; a secret header must be given as {"env": "VAR"}."""
+    values = _target_values(settings)
+    target = SearchTarget(name=name.strip(), url=url.strip(), owner=owner, **values)
+    return _target_save(target, golden_sets)
+
+
+@transaction.atomic
+def target_update(
+    *, target: SearchTarget, golden_sets: Iterable[GoldenSet] | None = None, **changes: Any
+) -> SearchTarget:
+    """Change settings of a target (runs already created keep the snapshot they were created with)."""
+    values = _target_values(changes)
+    locked = SearchTarget.objects.select_for_update().get(pk=target.pk)
+    for name, value in values.items():
+        setattr(locked, name, value.strip() if name in ("name", "url") and isinstance(value, str) else value)
+    saved = _target_save(locked, golden_sets)
+    target.refresh_from_db()
+    return saved

@@ -1,0 +1,109 @@
+"""Reads for the labeling pages, one module per part. Each page's data comes from a fixed number of
+queries (no N+1).
+
+- `grading`: a rater's queue, the grading page (blind) and the saved grades;
+- `sets`: a golden set's pages for reviewers: the sets, their queries, one query's pool;
+- `labels`: the consolidated labels (final grades, or why there is none yet), which a freeze reads;
+- `review`: the agreement dashboard, the review queue and the adjudication page;
+- `proposals`: the proposed label changes waiting for reviewers.
+
+Every public name is re-exported here, so callers write `from labeling import selectors` and
+`selectors.labels_consolidated(...)` whichever module a read lives in.
+"""
+
+from __future__ import annotations
+
+from labeling.selectors.grading import (
+    GradingItem,
+    GradingPage,
+    assignment_list,
+    assignment_next,
+    count_subquery,
+    grades_get,
+    grading_page_get,
+    shuffle_key,
+)
+from labeling.selectors.labels import (
+    DUAL_KINDS,
+    FROZEN,
+    REJUDGE,
+    Consolidated,
+    FinalLabel,
+    KindGrade,
+    PairLabel,
+    Unresolved,
+    labels_consolidated,
+    third_counted,
+)
+from labeling.selectors.proposals import (
+    DECIDED_ROWS,
+    OTHER_GRADE_NAMES,
+    ProposalRow,
+    ProposalsPage,
+    proposals_page_get,
+    proposals_pending_count,
+)
+from labeling.selectors.review import (
+    COLUMN_NAMES,
+    QUEUE_ROWS,
+    AdjudicationPage,
+    AdjudicationRow,
+    AgreementDashboard,
+    DisputedQuery,
+    QueueItem,
+    RaterGrade,
+    RaterRow,
+    ReviewQueue,
+    adjudication_page_get,
+    agreement_dashboard_get,
+    labels_summary_get,
+    ratings_list,
+    review_queue_get,
+)
+from labeling.selectors.sets import ReviewRow, golden_set_list, golden_set_queries, query_review_get
+
+__all__ = [
+    "COLUMN_NAMES",
+    "DECIDED_ROWS",
+    "DUAL_KINDS",
+    "FROZEN",
+    "OTHER_GRADE_NAMES",
+    "QUEUE_ROWS",
+    "REJUDGE",
+    "AdjudicationPage",
+    "AdjudicationRow",
+    "AgreementDashboard",
+    "Consolidated",
+    "DisputedQuery",
+    "FinalLabel",
+    "GradingItem",
+    "GradingPage",
+    "KindGrade",
+    "PairLabel",
+    "ProposalRow",
+    "ProposalsPage",
+    "QueueItem",
+    "RaterGrade",
+    "RaterRow",
+    "ReviewQueue",
+    "ReviewRow",
+    "Unresolved",
+    "adjudication_page_get",
+    "agreement_dashboard_get",
+    "assignment_list",
+    "assignment_next",
+    "count_subquery",
+    "golden_set_list",
+    "golden_set_queries",
+    "grades_get",
+    "grading_page_get",
+    "labels_consolidated",
+    "labels_summary_get",
+    "proposals_page_get",
+    "proposals_pending_count",
+    "query_review_get",
+    "ratings_list",
+    "review_queue_get",
+    "shuffle_key",
+    "third_counted",
+]

@@ -1,0 +1,261 @@
+"""The consolidated labels: per judged (query, document), the final grade and how it was reached, or
+why there is none yet (docs/agreement.md, "Final labels"). A golden-version freeze reads them
+(`golden_io.selectors`)."""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections import defaultdict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any, NamedTuple, ParamSpec, TypeVar
+
+from assay.golden.model import Scale
+from assay.labels.disputes import consolidate
+from labeling.models import Adjudication, Assignment, FrozenLabel, GoldenSet, Judgment, Query
+
+FROZEN = "frozen"  # a label carried over from the set's current frozen labels: nothing judged since
+REJUDGE = str(Assignment.Kind.REJUDGE)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FinalLabel:
+    """A (query, document)'s final grade and how it was reached: single, agreed, median, adjudicated or
+    frozen. `content_hash` is the document content the deciding grade was given on (None: not known,
+    e.g. a frozen label or grades saved before hashes were recorded)."""
+
+    query_id: int
+    document_id: int
+    grade: int
+    method: str
+    content_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """A judged (query, document) with no final grade yet; `awaiting` is second_rater, third_rater or
+    reviewer, `reason` says why in words (with the grades)."""
+
+    query_id: int
+    document_id: int
+    reason: str
+    awaiting: str = "reviewer"
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidated:
+    labels: list[FinalLabel]
+    unresolved: list[Unresolved]
+
+
+class _Graded(NamedTuple):
+    pk: int  # creation order; first, so that a plain sort orders by it
+    grade: int
+    kind: str
+    content_hash: str
+    updated: Any  # datetime; fetched for re-judgments only (they are compared with adjudications)
+
+
+def _gc_paused(func: Callable[P, T]) -> Callable[P, T]:
+    """Run `func` with the cyclic garbage collector paused. These reads build a few hundred thousand
+    small tuples and dataclasses (no reference cycles among them); while they pile up, the collector
+    keeps re-traversing everything alive, which doubled the time of consolidating 40,000 documents.
+    Reference counting still frees everything; collection resumes afterwards (and in nested calls the
+    outermost one resumes it)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if paused:
+                gc.enable()
+
+    return wrapper
+
+
+# The same few inputs come back for every document (two grades of 0..3, expected 1 or 2): computing each
+# once keeps consolidating a set of 40,000 documents well under a second.
+_consolidate = functools.lru_cache(maxsize=8192)(consolidate)
+
+
+@_gc_paused
+def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | None = None) -> Consolidated:
+    """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
+    with its method, or why there is none yet. Retired queries are left out.
+
+    The rules are `assay.labels.disputes.consolidate`'s (docs/agreement.md), over the current grades of the
+    live assignments (reassigned ones and gold checks make no label), with these additions:
+    - a re-judgment (a `rejudge` assignment, for changed content) replaces the earlier grades, and an
+      adjudication older than it no longer counts;
+    - a (query, document) nobody judged keeps its frozen label (method `frozen`), so a golden file
+      imported and frozen without changes comes back unchanged;
+    - two disagreeing grades with no third rater coming (the dual assignments are done and no live third
+      assignment covers the document) wait for a reviewer, not for a third rater;
+    - a single rater's grade (`single`) that differs from the frozen label keeps the frozen label: it is
+      a proposed change (`LabelProposal`) until a reviewer accepts it, which is an adjudication. Dual
+      work (agreed, median) and adjudications change labels as before. Calibration rounds make none.
+    """
+    labels: list[FinalLabel] = []
+    unresolved: list[Unresolved] = []
+    for (query_id, document_id), label in sorted(_pair_labels(golden_set, query_ids).items()):
+        if label.grade is not None and label.method is not None:
+            labels.append(FinalLabel(query_id, document_id, label.grade, label.method, label.content_hash))
+        else:
+            unresolved.append(
+                Unresolved(query_id, document_id, label.reason or "unresolved", label.awaiting or "reviewer")
+            )
+    return Consolidated(labels=labels, unresolved=unresolved)
+
+
+@dataclass(frozen=True, slots=True)
+class PairLabel:
+    """One (query, document)'s consolidation: the final grade and method, or the reason and who acts."""
+
+    grade: int | None
+    method: str | None
+    reason: str | None = None
+    awaiting: str | None = None
+    content_hash: str | None = None
+    grades: tuple[int, ...] = ()  # the grades it was decided on (after a re-judgment: that grade only)
+    held: int | None = None  # a single rater's grade that overturns the frozen label, held for review
+
+
+def _pair_labels(
+    golden_set: GoldenSet, query_ids: Collection[int] | None
+) -> dict[tuple[int, int], PairLabel]:
+    rubric = golden_set.rubric
+    scale = Scale(rubric.scale_min, rubric.scale_max)
+    queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
+    if query_ids is not None:
+        queries = queries.filter(pk__in=list(query_ids))
+    live = (
+        Assignment.objects.everyday().filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
+    )
+    dual: set[int] = set()
+    done: dict[int, set[str]] = {}
+    counted: dict[int, tuple[int, str]] = {}  # assignment -> (query, kind), for the ones that make labels
+    for pk, query_id, kind, status in live.values_list("pk", "query_id", "kind", "status"):
+        if kind == Assignment.Kind.SECOND:
+            dual.add(query_id)
+        if status == Assignment.Status.DONE:
+            done.setdefault(query_id, set()).add(kind)
+        if kind != Assignment.Kind.GOLD:
+            counted[pk] = (query_id, kind)
+    third_scope = set(
+        live.filter(kind=Assignment.Kind.THIRD).values_list("scope__query_id", "scope__document_id")
+    )
+    # Plain columns, no joins and no timestamps: this reads every judgment of the set.
+    rows = (
+        Judgment.objects.filter(assignment__in=live.exclude(kind=Assignment.Kind.GOLD))
+        .order_by()
+        .values_list("assignment_id", "document_id", "grade", "content_hash", "pk")
+    )
+    rejudged_at = dict(
+        Judgment.objects.filter(assignment__in=live.filter(kind=Assignment.Kind.REJUDGE)).values_list(
+            "pk", "updated"
+        )
+    )
+    graded: dict[tuple[int, int], list[_Graded]] = defaultdict(list)
+    for assignment_id, document_id, grade, digest, pk in rows:
+        query_id, kind = counted[assignment_id]
+        graded[(query_id, document_id)].append(_Graded(pk, grade, kind, digest, rejudged_at.get(pk)))
+    adjudications: dict[tuple[int, int], tuple[int, Any, str]] = {}
+    for query_id, document_id, grade, at, digest in (
+        Adjudication.objects.filter(query__in=queries)
+        .order_by("at", "id")
+        .values_list("query_id", "document_id", "grade", "at", "content_hash")
+    ):
+        adjudications[(query_id, document_id)] = (grade, at, digest)  # the newest wins
+    out: dict[tuple[int, int], PairLabel] = {}
+    frozen: dict[tuple[int, int], int] = {}
+    for query_id, document_id, grade in FrozenLabel.objects.filter(query__in=queries).values_list(
+        "query_id", "document_id", "grade"
+    ):
+        frozen[(query_id, document_id)] = grade
+        out[(query_id, document_id)] = PairLabel(grade, FROZEN)
+    dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
+    with_third = {query_id for query_id, kind in counted.values() if kind == Assignment.Kind.THIRD}
+    for pair in graded.keys() | adjudications.keys():
+        grades = graded.get(pair, [])
+        out[pair] = _pair_label(
+            third_counted(grades, key=lambda g: (g.kind, g.grade)) if pair[0] in with_third else grades,
+            adjudications.get(pair),
+            expected=2 if pair[0] in dual else 1,
+            third_coming=pair in third_scope or pair[0] not in dual_done,
+            scale=scale,
+            frozen=frozen.get(pair),
+        )
+    return out
+
+
+KindGrade = tuple[str, int]
+# The first two raters' assignments (labeling.services checks a query when both are done).
+DUAL_KINDS = (Assignment.Kind.PRIMARY, Assignment.Kind.SECOND)
+
+
+def third_counted(items: list[T], *, key: Callable[[T], KindGrade]) -> list[T]:
+    """One document's grades without the third rater's where the first two raters do not disagree.
+
+    A third rater is there for the documents the first two disagree on, and only there does their
+    grade count. A rater who checked the query's gold items before becoming its third rater keeps
+    them in their (third) assignment's scope; their grades on those stay gold checks, as they were:
+    they make no label and show in no reviewer column, but count in the agreement figures."""
+    dual = {grade for kind, grade in map(key, items) if kind in DUAL_KINDS}
+    if len(dual) > 1:
+        return items
+    return [item for item in items if key(item)[0] != Assignment.Kind.THIRD]
+
+
+def _pair_label(
+    graded: list[_Graded],
+    adjudication: tuple[int, Any, str] | None,
+    *,
+    expected: int,
+    third_coming: bool,
+    scale: Scale,
+    frozen: int | None,
+) -> PairLabel:
+    rejudged = [g for g in graded if g.kind == REJUDGE]
+    if rejudged:
+        latest = max(rejudged, key=lambda g: (g.updated, g.pk))
+        basis, expected = [latest], 1
+        if adjudication is not None and adjudication[1] < latest.updated:
+            adjudication = None  # decided on the content before it changed
+    else:
+        basis = sorted(graded)  # by pk: in the order they were first given, for a stable reason
+    grades = tuple([g.grade for g in basis])
+    try:
+        final = _consolidate(
+            grades, adjudication=adjudication[0] if adjudication else None, expected=expected, scale=scale
+        )
+    except ValueError as exc:  # a grade off the current rubric's scale (the rubric changed since)
+        return PairLabel(None, None, f"cannot consolidate: {exc}", "reviewer", grades=grades)
+    if final.grade is not None and final.method == "single" and frozen is not None and final.grade != frozen:
+        # One rater's overturn of a frozen label is a proposal (LabelProposal) until a reviewer accepts
+        # it (an adjudication): the label stays what was frozen.
+        return PairLabel(frozen, FROZEN, grades=grades, held=final.grade)
+    if final.grade is not None:
+        if final.method == "adjudicated" and adjudication is not None:
+            digest = adjudication[2] or None
+        else:
+            digest = _judged_hash(basis)
+        return PairLabel(final.grade, final.method, content_hash=digest, grades=grades)
+    reason, awaiting = final.unresolved_reason, final.awaiting
+    if awaiting == "third_rater" and not third_coming:
+        reason = f"{reason.removesuffix(': awaiting third rater') if reason else 'grades disagree'}: "
+        reason += "no third rater is available, a reviewer decides"
+        awaiting = "reviewer"
+    return PairLabel(None, None, reason, awaiting, grades=grades)
+
+
+def _judged_hash(basis: list[_Graded]) -> str | None:
+    """The content the grades were given on; when they were given on different content, the first
+    judgment's (so that the label reads as stale against the current content)."""
+    known = [g for g in basis if g.content_hash]  # basis is in pk order
+    return known[0].content_hash if known else None

@@ -1,0 +1,79 @@
+"""Reviewer reads of a golden set: the sets a user reviews, the set's queries with their progress, and
+one query's pool with provenance, every grade, the final label and the gold answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, F, OuterRef, Prefetch, QuerySet
+
+from labeling.models import Assignment, Candidate, FrozenLabel, GoldenSet, GoldItem, Judgment, Query
+from labeling.roles import is_admin
+from labeling.selectors.grading import count_subquery
+from labeling.selectors.labels import PairLabel, _pair_labels
+
+
+def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
+    """The sets a reviewer reviews (admins: all of them), with query counts."""
+    sets = GoldenSet.objects.select_related("rubric").annotate(n_queries=Count("queries", distinct=True))
+    if is_admin(user):
+        return sets.order_by("slug")
+    return sets.filter(reviewers=user).order_by("slug")
+
+
+def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:
+    """The set's queries with pool size, frozen labels and live assignments (for the overview table)."""
+    live = (
+        Assignment.objects.exclude(status=Assignment.Status.REASSIGNED)
+        .select_related("rater")
+        .annotate(n_graded=count_subquery(Judgment.objects.filter(assignment_id=OuterRef("pk"))))
+    )
+    return (
+        golden_set.queries.annotate(
+            n_pool=count_subquery(Candidate.objects.filter(query_id=OuterRef("pk"))),
+            n_frozen=count_subquery(FrozenLabel.objects.filter(query_id=OuterRef("pk"))),
+        )
+        .prefetch_related(Prefetch("assignments", queryset=live.order_by("kind", "id"), to_attr="live"))
+        .order_by("external_id")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRow:
+    candidate: Candidate
+    frozen: int | None
+    judgments: list[Judgment]
+    final: PairLabel | None = None  # the consolidated label and how it was reached (None: not judged)
+    gold: int | None = None  # the known answer, when the document is a gold item of the query
+
+
+def query_review_get(*, query: Query) -> list[ReviewRow]:
+    """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
+    and note with its history, the consolidated label and the gold answer."""
+    frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+    finals = {d: label for (_, d), label in _pair_labels(query.golden_set, [query.pk]).items()}
+    gold = dict(GoldItem.objects.filter(query=query).values_list("document_id", "grade"))
+    judgments: dict[int, list[Judgment]] = {}
+    for j in (
+        Judgment.objects.filter(assignment__query=query)
+        .select_related("assignment__rater")
+        .prefetch_related("events")
+        .order_by("assignment__kind", "assignment_id")
+    ):
+        judgments.setdefault(j.document_id, []).append(j)
+    candidates = (
+        Candidate.objects.filter(query=query)
+        .select_related("document")
+        .order_by(F("best_rank").asc(nulls_last=True), "document__doc_id")
+    )
+    return [
+        ReviewRow(
+            c,
+            frozen.get(c.document_id),
+            judgments.get(c.document_id, []),
+            finals.get(c.document_id),
+            gold.get(c.document_id),
+        )
+        for c in candidates
+    ]

@@ -1,0 +1,267 @@
+"""Saving a grade: the grading endpoint's service, the app's hot path (docs/labeling.md, "Grading").
+
+Blind: nothing here reads an earlier label. The errors carry the HTTP status and code the endpoint
+answers with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from labeling.models import (
+    Assignment,
+    Candidate,
+    Document,
+    GoldenSet,
+    Judgment,
+    JudgmentEvent,
+    LabelProposal,
+    Query,
+    Rubric,
+)
+
+MAX_NOTE = 2000
+# One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
+MAX_TIME_PER_SAVE_MS = 10 * 60 * 1000
+
+
+class GradingError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(GradingError):
+    status = 404
+    code = "not_found"
+
+
+class Reassigned(GradingError):
+    status = 409
+    code = "reassigned"
+
+
+class OffScale(GradingError):
+    status = 400
+    code = "off_scale"
+
+
+class Locked(GradingError):
+    status = 409
+    code = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    """The judgment as saved (its current grade, note and total time) and the assignment's progress."""
+
+    judgment_id: int
+    grade: int
+    note: str
+    time_spent_ms: int
+    created: bool
+    changed: bool
+    graded: int
+    total: int
+    status: str
+
+
+class Retired(GradingError):
+    status = 409
+    code = "retired"
+
+
+REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
+RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
+LOCKED_MESSAGE = (
+    "you marked this query done, so its grades are locked (a reviewer can reopen it); your grade was not"
+    " saved"
+)
+
+
+@transaction.atomic
+def judgment_submit(
+    *,
+    assignment_id: int,
+    rater: User,
+    candidate_id: int,
+    grade: int,
+    note: str = "",
+    time_spent_ms: int = 0,
+) -> SubmitResult:
+    """Save one grade: insert or update the rater's judgment and append its history event.
+
+    Blind: nothing here reads an earlier label (frozen, adjudicated or another rater's), so what a save
+    answers, and how long it takes, cannot tell the rater anything about them. Overturns are looked at
+    when the rater marks the query done (`assignment_done`); from then on the grades are locked and only
+    a note may still be added to a grade.
+
+    The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
+    reassignment (which takes the same lock) cannot slip between the check and the write.
+    """
+    row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
+    if row is None:
+        raise NotFound("no such assignment")
+    if row["query_status"] != Query.Status.ACTIVE:
+        raise Retired(RETIRED_MESSAGE)
+    if row["status"] == Assignment.Status.REASSIGNED:
+        raise Reassigned(REASSIGNED_MESSAGE)
+    scoped = row["n_scope"] > 0
+    if row["document_id"] is None or (scoped and not row["in_scope"]):
+        raise NotFound(f"candidate {candidate_id} is not part of this assignment")
+    if not row["scale_min"] <= grade <= row["scale_max"]:
+        raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
+    note = note.strip()
+    if len(note) > MAX_NOTE:
+        raise GradingError(f"the note is longer than {MAX_NOTE} characters")
+    if row["status"] == Assignment.Status.DONE and (row["judgment_id"] is None or row["old_grade"] != grade):
+        raise Locked(LOCKED_MESSAGE)
+    spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
+    digest = row["content_hash"] or ""  # the content this grade is given on (stale detection)
+    old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
+    if row["judgment_id"] is not None:
+        judgment_id, created = row["judgment_id"], False
+        old = (row["old_grade"], row["old_note"], row["old_time_spent_ms"])
+    else:
+        judgment_id, created = _judgment_insert(
+            assignment_id, row["document_id"], grade=grade, note=note, spent=spent, digest=digest
+        )
+        old = None if created else _judgment_current(judgment_id)
+    if old is None:
+        changed, time_total, saved = True, spent, (grade, note)
+    else:
+        changed = old[0] != grade or old[1] != note
+        time_total = old[2] + spent
+        saved = (grade, note) if changed else (old[0], old[1])
+        # The note belongs to this grade: a regrade without one leaves no stale reason behind (the
+        # history keeps every earlier note). An unchanged save only adds its time.
+        Judgment.objects.filter(pk=judgment_id).update(
+            grade=saved[0],
+            note=saved[1],
+            time_spent_ms=time_total,
+            content_hash=digest,
+            updated=timezone.now(),
+        )
+    if changed:
+        JudgmentEvent.objects.create(
+            judgment_id=judgment_id,
+            rater=rater,
+            old_grade=None if old is None else old[0],
+            new_grade=grade,
+            note=note,
+            time_spent_ms=spent,
+            content_hash=digest,
+        )
+        if old is not None:
+            _proposals_follow(judgment_id=judgment_id, grade=grade, note=note)
+    # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
+    graded = row["n_graded"] + created
+    total = row["n_scope"] if scoped else row["n_pool"]
+    status = row["status"]
+    return SubmitResult(
+        judgment_id=judgment_id,
+        grade=saved[0],
+        note=saved[1],
+        time_spent_ms=time_total,
+        created=created,
+        changed=changed,
+        graded=graded,
+        total=total,
+        status=status,
+    )
+
+
+def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
+    """Lock the assignment row (where the database can), then read everything a save checks in one
+    statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
+    content hash, scope membership and the rater's current judgment of it (no label: grading is blind).
+    Every writer of an assignment's judgments holds this lock, so what is read cannot change before the
+    save commits.
+
+    Two statements, not one SELECT ... FOR UPDATE with the joins: in READ COMMITTED a statement that had to
+    wait for the lock still reads the other tables as they were when it started, so a second tab would
+    see the judgment from before the first tab's save. The read after the lock starts after that commit.
+
+    Raw SQL because this is the app's hot path: building the equivalent ORM lookups cost three times the
+    CPU of the rest of the save (docs/benchmarks.md, grading)."""
+    scope = Assignment.scope.field
+    qn = connection.ops.quote_name
+    t = {
+        m.__name__: qn(m._meta.db_table)
+        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment)
+    }
+    through = qn(scope.m2m_db_table())
+    scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
+    # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
+    sql = f"""
+        SELECT a.status, a.kind, a.query_id, q.status AS query_status, r.scale_min, r.scale_max,
+               (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id) AS n_scope,
+               (SELECT COUNT(*) FROM {t["Candidate"]} p WHERE p.query_id = a.query_id) AS n_pool,
+               (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
+               c.document_id, d.content_hash,
+               (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
+               jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
+               jd.time_spent_ms AS old_time_spent_ms
+          FROM {t["Assignment"]} a
+          JOIN {t["Query"]} q ON q.id = a.query_id
+          JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id
+          JOIN {t["Rubric"]} r ON r.id = g.rubric_id
+          LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
+          LEFT JOIN {t["Document"]} d ON d.id = c.document_id
+          LEFT JOIN {t["Judgment"]} jd ON jd.assignment_id = a.id AND jd.document_id = c.document_id
+         WHERE a.id = %s AND a.rater_id = %s"""  # noqa: S608
+    with connection.cursor() as cursor:
+        if connection.features.has_select_for_update:
+            lock = f"SELECT id FROM {t['Assignment']} WHERE id = %s AND rater_id = %s FOR UPDATE"  # noqa: S608
+            cursor.execute(lock, [assignment_id, rater_id])
+            if cursor.fetchone() is None:
+                return None
+        cursor.execute(sql, [candidate_id, assignment_id, rater_id])
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        return dict(zip((col[0] for col in cursor.description), found, strict=True))
+
+
+def _judgment_insert(
+    assignment_id: int, document_id: int, *, grade: int, note: str, spent: int, digest: str
+) -> tuple[int, bool]:
+    """A new judgment's id, or (should another writer have inserted first: SQLite has no row locks, so
+    the unique constraint is the last word) the existing one's, with created False."""
+    try:
+        with transaction.atomic():
+            judgment = Judgment.objects.create(
+                assignment_id=assignment_id,
+                document_id=document_id,
+                grade=grade,
+                note=note,
+                time_spent_ms=spent,
+                content_hash=digest,
+            )
+            return judgment.pk, True
+    except IntegrityError:
+        existing = Judgment.objects.get(assignment_id=assignment_id, document_id=document_id)
+        return existing.pk, False
+
+
+def _judgment_current(judgment_id: int) -> tuple[int, str, int]:
+    grade, note, spent = (
+        Judgment.objects.filter(pk=judgment_id).values_list("grade", "note", "time_spent_ms").get()
+    )
+    return grade, note, spent
+
+
+def _proposals_follow(*, judgment_id: int, grade: int, note: str) -> None:
+    """A regrade withdraws the judgment's pending proposal (it proposed another grade); a new note on
+    the same grade becomes the proposal's note. Only judgments saved before can have one."""
+    pending = LabelProposal.objects.filter(judgment_id=judgment_id, status=LabelProposal.Status.PENDING)
+    pending.exclude(to_grade=grade).update(status=LabelProposal.Status.WITHDRAWN, decided_at=timezone.now())
+    pending.filter(to_grade=grade).update(note=note)

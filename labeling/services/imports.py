@@ -1,0 +1,379 @@
+"""The imports that bring labeling data in: rubrics, documents and query logs (docs/labeling.md, "Imports").
+
+Each validates the whole file first and writes in one transaction, so a file with any problem imports
+nothing; each returns an `ImportReport` naming every problem with its place. Golden files are imported
+by golden_io (`golden_io.services.golden_import`), which owns every write of the frozen labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import CharField, Value
+from django.db.models.functions import Cast, Concat
+
+from assay.labels import querylog
+from assay.problems import ImportReport, decode_utf8
+from labeling.models import Document, GoldenSet, Query, Rubric, content_hash
+
+# --- rubric -------------------------------------------------------------------------------------
+
+
+def rubric_import(*, data: bytes, source: str) -> tuple[Rubric | None, ImportReport]:
+    """A rubric from its JSON file; re-importing identical content is a no-op, other content is refused."""
+    report = ImportReport(kind="rubric", source=source)
+    text = decode_utf8(data, report)
+    if text is None:
+        return None, report
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        report.add(f"line {exc.lineno}", f"malformed JSON at column {exc.colno}: {exc.msg}")
+        return None, report
+    fields = _rubric_fields(obj, report)
+    if fields is None:
+        return None, report
+    existing = Rubric.objects.filter(name=fields["name"], version=fields["version"]).first()
+    if existing is not None:
+        same = (existing.scale_min, existing.scale_max, existing.grades) == (
+            fields["scale_min"],
+            fields["scale_max"],
+            fields["grades"],
+        )
+        if not same:
+            report.add(
+                "version",
+                f"rubric {existing} exists with other content; a change to a rubric is a new version",
+            )
+            return None, report
+        report.count("rubrics unchanged")
+        return existing, report
+    rubric = Rubric.objects.create(**fields)
+    report.count("rubrics created")
+    return rubric, report
+
+
+def _rubric_fields(obj: object, report: ImportReport) -> dict[str, Any] | None:
+    if not isinstance(obj, dict):
+        report.add("file", "expected a JSON object with name, version, scale and grades")
+        return None
+    name, version, scale, grades = (obj.get(k) for k in ("name", "version", "scale", "grades"))
+    if not isinstance(name, str) or not name.strip():
+        report.add("name", f"expected a non-empty name, found {name!r}")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        report.add("version", f"expected an integer >= 1, found {version!r}")
+    lo = scale.get("min") if isinstance(scale, dict) else None
+    hi = scale.get("max") if isinstance(scale, dict) else None
+    if not (isinstance(lo, int) and isinstance(hi, int) and _is_int(lo) and _is_int(hi) and lo < hi):
+        report.add("scale", f'expected {{"min": int, "max": int}} with min < max, found {scale!r}')
+        return None
+    if not isinstance(grades, list):
+        report.add("grades", "expected a list with one entry per grade of the scale")
+        return None
+    seen: set[int] = set()
+    for i, entry in enumerate(grades):
+        where = f"grades[{i}]"
+        if not isinstance(entry, dict):
+            report.add(where, "expected an object")
+            continue
+        grade = entry.get("grade")
+        if not isinstance(grade, int) or not _is_int(grade) or not lo <= grade <= hi:
+            report.add(f"{where}.grade", f"{grade!r} is outside the scale {lo}..{hi}")
+        elif grade in seen:
+            report.add(f"{where}.grade", f"grade {grade} is described twice")
+        else:
+            seen.add(grade)
+        for key in ("label", "meaning"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                report.add(f"{where}.{key}", "expected non-empty text")
+        for key in ("positive_examples", "negative_examples"):
+            examples = entry.get(key)
+            if (
+                not isinstance(examples, list)
+                or len(examples) < 3
+                or not all(isinstance(e, str) for e in examples)
+            ):
+                report.add(f"{where}.{key}", "expected at least three examples (text)")
+    missing = sorted(set(range(lo, hi + 1)) - seen)
+    if missing and all(isinstance(e, dict) for e in grades):
+        report.add("grades", f"no description for grade(s) {', '.join(map(str, missing))}")
+    if not report.ok:
+        return None
+    return {
+        "name": name.strip(),  # type: ignore[union-attr]
+        "version": version,
+        "scale_min": lo,
+        "scale_max": hi,
+        "grades": sorted(grades, key=lambda g: -g["grade"]),
+    }
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+_DOC_KEYS = ("id", "key", "title", "url", "snippet", "body", "fields")
+
+
+@transaction.atomic
+def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """Documents from JSONL (`id`, `title` required; `key`, `url`, `snippet`, `body`, `fields`), upserted
+    by id; a changed document gets a new content hash."""
+    report = ImportReport(kind="documents", source=source)
+    text = decode_utf8(data, report)
+    if text is None:
+        return report
+    rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    key_lines: dict[str, tuple[int, str]] = {}
+    ignored: Counter[str] = Counter()
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        row = _document_row(raw, f"line {line}", report, ignored)
+        if row is None:
+            continue
+        doc_id = row["doc_id"]
+        if doc_id in lines:
+            report.add(f"line {line}: id", f"duplicate id {doc_id!r} (first on line {lines[doc_id]})")
+            continue
+        if row["key"] is not None:
+            if row["key"] in key_lines:
+                first_line, first_id = key_lines[row["key"]]
+                report.add(
+                    f"line {line}: key",
+                    f"duplicate key {row['key']!r} (also {first_id!r} on line {first_line})",
+                )
+                continue
+            key_lines[row["key"]] = (line, doc_id)
+        lines[doc_id] = line
+        rows[doc_id] = row
+    if not rows and report.ok:
+        report.add("file", "no documents found")
+    if len(report.problems) > 1 and _is_one_json_document(text):
+        report.problems[:] = []
+        report.add("file", "this is one JSON document; documents come as JSONL, one JSON object per line")
+    if ignored:
+        report.notes.append(
+            "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
+        )
+    plan = _documents_plan(golden_set, rows, lines, report)
+    if plan is None:
+        return report
+    to_create: list[Document] = []
+    to_update: list[Document] = []
+    renamed: list[str] = []
+    moving: list[int] = []  # documents whose id or key changes
+    for doc_id, row in rows.items():
+        digest = content_hash(row)
+        doc = plan.get(doc_id)
+        if doc is None:
+            to_create.append(Document(golden_set=golden_set, content_hash=digest, **row))
+        elif doc.doc_id != doc_id or doc.content_hash != digest or doc.key != row["key"]:
+            if doc.doc_id != doc_id:
+                renamed.append(f"{doc.doc_id} → {doc_id} (key {row['key']})")
+            if doc.doc_id != doc_id or doc.key != row["key"]:
+                moving.append(doc.pk)
+            for name, value in row.items():
+                setattr(doc, name, value)
+            doc.content_hash = digest
+            to_update.append(doc)
+    # Two phases, so the unique (set, doc_id) and (set, key) indexes hold at every step: first every
+    # changing document lets go of its id and key (a space-led id no import can produce), then all take
+    # their new ones. Renames can chain (d1 → d2 while d2 → d3) or swap.
+    Document.objects.filter(pk__in=moving).update(
+        doc_id=Concat(Value(" renaming "), Cast("pk", output_field=CharField())), key=None
+    )
+    Document.objects.bulk_update(to_update, [*_DOC_KEYS[1:], "doc_id", "content_hash"], batch_size=500)
+    Document.objects.bulk_create(to_create, batch_size=500)
+    if renamed:
+        report.notes.append(
+            f"renamed {len(renamed)} document(s), following their durable keys (their judgments and labels"
+            " follow): "
+            + ", ".join(renamed[:50])
+            + (f" and {len(renamed) - 50} more" if len(renamed) > 50 else "")
+        )
+    report.count("documents renamed", len(renamed))
+    report.count("documents created", len(to_create))
+    report.count("documents updated", len(to_update) - len(renamed))
+    report.count("documents unchanged", len(rows) - len(to_create) - len(to_update))
+    return report
+
+
+def _documents_plan(
+    golden_set: GoldenSet, rows: dict[str, dict[str, Any]], lines: dict[str, int], report: ImportReport
+) -> dict[str, Document | None] | None:
+    """Which stored document each row of the file is (None: a new one); None when that is ambiguous.
+
+    The durable key decides first: a row whose key a stored document holds is that document, renamed
+    to the row's id when the ids differ (a re-ingest that renumbered ids). Otherwise the id decides: a
+    stored document with the row's id is that row, unless another row claimed it by its key (then the
+    row is a new document). A stored document that keeps its id in the file but is claimed by no row
+    would end up sharing that id with another document: a problem, and nothing is imported.
+    """
+    stored = {d.doc_id: d for d in golden_set.documents.all()}
+    by_key = {d.key: d for d in stored.values() if d.key}
+    plan: dict[str, Document | None] = {}
+    claimed: set[int] = set()
+    for doc_id, row in rows.items():
+        owner = by_key.get(row["key"]) if row["key"] else None
+        if owner is not None:
+            plan[doc_id] = owner
+            claimed.add(owner.pk)
+    for doc_id in rows:
+        if doc_id not in plan:
+            doc = stored.get(doc_id)
+            plan[doc_id] = doc if doc is not None and doc.pk not in claimed else None
+    for doc_id in rows:
+        doc = stored.get(doc_id)
+        taker = plan[doc_id]
+        if doc is not None and doc.pk not in claimed and taker is not None and taker.pk != doc.pk:
+            report.add(
+                f"line {lines[doc_id]}: key",
+                f"key {rows[doc_id]['key']!r} belongs to stored document {taker.doc_id!r}, but id"
+                f" {doc_id!r} is another stored document's (key {doc.key!r}), which this file does not"
+                f" list: renaming {taker.doc_id!r} to {doc_id!r} would give two documents one id",
+            )
+    return plan if report.ok else None
+
+
+def _is_one_json_document(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[str]) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        report.add(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
+        return None
+    if not isinstance(obj, dict):
+        report.add(where, f"expected a JSON object, found {type(obj).__name__}")
+        return None
+    ok = True
+    doc_id = obj.get("id")
+    if _is_int(doc_id):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        report.add(f"{where}: id", f"missing or empty id (found {obj.get('id')!r})")
+        ok = False
+    if not isinstance(obj.get("title"), str) or not obj["title"].strip():
+        report.add(f"{where}: title", f"missing or empty title (found {obj.get('title')!r})")
+        ok = False
+    for name in ("url", "snippet", "body"):
+        if obj.get(name) is not None and not isinstance(obj[name], str):
+            report.add(f"{where}: {name}", f"expected text, found {type(obj[name]).__name__}")
+            ok = False
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        report.add(f"{where}: key", f"expected a non-empty text key or null, found {key!r}")
+        ok = False
+    fields = obj.get("fields", {})
+    if not isinstance(fields, dict):
+        report.add(f"{where}: fields", f"expected an object, found {type(fields).__name__}")
+        ok = False
+    ignored.update(k for k in obj if k not in _DOC_KEYS)
+    if not ok:
+        return None
+    return {
+        "doc_id": doc_id.strip(),  # type: ignore[union-attr]
+        "key": key.strip() if isinstance(key, str) else None,
+        "title": obj["title"].strip(),
+        "url": obj.get("url") or "",
+        "snippet": obj.get("snippet") or "",
+        "body": obj.get("body") or "",
+        "fields": fields,
+    }
+
+
+# --- query logs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingOptions:
+    cap: int  # the most active queries the golden set may hold after the import
+    reserve_share: float = querylog.DEFAULT_RESERVE_SHARE
+    zero_hit_min_share: float = querylog.DEFAULT_ZERO_HIT_MIN_SHARE
+    stratum_shares: Mapping[str, float] | None = None
+    seed: int = 0
+
+
+@transaction.atomic
+def query_log_import(
+    *, golden_set: GoldenSet, data: bytes, source: str, options: SamplingOptions
+) -> ImportReport:
+    """Sample new queries from a production log into the set (see `assay.labels.querylog` for the rules).
+
+    The cap is on the set: the sample fills the set up to `cap` active queries. Queries already in the
+    set (same locale and normalised text) are not sampled again.
+    """
+    report = ImportReport(kind="query log", source=source)
+    if options.cap < 1:
+        report.add("cap", f"the cap must be at least 1, got {options.cap}")
+    if not 0 <= options.reserve_share <= 1:
+        report.add("reserve_share", f"must be between 0 and 1, got {options.reserve_share}")
+    rows = querylog.parse_log(data, name=source, report=report)
+    if not report.ok:
+        return report
+    cleaned = querylog.clean(rows)
+    report.count("rows read", cleaned.rows)
+    for kind in querylog.PII_KINDS:
+        report.count(f"PII removed: {kind}", cleaned.pii.get(kind, 0))
+    report.count("rows with PII", cleaned.queries_with_pii)
+    report.count("rows empty after removing PII", cleaned.empty_after_stripping)
+    report.count("blank rows", cleaned.blank)
+    report.count("duplicates merged", cleaned.duplicates_merged)
+    report.count("distinct queries", len(cleaned.queries))
+    in_scope = [q for q in cleaned.queries if not q.locale or golden_set.in_scope(q.locale)]
+    report.count("outside the locale scope", len(cleaned.queries) - len(in_scope))
+    known = {(q.locale, querylog.normalize(q.text)) for q in golden_set.queries.all()}
+    known_ids = set(golden_set.queries.values_list("external_id", flat=True))
+    fresh = [q for q in in_scope if (q.locale, q.norm) not in known and q.external_id not in known_ids]
+    report.count("already in the golden set", len(in_scope) - len(fresh))
+    active = golden_set.queries.filter(status=Query.Status.ACTIVE).count()
+    room = max(0, options.cap - active)
+    if room == 0:
+        report.notes.append(f"the golden set already holds {active} active queries, the cap is {options.cap}")
+    result = querylog.sample(
+        fresh,
+        cap=room,
+        reserve_share=options.reserve_share,
+        stratum_shares=options.stratum_shares,
+        zero_hit_min_share=options.zero_hit_min_share,
+        seed=options.seed,
+    )
+    for stratum in querylog.STRATA:
+        report.count(f"sampled from {stratum}", result.taken[stratum])
+        report.notes.append(f"{stratum}: {result.taken[stratum]} sampled of {result.available[stratum]}")
+    report.count("known failures reserved", result.taken["reserved"])
+    report.notes.append(
+        f"known failures (zero hits in >= {options.zero_hit_min_share:.0%} of searches): "
+        f"{result.taken['reserved']} reserved of {result.available['failures']}"
+    )
+    Query.objects.bulk_create(
+        [
+            Query(
+                golden_set=golden_set,
+                external_id=s.query.external_id,
+                text=s.query.text,
+                locale=s.query.locale,
+                stratum=s.stratum,
+                weight=float(s.query.count),
+                tags=["from-log"] + (["known-failure"] if s.reserved else []),
+            )
+            for s in result.selected
+        ]
+    )
+    report.count("queries created", len(result.selected))
+    return report

@@ -1,0 +1,87 @@
+"""Access checks for the labeling pages, one helper per object kind, and the redirect after a POST.
+
+Login is required by the middleware; these add the role and ownership checks. A reviewer page answers
+404 to everyone else (as the golden-version pages do), so nothing about a set is confirmed to them.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+
+from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, Query
+from labeling.roles import is_admin, is_rater, is_reviewer
+
+
+def require_rater(request: HttpRequest) -> None:
+    if not (is_rater(request.user) or is_admin(request.user)):
+        raise PermissionDenied("grading is for raters")
+
+
+def require_reviewer(request: HttpRequest) -> None:
+    """Reviewer pages answer 404 to everyone else, as the golden-version pages do: a rater or an
+    outsider learns nothing about which sets exist."""
+    if not is_reviewer(request.user):
+        raise Http404("no such page")
+
+
+def get_assignment_for_rater(request: HttpRequest, pk: int) -> Assignment:
+    """The request user's own assignment; anyone else's is a 404 (its existence is not confirmed)."""
+    assignment = (
+        Assignment.objects.select_related("query__golden_set__rubric")
+        .filter(pk=pk, rater_id=request.user.pk)
+        .first()
+    )
+    if assignment is None:
+        raise Http404("no such assignment")
+    return assignment
+
+
+def get_set_for_reviewer(request: HttpRequest, slug: str) -> GoldenSet:
+    require_reviewer(request)
+    sets = GoldenSet.objects.select_related("rubric")
+    if not is_admin(request.user):
+        sets = sets.filter(reviewers=request.user.pk)
+    return get_object_or_404(sets, slug=slug)
+
+
+def get_query_for_reviewer(request: HttpRequest, slug: str, pk: int) -> Query:
+    golden_set = get_set_for_reviewer(request, slug)
+    return get_object_or_404(Query.objects.select_related("golden_set__rubric"), pk=pk, golden_set=golden_set)
+
+
+def get_assignment_for_reviewer(request: HttpRequest, pk: int) -> Assignment:
+    require_reviewer(request)
+    assignments = Assignment.objects.select_related("query__golden_set", "rater")
+    if not is_admin(request.user):
+        assignments = assignments.filter(query__golden_set__reviewers=request.user.pk)
+    return get_object_or_404(assignments, pk=pk)
+
+
+def back(url: str) -> HttpResponseRedirect:
+    """After a POST: see the page again (303, so a reload does not post twice)."""
+    return HttpResponseRedirect(url, status=303)
+
+
+def get_document_of_query(query: Query, pk: int) -> Document:
+    """A document of the query's set that is in the query's pool or judged for it; else 404."""
+    found = (
+        Document.objects.filter(pk=pk, golden_set=query.golden_set)
+        .filter(Q(candidates__query=query) | Q(judgments__assignment__query=query))
+        .distinct()
+        .first()
+    )
+    if found is None:
+        raise Http404("no such document for this query")
+    return found
+
+
+def get_round_for_reviewer(request: HttpRequest, slug: str, pk: int) -> CalibrationRound:
+    golden_set = get_set_for_reviewer(request, slug)
+    return get_object_or_404(
+        CalibrationRound.objects.select_related("golden_set__rubric", "created_by", "promoted_by"),
+        pk=pk,
+        golden_set=golden_set,
+    )

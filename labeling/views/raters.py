@@ -1,0 +1,163 @@
+"""Rater pages: the queue, the grading page and its JSON endpoints (docs/labeling.md, "Grading")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from labeling import selectors, services
+from labeling.models import Assignment, Query
+from labeling.views.access import get_assignment_for_rater, require_rater
+
+
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    require_rater(request)
+    assignments = list(selectors.assignment_list(rater=request.user))
+    open_ = [a for a in assignments if a.status == Assignment.Status.OPEN]
+    return render(
+        request,
+        "labeling/queue.html",
+        {"assignments": assignments, "n_open": len(open_), "n_done": len(assignments) - len(open_)},
+    )
+
+
+@require_GET
+def queue_next(request: HttpRequest) -> HttpResponse:
+    """Where `n` on the grading page goes: the next open assignment, else back to the queue."""
+    require_rater(request)
+    after = request.GET.get("after", "")
+    nxt = selectors.assignment_next(rater=request.user, after=int(after) if after.isdigit() else None)
+    if nxt is None:
+        messages.info(request, "No open assignments left. Thank you!")
+        return redirect("labeling:queue")
+    return redirect("labeling:grade", pk=nxt.pk)
+
+
+@require_GET
+def grade(request: HttpRequest, pk: int) -> HttpResponse:
+    assignment = get_assignment_for_rater(request, pk)
+    retired = assignment.query.status != Query.Status.ACTIVE
+    if retired or assignment.status == Assignment.Status.REASSIGNED:
+        return render(
+            request,
+            "labeling/reassigned.html",
+            {
+                "assignment": assignment,
+                "retired": retired,
+                "message": services.RETIRED_MESSAGE if retired else services.REASSIGNED_MESSAGE,
+            },
+            status=409,
+        )
+    page = selectors.grading_page_get(assignment=assignment)
+    rubric = assignment.query.golden_set.rubric
+    done = assignment.status == Assignment.Status.DONE
+    return render(
+        request,
+        "labeling/grade.html",
+        {
+            "page": page,
+            "assignment": assignment,
+            "query": page.query,
+            "rubric": rubric,
+            "scale": list(rubric.scale),
+            "filters": sorted(page.query.filters.items()),
+            "done": done,
+            # Only once the rater has marked the query done: until then nothing here reads a label.
+            "overturns": services.overturns_list(assignment=assignment) if done else [],
+        },
+    )
+
+
+def _json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": code, "message": message}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def grades(request: HttpRequest, pk: int) -> JsonResponse:
+    """GET: the rater's saved grades. POST JSON {candidate, grade, note?, time_spent_ms?}: save one grade.
+
+    Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
+    404 not your assignment or a candidate outside it; 409 reassigned, the query retired, or marked done
+    (grades locked; a note on the saved grade still saves). Nothing here depends on earlier labels.
+    """
+    if request.method == "GET":
+        assignment = get_assignment_for_rater(request, pk)
+        return JsonResponse(
+            {"status": assignment.status, "grades": selectors.grades_get(assignment=assignment)}
+        )
+    # The service looks the assignment up itself, locked, and answers 404 for anyone else's.
+    try:
+        body = json.loads(request.body or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _json_error(
+            400, "bad_request", "the body must be JSON: {candidate, grade, note?, time_spent_ms?}"
+        )
+    problem = _grade_body_problem(body)
+    if problem:
+        return _json_error(400, "bad_request", problem)
+    try:
+        result = services.judgment_submit(
+            assignment_id=pk,
+            rater=request.user,  # type: ignore[arg-type]
+            candidate_id=body["candidate"],
+            grade=body["grade"],
+            note=body.get("note") or "",
+            time_spent_ms=body.get("time_spent_ms") or 0,
+        )
+    except services.GradingError as exc:
+        return _json_error(exc.status, exc.code, exc.message)
+    return JsonResponse(
+        {
+            "saved": True,
+            "candidate": body["candidate"],
+            "grade": result.grade,
+            "note": result.note,
+            "changed": result.changed,
+            "graded": result.graded,
+            "total": result.total,
+            "status": result.status,
+        }
+    )
+
+
+@require_POST
+def done(request: HttpRequest, pk: int) -> JsonResponse:
+    """Mark the query done (the `d` key): 200 with the grades that overturn a frozen label, each to get
+    a note; 422 `incomplete` while a document is ungraded; 404/409 as for a grade."""
+    try:
+        result = services.assignment_done(assignment_id=pk, rater=request.user)  # type: ignore[arg-type]
+    except services.GradingError as exc:
+        return _json_error(exc.status, exc.code, exc.message)
+    return JsonResponse(
+        {
+            "done": True,
+            "status": result.status,
+            "already": result.already,
+            "overturns": [
+                {"candidate": o.candidate_id, "title": o.title, "grade": o.grade, "note": o.note}
+                for o in result.overturns
+            ],
+            "notes_missing": result.notes_missing,
+        }
+    )
+
+
+def _grade_body_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "the body must be a JSON object: {candidate, grade, note?, time_spent_ms?}"
+    for name in ("candidate", "grade"):
+        value = body.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{name} must be an integer, got {value!r}"
+    if not isinstance(body.get("note", ""), str | None):
+        return "note must be text"
+    spent = body.get("time_spent_ms", 0)
+    if spent is not None and (not isinstance(spent, int) or isinstance(spent, bool) or spent < 0):
+        return f"time_spent_ms must be a non-negative integer, got {spent!r}"
+    return None

@@ -1,0 +1,267 @@
+"""Reviewer pages for agreement, disputes, proposals, adjudication, tier moves, retirement and gold items
+(docs/agreement.md, "In the app")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from labeling import rounds, selectors, services
+from labeling.forms import (
+    AdjudicationForm,
+    GoldForm,
+    ProposalDecisionForm,
+    RetireForm,
+    ThresholdsForm,
+    TierMoveForm,
+    form_errors,
+)
+from labeling.models import LabelProposal, Query
+from labeling.views.access import back, get_document_of_query, get_query_for_reviewer, get_set_for_reviewer
+
+
+@require_GET
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    dashboard = selectors.agreement_dashboard_get(golden_set=golden_set)
+    return render(
+        request,
+        "labeling/agreement.html",
+        {
+            "golden_set": golden_set,
+            "d": dashboard,
+            "thresholds_form": ThresholdsForm(initial=dashboard.thresholds),
+            "scale": list(golden_set.rubric.scale),
+            "rounds": rounds.calibration_round_list(golden_set=golden_set),
+        },
+    )
+
+
+@require_POST
+def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    target = reverse("labeling:agreement", kwargs={"slug": slug})
+    form = ThresholdsForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Thresholds not changed: {form_errors(form)}")
+        return back(target)
+    try:
+        services.golden_set_thresholds_set(golden_set=golden_set, thresholds=form.cleaned_data)
+    except services.ReviewError as exc:
+        messages.error(request, f"Thresholds not changed: {exc}")
+        return back(target)
+    messages.success(request, "Dispute thresholds saved; they apply to the checks from now on.")
+    return back(target)
+
+
+@require_GET
+def disputes(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    return render(
+        request,
+        "labeling/disputes.html",
+        {"golden_set": golden_set, "queue": selectors.review_queue_get(golden_set=golden_set)},
+    )
+
+
+@require_POST
+def disputes_check(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    n = services.disputes_check_all(golden_set=golden_set)
+    messages.success(request, f"Checked every finished dual-labeled query: {n} new decision(s).")
+    return back(reverse("labeling:disputes", kwargs={"slug": slug}))
+
+
+@require_GET
+def proposals(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    return render(
+        request,
+        "labeling/proposals.html",
+        {"golden_set": golden_set, "page": selectors.proposals_page_get(golden_set=golden_set)},
+    )
+
+
+def _proposals_url(slug: str) -> str:
+    return reverse("labeling:proposals", kwargs={"slug": slug})
+
+
+def _decision_post(request: HttpRequest, slug: str, decide: Callable[[bool, str], str]) -> HttpResponse:
+    """Accept or reject (the form's decision) with a rationale through `decide`, which returns what
+    happened in words; a refusal is shown as it is worded and nothing changes."""
+    form = ProposalDecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing decided: {form_errors(form)}")
+        return back(_proposals_url(slug))
+    try:
+        done = decide(form.cleaned_data["decision"] == "accept", form.cleaned_data["rationale"])
+    except services.ReviewError as exc:
+        messages.error(request, f"Nothing decided: {exc}")
+        return back(_proposals_url(slug))
+    messages.success(request, done)
+    return back(_proposals_url(slug))
+
+
+@require_POST
+def proposal_decide(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    proposal = get_object_or_404(
+        LabelProposal.objects.select_related("query", "document"), pk=pk, query__golden_set=golden_set
+    )
+
+    def decide(accept: bool, rationale: str) -> str:
+        services.proposal_decide(proposal=proposal, by=request.user, accept=accept, rationale=rationale)  # type: ignore[arg-type]
+        what = (
+            f"accepted, final grade {proposal.to_grade}"
+            if accept
+            else f"rejected, the label stays {proposal.from_grade}"
+        )
+        return f"{proposal.query.external_id} / {proposal.document.doc_id}: {what}."
+
+    return _decision_post(request, slug, decide)
+
+
+@require_POST
+def proposals_decide_query(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+
+    def decide(accept: bool, rationale: str) -> str:
+        n = services.proposals_decide_query(query=query, by=request.user, accept=accept, rationale=rationale)  # type: ignore[arg-type]
+        return f"{query.external_id}: {n} proposal(s) {'accepted' if accept else 'rejected'}."
+
+    return _decision_post(request, slug, decide)
+
+
+@require_GET
+def adjudicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+    return render(
+        request,
+        "labeling/adjudicate.html",
+        {
+            "golden_set": query.golden_set,
+            "query": query,
+            "page": selectors.adjudication_page_get(query=query),
+            "scale": list(query.golden_set.rubric.scale),
+            "tier_form": TierMoveForm(initial={"tier": "core" if query.tier != "core" else "shadow"}),
+            "retire_form": RetireForm(),
+        },
+    )
+
+
+def _adjudicate_url(query: Query) -> str:
+    return reverse("labeling:adjudicate", kwargs={"slug": query.golden_set.slug, "pk": query.pk})
+
+
+@require_POST
+def adjudication_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+    form = AdjudicationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not saved: {form_errors(form)}")
+        return back(_adjudicate_url(query))
+    document = get_document_of_query(query, form.cleaned_data["document"])
+    try:
+        adjudication = services.adjudication_create(
+            query=query,
+            document=document,
+            reviewer=request.user,  # type: ignore[arg-type]
+            grade=form.cleaned_data["grade"],
+            rationale=form.cleaned_data["rationale"],
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Not saved: {exc}")
+        return back(_adjudicate_url(query))
+    messages.success(request, f"{document.doc_id}: final grade {adjudication.grade} (adjudicated).")
+    return back(_adjudicate_url(query) + f"#d-{document.pk}")
+
+
+@require_POST
+def tier_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+    form = TierMoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not moved: {form_errors(form)}")
+        return back(_adjudicate_url(query))
+    before = query.tier
+    try:
+        move = services.query_move_tier(
+            query=query,
+            tier=form.cleaned_data["tier"],
+            by=request.user,  # type: ignore[arg-type]
+            reason=form.cleaned_data["reason"],
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Not moved: {exc}")
+        return back(_adjudicate_url(query))
+    if move is None:
+        messages.info(request, f"Query {query.external_id} is already in {before}.")
+    else:
+        messages.success(request, f"Query {query.external_id} moved from {move.from_tier} to {move.to_tier}.")
+        if move.to_tier == Query.Tier.CORE:
+            waiting = [
+                u
+                for u in selectors.labels_consolidated(
+                    golden_set=query.golden_set, query_ids=[query.pk]
+                ).unresolved
+            ]
+            if waiting:
+                messages.warning(
+                    request,
+                    f"{len(waiting)} of its documents have no final grade yet: a freeze will stop at them.",
+                )
+    return back(_adjudicate_url(query))
+
+
+@require_POST
+def retire(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+    form = RetireForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not retired: {form_errors(form)}")
+        return back(_adjudicate_url(query))
+    try:
+        services.query_retire(query=query, by=request.user, reason=form.cleaned_data["reason"])  # type: ignore[arg-type]
+    except services.ReviewError as exc:
+        messages.error(request, f"Not retired: {exc}")
+        return back(_adjudicate_url(query))
+    messages.success(request, f"Query {query.external_id} is retired: later golden versions leave it out.")
+    return back(reverse("labeling:set_detail", kwargs={"slug": slug}))
+
+
+@require_POST
+def gold(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    query = get_query_for_reviewer(request, slug, pk)
+    target = reverse("labeling:query_review", kwargs={"slug": slug, "pk": pk})
+    form = GoldForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Gold item not changed: {form_errors(form)}")
+        return back(target)
+    document = get_document_of_query(query, form.cleaned_data["document"])
+    if form.cleaned_data["unmark"]:
+        if services.gold_unmark(query=query, document=document):
+            messages.success(request, f"{document.doc_id} is no longer a gold item.")
+        else:
+            messages.info(request, f"{document.doc_id} was not a gold item.")
+        return back(target)
+    try:
+        item = services.gold_mark(
+            query=query,
+            document=document,
+            grade=form.cleaned_data["grade"],
+            by=request.user,  # type: ignore[arg-type]
+        )
+    except services.ReviewError as exc:
+        messages.error(request, f"Gold item not changed: {exc}")
+        return back(target)
+    messages.success(
+        request,
+        f"{document.doc_id} is a gold item (known grade {item.grade}): raters who do not grade this query"
+        " meet it in their queues once the query has its first rater.",
+    )
+    return back(target)
