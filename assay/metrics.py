@@ -7,16 +7,16 @@ duplicates) lives there, and `n` is just the list's length.
 
 from __future__ import annotations
 
-import gc
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter, methodcaller
 
 import numpy as np
 from numpy.typing import NDArray
+
+from assay.memory import gc_paused
 
 # Marks "no judgment" in the integer grade matrix; no real grade is anywhere near it.
 _UNJUDGED = np.iinfo(np.int64).min
@@ -45,20 +45,6 @@ class QueryScores:
     n: int
     duplicates: int
     judged: float | None
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # Making 10^5 small lists in a row triggers the cyclic collector again and again, and each pass walks
-    # every container the caller holds (their 10^7 ids): pausing it makes that step several times faster.
-    # These lists hold no cycles, so nothing is left for the collector afterwards.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _discounts(k: int) -> NDArray[np.float64]:
@@ -151,7 +137,7 @@ def score_lists(
     queries = len(ranked)
     n = np.fromiter(map(len, ranked), dtype=np.int64, count=queries)
     depth = np.minimum(n, k)
-    with _gc_paused():
+    with gc_paused():
         tops = list(map(itemgetter(slice(0, k)), ranked))
         looked_up = chain.from_iterable(
             map(map, map(attrgetter("get"), judgments), tops, repeat(repeat(_UNJUDGED)))

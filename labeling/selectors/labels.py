@@ -5,19 +5,18 @@ why there is none yet (docs/agreement.md, "Final labels"). A golden-version free
 from __future__ import annotations
 
 import functools
-import gc
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from assay.golden.model import Scale
 from assay.labels.disputes import consolidate
+from assay.memory import gc_paused
 from labeling.models import Adjudication, Assignment, FrozenLabel, GoldenSet, Judgment, Query
 
 FROZEN = "frozen"  # a label carried over from the set's current frozen labels: nothing judged since
 REJUDGE = str(Assignment.Kind.REJUDGE)
-P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -59,32 +58,12 @@ class _Graded(NamedTuple):
     updated: Any  # datetime; fetched for re-judgments only (they are compared with adjudications)
 
 
-def _gc_paused(func: Callable[P, T]) -> Callable[P, T]:
-    """Run `func` with the cyclic garbage collector paused. These reads build a few hundred thousand
-    small tuples and dataclasses (no reference cycles among them); while they pile up, the collector
-    keeps re-traversing everything alive, which doubled the time of consolidating 40,000 documents.
-    Reference counting still frees everything; collection resumes afterwards (and in nested calls the
-    outermost one resumes it)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            if paused:
-                gc.enable()
-
-    return wrapper
-
-
 # The same few inputs come back for every document (two grades of 0..3, expected 1 or 2): computing each
 # once keeps consolidating a set of 40,000 documents well under a second.
 _consolidate = functools.lru_cache(maxsize=8192)(consolidate)
 
 
-@_gc_paused
+@gc_paused()
 def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | None = None) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out.

@@ -16,6 +16,7 @@ from assay.labels.agreement import (
     Rating,
     agreement_compute,
 )
+from assay.memory import gc_paused
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -32,7 +33,6 @@ from labeling.selectors.labels import (
     Consolidated,
     PairLabel,
     Unresolved,
-    _gc_paused,
     _pair_labels,
     labels_consolidated,
     third_counted,
@@ -56,7 +56,7 @@ def labels_summary_get(*, golden_set: GoldenSet) -> dict[str, Any]:
     }
 
 
-@_gc_paused
+@gc_paused()
 def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
     """Every rater's current grade on the set's active queries, as agreement statistics take them.
 
@@ -132,7 +132,7 @@ def _scale_labels(scale: Scale) -> list[int]:
     return list(range(scale.min, scale.max + 1))
 
 
-@_gc_paused
+@gc_paused()
 def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
     """All agreement figures of the set (`assay.labels.agreement.agreement_compute`) with what the page
     draws: grade distribution charts, the kappa matrix, the worst queries and the disputed ones."""
@@ -212,7 +212,7 @@ class ReviewQueue:
 QUEUE_ROWS = 200  # documents listed per table; the page says how many more there are
 
 
-@_gc_paused
+@gc_paused()
 def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None = None) -> ReviewQueue:
     """What waits for the set's reviewers: disputed queries (the newest dispute decision says disputed
     and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
