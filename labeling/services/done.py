@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from labeling.models import Assignment, Candidate, FrozenLabel, GoldenSet, Judgment, LabelProposal, Query
+from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
 from labeling.selectors import DUAL_KINDS
 from labeling.services.assignments import assignment_progress
 from labeling.services.grading import GradingError, NotFound, Reassigned, Retired
@@ -68,8 +68,9 @@ def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
     done again changes nothing and answers the same.
     """
     assignment = (
-        Assignment.objects.select_for_update()
-        .select_related("query")
+        # Only the assignment row: locking the set's row too would make raters of one set take turns.
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("query__golden_set")
         .filter(pk=assignment_id, rater_id=rater.pk)
         .first()
     )
@@ -169,9 +170,7 @@ def _proposals_sync(*, assignment: Assignment, overturns: Sequence[Overturn]) ->
         LabelProposal.objects.filter(pk__in=stale).update(
             status=LabelProposal.Status.WITHDRAWN, decided_at=timezone.now()
         )
-    version = GoldenSet.objects.filter(pk=assignment.query.golden_set_id).values_list(
-        "frozen_version", flat=True
-    )[0]
+    version = assignment.query.golden_set.frozen_version
     new = [
         LabelProposal(
             query_id=assignment.query_id,

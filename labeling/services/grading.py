@@ -160,7 +160,7 @@ def judgment_submit(
             time_spent_ms=spent,
             content_hash=digest,
         )
-        if old is not None:
+        if row["n_pending"]:
             _proposals_follow(judgment_id=judgment_id, grade=grade, note=note)
     # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
     graded = row["n_graded"] + created
@@ -182,9 +182,10 @@ def judgment_submit(
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
-    content hash, scope membership and the rater's current judgment of it (no label: grading is blind).
-    Every writer of an assignment's judgments holds this lock, so what is read cannot change before the
-    save commits.
+    content hash, scope membership and the rater's current judgment of it (no label: grading is blind),
+    and whether that judgment has a pending proposal (only after the rater marked the query done and saw
+    its overturns), so a regrade touches proposals only when there is one. Every writer of an
+    assignment's judgments holds this lock, so what is read cannot change before the save commits.
 
     Two statements, not one SELECT ... FOR UPDATE with the joins: in READ COMMITTED a statement that had to
     wait for the lock still reads the other tables as they were when it started, so a second tab would
@@ -196,7 +197,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     qn = connection.ops.quote_name
     t = {
         m.__name__: qn(m._meta.db_table)
-        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment)
+        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment, LabelProposal)
     }
     through = qn(scope.m2m_db_table())
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
@@ -209,7 +210,9 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
                c.document_id, d.content_hash,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
                jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
-               jd.time_spent_ms AS old_time_spent_ms
+               jd.time_spent_ms AS old_time_spent_ms,
+               (SELECT COUNT(*) FROM {t["LabelProposal"]} lp
+                 WHERE lp.judgment_id = jd.id AND lp.status = %s) AS n_pending
           FROM {t["Assignment"]} a
           JOIN {t["Query"]} q ON q.id = a.query_id
           JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id
@@ -224,7 +227,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
             cursor.execute(lock, [assignment_id, rater_id])
             if cursor.fetchone() is None:
                 return None
-        cursor.execute(sql, [candidate_id, assignment_id, rater_id])
+        cursor.execute(sql, [LabelProposal.Status.PENDING, candidate_id, assignment_id, rater_id])
         found = cursor.fetchone()
         if found is None:
             return None
