@@ -65,6 +65,9 @@ class SearchTarget(models.Model):
     model_id_field = models.CharField(max_length=200, blank=True)
     es_template = models.JSONField(null=True, blank=True, help_text="elasticsearch/opensearch query template")
     solr_method = models.CharField(max_length=4, choices=[("GET", "GET"), ("POST", "POST")], default="GET")
+    # A Slack-compatible webhook told of failing and warning runs: the NAME of the ASSAY_SECRET_...
+    # environment variable holding its URL (the URL itself is a secret and is never stored).
+    webhook_env = models.CharField(max_length=100, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="targets"
     )
@@ -147,6 +150,11 @@ class EvaluationRun(models.Model):
         "RunSchedule", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
     error_message = models.TextField(blank=True)
+    # The baseline as gated when the golden versions differed: its stored result lists re-scored against
+    # this run's golden version (None: the baseline run's own report was used).
+    baseline_rescore = models.ForeignKey(
+        "BaselineRescore", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="last progress written by a chunk")
@@ -274,6 +282,9 @@ class RunSchedule(models.Model):
     # when a run starts. Without it a refused night would only be in the worker's log.
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    # When the set's newest golden version differs from the baseline's, gate against the baseline's
+    # result lists re-scored under the new version instead of refusing to compare.
+    rescore_baseline = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -292,6 +303,64 @@ class RunSchedule(models.Model):
     @property
     def overrides_text(self) -> str:
         return params_text(self.params)
+
+
+class BaselineRescore(models.Model):
+    """A baseline run's stored result lists scored against another golden version's labels, so that a run on
+    that version compares like with like without querying the old system again. Recorded as such: which
+    run, which version, when and by whom (None: a nightly schedule)."""
+
+    source_run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="rescores")
+    golden_version = models.ForeignKey(
+        "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="baseline_rescores"
+    )
+    report = models.JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source_run", "golden_version"], name="baseline_rescore_unique"),
+        ]
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"run {self.source_run_id} re-scored on version {self.golden_version_id}"
+
+
+class Notification(models.Model):
+    """One delivery of a run's verdict to people: an email to the set's reviewers or a target's webhook.
+    Unique per (run, channel), so a run is never announced twice on one channel."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "email"
+        WEBHOOK = "webhook", "webhook"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        SENT = "sent", "sent"
+        FAILED = "failed", "failed"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="notifications")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    # Who it went to: the email addresses, or the webhook's variable name (never its URL).
+    recipients = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "channel"], name="notification_run_channel_unique"),
+        ]
+        ordering = ["run", "channel"]
+
+    def __str__(self) -> str:
+        return f"{self.channel} for run {self.run_id}: {self.status}"
 
 
 class ApiToken(models.Model):

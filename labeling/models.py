@@ -86,6 +86,12 @@ class GoldenSet(models.Model):
     min_dual_docs = models.PositiveIntegerField(default=5)
     min_exact = models.FloatField(default=0.55)
     max_mad = models.FloatField(default=0.45)
+    # Agreement readings (docs/agreement.md, "Readings"): "reliable" when the interval's lower bound
+    # reaches reliable_min, "tentative" when it reaches tentative_min, "unreliable" when its upper bound is
+    # below tentative_min, "not enough data" otherwise or with fewer than min_pairable_units units.
+    reliable_min = models.FloatField(default=0.8)
+    tentative_min = models.FloatField(default=0.667)
+    min_pairable_units = models.PositiveIntegerField(default=10)
     # The version name of the current frozen labels (FrozenLabel rows), "" before any import.
     frozen_version = models.CharField(max_length=100, blank=True)
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="reviewed_sets")
@@ -160,7 +166,12 @@ class Query(models.Model):
     text = models.CharField(max_length=1000)
     locale = models.CharField(max_length=35, blank=True)
     filters = models.JSONField(default=dict, blank=True)
+    # The product vertical (billing, docs): the stratum of the report's slices and of per-stratum budgets.
     stratum = models.CharField(max_length=100, blank=True)
+    # The traffic band (head, torso, tail) from a query log's frequencies, kept apart from the vertical.
+    traffic_band = models.CharField(max_length=10, blank=True)
+    # Why the query is in the set when it is a known failure (typo, synonym, zero-results history, ...).
+    failure_mode = models.CharField(max_length=100, blank=True)
     weight = models.FloatField(default=1.0, help_text="traffic weight")
     tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.CORE)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
