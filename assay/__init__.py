@@ -5,6 +5,8 @@
 - `assay.metric_table`: every metric's key, label, direction, budgets and display, read everywhere;
 - `assay.metrics`, `assay.report`: per-query metrics and the report;
 - `assay.budgets`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate;
+- `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
+- `assay.noise`: the noise floor of a budget (run-to-run and bootstrap) and budgets suggested above it;
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.results`: calling a search system;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`: the `assay` command, its client for an

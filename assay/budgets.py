@@ -1,8 +1,10 @@
 """Budgets for the drift gate: the budgets file's two forms, validated and normalized (pure, no Django).
 
 How much each gated metric of the metric table (`assay.metric_table`) may worsen before the gate warns or
-fails, per stratum too, the shadow tier's empty-rate budget, the error budget and the critical rank
-(docs/metrics.md, "Budgets file"). `load_budgets` names every bad key or value at once (`BudgetsError`);
+fails: its unweighted mean on the core tier, its traffic-weighted mean (`weighted`, off unless a file says),
+per stratum (the product vertical), per traffic band and per failure mode too; the shadow tier's
+empty-rate budget, the error budget and the critical rank (docs/metrics.md, "Budgets file").
+`load_budgets` names every bad key or value at once (`BudgetsError`);
 `Budgets.to_dict` is the nested form it reads back. The gate itself is `assay.gate`.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.metric_table import GATED_METRICS, METRICS
+from assay.metric_table import GATED_METRICS, METRICS, WEIGHTED_METRICS
 
 # The older flat form's keys: each is the fail budget of one metric.
 FLAT_KEYS = {
@@ -50,6 +52,12 @@ DEFAULT_BUDGETS: Mapping[str, Budget] = {
 }
 DEFAULT_MAX_ERROR_RATE = 0.0
 DEFAULT_CRITICAL_RANK = 3
+# Budgets of the traffic-weighted means: off unless a file sets them (the unweighted means gate by default).
+WEIGHTED_GATED = tuple(m for m in GATED_METRICS if m in WEIGHTED_METRICS)
+OFF = Budget()
+# The budgets file's keys for the report's slices (`report["slices"][field]`) other than the core tier: a
+# named slice's effective budgets are the core's with its overrides.
+SLICE_KEYS = {"strata": "stratum", "traffic_bands": "traffic_band", "failure_modes": "failure_mode"}
 
 
 @dataclass(frozen=True)
@@ -61,17 +69,27 @@ class Budgets:
     critical_rank: int = DEFAULT_CRITICAL_RANK
     shadow_empty_rate: Budget = DEFAULT_BUDGETS["empty_rate"]
     strata: Mapping[str, Mapping[str, Budget]] = field(default_factory=dict)
+    weighted: Mapping[str, Budget] = field(default_factory=lambda: dict.fromkeys(WEIGHTED_GATED, OFF))
+    traffic_bands: Mapping[str, Mapping[str, Budget]] = field(default_factory=dict)
+    failure_modes: Mapping[str, Mapping[str, Budget]] = field(default_factory=dict)
+
+    def slices(self, key: str) -> Mapping[str, Mapping[str, Budget]]:
+        """The named slices' budgets under a budgets-file key of `SLICE_KEYS` ("strata", ...)."""
+        slices: Mapping[str, Mapping[str, Budget]] = getattr(self, key)
+        return slices
 
     def to_dict(self) -> dict[str, Any]:
         """The nested budgets form; `load_budgets(b.to_dict()) == b`."""
         data: dict[str, Any] = {metric: self.core[metric].to_dict() for metric in GATED_METRICS}
+        data["weighted"] = {metric: self.weighted[metric].to_dict() for metric in WEIGHTED_GATED}
         data["max_error_rate"] = self.max_error_rate
         data["critical_rank"] = self.critical_rank
         data["shadow"] = {"empty_rate": self.shadow_empty_rate.to_dict()}
-        data["strata"] = {
-            name: {metric: budgets[metric].to_dict() for metric in GATED_METRICS}
-            for name, budgets in self.strata.items()
-        }
+        for key in SLICE_KEYS:
+            data[key] = {
+                name: {metric: budgets[metric].to_dict() for metric in GATED_METRICS}
+                for name, budgets in self.slices(key).items()
+            }
         return data
 
 
@@ -119,7 +137,8 @@ def load_budgets(data: Mapping[str, Any] | None) -> Budgets:
     if not isinstance(data, Mapping):
         raise BudgetsError([f"budgets: expected a JSON object, got {type(data).__name__}"])
     problems: list[str] = []
-    allowed = (*GATED_METRICS, *FLAT_KEYS, "max_error_rate", "critical_rank", "shadow", "strata")
+    allowed = (*GATED_METRICS, *FLAT_KEYS, "weighted", "max_error_rate", "critical_rank", "shadow")
+    allowed += tuple(SLICE_KEYS)
     core = dict(DEFAULT_BUDGETS)
     for key in data:
         if key not in allowed:
@@ -132,6 +151,18 @@ def load_budgets(data: Mapping[str, Any] | None) -> Budgets:
             if isinstance(data.get(metric), Mapping) and "fail" in data[metric]:
                 problems.append(f"{flat}: {metric}.fail is given too; say the fail budget once")
             core[metric] = Budget(warn=core[metric].warn, fail=_threshold(data[flat], flat, problems))
+
+    weighted = dict.fromkeys(WEIGHTED_GATED, OFF)
+    raw_weighted = data.get("weighted", {})
+    if not isinstance(raw_weighted, Mapping):
+        problems.append(f"weighted: expected an object of metric -> {{warn, fail}}, got {raw_weighted!r}")
+    else:
+        for key in raw_weighted:
+            if key not in WEIGHTED_GATED:
+                problems.append(_unknown("weighted.", key, WEIGHTED_GATED))
+        for metric in WEIGHTED_GATED:
+            if metric in raw_weighted:
+                weighted[metric] = _budget(raw_weighted[metric], OFF, f"weighted.{metric}", problems)
 
     max_error_rate = data.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
     if (
@@ -161,25 +192,7 @@ def load_budgets(data: Mapping[str, Any] | None) -> Budgets:
                 shadow["empty_rate"], shadow_empty_rate, "shadow.empty_rate", problems
             )
 
-    strata: dict[str, dict[str, Budget]] = {}
-    raw_strata = data.get("strata", {})
-    if not isinstance(raw_strata, Mapping):
-        problems.append(f"strata: expected an object of stratum name -> budgets, got {raw_strata!r}")
-    else:
-        for name, overrides in raw_strata.items():
-            where = f"strata.{name}"
-            if not isinstance(overrides, Mapping):
-                problems.append(f"{where}: expected an object of metric -> {{warn, fail}}, got {overrides!r}")
-                continue
-            for key in overrides:
-                if key not in GATED_METRICS:
-                    problems.append(_unknown(f"{where}.", key, GATED_METRICS))
-            strata[str(name)] = {
-                metric: _budget(overrides[metric], core[metric], f"{where}.{metric}", problems)
-                if metric in overrides
-                else core[metric]
-                for metric in GATED_METRICS
-            }
+    slices = {key: _slice_budgets(data, key, core, problems) for key in SLICE_KEYS}
     if problems:
         raise BudgetsError(problems)
     return Budgets(
@@ -187,5 +200,34 @@ def load_budgets(data: Mapping[str, Any] | None) -> Budgets:
         max_error_rate=float(max_error_rate),
         critical_rank=critical_rank,
         shadow_empty_rate=shadow_empty_rate,
-        strata=strata,
+        strata=slices["strata"],
+        weighted=weighted,
+        traffic_bands=slices["traffic_bands"],
+        failure_modes=slices["failure_modes"],
     )
+
+
+def _slice_budgets(
+    data: Mapping[str, Any], key: str, core: Mapping[str, Budget], problems: list[str]
+) -> dict[str, dict[str, Budget]]:
+    """Each named slice's effective budgets under `data[key]` ("strata", ...): the core's, with overrides."""
+    slices: dict[str, dict[str, Budget]] = {}
+    raw = data.get(key, {})
+    if not isinstance(raw, Mapping):
+        problems.append(f"{key}: expected an object of {SLICE_KEYS[key]} name -> budgets, got {raw!r}")
+        return slices
+    for name, overrides in raw.items():
+        where = f"{key}.{name}"
+        if not isinstance(overrides, Mapping):
+            problems.append(f"{where}: expected an object of metric -> {{warn, fail}}, got {overrides!r}")
+            continue
+        for metric in overrides:
+            if metric not in GATED_METRICS:
+                problems.append(_unknown(f"{where}.", metric, GATED_METRICS))
+        slices[str(name)] = {
+            metric: _budget(overrides[metric], core[metric], f"{where}.{metric}", problems)
+            if metric in overrides
+            else core[metric]
+            for metric in GATED_METRICS
+        }
+    return slices

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.metric_table import BY_KEY, LABELS, format_number
+from assay.metric_table import format_number, series_label, series_metric
 
 BAR_WIDTH = 34
 GAP = 14
@@ -153,8 +153,8 @@ def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) ->
     xs = [c["left"] + pad + (inner_w * (i / (n - 1)) if n > 1 else inner_w / 2) for i in range(n)]
     charts = []
     for metric in metrics:
-        label = LABELS.get(metric, metric)
-        shown = BY_KEY.get(metric)
+        label = series_label(metric)
+        shown = series_metric(metric)
         show = shown.format if shown is not None else format_number
         values = [p.get(metric) for p in points]
         defined = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]

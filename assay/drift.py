@@ -30,7 +30,6 @@ from assay.gate import (
     GateResult,
     Verdict,
     compare,
-    paired_intervals,
     validate_artifact,
 )
 from assay.gate_render import github_annotations, render_markdown, render_text
@@ -51,7 +50,6 @@ __all__ = [
     "compare",
     "github_annotations",
     "load_budgets",
-    "paired_intervals",
     "render_markdown",
     "render_text",
     "validate_artifact",

@@ -2,11 +2,14 @@
 
 Rules (docs/metrics.md, "The drift gate"): refuse to compare reports made under different rules unless
 rebaselining; the worsening of each gated metric of the metric table (`assay.metric_table`: a drop of
-nDCG, MRR, P@k, a rise of empty_rate, lt3_rate) on the core tier's unweighted means, and on each stratum
-the budgets name, against warn / fail budgets (`assay.budgets`); a budget trips AT its threshold; the
-shadow tier gates only on its empty_rate rise; errors above `max_error_rate` and critical queries out of
-their top ranks fail whatever the means say. Verdict: fail > warn > pass. The renderings of a result
-(CI log, PR comment, annotations) are `assay.gate_render`.
+nDCG, MRR, P@k, a rise of empty_rate, lt3_rate) on the core tier's unweighted and traffic-weighted means,
+and on each stratum, traffic band and failure mode the budgets name, against warn / fail budgets
+(`assay.budgets`); a budget trips AT its threshold; the shadow tier gates only on its empty_rate rise;
+errors on either side above `max_error_rate` (below it: a warning) and critical queries out of their top
+ranks fail whatever the means say; a hit on an expected-empty query warns (fails when it is critical).
+Every change is `assay.changes`' one computation over the queries both reports counted, with its interval
+and p-value. Verdict: fail > warn > pass. The renderings of a result (CI log, PR comment, annotations)
+are `assay.gate_render`.
 """
 
 from __future__ import annotations
@@ -16,15 +19,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from assay.budgets import Budget, Budgets
+from assay.budgets import SLICE_KEYS, Budget, Budgets
+from assay.changes import (
+    IDENTITY_FIELDS,
+    TOLERANCE,
+    Change,
+    LeftOut,
+    ScopePairs,
+    pair_rows,
+    pair_scope,
+    report_seed,
+)
 from assay.golden.format import natural_key
-from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, METRICS
-from assay.report import paired_bootstrap
-
-# A difference this close to a threshold counts as reaching it: 0.5 - 0.475 may come out as 0.02499999...
-TOLERANCE = 1e-12
-# Fields that must be equal for two reports to be comparable at all.
-IDENTITY_FIELDS = ("metrics_spec", "golden_version", "k", "relevant_min_grade", "scale")
+from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS
+from assay.noise import NoiseFloor, noise_warnings
 
 Verdict = Literal["pass", "warn", "fail"]
 
@@ -50,6 +58,8 @@ _EXPECTED = {
     "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "an integer or null": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
     "a number or null": lambda v: v is None or _is_number(v),
+    "a non-negative number": lambda v: _is_number(v) and v >= 0,
+    "a string or null": lambda v: v is None or isinstance(v, str),
     "an object": lambda v: isinstance(v, Mapping),
     "a list": lambda v: isinstance(v, list),
     "true or false": lambda v: isinstance(v, bool),
@@ -112,22 +122,40 @@ def validate_artifact(data: object, role: str = "report") -> None:
         check.aggregate(data["tiers"], tier, "tiers.")
     check.aggregate(data, "all", "")
     slices = check.field(data, "slices", "", "an object")
-    strata = check.field(slices, "stratum", "slices.", "an object") if slices is not None else None
-    for name in strata or {}:
-        check.aggregate(slices["stratum"], name, "slices.stratum.")
+    for field in SLICE_KEYS.values():
+        # The stratum slices are in every report; the traffic band and failure mode ones in newer ones.
+        named = (
+            check.field(slices, field, "slices.", "an object", required=field == "stratum")
+            if slices is not None
+            else None
+        )
+        for name in named or {}:
+            check.aggregate(slices[field], name, f"slices.{field}.")
     flags = check.field(data, "flags", "", "an object", required=False)
     if flags is not None:
         check.field(flags, "errors", "flags.", "a list", required=False)
+        for i, hit in enumerate(
+            check.field(flags, "unexpected_hits", "flags.", "a list", required=False) or []
+        ):
+            if not isinstance(hit, str):
+                check.problems.append(f"{role}: flags.unexpected_hits[{i}]: expected a query id (a string)")
     for path, entry in check.rows(data, "critical"):
         check.field(entry, "rank", path, "an integer or null")
         check.field(entry, "best_docs", path, "a list", required=False)
     for path, row in check.rows(data, "per_query"):
         check.field(row, "ndcg", path, "a number or null")
-        # The paired intervals read these too; older or hand-made artifacts may leave them out.
-        for key in ("mrr", "p_at_k"):
+        # Every change is computed from these (`assay.changes`); older or hand-made artifacts may leave
+        # them out.
+        for key in ("mrr", "p_at_k", "judged_at_k"):
             check.field(row, key, path, "a number or null", required=False)
-        for key in ("empty", "lt3", "expect_empty"):
+        for key in ("empty", "lt3", "expect_empty", "critical"):
             check.field(row, key, path, "true or false", required=False)
+        for key in ("error", "stratum", "traffic_band", "failure_mode"):
+            check.field(row, key, path, "a string or null", required=False)
+        check.field(row, "tier", path, "a string", required=False)
+        check.field(row, "weight", path, "a non-negative number", required=False)
+        check.field(row, "n", path, "an integer", required=False)
+        check.field(row, "ids", path, "a list", required=False)
         for key, each in (("ranks", "an integer or null"), ("grades", "an integer")):
             for doc_id in check.field(row, key, path, "an object", required=False) or {}:
                 check.field(row[key], doc_id, f"{path}{key}.", each)
@@ -143,7 +171,7 @@ def validate_artifact(data: object, role: str = "report") -> None:
 class Finding:
     """One failure or warning: what kind, where (scope, metric) and a sentence for humans."""
 
-    kind: Literal["refusal", "budget", "errors", "critical", "coverage"]
+    kind: Literal["refusal", "budget", "errors", "critical", "coverage", "unexpected_hit", "noise"]
     message: str
     scope: str | None = None
     metric: str | None = None
@@ -158,14 +186,18 @@ class GateResult:
     failures: list[Finding]
     warnings: list[Finding]
     notes: list[str]
-    # scope ("core", "shadow", "strata") -> metric (or stratum -> metric) -> row
+    # scope ("core", "core_weighted", "shadow") -> metric -> row; slice key ("strata", "traffic_bands",
+    # "failure_modes") -> name -> metric -> row
     comparison: dict[str, Any]
     top_losers: list[dict[str, Any]]
     delta_interval: dict[str, Any] | None
+    # The core tier's queries no change counts, by reason (`assay.changes.LeftOut.to_dict`).
+    left_out: dict[str, list[str]]
     rebaseline: bool
     budgets: Budgets
     current: dict[str, Any]  # identity of each report: golden_version, k, ...
     baseline: dict[str, Any]
+    noise_floor: NoiseFloor | None = None  # the floor the budgets were held to (`assay.noise`)
 
     @property
     def exit_code(self) -> int:
@@ -185,7 +217,9 @@ class GateResult:
             "comparison": self.comparison,
             "top_losers": self.top_losers,
             "delta_interval": self.delta_interval,
+            "left_out": self.left_out,
             "budgets": self.budgets.to_dict(),
+            "noise_floor": self.noise_floor.to_dict() if self.noise_floor is not None else None,
         }
 
 
@@ -200,9 +234,14 @@ def _trips(change: float, threshold: float | None) -> bool:
     return threshold is not None and change >= threshold - TOLERANCE
 
 
+def _p_text(p_value: float | None) -> str:
+    return "" if p_value is None else f", p={p_value:.3f}"
+
+
 class _Gate:
-    def __init__(self, rebaseline: bool) -> None:
+    def __init__(self, rebaseline: bool, seed: int) -> None:
         self.rebaseline = rebaseline
+        self.seed = seed
         self.failures: list[Finding] = []
         self.warnings: list[Finding] = []
         self.notes: list[str] = []
@@ -211,45 +250,49 @@ class _Gate:
         self,
         scope: str,
         metric: str,
-        baseline: Mapping[str, Any] | None,
-        current: Mapping[str, Any] | None,
+        pairs: ScopePairs,
         budget: Budget | None,
+        *,
+        weighted: bool = False,
+        with_interval: bool = True,
     ) -> dict[str, Any]:
-        """One comparison row, recording a failure or warning when its budget trips."""
+        """One comparison row from the scope's pairs (`assay.changes`), recording a failure or warning
+        when its budget trips."""
         shown = BY_KEY[metric]
-        before, after = _value(baseline, metric), _value(current, metric)
+        label = f"{shown.label} (weighted)" if weighted else shown.label
+        gated = budget is not None and (budget.warn is not None or budget.fail is not None)
+        change: Change = pairs.change(metric, weighted=weighted, seed=self.seed, with_interval=with_interval)
         row: dict[str, Any] = {
-            "baseline": before,
-            "current": after,
-            "delta": None,
+            **change.to_dict(),
             "change": None,  # how much worse (`Metric.worsening`): a drop for nDCG/MRR/P, a rise for rates
             "warn": budget.warn if budget else None,
             "fail": budget.fail if budget else None,
             "status": "not gated",
         }
-        if before is None or after is None:
-            if (
-                budget
-                and (budget.warn is not None or budget.fail is not None)
-                and (before, after) != (None, None)
-            ):
-                self.notes.append(
-                    f"{scope} {shown.label}: no value in the {'current' if after is None else 'baseline'} "
-                    "report, not compared"
-                )
+        if change.baseline is None or change.current is None:
+            if gated:
+                self.notes.append(f"{scope} {label}: no query counted in both reports, not compared")
             return row
-        row["delta"] = after - before
-        row["change"] = shown.worsening(before, after)
-        if budget is None or (budget.warn is None and budget.fail is None):
+        row["change"] = shown.worsening(change.baseline, change.current)
+        if not gated or budget is None:
             return row
-        detail = f"(baseline {shown.format(before)} -> current {shown.format(after)})"
+        interval = (
+            f"; {change.level:.0%} interval [{shown.format(change.low, signed=True)}, "
+            f"{shown.format(change.high, signed=True)}]"
+            if change.low is not None
+            else ""
+        )
+        detail = (
+            f"(baseline {shown.format(change.baseline)} -> current {shown.format(change.current)} over "
+            f"{change.n} paired quer{'y' if change.n == 1 else 'ies'}{interval}{_p_text(change.p_value)})"
+        )
         for level in ("fail", "warn"):
             threshold = getattr(budget, level)
             if not _trips(row["change"], threshold):
                 continue
             row["status"] = level
             message = (
-                f"{scope} {shown.label} {shown.worse_word} {shown.format(row['change'])} >= {level} budget "
+                f"{scope} {label} {shown.worse_word} {shown.format(row['change'])} >= {level} budget "
                 f"{threshold} {detail}"
             )
             if level == "fail" and not self.rebaseline:
@@ -280,6 +323,7 @@ def compare(
     *,
     rebaseline: bool = False,
     top_n: int = 10,
+    noise_floor: NoiseFloor | None = None,
 ) -> GateResult:
     """Gate `current` against `baseline` (both report artifacts). Raises ArtifactError for non-reports."""
     problems: list[str] = []
@@ -290,7 +334,7 @@ def compare(
             problems.extend(error.problems)
     if problems:
         raise ArtifactError(problems)
-    gate = _Gate(rebaseline)
+    gate = _Gate(rebaseline, report_seed(current))
 
     refused = False
     for key in IDENTITY_FIELDS:
@@ -304,49 +348,41 @@ def compare(
                     Finding("refusal", message + "; refusing to compare (rebaseline to accept)")
                 )
 
-    comparison: dict[str, Any] = {"core": {}, "strata": {}, "shadow": {}}
+    comparison: dict[str, Any] = {
+        "core": {},
+        "core_weighted": {},
+        "shadow": {},
+        **{k: {} for k in SLICE_KEYS},
+    }
     top_losers: list[dict[str, Any]] = []
     interval: dict[str, Any] | None = None
+    left_out = LeftOut()
     if not refused:
-        core_now, core_before = current["tiers"].get("core"), baseline["tiers"].get("core")
-        for metric in METRIC_KEYS:
-            budget = budgets.core[metric] if metric in GATED_METRICS else None
-            comparison["core"][metric] = gate.row("core", metric, core_before, core_now, budget)
-        strata_now, strata_before = current["slices"]["stratum"], baseline["slices"]["stratum"]
-        for name in budgets.strata:
-            if name not in strata_now or name not in strata_before:
-                where = " and ".join(
-                    r for r, s in (("current", strata_now), ("baseline", strata_before)) if name not in s
-                )
-                gate.warnings.append(
-                    Finding(
-                        "coverage",
-                        f"stratum {name} has budgets but is not in the {where} report",
-                        f"stratum {name}",
-                    )
-                )
-        for name in sorted(set(strata_now) | set(strata_before), key=natural_key):
-            stratum_budgets = budgets.strata.get(name)
-            comparison["strata"][name] = {
-                metric: gate.row(
-                    f"stratum {name}",
-                    metric,
-                    strata_before.get(name),
-                    strata_now.get(name),
-                    stratum_budgets[metric] if stratum_budgets and metric in GATED_METRICS else None,
-                )
-                for metric in METRIC_KEYS
-            }
-        shadow_now, shadow_before = current["tiers"].get("shadow"), baseline["tiers"].get("shadow")
-        if shadow_now or shadow_before:
-            comparison["shadow"]["empty_rate"] = gate.row(
-                "shadow", "empty_rate", shadow_before, shadow_now, budgets.shadow_empty_rate
-            )
+        left_out = _compare_scopes(gate, comparison, current, baseline, budgets)
         top_losers = _top_losers(current["per_query"], baseline["per_query"], top_n)
-        interval = paired_intervals(current["per_query"], baseline["per_query"])["ndcg"]
+        ndcg = comparison["core"]["ndcg"]
+        interval = {
+            "mean": ndcg["delta"],
+            "n": ndcg["n"],
+            "p_value": ndcg["p_value"],
+            **(ndcg["interval"] or {"low": None, "high": None}),
+        }
 
-    _check_errors(gate, current, budgets)
+    rescored = baseline.get("rescored")
+    if isinstance(rescored, Mapping):
+        gate.notes.append(
+            f"baseline re-scored from version {rescored.get('from_version')} on version "
+            f"{rescored.get('golden_version')}"
+            + (f" at {rescored['at']}" if rescored.get("at") else "")
+            + (f" by {rescored['by']}" if rescored.get("by") else "")
+            + ": its stored result lists, this version's labels"
+        )
+    _check_errors(gate, current, "current", budgets)
+    if baseline is not current:  # a report checked alone (no baseline yet) is gated against itself
+        _check_errors(gate, baseline, "baseline", budgets)
     _check_critical(gate, current, budgets)
+    _check_unexpected_hits(gate, current)
+    gate.warnings.extend(Finding("noise", m, s, k) for s, k, m in noise_warnings(budgets, noise_floor))
 
     verdict: Verdict = "fail" if gate.failures else "warn" if gate.warnings else "pass"
     return GateResult(
@@ -357,38 +393,145 @@ def compare(
         comparison=comparison,
         top_losers=top_losers,
         delta_interval=interval,
+        left_out=left_out.to_dict(),
         rebaseline=rebaseline,
         budgets=budgets,
         current=_identity(current),
         baseline=_identity(baseline),
+        noise_floor=noise_floor,
     )
 
 
-def _check_errors(gate: _Gate, current: Mapping[str, Any], budgets: Budgets) -> None:
-    # Over every query of the run, whatever its tier: an errored query means the run did not see the
-    # engine's answer, so the gate fails closed (even on a rebaseline).
-    rate = _value(current["all"], "error_rate")
-    if rate is None or rate <= budgets.max_error_rate + TOLERANCE:
+def _compare_scopes(
+    gate: _Gate,
+    comparison: dict[str, Any],
+    current: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    budgets: Budgets,
+) -> LeftOut:
+    """Fill `comparison` with every scope's rows; return what the core tier left out (and note it)."""
+    now_rows, then_rows = current["per_query"], baseline["per_query"]
+    before = {row["id"]: row for row in then_rows}
+    now_ids = {row["id"] for row in now_rows}
+
+    def tier_of(row: Mapping[str, Any]) -> str:
+        return str(row.get("tier", "core"))
+
+    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS)
+    for metric in METRIC_KEYS:
+        budget = budgets.core[metric] if metric in GATED_METRICS else None
+        comparison["core"][metric] = gate.row("core", metric, core, budget)
+    for metric in WEIGHTED_METRICS:
+        comparison["core_weighted"][metric] = gate.row(
+            "core", metric, core, budgets.weighted.get(metric), weighted=True
+        )
+    counted = comparison["core"]["ndcg"]["n"]
+    if core.left_out.total:
+        gate.notes.append(
+            f"core: changes are over the queries both reports counted ({counted} for nDCG); left out: "
+            + core.left_out.describe()
+        )
+
+    for key, field in SLICE_KEYS.items():
+        named = budgets.slices(key)
+        slices_now, slices_then = current["slices"].get(field) or {}, baseline["slices"].get(field) or {}
+        for name in named:
+            if name not in slices_now or name not in slices_then:
+                where = " and ".join(
+                    r for r, sl in (("current", slices_now), ("baseline", slices_then)) if name not in sl
+                )
+                gate.warnings.append(
+                    Finding(
+                        "coverage",
+                        f"{field.replace('_', ' ')} {name} has budgets but is not in the {where} report",
+                        f"{field.replace('_', ' ')} {name}",
+                    )
+                )
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for row in now_rows:
+            if tier_of(row) == "core" and row.get(field) is not None:
+                groups.setdefault(str(row[field]), []).append(row)
+        retired: dict[str, list[str]] = {}
+        for row in then_rows:
+            if row["id"] not in now_ids and tier_of(row) == "core" and row.get(field) is not None:
+                retired.setdefault(str(row[field]), []).append(row["id"])
+        for name in sorted(set(slices_now) | set(slices_then), key=natural_key):
+            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS)
+            slice_budgets = named.get(name)
+            scope = f"{field.replace('_', ' ')} {name}"
+            comparison[key][name] = {
+                metric: gate.row(
+                    scope,
+                    metric,
+                    pairs,
+                    slice_budgets[metric] if slice_budgets and metric in GATED_METRICS else None,
+                    with_interval=slice_budgets is not None,
+                )
+                for metric in METRIC_KEYS
+            }
+
+    shadow_rows = [row for row in (*now_rows, *then_rows) if tier_of(row) == "shadow"]
+    if shadow_rows:
+        shadow = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "shadow", ("empty_rate",))
+        comparison["shadow"]["empty_rate"] = gate.row(
+            "shadow", "empty_rate", shadow, budgets.shadow_empty_rate
+        )
+    return core.left_out
+
+
+def _check_errors(gate: _Gate, report: Mapping[str, Any], role: str, budgets: Budgets) -> None:
+    # Over every query of the report, whatever its tier, on both sides: an errored query means that run did
+    # not see the engine's answer, so its change is unknown. Above max_error_rate the gate fails closed
+    # (even on a rebaseline); any error at all is a warning naming the queries.
+    rate = _value(report["all"], "error_rate")
+    if rate is None or rate <= TOLERANCE:
         return
-    errors = current.get("flags", {}).get("errors", [])
+    errors = report.get("flags", {}).get("errors", [])
     ids = [e.get("id") for e in errors if isinstance(e, Mapping)]
     shown = ", ".join(str(i) for i in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    gate.failures.append(
-        Finding(
-            "errors",
-            f"error rate {BY_KEY['error_rate'].format(rate)} over all "
-            f"{current['all'].get('n_queries', '?')} queries (every tier) is above max_error_rate "
-            f"{budgets.max_error_rate}" + (f"; failed: {shown}" if ids else ""),
-            "all",
-            "error_rate",
+    over = rate > budgets.max_error_rate + TOLERANCE
+    message = (
+        f"{role} error rate {BY_KEY['error_rate'].format(rate)} over all "
+        f"{report['all'].get('n_queries', '?')} queries (every tier) is "
+        + (
+            f"above max_error_rate {budgets.max_error_rate}"
+            if over
+            else f"within max_error_rate {budgets.max_error_rate}"
         )
+        + (f"; failed: {shown}" if ids else "")
+        + ("" if role == "current" else "; these queries are left out of every change")
     )
+    finding = Finding("errors", message, "all" if role == "current" else "baseline", "error_rate")
+    (gate.failures if over else gate.warnings).append(finding)
+
+
+def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any]) -> None:
+    # A query expected to return nothing that returned something (the report's flags.unexpected_hits): a
+    # warning, a failure when the query is critical.
+    hits = current.get("flags", {}).get("unexpected_hits", [])
+    rows = {row["id"]: row for row in current["per_query"]}
+    for query_id in hits if isinstance(hits, list) else []:
+        row = rows.get(query_id, {})
+        critical = bool(row.get("critical"))
+        finding = Finding(
+            "unexpected_hit",
+            f"expected-empty query {query_id} returned {row.get('n', '?')} result(s)"
+            + (" and is critical" if critical else "")
+            + (f": {', '.join(str(i) for i in (row.get('ids') or [])[:3])}" if row.get("ids") else ""),
+            f"query {query_id}",
+            "empty_rate",
+        )
+        (gate.failures if critical else gate.warnings).append(finding)
 
 
 def _check_critical(gate: _Gate, current: Mapping[str, Any], budgets: Budgets) -> None:
     # Judged on the rank the report recorded, against the budgets' critical_rank; a rebaseline does not
-    # excuse a critical query (the rule holds "whatever the means say").
+    # excuse a critical query (the rule holds "whatever the means say"). A critical expected-empty query
+    # must return nothing instead: that is `_check_unexpected_hits`.
+    expect_empty = {row["id"] for row in current["per_query"] if row.get("expect_empty")}
     for entry in current["critical"]:
+        if entry["id"] in expect_empty:
+            continue
         rank = entry.get("rank")
         if rank is not None and rank <= budgets.critical_rank:
             continue
@@ -445,30 +588,3 @@ def _top_losers(
         )
     losers.sort(key=lambda loser: (-loser["drop"], loser["id"]))
     return losers[:top_n]
-
-
-def paired_intervals(
-    current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]]
-) -> dict[str, dict[str, Any]]:
-    """Per metric with an `interval_field` in the metric table, the paired bootstrap interval of the mean
-    change (current - baseline) over the core queries both runs scored, counted as docs/metrics.md counts
-    them: errored queries nowhere, expected empties only in the means taken over answered queries (the <3
-    rate), not in those over scored ones (nDCG, RR, P, the empty rate)."""
-    paired = [(m, m.interval_field) for m in METRICS if m.interval_field is not None]
-    before = _by_id(baseline)
-    deltas: dict[str, list[float]] = {m.key: [] for m, _ in paired}
-    for now in current:
-        then = before.get(now["id"])
-        if then is None or now.get("tier", "core") != "core" or then.get("tier", "core") != "core":
-            continue
-        if now.get("error") is not None or then.get("error") is not None:
-            continue
-        expected_empty = now.get("expect_empty") or then.get("expect_empty")
-        for metric, key in paired:
-            if metric.over == "scored" and expected_empty:
-                continue
-            a, b = now.get(key), then.get(key)
-            if a is None or b is None:
-                continue
-            deltas[metric.key].append(float(a) - float(b))
-    return {metric: paired_bootstrap(values) for metric, values in deltas.items()}

@@ -6,9 +6,11 @@ pages; the result itself (`assay.gate.GateResult`) is never rounded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from assay.budgets import SLICE_KEYS
+from assay.changes import LeftOut
 from assay.gate import GateResult
 from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number
 
@@ -25,10 +27,33 @@ def _rank(rank: int | None) -> str:
 def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
     if not interval or interval.get("low") is None:
         return None
+    p_value = interval.get("p_value")
     return (
         f"nDCG change {_num(interval['mean'], True)}, {interval['level']:.0%} paired bootstrap interval "
-        f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}] over {interval['n']} core queries"
+        f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+        + (f", randomization test p={p_value:.3f}" if p_value is not None else "")
+        + f" over {interval['n']} core queries both reports counted"
     )
+
+
+def _change_text(row: Mapping[str, Any]) -> str:
+    """`0.8123 -> 0.8012 (-0.0111) [-0.0190, -0.0040] p=0.004 n=78`: one change as the gate computed it."""
+    interval = row.get("interval") or {}
+    shown = f"{_num(row.get('baseline'))} -> {_num(row.get('current'))} ({_num(row.get('delta'), True)})"
+    if interval.get("low") is not None:
+        shown += f" [{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+    if row.get("p_value") is not None:
+        shown += f" p={row['p_value']:.3f}"
+    return shown + f" n={row.get('n', 0)}"
+
+
+def _left_out_text(left_out: Mapping[str, Sequence[str]]) -> str | None:
+    parts = [
+        f"{len(ids)} {words} ({', '.join(ids[:5])}{f' and {len(ids) - 5} more' if len(ids) > 5 else ''})"
+        for reason, words in LeftOut.REASONS.items()
+        if (ids := left_out.get(reason))
+    ]
+    return "Left out of every core change: " + "; ".join(parts) if parts else None
 
 
 def _moved(loser: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -54,16 +79,24 @@ def render_text(result: GateResult) -> str:
     lines += [f"WARN  {w.message}" for w in result.warnings]
     lines += [f"note  {n}" for n in result.notes]
     core = result.comparison.get("core", {})
+    weighted = result.comparison.get("core_weighted", {})
     if core:
-        lines.append("Core tier (baseline -> current, change):")
+        lines.append(
+            "Core tier (over the queries both reports counted: baseline -> current (change) "
+            "[95% interval] p n; then the traffic-weighted change):"
+        )
         for metric, row in core.items():
+            twin = weighted.get(metric)
             lines.append(
-                f"  {LABELS[metric]:<16} {_num(row['baseline'])} -> {_num(row['current'])} "
-                f"({_num(row['delta'], True)}) {row['status']}"
+                f"  {LABELS[metric]:<16} {_change_text(row)} {row['status']}"
+                + (f" | weighted {_change_text(twin)} {twin['status']}" if twin else "")
             )
     interval = _interval_text(result.delta_interval)
     if interval:
         lines.append(interval)
+    left_out = _left_out_text(result.left_out)
+    if left_out:
+        lines.append(left_out)
     if result.top_losers:
         lines.append(f"Top losers ({len(result.top_losers)}):")
         for i, loser in enumerate(result.top_losers, start=1):
@@ -102,31 +135,54 @@ def render_markdown(result: GateResult) -> str:
     if result.failures or result.warnings or result.notes:
         out.append("")
     header = [
-        "| metric | baseline | current | delta | budget warn / fail | status |",
-        "|---|---:|---:|---:|---|---|",
+        "| metric | n | baseline | current | delta | 95% interval | p | budget warn / fail | status |",
+        "|---|---:|---:|---:|---:|---|---:|---|---|",
     ]
 
-    def table(rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
-        return [
-            f"| {LABELS[m]} | {_num(r['baseline'])} | {_num(r['current'])} | {_num(r['delta'], True)} | "
-            f"{format_budget(r['warn'], r['fail'])} | {_status_cell(r['status'])} |"
-            for m, r in rows.items()
-        ]
+    def table(rows: Mapping[str, Mapping[str, Any]], suffix: str = "") -> list[str]:
+        lines = []
+        for m, r in rows.items():
+            interval = r.get("interval") or {}
+            shown = (
+                f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+                if interval.get("low") is not None
+                else UNDEFINED
+            )
+            p_value = UNDEFINED if r.get("p_value") is None else f"{r['p_value']:.3f}"
+            lines.append(
+                f"| {LABELS[m]}{suffix} | {r.get('n', 0)} | {_num(r['baseline'])} | {_num(r['current'])} | "
+                f"{_num(r['delta'], True)} | {shown} | {p_value} | {format_budget(r['warn'], r['fail'])} | "
+                f"{_status_cell(r['status'])} |"
+            )
+        return lines
 
     if result.comparison.get("core"):
-        out += ["#### Core tier", "", *header, *table(result.comparison["core"]), ""]
+        weighted = table(result.comparison.get("core_weighted", {}), " (weighted)")
+        out += ["#### Core tier", "", *header, *table(result.comparison["core"]), *weighted, ""]
+        out.append(
+            "Each change is over the queries both reports counted (n): the two means over them, their "
+            "difference, a paired bootstrap interval and a paired randomization test's p-value; the "
+            "weighted rows weight each query by its traffic."
+        )
+        out.append("")
     interval = _interval_text(result.delta_interval)
     if interval:
         out += [interval + ".", ""]
-    strata = result.comparison.get("strata", {})
-    if strata:
+    left_out = _left_out_text(result.left_out)
+    if left_out:
+        out += [_cell(left_out) + ".", ""]
+    for key, field in SLICE_KEYS.items():
+        named = result.comparison.get(key, {})
+        if not named:
+            continue
+        title = field.replace("_", " ")
         out += [
-            "#### Strata (core tier)",
+            f"#### By {title} (core tier)",
             "",
-            "| stratum | " + " | ".join(LABELS[m] for m in GATED_METRICS) + " |",
+            f"| {title} | " + " | ".join(LABELS[m] for m in GATED_METRICS) + " |",
         ]
         out.append("|---|" + "---:|" * len(GATED_METRICS))
-        for name, rows in strata.items():
+        for name, rows in named.items():
             cells = []
             for metric in GATED_METRICS:
                 row = rows[metric]

@@ -57,8 +57,9 @@ class Metric:
     label: str  # how pages, the gate's messages and the CI log name it
     higher_is_better: bool  # the direction: worse is a drop (nDCG) or a rise (the rates)
     over: Over  # which of a group's queries its mean is taken over
-    # The per-query field whose paired changes give the bootstrap interval of its delta; None: no interval.
-    interval_field: str | None
+    # Its field in a report's per-query rows (`assay.changes.per_query_value` reads it): the values whose
+    # paired changes give every change of the metric, its interval and p-value.
+    per_query: str
     weighted: bool  # has a traffic-weighted twin under AGG["weighted"]
     gated: bool  # budgets may gate its worsening (warn / fail thresholds)
     default_warn: float | None = None  # default budgets (gated metrics only; None: that level is off)
@@ -86,8 +87,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("precision_at_k", "P@k", True, "scored", "p_at_k", True, True, 0.02, 0.04),
     Metric("empty_rate", "empty rate", False, "scored", "empty", True, True, 0.005, 0.015),
     Metric("lt3_rate", "<3 results rate", False, "answered", "lt3", True, True),  # not gated by default
-    Metric("error_rate", "error rate", False, "all", None, False, False),
-    Metric("judged_at_k", "judged@k", True, "returned", None, False, False, sliced=False),
+    Metric("error_rate", "error rate", False, "all", "error", False, False),
+    Metric("judged_at_k", "judged@k", True, "returned", "judged_at_k", False, False, sliced=False),
 )
 
 BY_KEY: Mapping[str, Metric] = {m.key: m for m in METRICS}
@@ -96,3 +97,18 @@ WEIGHTED_METRICS = tuple(m.key for m in METRICS if m.weighted)
 GATED_METRICS = tuple(m.key for m in METRICS if m.gated)
 SLICED_METRICS = tuple(m.key for m in METRICS if m.sliced)
 LABELS: Mapping[str, str] = {m.key: m.label for m in METRICS}
+# A series of a metric's traffic-weighted twin (the trend's columns and charts) is named `weighted_<key>`.
+WEIGHTED_PREFIX = "weighted_"
+
+
+def series_metric(series: str) -> Metric | None:
+    """The metric a series (`ndcg`, `weighted_ndcg`) shows; None for an unknown name."""
+    return BY_KEY.get(series.removeprefix(WEIGHTED_PREFIX) if series.startswith(WEIGHTED_PREFIX) else series)
+
+
+def series_label(series: str) -> str:
+    """How a series is named: the metric's label, with "(weighted)" for a weighted twin."""
+    metric = series_metric(series)
+    if metric is None:
+        return series
+    return f"{metric.label} (weighted)" if series.startswith(WEIGHTED_PREFIX) else metric.label

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from assay.changes import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
 from assay.golden.format import natural_key
 from assay.golden.model import TIERS, GoldenFile, GoldenQuery
 from assay.metric_table import METRIC_KEYS, METRICS
@@ -29,10 +30,11 @@ from assay.results import QueryResult
 
 METRICS_SPEC = "1"
 DEFAULT_CRITICAL_RANK = 3
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_LEVEL = 0.95
-# Fixed so that the same run always gets the same interval (and two reports can be compared).
-BOOTSTRAP_SEED = 4243
+BOOTSTRAP_RESAMPLES = RESAMPLES
+BOOTSTRAP_LEVEL = LEVEL
+# The default seed of a report's intervals (the app passes one per run); recorded as `ci.seed`, and every
+# change against this report resamples with it, so a page is reproducible.
+BOOTSTRAP_SEED = DEFAULT_SEED
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,38 +85,18 @@ def bootstrap_interval(
     seed: int = BOOTSTRAP_SEED,
     level: float = BOOTSTRAP_LEVEL,
 ) -> dict[str, Any]:
-    """Percentile bootstrap interval of the mean: `resamples` draws with replacement, numpy default_rng(seed).
-
-    Also gives the plain `mean`; low, high and mean are null when there is no value.
-    """
+    """Percentile bootstrap interval of the mean: `resamples` draws with replacement, numpy default_rng(seed)
+    (the draws of every change's interval, `assay.changes`). Also gives the plain `mean` and `n`; low, high
+    and mean are null when there is no value. An interval of an absolute value: shown without a sign."""
     data = np.asarray(values, dtype=np.float64)
     result: dict[str, Any] = {"low": None, "high": None, "level": level, "resamples": resamples, "seed": seed}
     result["n"] = int(data.size)
     result["mean"] = float(data.mean()) if data.size else None
-    if data.size == 0:
-        return result
-    rng = np.random.default_rng(seed)
-    # Draw in batches so that a large query set never needs a resamples x n index matrix at once.
-    batch = max(1, 4_000_000 // data.size)
-    means = np.concatenate(
-        [
-            data[rng.integers(0, data.size, size=(min(batch, resamples - start), data.size))].mean(axis=1)
-            for start in range(0, resamples, batch)
-        ]
-    )
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    result["low"], result["high"] = float(low), float(high)
+    if data.size:
+        result["low"], result["high"] = percentile_interval(
+            bootstrap_means(data, resamples=resamples, seed=seed), level
+        )
     return result
-
-
-def paired_bootstrap(deltas: Sequence[float] | NDArray[np.float64], **options: Any) -> dict[str, Any]:
-    """Interval of the mean paired difference (current - baseline, one delta per common query).
-
-    Resampling the per-query deltas keeps each query's two values together, which is what makes it paired;
-    `options` are those of `bootstrap_interval`.
-    """
-    return bootstrap_interval(deltas, **options)
 
 
 def _ordered_unique(ids: Iterable[str]) -> list[str]:
@@ -212,6 +194,8 @@ def build_report(
                 "error": answer.error,
                 "tier": query.tier,
                 "stratum": query.stratum,
+                "traffic_band": query.traffic_band,
+                "failure_mode": query.failure_mode,
                 "locale": query.locale,
                 "has_filters": bool(query.filters),
                 "weight": query.weight,
@@ -251,7 +235,10 @@ def build_report(
         "tiers": {tier: _aggregate(cols, tiers == tier) for tier in TIERS if (tiers == tier).any()},
         "all": _aggregate(cols, np.ones(len(queries), dtype=bool)),
         "slices": _slices(queries, cols, core),
-        "ci": {"ndcg": bootstrap_interval(scores.ndcg[scored_core], seed=bootstrap_seed)},
+        "ci": {
+            "seed": bootstrap_seed,
+            "ndcg": bootstrap_interval(scores.ndcg[scored_core], seed=bootstrap_seed),
+        },
         "flags": flags,
         "critical": critical,
         "per_query": per_query,
@@ -268,9 +255,10 @@ def build_report(
 
 
 def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.bool_]) -> dict[str, Any]:
-    """Core-tier aggregates by stratum and by locale (queries without one are in no slice), and by filters."""
+    """Core-tier aggregates by stratum (the vertical), traffic band, failure mode and locale (queries without
+    one are in no slice), and by filter presence."""
     slices: dict[str, Any] = {}
-    for field in ("stratum", "locale"):
+    for field in ("stratum", "traffic_band", "failure_mode", "locale"):
         labels = np.array([getattr(q, field) for q in queries], dtype=object)
         names = sorted({str(v) for v in labels[core] if v is not None}, key=natural_key)
         slices[field] = {name: _aggregate(cols, core & (labels == name)) for name in names}

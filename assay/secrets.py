@@ -1,22 +1,27 @@
 """What stored settings may reach on the machine that acts on them (pure, no Django).
 
-A search target's secret header and a git export's credentials are stored as environment variable
-NAMES, read by the worker when it calls out. Without a limit a user who may edit those settings could
-name any variable of the worker (`DJANGO_SECRET_KEY`, `DATABASE_URL`) and have it sent to a server of
-their choosing. So only variables whose names start with `ASSAY_SECRET_ENV_PREFIX` (default
-`ASSAY_SECRET_`) may be named. Likewise a git export (its repository and a local remote) may only write
-below the directories listed in `ASSAY_GIT_EXPORT_ROOTS` (separated by the OS path separator; default
-`<ASSAY_VAR_DIR>/git`), never into the app's own checkout or anywhere else the server can write.
-Both are read from the environment when checked, so an operator's change needs no code.
+A search target's secret header, its notification webhook's URL and a git export's credentials are
+stored as environment variable NAMES, read by the worker when it calls out (`secret_env_read`). Without
+a limit a user who may edit those settings could name any variable of the worker (`DJANGO_SECRET_KEY`,
+`DATABASE_URL`) and have it sent to a server of their choosing. So only variables whose names start
+with `ASSAY_SECRET_ENV_PREFIX` (default `ASSAY_SECRET_`) may be named. Likewise a git export (its
+repository and a local remote) may only write below the directories listed in `ASSAY_GIT_EXPORT_ROOTS`
+(separated by the OS path separator; default `<ASSAY_VAR_DIR>/git`), never into the app's own checkout
+or anywhere else the server can write. Both are read from the environment when checked, so an
+operator's change needs no code.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from assay.paths import var_dir
 
+# The variable names a stored setting may hold: a pasted secret (a URL, a token with '-') is not one.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 PREFIX_VARIABLE = "ASSAY_SECRET_ENV_PREFIX"
 DEFAULT_PREFIX = "ASSAY_SECRET_"
 ROOTS_VARIABLE = "ASSAY_GIT_EXPORT_ROOTS"
@@ -36,6 +41,33 @@ def secret_env_problem(name: str) -> str | None:
         f"variables named {prefix}... (so they cannot send the server's own secrets anywhere); set the "
         f"secret on the workers as {prefix}{name} and name that"
     )
+
+
+def secret_env_name_problem(name: str) -> str | None:
+    """`secret_env_problem`, and first whether `name` is a variable name at all. The value is not echoed:
+    when it is not a name it may be the secret itself, pasted in the wrong place."""
+    if not ENV_NAME.match(name):
+        return (
+            "not an environment variable name (letters, digits and '_'): write the NAME of the variable "
+            "holding the secret here, never the secret itself"
+        )
+    return secret_env_problem(name)
+
+
+class SecretEnvError(ValueError):
+    """A secret variable that may not be read, or that is not set in this process."""
+
+
+def secret_env_read(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The value of the secret variable `name` from `environ` (default: this process's environment),
+    checked again when read (a row may have been stored before the prefix rule). SecretEnvError says why
+    not; it never contains a value."""
+    if refused := secret_env_name_problem(name):
+        raise SecretEnvError(refused)
+    values = os.environ if environ is None else environ
+    if name not in values:
+        raise SecretEnvError(f"environment variable {name} is not set on this worker")
+    return values[name]
 
 
 def git_export_roots() -> list[Path]:

@@ -35,7 +35,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
-SITE_URL = env.str("ASSAY_SITE_URL", default="http://127.0.0.1:8000")
+# The public URL: links printed by commands and the run page's address in notifications.
+SITE_URL = env.str("ASSAY_SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -202,9 +203,33 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# --- Email (run notifications, docs/runs.md) ------------------------------------------------------
+# `make run` (DEBUG) prints mail in the worker's log; otherwise SMTP, by default to localhost:25.
+EMAIL_BACKEND = env.str(
+    "EMAIL_BACKEND",
+    default="django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Assay <assay@localhost>")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ValueError("EMAIL_USE_TLS (STARTTLS, port 587) and EMAIL_USE_SSL (port 465): set one of them")
+# Django waits for ever by default; a notification task must give up and retry instead.
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=10.0)
+EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))  # the filebased backend's
+
 # --- Assay --------------------------------------------------------------------------------------
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
+# Notifications: seconds a webhook call may take, and the delay before the first retry (doubling after).
+ASSAY_NOTIFY_TIMEOUT = env.float("ASSAY_NOTIFY_TIMEOUT", default=10.0)
+ASSAY_NOTIFY_RETRY_DELAY = env.float("ASSAY_NOTIFY_RETRY_DELAY", default=30.0)
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,6 @@
-"""Admin: targets, budgets and schedules are editable (with the services' validation); runs, their results
-and baselines are records and are read-only here (runs are created, cancelled and promoted through the
-services, which keep their invariants). API tokens are created on the Tokens page or with
+"""Admin: targets, budgets and schedules are editable (with the services' validation); runs, their results,
+baselines and baseline re-scores are records and are read-only here (runs are created, cancelled and
+promoted through the services, which keep their invariants). API tokens are created on the Tokens page or with
 `manage.py api_token_create` (the secret is shown once); here they can be listed and revoked."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from assay.targets import spec_problems, target_spec
 from evaluation.models import (
     ApiToken,
     Baseline,
+    BaselineRescore,
     BudgetSet,
     EvaluationRun,
     QueryRunResult,
@@ -107,6 +108,11 @@ class BaselineAdmin(_ReadOnly):
     list_display = ("golden_set", "target", "run", "approved_by", "approved_at", "git_branch")
 
 
+@admin.register(BaselineRescore)
+class BaselineRescoreAdmin(_ReadOnly):
+    list_display = ("source_run", "golden_version", "created_by", "created")
+
+
 class BudgetSetForm(forms.ModelForm):
     class Meta:
         model = BudgetSet
@@ -128,7 +134,7 @@ class BudgetSetAdmin(admin.ModelAdmin):
 class RunScheduleForm(forms.ModelForm):
     class Meta:
         model = RunSchedule
-        fields = ("golden_set", "target", "enabled", "hour", "minute", "params")
+        fields = ("golden_set", "target", "enabled", "hour", "minute", "params", "rescore_baseline")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -15,11 +15,18 @@ from celery import current_app
 from django.db import transaction
 
 RUN_START = "evaluation.run_start"
+RUN_NOTIFY = "evaluation.run_notify"
 
 
 def run_start_on_commit(run_id: int) -> None:
     """Start the run once the transaction that created it commits (a worker must find the row)."""
     transaction.on_commit(lambda: _task(RUN_START).delay(run_id))
+
+
+def run_notify_on_commit(run_id: int) -> None:
+    """Tell people the run's verdict once the transaction that wrote it commits (docs/runs.md,
+    "Notifications"); the task itself decides whether the verdict is one to tell."""
+    transaction.on_commit(lambda: _task(RUN_NOTIFY).delay(run_id))
 
 
 def _task(name: str) -> Any:

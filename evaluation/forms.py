@@ -11,9 +11,9 @@ from typing import Any
 
 from django import forms
 
-from assay.targets import SPEC_FIELDS
 from evaluation import access
 from evaluation.models import ApiToken, RunSchedule, SearchTarget
+from evaluation.services.targets import TARGET_FIELDS
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
@@ -139,6 +139,13 @@ class TargetForm(forms.Form):
     model_id_field = forms.CharField(required=False, max_length=200)
     es_template = _json_field("Query template (elasticsearch/opensearch, JSON)")
     solr_method = forms.ChoiceField(choices=[("GET", "GET"), ("POST", "POST")], initial="GET")
+    webhook_env = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Webhook variable",
+        help_text="the NAME of an ASSAY_SECRET_... environment variable of the workers whose value is a "
+        "Slack-compatible webhook URL: failing and warning runs are posted there (empty: email only)",
+    )
     golden_sets = forms.ModelMultipleChoiceField(
         queryset=GoldenSet.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -176,7 +183,7 @@ class TargetForm(forms.Form):
 
     @classmethod
     def initial_for(cls, target: SearchTarget) -> dict[str, Any]:
-        initial = {name: getattr(target, name) for name in (*SPEC_FIELDS, "description")}
+        initial = {name: getattr(target, name) for name in TARGET_FIELDS}
         for name in cls.JSON_FIELDS:
             value = initial[name]
             initial[name] = "" if value in (None, {}) else json.dumps(value, indent=2, sort_keys=True)
@@ -217,6 +224,12 @@ class ScheduleForm(ParamLinesForm):
     )
     minute = forms.IntegerField(initial=0, widget=forms.NumberInput(attrs={"min": 0, "max": 59}))
     params = _param_lines_field("for every nightly run")
+    rescore_baseline = forms.BooleanField(
+        required=False,
+        label="Re-score the baseline on a new golden version",
+        help_text="when the set's newest version differs from the baseline's, gate against the baseline's "
+        "stored results scored on the new labels instead of refusing to compare (docs/runs.md)",
+    )
 
     PROBLEM_FIELDS = {"target ": "golden_set"}
 
@@ -234,6 +247,7 @@ class ScheduleForm(ParamLinesForm):
             "hour": schedule.hour,
             "minute": schedule.minute,
             "params": param_lines(schedule.params or {}),
+            "rescore_baseline": schedule.rescore_baseline,
         }
 
 

@@ -9,13 +9,15 @@ undefined one is UNDEFINED ("—") with the reason it is undefined.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.html import format_html
 
-from assay.drift import paired_intervals
+from assay.budgets import SLICE_KEYS
+from assay.changes import LeftOut, pair_scope
+from assay.golden.format import natural_key
 from assay.harness import redact_url
 from assay.metric_table import (
     BY_KEY,
@@ -26,6 +28,7 @@ from assay.metric_table import (
     format_budget,
     format_number,
 )
+from assay.noise import NOT_ENOUGH_RUNS
 from assay.targets import TargetError, TargetSpec, shown_headers
 from evaluation import selectors
 from evaluation.models import EvaluationRun, QueryRunResult
@@ -84,13 +87,43 @@ def _aggregate_value(aggregate: Mapping[str, Any] | None, metric: str) -> tuple[
     return float(value), ""
 
 
-def _interval_text(interval: Mapping[str, Any] | None, why: str) -> Num:
+def _interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
+    """An interval as shown: of a change, with signs; of an absolute value (`signed=False`), without."""
     if not interval or interval.get("low") is None:
         return Num(UNDEFINED, why)
-    return Num(
-        f"[{format_number(interval['low'], signed=True)}, {format_number(interval['high'], signed=True)}]",
-        why=f"{interval['level']:.0%} paired bootstrap over {interval['n']} core queries "
-        f"({interval['resamples']} resamples)",
+    method = "paired bootstrap of the per-query changes" if signed else "bootstrap over the queries"
+    low, high = (format_number(interval[end], signed=signed) for end in ("low", "high"))
+    draws = f"{interval['resamples']} resamples, seed {interval.get('seed')}"
+    return Num(f"[{low}, {high}]", why=f"{interval['level']:.0%} {method} ({draws})")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeCells:
+    """One change of the gate (`assay.changes`, stored in the run's gate JSON): the two sides' means over
+    the same pairs, the change, its interval and p-value, and how many pairs."""
+
+    baseline: Num
+    current: Num
+    delta: Num
+    interval: Num
+    p_value: str
+    n: int | None
+
+
+def change_cells(metric: str, row: Mapping[str, Any] | None, why: str) -> ChangeCells:
+    if not row or "n" not in row:
+        missing = Num(UNDEFINED, why)
+        return ChangeCells(missing, missing, missing, missing, UNDEFINED, None)
+    delta = row.get("delta")
+    no_pair = "no query counted in both runs"
+    p_value = row.get("p_value")
+    return ChangeCells(
+        baseline=num(row.get("baseline"), why=no_pair, metric=metric),
+        current=num(row.get("current"), why=no_pair, metric=metric),
+        delta=num(delta, signed=True, why=no_pair, css=delta_css(metric, delta), metric=metric),
+        interval=_interval_text(row.get("interval"), no_pair),
+        p_value=UNDEFINED if p_value is None else f"{p_value:.3f}",
+        n=row.get("n"),
     )
 
 
@@ -98,54 +131,45 @@ def _interval_text(interval: Mapping[str, Any] | None, why: str) -> Num:
 class MetricRow:
     metric: str
     label: str
-    current: Num
-    baseline: Num
-    delta: Num
-    interval: Num
+    current: Num  # this run's own mean (all its counted core queries)
+    weighted: Num  # this run's traffic-weighted mean; UNDEFINED for a metric without a weighted twin
+    change: ChangeCells  # against the baseline, over the pairs
+    weighted_change: ChangeCells
     budget: str
     status: str
+    noise: str = ""  # the gate's warnings that this budget is below the noise floor
 
 
 def metric_rows(run: EvaluationRun, baseline_report: Mapping[str, Any] | None) -> list[MetricRow]:
-    """The core tier against the baseline: value, baseline, change, its interval, budget and status."""
+    """The core tier against the baseline: this run's macro and traffic-weighted means, and each change as
+    the gate computed it (over the queries both runs counted), with its interval, p-value, budget, status."""
     report = run.report or {}
     gate = run.gate or {}
-    core = (report.get("tiers") or {}).get("core")
-    compared = (gate.get("comparison") or {}).get("core") or {}
+    core = (report.get("tiers") or {}).get("core") or {}
+    comparison = gate.get("comparison") or {}
+    compared, compared_weighted = comparison.get("core") or {}, comparison.get("core_weighted") or {}
     has_baseline = baseline_report is not None and gate.get("baseline_run") is not None
-    intervals = (
-        paired_intervals(report.get("per_query", []), baseline_report.get("per_query", []))
-        if has_baseline and baseline_report is not None
-        else {}
-    )
-    base_core = ((baseline_report or {}).get("tiers") or {}).get("core")
+    why = "no baseline for this golden set and target" if not has_baseline else "not compared"
     rows = []
     for shown in METRICS:
         metric = shown.key
-        value, why = _aggregate_value(core, metric)
+        value, value_why = _aggregate_value(core, metric)
+        weighted, weighted_why = _aggregate_value(core.get("weighted"), metric)
         row = compared.get(metric) or {}
-        if has_baseline:
-            base, base_why = _aggregate_value(base_core, metric)
-            delta = value - base if value is not None and base is not None else None
-            baseline_num = num(base, why=base_why, metric=metric)
-            delta_num = num(
-                delta, signed=True, why="undefined on one side", css=delta_css(metric, delta), metric=metric
-            )
-            interval = _interval_text(
-                intervals.get(metric),
-                "not gated: no interval" if shown.interval_field is None else "no common scored query",
-            )
-        else:
-            no_base = "no baseline for this golden set and target"
-            baseline_num = delta_num = interval = Num(UNDEFINED, no_base)
         rows.append(
             MetricRow(
                 metric=metric,
                 label=shown.label,
-                current=num(value, why=why, metric=metric),
-                baseline=baseline_num,
-                delta=delta_num,
-                interval=interval,
+                current=num(value, why=value_why, metric=metric),
+                weighted=num(
+                    weighted, why=weighted_why if shown.weighted else "no weighted twin", metric=metric
+                ),
+                change=change_cells(metric, row if has_baseline else None, why),
+                weighted_change=change_cells(
+                    metric,
+                    compared_weighted.get(metric) if has_baseline else None,
+                    why if shown.weighted else "no weighted twin",
+                ),
                 budget=format_budget(row.get("warn"), row.get("fail")),
                 status=row.get("status", "") if has_baseline else "",
             )
@@ -153,7 +177,14 @@ def metric_rows(run: EvaluationRun, baseline_report: Mapping[str, Any] | None) -
     return rows
 
 
-SLICE_TITLES = {"stratum": "Stratum", "locale": "Locale", "filters": "Filter presence"}
+# The report's slice kinds (`report["slices"]`), in the page's order.
+SLICE_TITLES = {
+    "stratum": "Stratum",
+    "traffic_band": "Traffic band",
+    "failure_mode": "Failure mode",
+    "locale": "Locale",
+    "filters": "Filter presence",
+}
 
 
 @dataclass
@@ -169,6 +200,7 @@ class SliceRow:
     n_queries: int
     cells: list[SliceCell]
     tripped: bool = False
+    noise: str = ""  # a stratum's: the gate's warnings that its budgets are below the noise floor
 
 
 @dataclass
@@ -181,19 +213,23 @@ class SliceTable:
 def _slice_row(
     name: str,
     aggregate: Mapping[str, Any],
-    baseline: Mapping[str, Any] | None,
+    deltas: Mapping[str, float | None] | None,
     gated: Mapping[str, Any],
 ) -> SliceRow:
+    """One slice: its own values, and each change against the baseline over the pairs (None: no baseline)."""
     cells = []
     for metric in SLICED_METRICS:
         value, why = _aggregate_value(aggregate, metric)
-        if baseline is None:
+        if deltas is None:
             delta = Num(UNDEFINED, "no baseline, or this slice was not in it")
         else:
-            base, _ = _aggregate_value(baseline, metric)
-            change = value - base if value is not None and base is not None else None
+            change = deltas.get(metric)
             delta = num(
-                change, signed=True, why="undefined on one side", css=delta_css(metric, change), metric=metric
+                change,
+                signed=True,
+                why="no query of this slice counted in both runs",
+                css=delta_css(metric, change),
+                metric=metric,
             )
         cells.append(
             SliceCell(num(value, why=why, metric=metric), delta, (gated.get(metric) or {}).get("status", ""))
@@ -206,43 +242,67 @@ def _slice_row(
     )
 
 
+def _slice_deltas(
+    report: Mapping[str, Any],
+    baseline_report: Mapping[str, Any] | None,
+    gated: Mapping[str, Any],
+    in_scope: Callable[[Mapping[str, Any]], bool],
+) -> dict[str, float | None] | None:
+    """Each sliced metric's change over the slice's pairs: the gate's rows where it compared the slice,
+    else the same computation (`assay.changes`) without an interval; None without a baseline."""
+    if baseline_report is None:
+        return None
+    if all("n" in (gated.get(metric) or {}) for metric in SLICED_METRICS):
+        return {metric: gated[metric]["delta"] for metric in SLICED_METRICS}
+    pairs = pair_scope(
+        report.get("per_query", []), baseline_report.get("per_query", []), in_scope, SLICED_METRICS
+    )
+    return {metric: pairs.change(metric, seed=0, with_interval=False).delta for metric in SLICED_METRICS}
+
+
+def _in_slice(kind: str, name: str) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a per-query row is in a core slice of the report (docs/metrics.md, "Aggregates")."""
+    if kind == "filters":
+        with_filters = name == "with_filters"
+        return lambda row: row.get("tier", "core") == "core" and bool(row.get("has_filters")) == with_filters
+    return lambda row: row.get("tier", "core") == "core" and row.get(kind) == name
+
+
 def slice_tables(run: EvaluationRun, baseline_report: Mapping[str, Any] | None) -> list[SliceTable]:
-    """Core-tier slices by stratum, locale and filter presence, each against the baseline's same slice;
-    the strata the budgets gate carry the gate's status per metric."""
-    slices = (run.report or {}).get("slices") or {}
-    base_slices = (baseline_report or {}).get("slices") or {}
-    strata_gate = ((run.gate or {}).get("comparison") or {}).get("strata") or {}
+    """Core-tier slices by stratum (vertical), traffic band, failure mode, locale and filter presence, each
+    against the baseline over the slice's pairs; the slices the gate compared carry its status per metric."""
+    report = run.report or {}
+    slices = report.get("slices") or {}
+    comparison = (run.gate or {}).get("comparison") or {}
+    # The gate's rows of each slice kind, which it files under the budgets file's key (strata, ...).
+    gated = {kind: comparison.get(key) or {} for key, kind in SLICE_KEYS.items()}
     tables = []
-    for kind in ("stratum", "locale", "filters"):
+    for kind in SLICE_TITLES:
         groups = slices.get(kind) or {}
-        base_groups = base_slices.get(kind) or {}
-        rows = [
-            _slice_row(
-                name.replace("_", " "),
-                aggregate,
-                base_groups.get(name) if baseline_report is not None else None,
-                strata_gate.get(name, {}) if kind == "stratum" else {},
-            )
-            for name, aggregate in groups.items()
-        ]
+        rows = []
+        # In the report's order: a JSON column (PostgreSQL jsonb) does not keep the keys' order.
+        for name, aggregate in sorted(groups.items(), key=lambda item: natural_key(item[0])):
+            rows_gated = gated.get(kind, {}).get(name, {})
+            deltas = _slice_deltas(report, baseline_report, rows_gated, _in_slice(kind, name))
+            rows.append(_slice_row(name.replace("_", " "), aggregate, deltas, rows_gated))
         tables.append(SliceTable(kind, SLICE_TITLES[kind], rows))
     return tables
 
 
 def tier_rows(run: EvaluationRun, baseline_report: Mapping[str, Any] | None) -> list[SliceRow]:
-    """Every tier (core gates; shadow and challenge are measured), against the baseline's tiers."""
-    tiers = (run.report or {}).get("tiers") or {}
-    base_tiers = (baseline_report or {}).get("tiers") or {}
+    """Every tier (core gates; shadow and challenge are measured), against the baseline over its pairs."""
+    report = run.report or {}
     shadow_gate = ((run.gate or {}).get("comparison") or {}).get("shadow") or {}
-    return [
-        _slice_row(
-            tier,
-            aggregate,
-            base_tiers.get(tier) if baseline_report is not None else None,
-            shadow_gate if tier == "shadow" else {},
-        )
-        for tier, aggregate in tiers.items()
-    ]
+    rows = []
+    for tier, aggregate in (report.get("tiers") or {}).items():
+        gated = shadow_gate if tier == "shadow" else {}
+
+        def in_tier(row: Mapping[str, Any], tier: str = tier) -> bool:
+            return row.get("tier", "core") == tier
+
+        deltas = _slice_deltas(report, baseline_report, gated, in_tier)
+        rows.append(_slice_row(tier, aggregate, deltas, gated))
+    return rows
 
 
 @dataclass
@@ -335,12 +395,15 @@ def capped(name: str, rows: Sequence[Any], show_all: str) -> Capped:
 
 
 def _baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str, Any] | None]:
-    """The run the gate compared with (None when it had no baseline)."""
+    """The run the gate compared with and the report it compared (None when it had no baseline): the
+    baseline run's own, or its lists re-scored on this run's golden version."""
     baseline_run_id = (run.gate or {}).get("baseline_run")
     if baseline_run_id is None:
         return None, None
     base = EvaluationRun.objects.filter(pk=baseline_run_id).only("id", "report", "target", "golden_version")
     found = base.first()
+    if found is not None and run.baseline_rescore is not None:
+        return found, run.baseline_rescore.report
     return found, (found.report if found is not None else None)
 
 
@@ -394,10 +457,12 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "report": report,
         "gate": gate,
         "baseline_run": baseline_run,
-        "metrics": metric_rows(run, baseline_report),
-        "ci": _interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored"),
+        "metrics": _noise_marked(metric_rows(run, baseline_report), gate),
+        "ci": _interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
+        "left_out": _left_out_rows(gate),
         "tiers": tier_rows(run, baseline_report),
-        "slices": slice_tables(run, baseline_report),
+        "slices": _noise_marked_strata(slice_tables(run, baseline_report), gate),
+        "noise_advice": _noise_advice(gate),
         "slice_labels": [LABELS[m] for m in SLICED_METRICS],
         "losers": top_losers(gate),
         "duplicates": capped("duplicates", selectors.near_duplicate_titles(run=run), show_all),
@@ -409,6 +474,52 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "per_query": capped("per-query", per_query, show_all),
         "meta": meta,
     }
+
+
+def _noise_warnings(gate: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """scope -> metric -> the gate's `noise` warnings (docs/metrics.md, "Noise floor")."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for warning in gate.get("warnings") or []:
+        if warning.get("kind") == "noise":
+            found.setdefault(warning.get("scope"), {}).setdefault(warning.get("metric"), []).append(
+                warning.get("message", "")
+            )
+    return found
+
+
+def _noise_marked(rows: list[MetricRow], gate: Mapping[str, Any]) -> list[MetricRow]:
+    core = _noise_warnings(gate).get("core", {})
+    for row in rows:
+        row.noise = " ".join(core.get(row.metric, []))
+    return rows
+
+
+def _noise_marked_strata(tables: list[SliceTable], gate: Mapping[str, Any]) -> list[SliceTable]:
+    # Slice rows show a stratum's name with spaces for underscores; the gate names its scope as is.
+    strata = {
+        scope.removeprefix("stratum ").replace("_", " "): [
+            m for messages in by_metric.values() for m in messages
+        ]
+        for scope, by_metric in _noise_warnings(gate).items()
+        if scope and scope.startswith("stratum ")
+    }
+    for table in tables:
+        for row in table.rows if table.kind == "stratum" else []:
+            row.noise = " ".join(strata.get(row.name, []))
+    return tables
+
+
+def _noise_advice(gate: Mapping[str, Any]) -> str:
+    """What to do when the gate had a baseline but no noise floor to hold the budgets to."""
+    if gate.get("baseline_run") is None or "noise_floor" not in gate or gate["noise_floor"] is not None:
+        return ""
+    return f"The budgets were not checked against a noise floor: {NOT_ENOUGH_RUNS}."
+
+
+def _left_out_rows(gate: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """(why, query ids) for each reason the gate left core queries out of every change."""
+    left_out = gate.get("left_out") or {}
+    return [(words, left_out[reason]) for reason, words in LeftOut.REASONS.items() if left_out.get(reason)]
 
 
 def compare_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -465,3 +576,23 @@ def compare_choices(run_a: EvaluationRun, run_b: EvaluationRun) -> list[dict[str
         )
     choices.sort(key=lambda c: (c["sort"], c["id"]))
     return choices
+
+
+def rescore_context(run: EvaluationRun) -> dict[str, Any]:
+    """The verdict card's re-score line: the baseline re-scored on this run's version (which, when, by
+    whom, and who gated the run again), or `rescore_offer` when the baseline the run was gated against is
+    on another golden version and was not re-scored (the button; reviewers only, the template checks)."""
+    from datetime import datetime
+
+    rescore = run.baseline_rescore
+    baseline_run = run.baseline.run if run.baseline is not None else None
+    regated = (run.gate or {}).get("regated")
+    return {
+        "rescore": rescore,
+        "rescore_from": rescore.source_run.golden_version.name if rescore is not None else "",
+        "regated": {"by": regated["by"], "at": datetime.fromisoformat(regated["at"])} if regated else None,
+        "rescore_offer": rescore is None
+        and run.status == EvaluationRun.Status.SUCCEEDED
+        and baseline_run is not None
+        and baseline_run.golden_version_id != run.golden_version_id,
+    }

@@ -1,6 +1,6 @@
 """Reads for evaluation: who sees which runs, run lists and progress, trends, side-by-side data for one
-query, unjudged documents in the top k, baselines, budgets and targets, and a run's golden file (parsed
-once per process).
+query, unjudged documents in the top k, baselines, budgets and the noise floor of a baseline's
+configuration, targets, and a run's golden file (parsed once per process).
 
 Runs show target names and rankings, which raters must never see (grading is blind): a run is visible
 to admins, to reviewers of its golden set and to the user who triggered it.
@@ -18,14 +18,24 @@ from django.db.models import Q, QuerySet
 from assay.drift import Budgets, load_budgets
 from assay.golden.keys import ResolvedGolden, resolve_keys
 from assay.golden.model import GoldenFile, GoldenQuery
-from assay.metric_table import METRIC_KEYS
+from assay.metric_table import METRIC_KEYS, WEIGHTED_METRICS, WEIGHTED_PREFIX
+from assay.noise import (
+    MIN_RUNS,
+    NOT_ENOUGH_RUNS,
+    NoiseError,
+    NoiseFloor,
+    configuration_differences,
+    noise_floor,
+)
 from assay.report import NEAR_DUPLICATE_SIMILARITY, near_duplicate_groups
+from assay.results import QueryResult
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
 # The trend page charts every metric of the metric table.
-TREND_METRICS = METRIC_KEYS
+# The trend's series: each metric's core mean, then the traffic-weighted twins (`weighted_<metric>`).
+TREND_METRICS = METRIC_KEYS + tuple(f"{WEIGHTED_PREFIX}{m}" for m in WEIGHTED_METRICS)
 
 
 def _is_admin(user: Any) -> bool:
@@ -113,12 +123,30 @@ def resolved_golden(run: EvaluationRun) -> ResolvedGolden:
     return resolve_keys(golden_of(run.golden_version), run.key_map or {})
 
 
+def run_results(*, run: EvaluationRun) -> dict[str, QueryResult]:
+    """Query id -> what the engine returned for it in `run` (its stored rows), as the report scores it."""
+    return {
+        row.query_id: QueryResult(
+            query_id=row.query_id,
+            ids=tuple(row.ids),
+            error=row.error,
+            status=row.http_status,
+            latency_ms=row.latency_ms,
+            attempts=row.attempts,
+            index_generation=row.index_generation or None,
+            model_id=row.model_id or None,
+            titles=tuple(row.titles),
+        )
+        for row in QueryRunResult.objects.filter(run=run).order_by("id")
+    }
+
+
 def run_trend(
     *, target: SearchTarget, golden_set: GoldenSet, metrics: tuple[str, ...] = TREND_METRICS
 ) -> list[dict[str, Any]]:
     """Each finished run of `target` on `golden_set`, oldest first: its core-tier means (docs/metrics.md's
-    unweighted values, the gate's), the golden version (a trend line breaks where it changes: values under
-    two versions are not comparable) and the verdict."""
+    unweighted values, the gate's, and the traffic-weighted ones for product review), the golden version (a
+    trend line breaks where it changes: values under two versions are not comparable) and the verdict."""
     runs = (
         EvaluationRun.objects.filter(
             target=target, golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
@@ -137,10 +165,17 @@ def run_trend(
                 "golden_version": run.golden_version.name,
                 "verdict": run.verdict,
                 "params": run.effective_params,
-                **{m: (core.get(m) or {}).get("value") for m in metrics},
+                **{m: _core_value(core, m) for m in metrics},
             }
         )
     return points
+
+
+def _core_value(core: dict[str, Any], series: str) -> float | None:
+    """One trend series' value from a report's core aggregate: a metric, or its weighted twin."""
+    if series.startswith(WEIGHTED_PREFIX):
+        return ((core.get("weighted") or {}).get(series.removeprefix(WEIGHTED_PREFIX)) or {}).get("value")
+    return (core.get(series) or {}).get("value")
 
 
 def _per_query(run: EvaluationRun, query_id: str) -> dict[str, Any] | None:
@@ -282,6 +317,73 @@ def budgets_get(*, golden_set: GoldenSet) -> Budgets:
     """The set's budgets, or docs/metrics.md's defaults when it has none."""
     row = BudgetSet.objects.filter(golden_set=golden_set).first()
     return load_budgets(row.data if row else None)
+
+
+# --- the noise floor of a baseline's configuration (docs/metrics.md, "Noise floor")
+
+# The newest runs a floor is measured from: enough to see the noise, and a bounded cost (each run is one
+# bootstrap per scope and metric) for the finalize step and the budgets page.
+NOISE_RUNS = 10
+
+
+@dataclass(frozen=True)
+class NoiseMeasure:
+    """The runs of a baseline's configuration (A/A runs, newest first) and the floor measured from them."""
+
+    baseline: Baseline
+    runs: list[EvaluationRun]
+    floor: NoiseFloor | None  # None: `problem` says why
+    problem: str = ""
+
+
+def baselines_in_force(*, golden_set: GoldenSet) -> list[Baseline]:
+    """The baseline in force of each target of the set that has one, by target name."""
+    rows = (
+        Baseline.objects.filter(golden_set=golden_set)
+        .select_related("target", "run__golden_version")
+        .order_by("target__name", "target_id", "-approved_at", "-id")
+    )
+    newest: dict[int, Baseline] = {}
+    for row in rows:
+        newest.setdefault(row.target_id, row)
+    return list(newest.values())
+
+
+def noise_runs(*, baseline: Baseline, limit: int = NOISE_RUNS) -> list[EvaluationRun]:
+    """The baseline's configuration run again: succeeded runs of its target on its golden version with its
+    effective parameters and the same system called (`assay.noise.configuration_differences` on the
+    reports), without an errored query (errors leave the means: not noise); the newest `limit`."""
+    reference = baseline.run.report or {}
+    candidates = EvaluationRun.objects.filter(
+        target_id=baseline.target_id,
+        golden_version_id=baseline.run.golden_version_id,
+        effective_params=baseline.run.effective_params,
+        status=EvaluationRun.Status.SUCCEEDED,
+        errors=0,
+        report__isnull=False,
+    ).order_by("-finished_at", "-id")
+    runs: list[EvaluationRun] = []
+    for run in candidates.iterator(chunk_size=limit):
+        if not configuration_differences([reference, run.report or {}], ["baseline", "run"]):
+            runs.append(run)
+            if len(runs) == limit:
+                break
+    return runs
+
+
+def noise_measure(*, baseline: Baseline) -> NoiseMeasure:
+    """The noise floor of the baseline's configuration, or why there is none yet."""
+    runs = noise_runs(baseline=baseline)
+    if len(runs) < MIN_RUNS:
+        count = f"{len(runs)} run" if len(runs) == 1 else f"{len(runs)} runs"
+        return NoiseMeasure(
+            baseline, runs, None, f"{count} of the baseline's configuration so far: {NOT_ENOUGH_RUNS}"
+        )
+    try:
+        floor = noise_floor([run.report for run in runs], names=[f"run {run.pk}" for run in runs])
+    except NoiseError as exc:  # reports of an older format: say so rather than fail the finalize step
+        return NoiseMeasure(baseline, runs, None, "; ".join(exc.problems))
+    return NoiseMeasure(baseline, runs, floor)
 
 
 def target_list(*, golden_set: GoldenSet | None = None) -> QuerySet[SearchTarget]:

@@ -6,6 +6,10 @@ in the database (conditional status updates, unique (run, query) results), so ev
 to run twice; `run_chunk` and `run_finalize` are `acks_late` with `reject_on_worker_lost`: a chunk whose
 worker is killed goes back to the broker and another worker finishes it without duplicating a result.
 
+A run's verdict is told by `evaluation.run_notify` (queued by finalize when the verdict is written),
+which creates the run's deliveries and sends each with `evaluation.notification_send` (retried with
+backoff on transient failures; docs/runs.md, "Notifications").
+
 Periodic tasks for celery beat: `evaluation.runs_nightly` (every few minutes: starts the due nightly
 schedules) and `evaluation.runs_sweep` (every minute: moves runs that stopped moving). docs/runs.md
 gives the CELERY_BEAT_SCHEDULE lines.
@@ -18,10 +22,10 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from celery import chain, chord, group, shared_task
+from celery import Task, chain, chord, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from evaluation.enqueue import RUN_START
+from evaluation.enqueue import RUN_NOTIFY, RUN_START
 
 if TYPE_CHECKING:
     from evaluation.services import RunPlan
@@ -38,6 +42,9 @@ CHUNK_SOFT_LIMIT_S = 50 * 60
 CHUNK_HARD_LIMIT_S = 55 * 60
 FINALIZE_SOFT_LIMIT_S = 10 * 60
 FINALIZE_HARD_LIMIT_S = 11 * 60
+# One delivery attempt: a webhook call or an SMTP conversation, each with its own timeout well inside.
+NOTIFY_SOFT_LIMIT_S = 2 * 60
+NOTIFY_HARD_LIMIT_S = 3 * 60
 
 
 def _final_status_on_error(func: F) -> F:
@@ -120,6 +127,40 @@ def run_finalize(run_id: int) -> str:
     from evaluation.services import run_finalize_process
 
     return run_finalize_process(run_id=run_id)
+
+
+@shared_task(name=RUN_NOTIFY, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_notify(run_id: int) -> list[int]:
+    """When the run's verdict is fail or warn: its deliveries, created once per channel, each sent by its
+    own task. Run twice, it creates and sends nothing new (the rows are the claim)."""
+    from evaluation.services import notifications_prepare
+
+    waiting = notifications_prepare(run_id=run_id)
+    for notification_id in waiting:
+        notification_send.delay(notification_id)
+    return waiting
+
+
+# Not acks_late: an attempt cut off after the far end took the message would be made again on
+# redelivery, and a verdict is told at most once. A killed attempt leaves its row pending (on the page).
+@shared_task(
+    bind=True,
+    name="evaluation.notification_send",
+    soft_time_limit=NOTIFY_SOFT_LIMIT_S,
+    time_limit=NOTIFY_HARD_LIMIT_S,
+    ignore_result=True,
+)
+def notification_send(self: Task, notification_id: int) -> str:
+    """One attempt at one delivery; attempt n is the task's n-th try (`request.retries` + 1)."""
+    from evaluation.services import NOTIFY_ATTEMPTS, NotificationRetry, notification_deliver
+
+    try:
+        return notification_deliver(notification_id=notification_id, attempt=self.request.retries + 1)
+    except NotificationRetry as exc:
+        # Only transient failures (an HTTP 5xx or 429, a timeout, a connection error) with attempts left
+        # come here. The service gives the exponential backoff's delay and bounds the attempts on the row,
+        # so the retry is explicit rather than autoretry_for; max_retries is the same bound.
+        raise self.retry(exc=exc, countdown=exc.countdown, max_retries=NOTIFY_ATTEMPTS - 1) from None
 
 
 @shared_task(name="evaluation.runs_sweep", ignore_result=True)

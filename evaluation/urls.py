@@ -15,6 +15,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<int:run_id>/report.json", views.run_report_download, name="run_report_download"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/promote/", views.run_promote, name="run_promote"),
+    path("runs/<int:run_id>/rescore-baseline/", views.run_rescore_baseline, name="run_rescore_baseline"),
     path("runs/<int:run_id>/unjudged/", views.run_unjudged_queue, name="run_unjudged_queue"),
     path("targets/", views.target_list, name="target_list"),
     path("targets/new/", views.target_edit, name="target_new"),

@@ -24,9 +24,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.charts import TREND_CHART, trend_charts
 from assay.drift import BudgetsError
 from assay.harness import redact_url
-from assay.metric_table import LABELS
-from assay.targets import SPEC_FIELDS, TargetError, shown_headers
+from assay.metric_table import WEIGHTED_PREFIX, series_label
+from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
+from evaluation.budgets_page import noise_panel, suggestion_text
 from evaluation.forms import (
     TARGET_PROBLEM_FIELDS,
     RunForm,
@@ -43,6 +44,7 @@ from evaluation.report_page import (
     num,
     query_values,
     report_context,
+    rescore_context,
     run_snapshot,
 )
 from evaluation.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
@@ -188,9 +190,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "snapshot": run_snapshot(run),
         "params": params_text(run.effective_params),
         "overrides": params_text(run.params) if run.params else "",
+        "deliveries": list(run.notifications.all()),  # who was told of its verdict (docs/runs.md)
     }
     if run.report is not None:
         context.update(report_context(run, show_all=request.GET.get("all", "")))
+        context.update(rescore_context(run))
     return render(request, "evaluation/run_detail.html", context)
 
 
@@ -243,6 +247,25 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
                     request, f"The push failed (the local commit is kept): {baseline.git_push_error}"
                 )
         messages.success(request, text + ".")
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_POST
+def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Re-score the baseline the run was gated against on the run's golden version, and gate it again."""
+    run = _get_run(request, run_id)
+    if not services.can_review(request.user, run.golden_version.golden_set):
+        return HttpResponseForbidden("only the set's reviewers re-score its baseline")
+    try:
+        run = services.run_regate_rescored(run=run, by=request.user)
+    except services.RunError as exc:
+        _problems_message(request, "Not re-scored", exc.problems)
+    else:
+        messages.success(
+            request,
+            f"Baseline re-scored on version {run.golden_version.name}; run {run.pk} gated again: "
+            f"{run.verdict}.",
+        )
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
@@ -395,6 +418,7 @@ def target_schedule(request: HttpRequest, pk: int) -> HttpResponse:
                 minute=form.cleaned_data["minute"],
                 enabled=form.cleaned_data["enabled"],
                 params=form.cleaned_data["params"],
+                rescore_baseline=form.cleaned_data["rescore_baseline"],
                 by=request.user,
             )
         except services.RunError as exc:
@@ -420,7 +444,7 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     initial = TargetForm.initial_for(target) if target is not None else {}
     form = TargetForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
-        values = {name: form.cleaned_data[name] for name in (*SPEC_FIELDS, "description")}
+        values = {name: form.cleaned_data[name] for name in services.TARGET_FIELDS}
         values["rate_limit"] = form.cleaned_data["rate_limit"]
         chosen = list(form.cleaned_data["golden_sets"])
         try:
@@ -461,11 +485,14 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
                 {
                     **p,
                     "params_text": params_text(p["params"]),
-                    "cells": [num(p.get(m), why="no query counted", metric=m) for m in metrics],
+                    "cells": [
+                        num(p.get(m), why="no query counted", metric=m.removeprefix(WEIGHTED_PREFIX))
+                        for m in metrics
+                    ],
                 }
                 for p in points
             ],
-            "labels": [LABELS.get(m, m) for m in metrics],
+            "labels": [series_label(m) for m in metrics],
             "charts": trend_charts(points, metrics),
             "chart": TREND_CHART,
         },
@@ -477,11 +504,20 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's budgets as JSON, beside the noise floor of a target's baseline configuration (`?target=`):
+    "Fill in the suggestions" puts the suggested budgets in the form, saved only by "Save budgets"."""
     golden_set = _get_set(request, slug)
     stored = hasattr(golden_set, "budgets")
-    text = json.dumps(selectors.budgets_get(golden_set=golden_set).to_dict(), indent=2)
+    budgets = selectors.budgets_get(golden_set=golden_set)
+    text = json.dumps(budgets.to_dict(), indent=2)
+    target_id = (request.POST if request.method == "POST" else request.GET).get("target") or None
+    noise = noise_panel(golden_set=golden_set, budgets=budgets, target_id=target_id)
     problems: list[str] = []
-    if request.method == "POST":
+    filled = False
+    if request.method == "POST" and request.POST.get("action") == "suggest":
+        text, problems = suggestion_text(noise, request.POST.get("budgets", ""))
+        filled = not problems
+    elif request.method == "POST":
         text = request.POST.get("budgets", "")
         data: Any = None
         if request.POST.get("action") != "defaults":
@@ -489,6 +525,8 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 problems = [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+            except RecursionError:
+                problems = ["the budgets are nested too deeply to read"]
         if not problems:
             try:
                 services.budgets_set(golden_set=golden_set, data=data, by=request.user)
@@ -498,11 +536,19 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.success(
                     request, f"Budgets of {golden_set.slug} saved; runs finishing from now use them."
                 )
-                return redirect("evaluation:budgets", slug=golden_set.slug)
+                url = reverse("evaluation:budgets", args=[golden_set.slug])
+                return redirect(f"{url}?target={target_id}" if target_id else url)
     return render(
         request,
         "evaluation/budgets.html",
-        {"golden_set": golden_set, "text": text, "problems": problems, "stored": stored},
+        {
+            "golden_set": golden_set,
+            "text": text,
+            "problems": problems,
+            "stored": stored,
+            "noise": noise,
+            "filled": filled,
+        },
         status=422 if problems else 200,
     )
 

@@ -214,6 +214,8 @@ def _golden_query(q: Query, judgments: list[Judgment]) -> GoldenQuery:
         locale=q.locale or None,
         filters=q.filters,
         stratum=q.stratum or None,
+        traffic_band=q.traffic_band or None,
+        failure_mode=q.failure_mode or None,
         weight=q.weight,
         tier=q.tier,
         expect_empty=q.expect_empty,

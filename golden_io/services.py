@@ -4,7 +4,8 @@ configuration. The freeze and the golden-file import are the only writers of the
 The freeze (`golden_version_freeze`) locks the golden set row while it names and writes the version, so
 two freezes at once are serialised: the second sees the first as its parent and takes the next name
 (or, asked for the same explicit name, is refused). Nothing is half-written: a refused freeze changes
-nothing, not even the tiers it would have moved.
+nothing, not even the tiers it would have moved. A freeze whose content is its parent's is refused
+(`FreezeUnchanged`): a version is a change, never a new name for the same labels.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, transaction
@@ -47,6 +48,15 @@ class FreezeError(Exception):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
+
+
+class FreezeUnchanged(FreezeError):
+    """The labels, queries, documents and settings are the parent version's: a freeze would only rename
+    them (`_unchanged` says what counts)."""
+
+    def __init__(self, parent: GoldenVersion) -> None:
+        self.parent = parent
+        super().__init__([f"nothing changed since version {parent.name}: not frozen"])
 
 
 class FreezeBlocked(FreezeError):
@@ -96,6 +106,7 @@ def golden_version_freeze(
     `name` defaults to the date (`on`, default today in the configured time zone), `.2` etc. for more
     on the same day. Unresolved labels in core queries refuse the freeze (`FreezeBlocked`) unless
     `quarantine_unresolved`, which first moves those queries to shadow (listed in the notes).
+    Content identical to the newest version's refuses the freeze (`FreezeUnchanged`, naming it).
     Afterwards the set's frozen labels and `frozen_version` are the new version's.
     """
     try:
@@ -152,6 +163,8 @@ def _freeze(
         working = selectors.working_golden_get(golden_set=locked, name=name)
         if working.blocked:  # labels changed under us in a way the lock does not cover: refuse, roll back
             raise FreezeBlocked(working.blocked)
+    if parent is not None and _unchanged(parent, working):
+        raise FreezeUnchanged(parent)
     if working.left_out:
         extra_notes.append(
             "Left out (no final grade yet, shadow or challenge queries):\n"
@@ -191,6 +204,21 @@ def _freeze(
     locked.save(update_fields=["frozen_version"])
     golden_set.frozen_version = name
     return version
+
+
+def _unchanged(parent: GoldenVersion, working: WorkingGolden) -> bool:
+    """Is the working golden the parent's content? Content is what a version holds about the labels:
+    the golden file but for its version name (the queries with every field and tier, their labels,
+    k, the cutoff, the scale, the rubric) and the judged documents (doc id -> key and judged content
+    hash). Per-version metadata is not content: name, notes, counts (pending proposals included), who
+    froze it and when."""
+    if parent.documents != working.documents:
+        return False
+    try:
+        frozen = parent.golden()
+    except GoldenFormatError:  # a version the current format cannot read back: something changed
+        return False
+    return replace(frozen, version=working.golden.version) == working.golden
 
 
 def _quarantine(golden_set: GoldenSet, working: WorkingGolden, name: str, by: User | None) -> str:
@@ -321,6 +349,8 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
             "locale": q.locale or "",
             "filters": dict(q.filters),
             "stratum": q.stratum or "",
+            "traffic_band": q.traffic_band or "",
+            "failure_mode": q.failure_mode or "",
             "weight": q.weight,
             "tier": q.tier,
             "status": Query.Status.ACTIVE,

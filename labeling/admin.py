@@ -80,8 +80,17 @@ class DocumentAdmin(admin.ModelAdmin):
 
 @admin.register(models.Query)
 class QueryAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "golden_set", "text", "locale", "stratum", "tier", "status")
-    list_filter = ("golden_set", "tier", "status", "stratum", "locale")
+    list_display = (
+        "external_id",
+        "golden_set",
+        "text",
+        "locale",
+        "stratum",
+        "traffic_band",
+        "tier",
+        "status",
+    )
+    list_filter = ("golden_set", "tier", "status", "stratum", "traffic_band", "failure_mode", "locale")
     search_fields = ("external_id", "text")
     # A tier move or retirement is a TierMove written by services.query_move_tier / query_retire; an edit
     # here would move the query with no record of who, when or why.

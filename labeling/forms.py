@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from assay.labels import querylog
+from assay.labels.agreement import reading_thresholds_errors
 from labeling.services import POOL_DEPTH
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -110,6 +111,25 @@ class ThresholdsForm(forms.Form):
     max_mad = forms.FloatField(
         min_value=0, label="MAD at most", help_text="disputed above this mean absolute difference"
     )
+    # The readings of alpha and the kappas (docs/agreement.md, "Readings"); `clean` holds their rule.
+    reliable_min = forms.FloatField(
+        label="Reliable from", help_text="the interval's lower bound at least this reads reliable"
+    )
+    tentative_min = forms.FloatField(
+        label="Tentative from",
+        help_text="lower bound at least this reads tentative; an upper bound below it, unreliable",
+    )
+    min_pairable_units = forms.IntegerField(
+        label="Readings from", help_text="queries with two or more grades on a document before any reading"
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        names = ("reliable_min", "tentative_min", "min_pairable_units")
+        if all(name in data for name in names):  # else a field's own error already says what is wrong
+            for name, message in reading_thresholds_errors(*(data[n] for n in names)).items():
+                self.add_error(name, message)
+        return data
 
 
 def form_errors(form: forms.Form) -> str:

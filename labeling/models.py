@@ -16,9 +16,13 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+
+# The thresholds' type only (numpy, not the statistics' scikit-learn): models load in every process.
+from assay.labels.agreement_types import ReadingThresholds, reading_thresholds_errors
 
 CONTENT_FIELDS = ("title", "url", "snippet", "body", "fields")
 
@@ -88,7 +92,8 @@ class GoldenSet(models.Model):
     max_mad = models.FloatField(default=0.45)
     # Agreement readings (docs/agreement.md, "Readings"): "reliable" when the interval's lower bound
     # reaches reliable_min, "tentative" when it reaches tentative_min, "unreliable" when its upper bound is
-    # below tentative_min, "not enough data" otherwise or with fewer than min_pairable_units units.
+    # below tentative_min, "not enough data" otherwise or with fewer than min_pairable_units queries to
+    # resample (`reading_thresholds`).
     reliable_min = models.FloatField(default=0.8)
     tentative_min = models.FloatField(default=0.667)
     min_pairable_units = models.PositiveIntegerField(default=10)
@@ -109,6 +114,20 @@ class GoldenSet(models.Model):
 
     def in_scope(self, locale: str | None) -> bool:
         return not self.locales or locale in self.locales
+
+    @property
+    def reading_thresholds(self) -> ReadingThresholds:
+        return ReadingThresholds(
+            reliable_min=self.reliable_min,
+            tentative_min=self.tentative_min,
+            min_pairable_units=self.min_pairable_units,
+        )
+
+    def clean(self) -> None:
+        # Forms that edit the row (the admin's) refuse thresholds the readings could not use.
+        errors = reading_thresholds_errors(self.reliable_min, self.tentative_min, self.min_pairable_units)
+        if errors:
+            raise ValidationError(errors)
 
 
 class Document(models.Model):

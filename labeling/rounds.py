@@ -362,7 +362,11 @@ def calibration_round_get(*, round: CalibrationRound) -> RoundPage:
     problem = None
     try:
         report = calibration_compute(
-            ratings, raters=raters, scale=_scale(golden_set), relevant_min_grade=golden_set.relevant_min_grade
+            ratings,
+            raters=raters,
+            scale=_scale(golden_set),
+            relevant_min_grade=golden_set.relevant_min_grade,
+            reading_thresholds=golden_set.reading_thresholds,
         )
     except AgreementInputError as exc:  # grades off a rubric changed since the round was graded
         problem = str(exc)

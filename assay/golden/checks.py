@@ -24,6 +24,7 @@ from assay.golden.fields import (
 from assay.golden.model import (
     DEFAULT_K,
     TIERS,
+    TRAFFIC_BANDS,
     GoldenFile,
     GoldenQuery,
     Judgment,
@@ -280,6 +281,8 @@ class _Checker:
         )
         locale = self.optional_string(obj, "locale", where, ctx)
         stratum = self.optional_string(obj, "stratum", where, ctx)
+        band = self.traffic_band(obj.get("traffic_band"), place("traffic_band"), ctx)
+        failure_mode = self.optional_string(obj, "failure_mode", where, ctx)
         filters = self.filters(obj["filters"], place("filters"), ctx) if "filters" in obj else {}
         weight = self.weight(obj["weight"], place("weight"), ctx) if "weight" in obj else 1.0
         tier = self.tier(obj["tier"], place("tier"), ctx) if "tier" in obj else "core"
@@ -319,6 +322,8 @@ class _Checker:
             locale=locale,
             filters=filters,
             stratum=stratum,
+            traffic_band=band,
+            failure_mode=failure_mode,
             weight=weight,
             tier=tier,
             expect_empty=expect_empty,
@@ -332,6 +337,19 @@ class _Checker:
             self.add(where, f"{_quote(tier)} is not a tier: use one of {', '.join(TIERS)}", "enum", qid)
             return None
         return tier
+
+    def traffic_band(self, value: object, where: str, qid: str | None) -> str | None:
+        """A band or None (null, or the field left out); anything else names the bands."""
+        if value is None or (isinstance(value, str) and value in TRAFFIC_BANDS):
+            return value
+        shown = _quote(value) if isinstance(value, str) else _describe(value)
+        self.add(
+            where,
+            f"{shown} is not a traffic band: use one of {', '.join(TRAFFIC_BANDS)}, or leave it out",
+            "enum" if isinstance(value, str) else "type",
+            qid,
+        )
+        return None
 
     def weight(self, value: object, where: str, qid: str | None) -> float | None:
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from assay.golden.fields import QUERY_FIELDS
 from assay.golden.format import canonical_weight, natural_key
 from assay.golden.model import GoldenFile, GoldenQuery, Scale
 
-# Query fields compared as metadata, in the canonical dump's order; `tier` has its own list (TierMove).
-QUERY_METADATA = ("text", "locale", "filters", "stratum", "weight", "expect_empty", "critical", "tags")
+# Query fields compared as metadata, in the canonical dump's order; `tier` has its own list (TierMove), the
+# id is what pairs the queries and the judgments are the label changes.
+QUERY_METADATA = tuple(f for f in QUERY_FIELDS if f not in ("id", "tier", "judgments"))
 FILE_FIELDS = ("k", "relevant_min_grade", "scale", "rubric")
 _CHANGES = (
     "file_changes",

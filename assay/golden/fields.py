@@ -10,6 +10,10 @@ from typing import Any, Literal
 
 Format = Literal["json", "jsonl"]
 
+# The format's revision (docs/golden-format.md, "Revisions"). A revision only adds optional fields, so a
+# file of an earlier revision reads the same; a file does not name its revision.
+FORMAT_REVISION = 2
+
 FILE_FIELDS = ("version", "k", "relevant_min_grade", "scale", "rubric", "queries")
 HEADER_FIELDS = FILE_FIELDS[:-1]
 QUERY_FIELDS = (
@@ -18,6 +22,8 @@ QUERY_FIELDS = (
     "locale",
     "filters",
     "stratum",
+    "traffic_band",
+    "failure_mode",
     "weight",
     "tier",
     "expect_empty",

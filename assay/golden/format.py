@@ -27,6 +27,7 @@ from typing import Any
 
 from assay.golden.checks import _Checker, _describe, _file, _header_field_hint, _query_field_hint_top, _quote
 from assay.golden.fields import FILE_FIELDS as FILE_FIELDS
+from assay.golden.fields import FORMAT_REVISION as FORMAT_REVISION
 from assay.golden.fields import HEADER_FIELDS as HEADER_FIELDS
 from assay.golden.fields import JUDGMENT_FIELDS as JUDGMENT_FIELDS
 from assay.golden.fields import QUERY_FIELDS as QUERY_FIELDS
@@ -280,6 +281,10 @@ def _query_dict(q: GoldenQuery) -> dict[str, Any]:
         out["filters"] = {key: q.filters[key] for key in sorted(q.filters)}
     if q.stratum is not None:
         out["stratum"] = q.stratum
+    if q.traffic_band is not None:
+        out["traffic_band"] = q.traffic_band
+    if q.failure_mode is not None:
+        out["failure_mode"] = q.failure_mode
     if q.weight != 1:
         out["weight"] = canonical_weight(q.weight)
     if q.tier != "core":

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TIERS = ("core", "shadow", "challenge")
+# A query's traffic band, by its share of the searches in a query log (assay.labels.querylog).
+TRAFFIC_BANDS = ("head", "torso", "tail")
 DEFAULT_K = 10
 DEFAULT_RELEVANT_MIN_GRADE = 2
 
@@ -52,7 +54,11 @@ class GoldenQuery:
     judgments: tuple[Judgment, ...] = ()
     locale: str | None = None
     filters: Mapping[str, Any] = field(default_factory=dict)
+    # The product vertical (billing, docs): the report's strata and the per-stratum budgets.
     stratum: str | None = None
+    traffic_band: str | None = None  # one of TRAFFIC_BANDS
+    # Why a known failure is in the set: a short slug such as "typo", "synonym", "zero-results".
+    failure_mode: str | None = None
     weight: float = 1.0
     tier: str = "core"
     expect_empty: bool = False

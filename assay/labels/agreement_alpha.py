@@ -1,5 +1,6 @@
-"""Krippendorff's alpha (ordinal) with its reading and a bootstrap interval that resamples whole queries
-(docs/agreement.md, "Krippendorff's alpha").
+"""Krippendorff's alpha (ordinal) with a bootstrap interval that resamples whole queries, and the
+reading of a figure from its interval (alpha's and each pair's quadratic kappa; docs/agreement.md,
+"Krippendorff's alpha" and "Readings"). The bootstrap helpers serve both.
 
 Part of `assay.labels.agreement`, which is the public API: import from there.
 """
@@ -11,22 +12,70 @@ import numpy as np
 
 from assay.labels.agreement_input import Columns
 from assay.labels.agreement_types import (
-    ALPHA_RELIABLE,
-    ALPHA_TENTATIVE,
+    NOT_ENOUGH_DATA,
     AlphaResult,
     Figure,
     FloatArray,
     IntArray,
+    Interval,
+    ReadingThresholds,
     Undefined,
 )
+from assay.metric_table import format_number
 
 
-def alpha_reading(value: float) -> str:
-    if value >= ALPHA_RELIABLE:
-        return "reliable"
-    if value >= ALPHA_TENTATIVE:
-        return "tentative"
-    return "unreliable"
+def figure_reading(
+    value: Figure, interval: Interval, n_queries: int, thresholds: ReadingThresholds, *, queries_with: str
+) -> tuple[str, str]:
+    """The reading of alpha or a kappa from its interval, and why (docs/agreement.md, "Readings").
+
+    "reliable" when the lower bound is >= reliable_min, "tentative" when it is >= tentative_min,
+    "unreliable" when the upper bound is < tentative_min; "not enough data" when the interval spans
+    tentative_min, when fewer than `min_pairable_units` queries were resampled (`queries_with` says what
+    they have in the reason, e.g. "pairable grades"), or when the value or the interval is undefined.
+    """
+    t = thresholds
+    tentative, reliable = _threshold(t.tentative_min), _threshold(t.reliable_min)
+    if isinstance(value, Undefined):
+        return NOT_ENOUGH_DATA, f"undefined: {value.reason}"
+    if n_queries < t.min_pairable_units:
+        queries = "query" if n_queries == 1 else "queries"
+        return NOT_ENOUGH_DATA, (
+            f"{n_queries} {queries} with {queries_with}; a reading needs >= {t.min_pairable_units}"
+        )
+    if isinstance(interval, Undefined):
+        return NOT_ENOUGH_DATA, f"no interval: {interval.reason}"
+    low, high = interval
+    low_shown, high_shown = _bound(low, t), _bound(high, t)
+    if low >= t.reliable_min:
+        return "reliable", f"lower bound {low_shown} >= {reliable}"
+    if low >= t.tentative_min:
+        return "tentative", f"lower bound {low_shown} >= {tentative}; reliable needs >= {reliable}"
+    if high < t.tentative_min:
+        return "unreliable", f"upper bound {high_shown} < {tentative}"
+    return NOT_ENOUGH_DATA, (
+        f"interval [{low_shown}, {high_shown}] spans {tentative}: tentative needs a lower bound"
+        f" >= {tentative}, unreliable an upper bound < {tentative}"
+    )
+
+
+def _threshold(value: float) -> str:
+    """A threshold with three decimals, or as set when it has more (0.6675 is not "0.668")."""
+    shown = format_number(value, decimals=3)
+    return shown if float(shown) == value else repr(float(value))
+
+
+def _bound(value: float, thresholds: ReadingThresholds) -> str:
+    """A bound with three decimals, more when rounding would put it on the other side of a threshold:
+    0.6669 is "0.6669", never "0.667" that would read as reaching 0.667."""
+    for decimals in range(3, 17):
+        shown = format_number(value, decimals=decimals)
+        if all(
+            (float(shown) >= limit) == (value >= limit)
+            for limit in (thresholds.tentative_min, thresholds.reliable_min)
+        ):
+            return shown
+    return repr(value)
 
 
 def bootstrap_samples(n_queries: int, *, n_resamples: int, seed: int) -> IntArray:
@@ -35,6 +84,34 @@ def bootstrap_samples(n_queries: int, *, n_resamples: int, seed: int) -> IntArra
     Public so that an independent computation (the benchmark's plain loop) can reuse the same draws.
     """
     return np.random.default_rng(seed).integers(0, n_queries, size=(n_resamples, n_queries))
+
+
+def resampled_sums(per_query: FloatArray, *, n_resamples: int, seed: int) -> FloatArray:
+    """Each resample's sum of the rows of `per_query` (one row per query, e.g. its flattened coincidence
+    or confusion matrix), queries drawn with repeats by `bootstrap_samples`: shape (n_resamples, columns).
+    A resample's sum is its draw counts times the rows, so all of them cost one matrix product."""
+    n_queries = len(per_query)
+    samples = bootstrap_samples(n_queries, n_resamples=n_resamples, seed=seed)
+    out = np.empty((n_resamples, per_query.shape[1]))
+    chunk = max(1, 4_000_000 // n_queries)
+    for lo in range(0, n_resamples, chunk):
+        rows = samples[lo : lo + chunk]
+        flat = (np.arange(len(rows))[:, None] * n_queries + rows).ravel()
+        weights = np.bincount(flat, minlength=rows.size).reshape(rows.shape).astype(np.float64)
+        out[lo : lo + chunk] = weights @ per_query
+    return out
+
+
+def percentile_interval(figures: FloatArray, confidence: float, *, none: str) -> tuple[Interval, int]:
+    """The percentile interval of the resamples' figures (NaN where a resample has none: left out, and
+    counted), numpy's default linear interpolation; `Undefined(none)` when no resample has a figure."""
+    ok = figures[~np.isnan(figures)]
+    undefined = len(figures) - len(ok)
+    if not len(ok):
+        return Undefined(none), undefined
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ok, [tail, 100 - tail])
+    return (float(low), float(high)), undefined
 
 
 def alpha_from_coincidences(o: FloatArray, n_values: int) -> FloatArray:
@@ -57,7 +134,9 @@ def alpha_from_coincidences(o: FloatArray, n_values: int) -> FloatArray:
     return np.where(defined, 1 - observed / expected, np.nan)
 
 
-def alpha_compute(data: Columns, *, n_resamples: int, confidence: float, seed: int) -> AlphaResult:
+def alpha_compute(
+    data: Columns, *, n_resamples: int, confidence: float, seed: int, thresholds: ReadingThresholds
+) -> AlphaResult:
     v = data.n_values
     n_units = len(data.unit_query)
     counts = np.bincount(data.unit * v + data.grade, minlength=n_units * v).reshape(n_units, v)
@@ -67,11 +146,16 @@ def alpha_compute(data: Columns, *, n_resamples: int, confidence: float, seed: i
     n_pairable = int(m.sum())
     queries, starts = np.unique(unit_query, return_index=True)
 
-    def result(value: Figure, interval: tuple[float, float] | Undefined, undefined: int = 0) -> AlphaResult:
+    def result(value: Figure, interval: Interval, undefined: int = 0) -> AlphaResult:
+        reading, why = figure_reading(
+            value, interval, len(queries), thresholds, queries_with="pairable grades"
+        )
         return AlphaResult(
             value=value,
             interval=interval,
-            reading=None if isinstance(value, Undefined) else alpha_reading(value),
+            reading=reading,
+            reading_why=why,
+            thresholds=thresholds,
             n_units=len(counts),
             n_pairable=n_pairable,
             n_queries=len(queries),
@@ -104,20 +188,9 @@ def alpha_compute(data: Columns, *, n_resamples: int, confidence: float, seed: i
     )
     if len(queries) < 2:
         return result(value, Undefined("one query only: resampling whole queries needs two or more"))
-
-    samples = bootstrap_samples(len(queries), n_resamples=n_resamples, seed=seed)
-    alphas = np.empty(n_resamples)
-    # A resample's coincidences are the sum of its queries' (with repeats): counts @ per-query matrices.
-    chunk = max(1, 4_000_000 // len(queries))
-    for lo in range(0, n_resamples, chunk):
-        rows = samples[lo : lo + chunk]
-        flat = (np.arange(len(rows))[:, None] * len(queries) + rows).ravel()
-        weights = np.bincount(flat, minlength=rows.size).reshape(rows.shape).astype(np.float64)
-        alphas[lo : lo + chunk] = alpha_from_coincidences(weights @ per_query, v)
-    ok = alphas[~np.isnan(alphas)]
-    undefined = n_resamples - len(ok)
-    if not len(ok):
-        return result(value, Undefined("every resample has all its grades in one category"), undefined)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ok, [tail, 100 - tail])
-    return result(value, (float(low), float(high)), undefined)
+    # A resample's coincidences are the sum of its queries' (with repeats).
+    alphas = alpha_from_coincidences(resampled_sums(per_query, n_resamples=n_resamples, seed=seed), v)
+    interval, undefined = percentile_interval(
+        alphas, confidence, none="every resample has all its grades in one category"
+    )
+    return result(value, interval, undefined)

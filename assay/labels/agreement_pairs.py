@@ -1,6 +1,6 @@
 """Per rater pair: Cohen's kappa three ways (quadratic, unweighted, binary) from scikit-learn, exact and
-within-1 agreement, and the pair's grade distributions (docs/agreement.md, "Cohen's kappa per rater
-pair").
+within-1 agreement, the pair's grade distributions, and the quadratic kappa's bootstrap interval and
+reading (docs/agreement.md, "Cohen's kappa per rater pair" and "Readings").
 
 Part of `assay.labels.agreement`, which is the public API: import from there.
 """
@@ -13,25 +13,60 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.metrics import cohen_kappa_score
 
+from assay.labels.agreement_alpha import figure_reading, percentile_interval, resampled_sums
 from assay.labels.agreement_input import Columns, PairRows
 from assay.labels.agreement_types import (
     Figure,
     FloatArray,
     IntArray,
+    Interval,
     PairAgreement,
+    ReadingThresholds,
     Undefined,
     grade_distribution,
 )
 
 
-def _kappa_undefined(confusion: FloatArray, weights: FloatArray) -> npt.NDArray[np.bool_]:
-    """Per confusion matrix (shape (P, K, K)): is Cohen's kappa undefined, i.e. is the expected weighted
-    disagreement (scikit-learn's denominator) zero? Both raters used one and the same category."""
+def _expected(confusion: FloatArray, weights: FloatArray) -> FloatArray:
+    """Per confusion matrix (shape (P, K, K)): the expected weighted disagreement, scikit-learn's
+    denominator. Zero (kappa undefined) when both raters used one and the same category; an exact zero
+    test is safe, as it is a sum of non-negative terms."""
     sum0 = confusion.sum(axis=1)
     sum1 = confusion.sum(axis=2)
     expected = sum0[:, :, None] * sum1[:, None, :] / sum0.sum(axis=1)[:, None, None]
-    # Exact zero test is safe: a sum of non-negative terms.
-    return (weights * expected).sum(axis=(1, 2)) == 0
+    result: FloatArray = (weights * expected).sum(axis=(1, 2))
+    return result
+
+
+def _kappa_undefined(confusion: FloatArray, weights: FloatArray) -> npt.NDArray[np.bool_]:
+    return _expected(confusion, weights) == 0
+
+
+def kappa_from_confusions(confusion: FloatArray, weights: FloatArray) -> FloatArray:
+    """Weighted kappa for each confusion matrix (shape (P, K, K)) as scikit-learn defines it,
+    1 - sum(w * observed) / sum(w * expected), batched; NaN where it is undefined."""
+    denominator = _expected(confusion, weights)
+    defined = denominator != 0
+    observed = (weights * confusion).sum(axis=(1, 2))
+    result: FloatArray = np.where(defined, 1 - observed / np.where(defined, denominator, 1.0), np.nan)
+    return result
+
+
+def _kappa_interval(
+    per_query: FloatArray, weights: FloatArray, *, n_resamples: int, confidence: float, seed: int
+) -> Interval:
+    """The percentile bootstrap interval of one pair's weighted kappa, resampling the pair's shared
+    queries whole (one row each: the query's flattened confusion matrix), as alpha's interval does."""
+    if len(per_query) < 2:
+        return Undefined("one shared query only: resampling whole queries needs two or more")
+    v = weights.shape[0]
+    sums = resampled_sums(per_query, n_resamples=n_resamples, seed=seed).reshape(-1, v, v)
+    interval, _ = percentile_interval(
+        kappa_from_confusions(sums, weights),
+        confidence,
+        none="in every resample both raters used one and the same grade",
+    )
+    return interval
 
 
 def _kappas(
@@ -44,13 +79,32 @@ def _kappas(
     ]
 
 
-def pair_figures(data: Columns, pairs: PairRows) -> tuple[PairAgreement, ...]:
+def pair_figures(
+    data: Columns,
+    pairs: PairRows,
+    *,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+    thresholds: ReadingThresholds,
+) -> tuple[PairAgreement, ...]:
     v, cut, scale = data.n_values, data.cutoff, data.scale
     present, which = np.unique(pairs.a * len(data.raters) + pairs.b, return_inverse=True)
     n_pairs = len(present)
     if not n_pairs:
         return ()
-    flat = which * v * v + pairs.grade_a * v + pairs.grade_b
+    # Per (pair, query) confusion matrices, sorted by pair then query: each pair's rows are one run.
+    cell = pairs.grade_a * v + pairs.grade_b
+    n_q = len(data.queries)
+    groups, group = np.unique(which * n_q + data.unit_query[pairs.unit], return_inverse=True)
+    per_query = (
+        np.bincount(group * v * v + cell, minlength=len(groups) * v * v)
+        .reshape(len(groups), v * v)
+        .astype(np.float64)
+    )
+    runs = np.searchsorted(groups // n_q, np.arange(n_pairs + 1))
+    quadratic_weights = np.subtract.outer(np.arange(v), np.arange(v)).astype(np.float64) ** 2
+    flat = which * v * v + cell
     confusion = np.bincount(flat, minlength=n_pairs * v * v).reshape(n_pairs, v, v).astype(np.float64)
     binary = np.stack(
         [
@@ -64,7 +118,7 @@ def pair_figures(data: Columns, pairs: PairRows) -> tuple[PairAgreement, ...]:
         1,
     )
     idx = np.arange(v)
-    q_undef = _kappa_undefined(confusion, np.subtract.outer(idx, idx).astype(np.float64) ** 2)
+    q_undef = _kappa_undefined(confusion, quadratic_weights)
     u_undef = _kappa_undefined(confusion, 1 - np.eye(v))
     b_undef = _kappa_undefined(binary, 1 - np.eye(2))
     # Each pair's two grade columns, in the scale's own grades, for the scikit-learn calls.
@@ -93,18 +147,35 @@ def pair_figures(data: Columns, pairs: PairRows) -> tuple[PairAgreement, ...]:
             f"both raters put all {n} shared items on one side of the cutoff {data.cutoff + scale.min}"
             f" ({side})"
         )
+        kappa_quadratic = _or(quadratic[p], one_grade)
+        shared_queries = per_query[runs[p] : runs[p + 1]]
+        interval: Interval = (
+            kappa_quadratic
+            if isinstance(kappa_quadratic, Undefined)
+            else _kappa_interval(
+                shared_queries, quadratic_weights, n_resamples=n_resamples, confidence=confidence, seed=seed
+            )
+        )
+        reading, why = figure_reading(
+            kappa_quadratic, interval, len(shared_queries), thresholds, queries_with="shared items"
+        )
         out.append(
             PairAgreement(
                 rater_a=data.raters[key // len(data.raters)],
                 rater_b=data.raters[key % len(data.raters)],
                 n_shared=n,
-                kappa_quadratic=_or(quadratic[p], one_grade),
+                kappa_quadratic=kappa_quadratic,
                 kappa_unweighted=_or(unweighted[p], one_grade),
                 kappa_binary=_or(kappa_binary[p], one_side),
                 exact=float(exact[p]) / n,
                 within_1=float(within_1[p]) / n,
                 distribution_a=grade_distribution(dist_a[p], scale),
                 distribution_b=grade_distribution(dist_b[p], scale),
+                n_queries=len(shared_queries),
+                kappa_quadratic_interval=interval,
+                kappa_quadratic_reading=reading,
+                kappa_quadratic_reading_why=why,
+                thresholds=thresholds,
             )
         )
     return tuple(out)

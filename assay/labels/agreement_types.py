@@ -6,8 +6,9 @@ Part of `assay.labels.agreement`, which is the public API: import from there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -22,9 +23,12 @@ DEFAULT_CONFIDENCE = 0.95
 # Any fixed seed will do; fixed so that a dashboard shows the same interval on every load.
 DEFAULT_SEED = 20_240_611
 # Krippendorff (2004, 2011): rely on data with alpha >= 0.800; 0.667 is the lowest limit for tentative
-# conclusions.
+# conclusions. The readings' defaults (a golden set can set its own, `ReadingThresholds`).
 ALPHA_RELIABLE = 0.8
 ALPHA_TENTATIVE = 0.667
+# Fewer resampled queries than this and an interval says too little to read (docs/agreement.md, "Readings").
+MIN_PAIRABLE_UNITS = 10
+NOT_ENOUGH_DATA = "not enough data"
 NO_SHARED_ITEMS = "no shared items"
 # Shown in an error message before the rest is summarised as "... and N more".
 MAX_ERRORS_SHOWN = 20
@@ -55,6 +59,55 @@ class Undefined:
 
 
 Figure = float | Undefined
+Interval = tuple[float, float] | Undefined
+
+
+def reading_thresholds_errors(
+    reliable_min: object, tentative_min: object, min_pairable_units: object
+) -> dict[str, str]:
+    """What is wrong with these reading thresholds, by field (empty when nothing is)."""
+    errors: dict[str, str] = {}
+    numbers: list[float] = []
+    for name, value in (("reliable_min", reliable_min), ("tentative_min", tentative_min)):
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            numbers.append(float(value))
+        else:
+            errors[name] = f"{value!r} must be a number"
+    if not errors:
+        reliable, tentative = numbers
+        if tentative <= 0:
+            errors["tentative_min"] = f"{tentative_min} must be above 0"
+        elif tentative > reliable:
+            errors["tentative_min"] = f"{tentative_min} must not be above reliable_min ({reliable_min})"
+        if reliable > 1:
+            errors["reliable_min"] = f"{reliable_min} must be at most 1 (alpha and kappa never exceed 1)"
+    if type(min_pairable_units) is not int or min_pairable_units < 2:
+        errors["min_pairable_units"] = (
+            f"{min_pairable_units!r} must be a whole number of at least 2 (the interval resamples queries)"
+        )
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingThresholds:
+    """When alpha or a kappa reads "reliable" or "tentative" (docs/agreement.md, "Readings"): the golden
+    set's settings, Krippendorff's limits by default. 0 < tentative_min <= reliable_min <= 1;
+    `min_pairable_units` counts the queries the interval resamples, at least 2."""
+
+    reliable_min: float = ALPHA_RELIABLE
+    tentative_min: float = ALPHA_TENTATIVE
+    min_pairable_units: int = MIN_PAIRABLE_UNITS
+
+    def __post_init__(self) -> None:
+        errors = reading_thresholds_errors(self.reliable_min, self.tentative_min, self.min_pairable_units)
+        if errors:
+            raise ValueError("; ".join(f"{name}: {message}" for name, message in errors.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+DEFAULT_READING_THRESHOLDS = ReadingThresholds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +137,12 @@ class Match:
 class AlphaResult:
     value: Figure
     # Percentile bootstrap interval at `confidence`, resampling whole queries.
-    interval: tuple[float, float] | Undefined
-    # "reliable" (>= 0.8), "tentative" (>= 0.667) or "unreliable"; None when the value is undefined.
-    reading: str | None
+    interval: Interval
+    # One of READINGS, from the interval and `thresholds` (`figure_reading`); `reading_why` says why, e.g.
+    # "lower bound 0.712 >= 0.667; reliable needs >= 0.800".
+    reading: str
+    reading_why: str
+    thresholds: ReadingThresholds
     n_units: int  # (query, document) units with two or more grades
     n_pairable: int  # grades in those units
     n_queries: int  # queries with at least one such unit: what the bootstrap resamples
@@ -113,6 +169,13 @@ class PairAgreement:
     within_1: Figure
     distribution_a: dict[int, int]
     distribution_b: dict[int, int]
+    # The quadratic kappa's bootstrap interval over the queries in which the two share an item
+    # (`n_queries`, resampled whole as for alpha) and its reading, as alpha's.
+    n_queries: int
+    kappa_quadratic_interval: Interval
+    kappa_quadratic_reading: str
+    kappa_quadratic_reading_why: str
+    thresholds: ReadingThresholds
 
     def kappa(self, variant: KappaVariant) -> Figure:
         return {
@@ -195,7 +258,7 @@ class AgreementReport:
         lo, hi = sorted((a, b))
         found = next((p for p in self.pairs if p.rater_a == lo and p.rater_b == hi), None)
         if found is None:
-            found = _pair_without_overlap(lo, hi, self.scale)
+            found = _pair_without_overlap(lo, hi, self.scale, self.alpha.thresholds)
         return found if (a, b) == (lo, hi) else _swap(found)
 
     def kappa_matrix(self, variant: KappaVariant = "quadratic") -> dict[str, dict[str, Figure]]:
@@ -217,18 +280,24 @@ def figure_ratio(count: float, n: float, reason: str) -> Figure:
     return float(count) / float(n) if n else Undefined(reason)
 
 
-def _pair_without_overlap(a: str, b: str, scale: Scale) -> PairAgreement:
+def _pair_without_overlap(a: str, b: str, scale: Scale, thresholds: ReadingThresholds) -> PairAgreement:
     none = Undefined(NO_SHARED_ITEMS)
     zeros = grade_distribution([0] * (scale.max - scale.min + 1), scale)
-    return PairAgreement(a, b, 0, none, none, none, none, none, zeros, dict(zeros))
+    return PairAgreement(
+        a, b, 0, none, none, none, none, none, zeros, dict(zeros),
+        0, none, NOT_ENOUGH_DATA, f"undefined: {NO_SHARED_ITEMS}", thresholds,
+    )  # fmt: skip
 
 
 def _swap(p: PairAgreement) -> PairAgreement:
     # Every figure here is symmetric in the two raters; only the labels and distributions trade places.
-    return PairAgreement(
-        p.rater_b, p.rater_a, p.n_shared, p.kappa_quadratic, p.kappa_unweighted, p.kappa_binary,
-        p.exact, p.within_1, p.distribution_b, p.distribution_a,
-    )  # fmt: skip
+    return replace(
+        p,
+        rater_a=p.rater_b,
+        rater_b=p.rater_a,
+        distribution_a=p.distribution_b,
+        distribution_b=p.distribution_a,
+    )
 
 
 def _fields(obj: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Any
 from assay.golden.model import DEFAULT_RELEVANT_MIN_GRADE, Scale
 from assay.labels.agreement import (
     DEFAULT_CONFIDENCE,
+    DEFAULT_READING_THRESHOLDS,
     DEFAULT_RESAMPLES,
     DEFAULT_SCALE,
     DEFAULT_SEED,
@@ -44,6 +45,7 @@ from assay.labels.agreement import (
     PairAgreement,
     RaterFigures,
     Rating,
+    ReadingThresholds,
     Undefined,
     agreement_compute,
 )
@@ -201,6 +203,7 @@ def calibration_compute(
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
+    reading_thresholds: ReadingThresholds = DEFAULT_READING_THRESHOLDS,
 ) -> CalibrationReport:
     """Every figure of a calibration round from its raters' current grades.
 
@@ -216,6 +219,7 @@ def calibration_compute(
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
+        reading_thresholds=reading_thresholds,
     )
     names = _raters(rows, raters)
     by_unit: dict[tuple[str, str], dict[str, int]] = {}

@@ -1,21 +1,26 @@
-"""Query logs into golden-set candidates (pure, no Django): parse, strip PII, dedupe, stratify, sample.
+"""Query logs into golden-set candidates (pure, no Django): parse, strip PII, dedupe, band, sample.
 
 The pipeline, in order:
-1. `parse_log`: CSV (header `query,count[,zero_hits][,locale]`) or JSONL (one object per line with
-   those keys). `count` is a non-negative integer; `zero_hits` is how many of those searches returned
-   nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be empty.
+1. `parse_log`: CSV (header `query,count[,zero_hits][,locale][,vertical]`) or JSONL (one object per line
+   with those keys). `count` is a non-negative integer; `zero_hits` is how many of those searches returned
+   nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be empty; the
+   product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum` column and
+   may be empty.
 2. `strip_pii`: emails, card numbers (13-19 digits passing the Luhn check), phone numbers (7-15 digits
    in the usual groupings, ISO dates excepted) and long digit runs (6+ digits: order and account
    numbers) are cut out; what was cut is counted per kind. A query left empty is dropped.
 3. `dedupe`: queries equal after normalisation (NFKC, case-folded, whitespace collapsed) within one
-   locale are one query; counts add up; the most frequent spelling is kept as the text.
-4. `assign_strata`: by traffic, most searched first: head = the queries making the first 50% of all
-   searches, torso the next 30%, tail the rest (a query belongs to the stratum its first search falls in).
+   locale are one query; counts add up; the most frequent spelling is kept as the text, and the vertical
+   most of its searches were logged under as its vertical.
+4. `assign_bands`: the traffic band, most searched first: head = the queries making the first 50% of all
+   searches, torso the next 30%, tail the rest (a query belongs to the band its first search falls in).
 5. `sample`: up to `cap` queries. A share (`reserve_share`, default 15%) is reserved for known
-   failures: queries whose searches returned nothing at least `zero_hit_min_share` of the time. The rest
-   is split between head, torso and tail by `stratum_shares` (default equal thirds, so popular
-   navigational queries cannot drown rare support queries); a stratum with too few queries gives its
-   unused places to the others. Deterministic for a given seed.
+   failures: queries whose searches returned nothing at least `zero_hit_min_share` of the time (their
+   failure mode is `zero-results`). The rest is split between head, torso and tail by `band_shares`
+   (default equal thirds, so popular navigational queries cannot drown rare support queries); a band
+   with too few queries gives its unused places to the others. Deterministic for a given seed.
+
+The band and the vertical stay apart: a query's stratum is its vertical, never its band.
 """
 
 from __future__ import annotations
@@ -31,15 +36,22 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from assay.golden.model import TRAFFIC_BANDS
 from assay.problems import ImportReport, decode_utf8
 
-STRATA = ("head", "torso", "tail")
+BANDS = TRAFFIC_BANDS
 HEAD_SHARE = 0.5
 TORSO_SHARE = 0.3
 DEFAULT_RESERVE_SHARE = 0.15
 DEFAULT_ZERO_HIT_MIN_SHARE = 0.5
 REQUIRED_COLUMNS = ("query", "count")
-OPTIONAL_COLUMNS = ("zero_hits", "locale")
+VERTICAL_COLUMNS = ("vertical", "stratum")  # either name; not both
+OPTIONAL_COLUMNS = ("zero_hits", "locale", *VERTICAL_COLUMNS)
+HEADER = "query,count[,zero_hits][,locale][,vertical]"
+# A vertical becomes a query's stratum, which holds at most this many characters.
+MAX_VERTICAL = 100
+# The failure mode of a query in the known-failure reserve: it returned nothing (docs/labeling.md).
+ZERO_RESULTS = "zero-results"
 PII_KINDS = ("email", "card", "phone", "digits")
 
 
@@ -50,6 +62,7 @@ class LogRow:
     zero_hits: int
     locale: str
     line: int
+    vertical: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +75,7 @@ class LogQuery:
     count: int
     zero_hits: int
     variants: int = 1
+    vertical: str = ""  # the vertical most of its searches were logged under; "" when the log has none
 
     @property
     def zero_hit_share(self) -> float:
@@ -77,15 +91,20 @@ class LogQuery:
 @dataclass(frozen=True, slots=True)
 class SampledQuery:
     query: LogQuery
-    stratum: str
+    band: str
     reserved: bool  # taken from the known-failure reserve
+
+    @property
+    def failure_mode(self) -> str | None:
+        """The reserve holds the queries that returned nothing: that is their failure mode."""
+        return ZERO_RESULTS if self.reserved else None
 
 
 @dataclass(slots=True)
 class SampleResult:
     selected: list[SampledQuery]
-    available: dict[str, int] = field(default_factory=dict)  # per stratum, plus "failures"
-    taken: dict[str, int] = field(default_factory=dict)  # per stratum, plus "reserved"
+    available: dict[str, int] = field(default_factory=dict)  # per band, plus "failures"
+    taken: dict[str, int] = field(default_factory=dict)  # per band, plus "reserved"
 
 
 # --- 1. parsing ---------------------------------------------------------------------------------
@@ -116,7 +135,7 @@ def _parse_csv(text: str, report: ImportReport) -> list[LogRow]:
     try:
         header = next(reader)
     except StopIteration:
-        report.add("line 1", "the file is empty; expected a header `query,count,zero_hits,locale`")
+        report.add("line 1", f"the file is empty; expected a header `{HEADER}`")
         return []
     except csv.Error as exc:
         report.add("line 1", f"malformed CSV header: {exc}")
@@ -127,12 +146,15 @@ def _parse_csv(text: str, report: ImportReport) -> list[LogRow]:
         report.add(
             "header",
             f"missing column(s) {', '.join(missing)}; found {', '.join(columns) or 'none'} "
-            "(expected query,count,zero_hits,locale)",
+            f"(expected {HEADER})",
         )
         return []
     duplicated = sorted(c for c, n in Counter(columns).items() if n > 1 and c)
     if duplicated:
         report.add("header", f"duplicate column(s) {', '.join(duplicated)}")
+        return []
+    if all(c in columns for c in VERTICAL_COLUMNS):
+        report.add("header", _TWO_VERTICALS)
         return []
     unknown = [c for c in columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
     if unknown:
@@ -185,6 +207,9 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     if not isinstance(query, str):
         report.add(f"{where}: query", f"expected text, found {query!r}")
         return None
+    if _SURROGATE.search(query):  # a JSON "\ud800" escape: no database can store it
+        report.add(f"{where}: query", _NOT_UNICODE.format(query))
+        return None
     count = _int(record.get("count"))
     if count is None or count < 0:
         report.add(f"{where}: count", f"expected a non-negative integer, found {record.get('count')!r}")
@@ -207,10 +232,41 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     if not isinstance(locale, str):
         report.add(f"{where}: locale", f"expected text, found {locale!r}")
         return None
-    return LogRow(query=query, count=count, zero_hits=zero_hits, locale=locale.strip(), line=line)
+    vertical = _vertical(record, where, report)
+    if vertical is None:
+        return None
+    return LogRow(
+        query=query, count=count, zero_hits=zero_hits, locale=locale.strip(), line=line, vertical=vertical
+    )
 
 
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
+_TWO_VERTICALS = "the vertical goes in one column, vertical or stratum, not both"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_UNICODE = "{!r} is not valid Unicode (a lone surrogate)"
+
+
+def _vertical(record: Mapping[str, object], where: str, report: ImportReport) -> str | None:
+    """The row's vertical ("" for none), or None after reporting why it cannot be one."""
+    named = [c for c in VERTICAL_COLUMNS if c in record]
+    if len(named) > 1:
+        report.add(where, _TWO_VERTICALS)
+        return None
+    if not named or record[named[0]] is None:
+        return ""
+    place, value = f"{where}: {named[0]}", record[named[0]]
+    if not isinstance(value, str):
+        report.add(place, f"expected text, found {value!r}")
+        return None
+    if _SURROGATE.search(value):
+        report.add(place, _NOT_UNICODE.format(value))
+        return None
+    if len(value.strip()) > MAX_VERTICAL:
+        report.add(
+            place, f"at most {MAX_VERTICAL} characters (a query's stratum), found {len(value.strip())}"
+        )
+        return None
+    return value.strip()
 
 
 def _int(value: object) -> int | None:
@@ -293,6 +349,7 @@ class CleanResult:
     blank: int
     rows: int
     duplicates_merged: int
+    several_verticals: int = 0  # distinct queries logged under more than one vertical
 
 
 def clean(rows: Iterable[LogRow]) -> CleanResult:
@@ -302,6 +359,7 @@ def clean(rows: Iterable[LogRow]) -> CleanResult:
     spellings: dict[tuple[str, str], Counter[str]] = {}
     counts: Counter[tuple[str, str]] = Counter()
     zero: Counter[tuple[str, str]] = Counter()
+    verticals: dict[tuple[str, str], Counter[str]] = {}
     for row in rows:
         n_rows += 1
         if not row.query.strip():
@@ -318,15 +376,18 @@ def clean(rows: Iterable[LogRow]) -> CleanResult:
         spellings.setdefault(key, Counter())[text] += row.count
         counts[key] += row.count
         zero[key] += row.zero_hits
+        if row.vertical:
+            verticals.setdefault(key, Counter())[row.vertical] += row.count
     queries = [
         LogQuery(
-            # The spelling most people typed; ties go to the alphabetically first for determinism.
-            text=min(spelled.items(), key=lambda kv: (-kv[1], kv[0]))[0],
+            # The spelling most people typed, and the vertical most searches were logged under.
+            text=_most_searched(spelled),
             norm=key[1],
             locale=key[0],
             count=counts[key],
             zero_hits=zero[key],
             variants=len(spelled),
+            vertical=_most_searched(verticals[key]) if key in verticals else "",
         )
         for key, spelled in spellings.items()
     ]
@@ -339,28 +400,34 @@ def clean(rows: Iterable[LogRow]) -> CleanResult:
         blank=blank,
         rows=n_rows,
         duplicates_merged=kept_rows - len(queries),
+        several_verticals=sum(len(v) > 1 for v in verticals.values()),
     )
+
+
+def _most_searched(searches: Counter[str]) -> str:
+    """The value most searches carried; ties go to the alphabetically first, for determinism."""
+    return min(searches.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def _traffic_order(q: LogQuery) -> tuple[int, str, str]:
     return (-q.count, q.norm, q.locale)
 
 
-# --- 4. strata ----------------------------------------------------------------------------------
+# --- 4. traffic bands --------------------------------------------------------------------------
 
 
-def assign_strata(
+def assign_bands(
     queries: Sequence[LogQuery], *, head_share: float = HEAD_SHARE, torso_share: float = TORSO_SHARE
 ) -> dict[LogQuery, str]:
     """head / torso / tail by cumulative traffic share, most searched first (see the module docstring)."""
     total = sum(q.count for q in queries)
-    strata: dict[LogQuery, str] = {}
+    bands: dict[LogQuery, str] = {}
     before = 0
     for q in sorted(queries, key=_traffic_order):
         share = before / total if total else 1.0
-        strata[q] = "head" if share < head_share else "torso" if share < head_share + torso_share else "tail"
+        bands[q] = "head" if share < head_share else "torso" if share < head_share + torso_share else "tail"
         before += q.count
-    return strata
+    return bands
 
 
 # --- 5. sampling --------------------------------------------------------------------------------
@@ -371,62 +438,65 @@ def sample(
     *,
     cap: int,
     reserve_share: float = DEFAULT_RESERVE_SHARE,
-    stratum_shares: Mapping[str, float] | None = None,
+    band_shares: Mapping[str, float] | None = None,
     zero_hit_min_share: float = DEFAULT_ZERO_HIT_MIN_SHARE,
     seed: int = 0,
+    bands: Mapping[LogQuery, str] | None = None,
 ) -> SampleResult:
-    """At most `cap` queries: the known-failure reserve first, then head/torso/tail by their shares."""
+    """At most `cap` queries: the known-failure reserve first, then head/torso/tail by their shares.
+
+    `bands` gives each query its band when they were assigned over more traffic than `queries` (the
+    whole log, of which these are the queries not yet in the set); by default `assign_bands(queries)`.
+    """
     if cap < 0:
         raise ValueError(f"cap must be >= 0, got {cap}")
     if not 0 <= reserve_share <= 1:
         raise ValueError(f"reserve_share must be within 0..1, got {reserve_share}")
-    shares = dict(stratum_shares or {s: 1 / 3 for s in STRATA})
-    if set(shares) - set(STRATA) or any(v < 0 for v in shares.values()) or not sum(shares.values()):
-        raise ValueError(
-            f"stratum_shares must give non-negative shares for {', '.join(STRATA)}, got {shares}"
-        )
+    shares = dict(band_shares or {b: 1 / 3 for b in BANDS})
+    if set(shares) - set(BANDS) or any(v < 0 for v in shares.values()) or not sum(shares.values()):
+        raise ValueError(f"band_shares must give non-negative shares for {', '.join(BANDS)}, got {shares}")
     rng = random.Random(seed)
-    strata = assign_strata(queries)
+    band_of = assign_bands(queries) if bands is None else bands
     ordered = sorted(queries, key=_traffic_order)
     total = min(cap, len(ordered))
     failures = [q for q in ordered if q.count and q.zero_hit_share >= zero_hit_min_share]
     n_reserved = min(round(total * reserve_share), len(failures))
     reserved = set(rng.sample(failures, n_reserved))
-    by_stratum = {s: [q for q in ordered if strata[q] == s and q not in reserved] for s in STRATA}
-    quota = _allocate(total - n_reserved, shares, {s: len(v) for s, v in by_stratum.items()})
+    by_band = {b: [q for q in ordered if band_of[q] == b and q not in reserved] for b in BANDS}
+    quota = _allocate(total - n_reserved, shares, {b: len(v) for b, v in by_band.items()})
     picked: set[LogQuery] = set(reserved)
-    for s in STRATA:
-        picked.update(rng.sample(by_stratum[s], quota[s]))
+    for b in BANDS:
+        picked.update(rng.sample(by_band[b], quota[b]))
     selected = [
-        SampledQuery(query=q, stratum=strata[q], reserved=q in reserved) for q in ordered if q in picked
+        SampledQuery(query=q, band=band_of[q], reserved=q in reserved) for q in ordered if q in picked
     ]
-    available = {s: sum(1 for q in ordered if strata[q] == s) for s in STRATA}
+    available = {b: sum(1 for q in ordered if band_of[q] == b) for b in BANDS}
     available["failures"] = len(failures)
-    taken = {s: sum(1 for x in selected if x.stratum == s) for s in STRATA}
+    taken = {b: sum(1 for x in selected if x.band == b) for b in BANDS}
     taken["reserved"] = n_reserved
     return SampleResult(selected=selected, available=available, taken=taken)
 
 
 def _allocate(n: int, shares: Mapping[str, float], capacity: Mapping[str, int]) -> dict[str, int]:
-    """Split n places by share (largest remainder), never above a stratum's capacity; spill the rest over."""
-    quota = dict.fromkeys(STRATA, 0)
+    """Split n places by share (largest remainder), never above a band's capacity; spill the rest over."""
+    quota = dict.fromkeys(BANDS, 0)
     left = n
     while left > 0:
-        open_strata = [s for s in STRATA if quota[s] < capacity[s] and shares.get(s, 0) > 0]
-        if not open_strata:
-            open_strata = [s for s in STRATA if quota[s] < capacity[s]]
-        if not open_strata:
+        open_bands = [b for b in BANDS if quota[b] < capacity[b] and shares.get(b, 0) > 0]
+        if not open_bands:
+            open_bands = [b for b in BANDS if quota[b] < capacity[b]]
+        if not open_bands:
             break
-        weight = sum(shares.get(s, 0) for s in open_strata) or len(open_strata)
-        exact = {s: left * (shares.get(s, 0) or 1) / weight for s in open_strata}
-        give = {s: min(int(exact[s]), capacity[s] - quota[s]) for s in open_strata}
+        weight = sum(shares.get(b, 0) for b in open_bands) or len(open_bands)
+        exact = {b: left * (shares.get(b, 0) or 1) / weight for b in open_bands}
+        give = {b: min(int(exact[b]), capacity[b] - quota[b]) for b in open_bands}
         if not sum(give.values()):
-            # Less than one place per stratum left: hand them out by largest remainder.
+            # Less than one place per band left: hand them out by largest remainder.
             best = max(
-                open_strata, key=lambda s: (exact[s] - int(exact[s]), shares.get(s, 0), -STRATA.index(s))
+                open_bands, key=lambda b: (exact[b] - int(exact[b]), shares.get(b, 0), -BANDS.index(b))
             )
             give = {best: 1}
-        for s, g in give.items():
-            quota[s] += g
+        for b, g in give.items():
+            quota[b] += g
             left -= g
     return quota

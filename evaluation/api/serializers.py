@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from assay.harness import redact_url
 from assay.targets import SPEC_FIELDS
-from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
 from golden_io import selectors as golden_selectors
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -145,6 +145,30 @@ class RunLinksSerializer(serializers.Serializer[Any]):
     page = serializers.URLField(help_text="the run's report page in the browser")
 
 
+class BaselineRescoreSerializer(serializers.ModelSerializer[BaselineRescore]):
+    """The baseline as the run was gated against it: its run's stored lists re-scored on another version."""
+
+    source_run: serializers.PrimaryKeyRelatedField[EvaluationRun] = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="the baseline run whose stored result lists were re-scored"
+    )
+    from_version: serializers.SlugRelatedField[GoldenVersion] = serializers.SlugRelatedField(
+        source="source_run.golden_version",
+        slug_field="name",
+        read_only=True,
+        help_text="the golden version the baseline run was scored on",
+    )
+    golden_version: serializers.SlugRelatedField[GoldenVersion] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, help_text="the version whose labels it was re-scored against"
+    )
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="null: a nightly schedule's"
+    )
+
+    class Meta:
+        model = BaselineRescore
+        fields = ("id", "source_run", "from_version", "golden_version", "created_by", "created")
+
+
 class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     golden_set: serializers.SlugRelatedField[GoldenSet] = serializers.SlugRelatedField(
         source="golden_version.golden_set", slug_field="slug", read_only=True
@@ -163,6 +187,9 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     params = serializers.JSONField(read_only=True)
     effective_params = serializers.JSONField(read_only=True)
     baseline_run = serializers.SerializerMethodField()
+    baseline_rescore = BaselineRescoreSerializer(
+        read_only=True, allow_null=True, help_text="null: gated against the baseline run's own report"
+    )
     links = serializers.SerializerMethodField()
 
     class Meta:
@@ -182,6 +209,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "effective_params",
             "rebaseline",
             "baseline_run",
+            "baseline_rescore",
             "error_message",
             "created",
             "started_at",
@@ -196,7 +224,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     def get_progress(self, obj: EvaluationRun) -> dict[str, Any]:
         return {"done": obj.done, "total": obj.total, "errored": obj.errors, "percent": round(obj.percent, 2)}
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_baseline_run(self, obj: EvaluationRun) -> int | None:
         return obj.baseline.run_id if obj.baseline_id is not None and obj.baseline is not None else None
 
@@ -252,8 +280,25 @@ class VerdictSerializer(serializers.Serializer[Any]):
     warnings = FindingSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
     top_losers = serializers.ListField(child=serializers.DictField(), help_text="as in the gate artifact")
-    delta_interval = serializers.DictField(allow_null=True, help_text="paired bootstrap of the nDCG change")
-    comparison = serializers.DictField(allow_null=True, help_text="core, strata and shadow tables")
+    delta_interval = serializers.DictField(
+        allow_null=True, help_text="the core nDCG change: mean, n, paired bootstrap interval, p_value"
+    )
+    comparison = serializers.DictField(
+        allow_null=True,
+        help_text="each change over the queries both runs counted (n, baseline, current, delta, interval, "
+        "p_value, budget, status): core, core_weighted, shadow, strata, traffic_bands, failure_modes",
+    )
+    left_out = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        allow_null=True,
+        help_text="core queries no change counts, by reason: errored_baseline, errored_current, "
+        "errored_both, new, retired",
+    )
+    means = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="this run's core means side by side: metric -> {mean, weighted} (weighted null where the "
+        "metric has no traffic-weighted twin)",
+    )
     summary_markdown = serializers.CharField(help_text="the gate as a pull-request comment")
     page = serializers.URLField()
 

@@ -19,11 +19,25 @@ def gate_result(gate: dict[str, Any]) -> GateResult:
         comparison=gate["comparison"],
         top_losers=gate["top_losers"],
         delta_interval=gate["delta_interval"],
+        left_out=gate.get("left_out") or {},
         rebaseline=bool(gate["rebaseline"]),
         budgets=load_budgets(gate["budgets"]),
         current=gate["current"],
         baseline=gate["baseline"],
     )
+
+
+def core_means(report: dict[str, Any] | None) -> dict[str, dict[str, float | None]]:
+    """A report's core means side by side: metric -> {"mean", "weighted"} (weighted None without a twin)."""
+    core = ((report or {}).get("tiers") or {}).get("core") or {}
+    weighted = core.get("weighted") or {}
+    return {
+        m.key: {
+            "mean": (core.get(m.key) or {}).get("value"),
+            "weighted": (weighted.get(m.key) or {}).get("value") if m.weighted else None,
+        }
+        for m in METRICS
+    }
 
 
 def _run_line(run: EvaluationRun, page_url: str) -> str:
@@ -45,9 +59,10 @@ def gate_markdown(run: EvaluationRun, *, page_url: str) -> str:
         return render_markdown(gate_result(gate)) + "\n" + _run_line(run, page_url) + "\n"
     lines = ["### Relevance gate: **no baseline**", ""]
     lines += [f"- {note}" for note in gate["notes"]]
-    core = ((run.report or {}).get("tiers") or {}).get("core") or {}
-    lines += ["", "| metric | current |", "|---|---:|"]
+    means = core_means(run.report)
+    lines += ["", "| metric | current | traffic-weighted |", "|---|---:|---:|"]
     for metric in METRICS:
-        lines.append(f"| {metric.label} | {metric.format((core.get(metric.key) or {}).get('value'))} |")
+        mean, weighted = (metric.format(means[metric.key][side]) for side in ("mean", "weighted"))
+        lines.append(f"| {metric.label} | {mean} | {weighted} |")
     lines += ["", _run_line(run, page_url)]
     return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ from evaluation.api.serializers import (
     TargetSerializer,
     VerdictSerializer,
 )
-from evaluation.api.summary import gate_markdown
+from evaluation.api.summary import core_means, gate_markdown
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import RunError, run_cancel, run_create
 from golden_io import selectors as golden_selectors
@@ -297,6 +297,8 @@ class RunVerdict(ApiView):
             "top_losers": gate.get("top_losers", []),
             "delta_interval": gate.get("delta_interval"),
             "comparison": gate.get("comparison"),
+            "left_out": gate.get("left_out"),
+            "means": core_means(run.report),
             "summary_markdown": gate_markdown(run, page_url=page),
             "page": page,
         }

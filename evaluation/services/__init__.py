@@ -17,7 +17,9 @@ or never), and `runs_sweep` re-sends the missing work of a run that stopped maki
 
 One module per part (this package re-exports their public names, so `services.run_create(...)` reads
 the same everywhere): `targets`, `budgets`, `runs` (create, cancel, fail, the start step and chunk
-plans), `chunks`, `finalize`, `sweep`, `baselines` (promotion, rebaseline), `schedules`, `unjudged`.
+plans), `chunks`, `finalize`, `sweep`, `baselines` (promotion, rebaseline), `schedules`, `unjudged`,
+`notifications` (a fail or warn verdict told by email and webhook), `rescore` (a baseline's lists
+re-scored on a new golden version; finalize's hook for opted-in nightly runs).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
 """
@@ -33,10 +35,19 @@ from evaluation.services.baselines import (
     rebaseline_branch,
     rebaseline_write,
     relevance_notes,
+    run_regate_rescored,
 )
 from evaluation.services.budgets import budgets_set
 from evaluation.services.chunks import ChunkOutcome, run_chunk_process
 from evaluation.services.finalize import FINALIZE_LEASE, run_finalize_process, run_gate, run_report_build
+from evaluation.services.notifications import (
+    NOTIFY_ATTEMPTS,
+    NotificationRetry,
+    notification_deliver,
+    notifications_prepare,
+    verdict_message,
+)
+from evaluation.services.rescore import BaselineRescoreError, baseline_rescore_get_or_create
 from evaluation.services.runs import (
     RunError,
     RunPlan,
@@ -55,22 +66,29 @@ from evaluation.services.schedules import (
     schedules_due,
 )
 from evaluation.services.sweep import SweepActions, runs_sweep
-from evaluation.services.targets import target_create, target_update
+from evaluation.services.targets import TARGET_FIELDS, target_create, target_update
 from evaluation.services.unjudged import UnjudgedQueued, unjudged_queue
 
 __all__ = [
     "FINALIZE_LEASE",
+    "NOTIFY_ATTEMPTS",
+    "TARGET_FIELDS",
     "BaselineError",
+    "BaselineRescoreError",
     "BudgetsError",
     "ChunkOutcome",
+    "NotificationRetry",
     "RunError",
     "RunPlan",
     "SweepActions",
     "TargetError",
     "UnjudgedQueued",
     "baseline_promote",
+    "baseline_rescore_get_or_create",
     "budgets_set",
     "can_review",
+    "notification_deliver",
+    "notifications_prepare",
     "plan_chunks",
     "rebaseline_branch",
     "rebaseline_write",
@@ -83,6 +101,7 @@ __all__ = [
     "run_finalize_process",
     "run_gate",
     "run_missing_queries",
+    "run_regate_rescored",
     "run_report_build",
     "runs_nightly",
     "runs_sweep",
@@ -93,4 +112,5 @@ __all__ = [
     "target_create",
     "target_update",
     "unjudged_queue",
+    "verdict_message",
 ]

@@ -1,5 +1,6 @@
-"""Baselines: who may approve one, promotion with a rationale, and the rebaseline workflow through the
-golden set's git export (docs/runs.md, "Baselines, budgets, rebaseline")."""
+"""Baselines: who may approve one, promotion with a rationale, the rebaseline workflow through the
+golden set's git export (docs/runs.md, "Baselines, budgets, rebaseline"), and gating a run again against
+its baseline re-scored on the run's golden version ("A new golden version: re-scoring the baseline")."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from assay.drift import Budgets, compare, render_markdown
+from evaluation.enqueue import run_notify_on_commit
 from evaluation.models import Baseline, EvaluationRun
 from evaluation.selectors import baseline_get, budgets_get
+from evaluation.services.finalize import run_gate
+from evaluation.services.rescore import baseline_rescore_get_or_create
 from evaluation.services.runs import RunError
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -209,3 +213,48 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
             "push_error": written.push_error or "",
         },
     )
+
+
+@transaction.atomic
+def run_regate_rescored(*, run: EvaluationRun, by: Any) -> EvaluationRun:
+    """The run page's "Re-score the baseline on version X and gate again": the baseline `run` was gated
+    against, re-scored on the run's golden version (made now, or the one made before), and the run gated
+    against it again. Who did it and when go in the gate (`regated`). Only a reviewer of the set (or an
+    admin), of a finished run whose baseline is on another version. Raises BaselineError (or
+    BaselineRescoreError: the lists cannot be re-scored)."""
+    from assay.rescore import rescored_at
+
+    # of=("self",): the baseline join is nullable, and PostgreSQL locks no row of an outer join.
+    run = (
+        EvaluationRun.objects.select_for_update(of=("self",))
+        .select_related("golden_version__golden_set", "baseline__run__golden_version")
+        .get(pk=run.pk)
+    )
+    golden_set = run.golden_version.golden_set
+    problems = []
+    if not can_review(by, golden_set):
+        problems.append(f"only a reviewer of {golden_set.slug} can re-score its baseline")
+    if run.status != Status.SUCCEEDED or run.report is None:
+        problems.append(f"run {run.pk} is {run.status}: only a finished run with a report is gated")
+    elif run.baseline is None:
+        problems.append(f"run {run.pk} was gated without a baseline: there is no baseline to re-score")
+    elif run.baseline.run.golden_version_id == run.golden_version_id:
+        problems.append(f"the baseline is already on version {run.golden_version.name}: nothing to re-score")
+    if problems:
+        raise BaselineError(problems)
+    assert run.baseline is not None and run.report is not None
+    rescore = baseline_rescore_get_or_create(
+        baseline_run=run.baseline.run, golden_version=run.golden_version, by=by
+    )
+    verdict, gate = run_gate(
+        report=run.report,
+        baseline=run.baseline,
+        budgets=budgets_get(golden_set=golden_set),
+        rebaseline=run.rebaseline,
+        rescore=rescore,
+    )
+    gate["regated"] = {"by": by.get_username(), "at": rescored_at(timezone.now())}
+    run.gate, run.verdict, run.baseline_rescore = gate, verdict, rescore
+    run.save(update_fields=["gate", "verdict", "baseline_rescore"])
+    run_notify_on_commit(run.pk)  # a run first told of here (a new fail or warn) is told once (docs/runs.md)
+    return run

@@ -3,6 +3,7 @@ in force and the verdict, written unless the run was cancelled meanwhile."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -13,11 +14,12 @@ from django.utils import timezone
 from assay.drift import Budgets, compare
 from assay.golden.keys import resolve_keys
 from assay.harness import run_meta
-from assay.report import build_report
-from assay.results import QueryResult
+from assay.report import BOOTSTRAP_SEED, build_report
 from assay.targets import TargetSpec, harness_config
-from evaluation.models import Baseline, EvaluationRun, QueryRunResult
-from evaluation.selectors import baseline_get, budgets_get, golden_of
+from evaluation.enqueue import run_notify_on_commit
+from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult
+from evaluation.selectors import baseline_get, budgets_get, golden_of, noise_measure, run_results
+from evaluation.services.rescore import baseline_rescore_auto
 
 Status = EvaluationRun.Status
 
@@ -26,27 +28,10 @@ Status = EvaluationRun.Status
 FINALIZE_LEASE = timedelta(minutes=10)
 
 
-def _results_of(run: EvaluationRun) -> dict[str, QueryResult]:
-    return {
-        row.query_id: QueryResult(
-            query_id=row.query_id,
-            ids=tuple(row.ids),
-            error=row.error,
-            status=row.http_status,
-            latency_ms=row.latency_ms,
-            attempts=row.attempts,
-            index_generation=row.index_generation or None,
-            model_id=row.model_id or None,
-            titles=tuple(row.titles),
-        )
-        for row in QueryRunResult.objects.filter(run=run).order_by("id")
-    }
-
-
 def run_report_build(*, run: EvaluationRun) -> dict[str, Any]:
     """The run's report artifact from its result rows (docs/metrics.md), with the keys left unresolved."""
     golden = golden_of(run.golden_version)
-    results = _results_of(run)
+    results = run_results(run=run)
     resolved = resolve_keys(golden, run.key_map or {})
     spec = TargetSpec.from_dict(run.target_snapshot)
     config = harness_config(spec, size=golden.k, params=run.params, redact=True)
@@ -62,17 +47,24 @@ def run_report_build(*, run: EvaluationRun) -> dict[str, Any]:
             "triggered_by": run.triggered_by.get_username() if run.triggered_by else None,
         }
     )
-    report = build_report(resolved.golden, results, run=meta)
+    # A seed per run: its intervals and every change against it are reproducible from the run's id.
+    report = build_report(resolved.golden, results, run=meta, bootstrap_seed=BOOTSTRAP_SEED + run.pk)
     # Every report that scores resolved judgments lists the keys that did not resolve (docs/runs.md).
     report["keys"] = resolved.to_dict()
     return report
 
 
 def run_gate(
-    *, report: dict[str, Any], baseline: Baseline | None, budgets: Budgets, rebaseline: bool
+    *,
+    report: dict[str, Any],
+    baseline: Baseline | None,
+    budgets: Budgets,
+    rebaseline: bool,
+    rescore: BaselineRescore | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(verdict, gate JSON) for a report. Without a baseline the means cannot be compared, but errors and
-    critical queries still fail the run (fail closed); otherwise its verdict is "none"."""
+    critical queries still fail the run (fail closed); otherwise its verdict is "none". With `rescore`
+    the baseline run's lists re-scored on the report's golden version stand for its own report."""
     if baseline is None or baseline.run.report is None:
         gate = compare(report, report, budgets)
         data = gate.to_dict()
@@ -84,11 +76,33 @@ def run_gate(
         verdict = "fail" if gate.verdict == "fail" else EvaluationRun.Verdict.NONE
         data["verdict"] = verdict
         return verdict, data
-    gate = compare(report, baseline.run.report, budgets, rebaseline=rebaseline)
+    against = rescore.report if rescore is not None else baseline.run.report
+    gate = compare(
+        report, against, budgets, rebaseline=rebaseline, noise_floor=noise_measure(baseline=baseline).floor
+    )
     data = gate.to_dict()
     data["baseline_run"] = baseline.run_id
     data["baseline_id"] = baseline.pk
+    data["baseline_rescore"] = rescore.pk if rescore is not None else None
     return gate.verdict, data
+
+
+def run_outcome(*, report: dict[str, Any], gate: dict[str, Any]) -> tuple[str, str]:
+    """(status, status line) of a finished run. A run whose every query errored saw nothing of the engine:
+    it is `failed`, saying how its queries failed (the commonest error first). A run over its error budget
+    succeeds (its report is complete) with the budget's finding as its status line."""
+    errors = [row["error"] for row in report["per_query"] if row["error"] is not None]
+    if errors and len(errors) == len(report["per_query"]):
+        common = Counter(errors).most_common(2)
+        shown = "; ".join(f"{text[:200]!r} ({count}x)" for text, count in common)
+        more = len(set(errors)) - len(common)
+        return Status.FAILED, (
+            f"every one of the {len(errors)} queries errored, so nothing was measured: {shown}"
+            + (f" and {more} other error{'s' if more > 1 else ''}" if more > 0 else "")
+            + " (the per-query errors are listed below; check the target's URL, adapter and response format)"
+        )
+    over = [f["message"] for f in gate.get("failures", []) if f.get("kind") == "errors"]
+    return Status.SUCCEEDED, "; ".join(over)
 
 
 def run_finalize_process(*, run_id: int) -> str:
@@ -117,12 +131,16 @@ def run_finalize_process(*, run_id: int) -> str:
     golden_set = run.golden_version.golden_set
     report = run_report_build(run=run)
     baseline = baseline_get(golden_set=golden_set, target=run.target)
+    # A nightly schedule may opt in to gating a new golden version against the baseline re-scored on it.
+    rescore, not_rescored = baseline_rescore_auto(run=run, baseline=baseline)
     verdict, gate = run_gate(
         report=report,
         baseline=baseline,
         budgets=budgets_get(golden_set=golden_set),
         rebaseline=run.rebaseline,
+        rescore=rescore,
     )
+    gate["notes"] += not_rescored
     with transaction.atomic():
         locked = EvaluationRun.objects.select_for_update().get(pk=run_id)
         if locked.status != Status.FINALIZING:
@@ -131,10 +149,22 @@ def run_finalize_process(*, run_id: int) -> str:
         locked.gate = gate
         locked.verdict = verdict
         locked.baseline = baseline
+        locked.baseline_rescore = rescore
         locked.errors = sum(1 for row in report["per_query"] if row["error"] is not None)
-        locked.status = Status.SUCCEEDED
+        locked.status, locked.error_message = run_outcome(report=report, gate=gate)
         locked.finished_at = timezone.now()
         locked.save(
-            update_fields=["report", "gate", "verdict", "baseline", "errors", "status", "finished_at"]
+            update_fields=[
+                "report",
+                "gate",
+                "verdict",
+                "baseline",
+                "baseline_rescore",
+                "errors",
+                "status",
+                "error_message",
+                "finished_at",
+            ]
         )
+        run_notify_on_commit(run_id)  # a fail or warn verdict is told to people (docs/runs.md)
     return "finalized"

@@ -43,9 +43,11 @@ def schedule_set(
     minute: int = 0,
     enabled: bool = True,
     params: Mapping[str, Any] | None = None,
+    rescore_baseline: bool = False,
     by: Any = None,
 ) -> RunSchedule:
-    """Create or change the nightly run of (golden set, target) at hour:minute UTC."""
+    """Create or change the nightly run of (golden set, target) at hour:minute UTC. `rescore_baseline`:
+    on a new golden version, gate against the baseline re-scored on it instead of refusing to compare."""
     problems = schedule_problems(
         golden_set=golden_set, target=target, hour=hour, minute=minute, params=params
     )
@@ -56,6 +58,7 @@ def schedule_set(
     )
     schedule.hour, schedule.minute, schedule.enabled = hour, minute, enabled
     schedule.params = dict(params or {})
+    schedule.rescore_baseline = rescore_baseline
     schedule.save()
     return schedule
 

@@ -7,15 +7,19 @@ from typing import Any
 
 from django.db import transaction
 
+from assay.secrets import secret_env_name_problem
 from assay.targets import SPEC_FIELDS, TargetError, spec_problems
 from evaluation.models import SearchTarget
 from labeling.models import GoldenSet
 
-_TARGET_EXTRA = ("description",)
+# Settings of a target that are not part of how it is called (the run's snapshot, assay.targets).
+TARGET_EXTRA = ("description", "webhook_env")
+# Every setting the target form and the services take.
+TARGET_FIELDS = (*SPEC_FIELDS, *TARGET_EXTRA)
 
 
 def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(values) - set(SPEC_FIELDS) - set(_TARGET_EXTRA))
+    unknown = sorted(set(values) - set(TARGET_FIELDS))
     if unknown:
         raise TargetError([f"{name}: not a target setting" for name in unknown])
     return dict(values)
@@ -23,6 +27,10 @@ def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
     problems = spec_problems(target.spec())
+    target.webhook_env = (target.webhook_env or "").strip()
+    if target.webhook_env and (refused := secret_env_name_problem(target.webhook_env)):
+        # The webhook's URL is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it.
+        problems.append(f"webhook_env: {refused}")
     clash = SearchTarget.objects.filter(name=target.name).exclude(pk=target.pk)
     if target.name and clash.exists():
         problems.insert(0, f"name: a target named {target.name!r} exists")

@@ -119,7 +119,7 @@ class RaterRow:
 class AgreementDashboard:
     golden_set: GoldenSet
     report: AgreementReport
-    thresholds: dict[str, Any]
+    thresholds: dict[str, Any]  # the set's dispute and reading thresholds, as its settings form takes them
     n_ratings: int
     distribution: BarChart  # every grade given, all raters
     raters: list[RaterRow]
@@ -159,6 +159,7 @@ def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
         gold={(q, d): g for q, d, g in gold_rows},
         final=final,
         hard_diff=golden_set.hard_diff,
+        reading_thresholds=golden_set.reading_thresholds,
     )
     labels = _scale_labels(scale)
     totals = dict.fromkeys(labels, 0)
@@ -176,6 +177,7 @@ def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
             "min_dual_docs": golden_set.min_dual_docs,
             "min_exact": golden_set.min_exact,
             "max_mad": golden_set.max_mad,
+            **golden_set.reading_thresholds.to_dict(),
         },
         n_ratings=len(ratings),
         distribution=bar_chart("Grades given, all raters", [(str(g), totals[g]) for g in labels]),

@@ -305,7 +305,7 @@ class SamplingOptions:
     cap: int  # the most active queries the golden set may hold after the import
     reserve_share: float = querylog.DEFAULT_RESERVE_SHARE
     zero_hit_min_share: float = querylog.DEFAULT_ZERO_HIT_MIN_SHARE
-    stratum_shares: Mapping[str, float] | None = None
+    band_shares: Mapping[str, float] | None = None
     seed: int = 0
 
 
@@ -316,7 +316,9 @@ def query_log_import(
     """Sample new queries from a production log into the set (see `assay.labels.querylog` for the rules).
 
     The cap is on the set: the sample fills the set up to `cap` active queries. Queries already in the
-    set (same locale and normalised text) are not sampled again.
+    set (same locale and normalised text, or the same log id) are not sampled again; they get the
+    traffic band this log gives them, and the log's vertical as their stratum if they have none. A stratum
+    is always a vertical: the band has its own field (docs/labeling.md, "Query logs").
     """
     report = ImportReport(kind="query log", source=source)
     if options.cap < 1:
@@ -335,12 +337,19 @@ def query_log_import(
     report.count("blank rows", cleaned.blank)
     report.count("duplicates merged", cleaned.duplicates_merged)
     report.count("distinct queries", len(cleaned.queries))
+    if cleaned.several_verticals:
+        report.notes.append(
+            f"{cleaned.several_verticals} queries were logged under several verticals: each keeps the one"
+            " most of its searches were logged under"
+        )
     in_scope = [q for q in cleaned.queries if not q.locale or golden_set.in_scope(q.locale)]
     report.count("outside the locale scope", len(cleaned.queries) - len(in_scope))
-    known = {(q.locale, querylog.normalize(q.text)) for q in golden_set.queries.all()}
-    known_ids = set(golden_set.queries.values_list("external_id", flat=True))
-    fresh = [q for q in in_scope if (q.locale, q.norm) not in known and q.external_id not in known_ids]
+    # Bands over all the set's traffic in the log, queries already in the set included.
+    bands = querylog.assign_bands(in_scope)
+    known = _known_log_queries(golden_set, in_scope)
+    fresh = [q for q in in_scope if q not in known]
     report.count("already in the golden set", len(in_scope) - len(fresh))
+    _known_queries_refresh(known, bands, report)
     active = golden_set.queries.filter(status=Query.Status.ACTIVE).count()
     room = max(0, options.cap - active)
     if room == 0:
@@ -349,13 +358,14 @@ def query_log_import(
         fresh,
         cap=room,
         reserve_share=options.reserve_share,
-        stratum_shares=options.stratum_shares,
+        band_shares=options.band_shares,
         zero_hit_min_share=options.zero_hit_min_share,
         seed=options.seed,
+        bands=bands,
     )
-    for stratum in querylog.STRATA:
-        report.count(f"sampled from {stratum}", result.taken[stratum])
-        report.notes.append(f"{stratum}: {result.taken[stratum]} sampled of {result.available[stratum]}")
+    for band in querylog.BANDS:
+        report.count(f"sampled from {band}", result.taken[band])
+        report.notes.append(f"{band}: {result.taken[band]} sampled of {result.available[band]}")
     report.count("known failures reserved", result.taken["reserved"])
     report.notes.append(
         f"known failures (zero hits in >= {options.zero_hit_min_share:.0%} of searches): "
@@ -368,7 +378,9 @@ def query_log_import(
                 external_id=s.query.external_id,
                 text=s.query.text,
                 locale=s.query.locale,
-                stratum=s.stratum,
+                stratum=s.query.vertical,
+                traffic_band=s.band,
+                failure_mode=s.failure_mode or "",
                 weight=float(s.query.count),
                 tags=["from-log"] + (["known-failure"] if s.reserved else []),
             )
@@ -377,3 +389,54 @@ def query_log_import(
     )
     report.count("queries created", len(result.selected))
     return report
+
+
+def _known_log_queries(
+    golden_set: GoldenSet, logged: list[querylog.LogQuery]
+) -> dict[querylog.LogQuery, list[Query]]:
+    """The log's queries the set holds already (same locale and normalised text, or the same log id),
+    each with the stored queries it is: a golden file may hold one text twice, with different filters."""
+    by_text: dict[tuple[str, str], list[Query]] = {}
+    by_id: dict[str, Query] = {}
+    for query in golden_set.queries.all():
+        by_text.setdefault((query.locale, querylog.normalize(query.text)), []).append(query)
+        by_id[query.external_id] = query
+    known: dict[querylog.LogQuery, list[Query]] = {}
+    for q in logged:
+        same = by_text.get((q.locale, q.norm), [])
+        if q.external_id in by_id and by_id[q.external_id] not in same:
+            same = [*same, by_id[q.external_id]]
+        if same:
+            known[q] = same
+    return known
+
+
+def _known_queries_refresh(
+    known: Mapping[querylog.LogQuery, list[Query]],
+    bands: Mapping[querylog.LogQuery, str],
+    report: ImportReport,
+) -> None:
+    """Stored queries the log names again: their band follows the log, an empty stratum takes the log's
+    vertical, a stratum already set is kept (a reviewer's vertical is never overwritten by a log)."""
+    changed: list[Query] = []
+    banded = filled = kept = 0
+    for logged, queries in known.items():
+        for query in queries:
+            dirty = False
+            if query.traffic_band != bands[logged]:
+                query.traffic_band = bands[logged]
+                banded += 1
+                dirty = True
+            if logged.vertical and not query.stratum:
+                query.stratum = logged.vertical
+                filled += 1
+                dirty = True
+            elif logged.vertical and query.stratum != logged.vertical:
+                kept += 1
+            if dirty:
+                changed.append(query)
+    Query.objects.bulk_update(changed, ["traffic_band", "stratum"], batch_size=500)
+    report.count("traffic bands updated", banded)
+    report.count("strata filled from the log's vertical", filled)
+    if kept:
+        report.notes.append(f"{kept} queries keep a stratum other than the vertical the log gives them")

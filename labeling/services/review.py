@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -18,6 +19,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from assay.golden.model import Scale
+from assay.labels.agreement import ReadingThresholds
 from assay.labels.disputes import DocGrades, Thresholds, choose_third_rater, query_dispute
 from labeling.models import (
     Adjudication,
@@ -216,15 +218,28 @@ def thresholds_of(golden_set: GoldenSet) -> Thresholds:
 
 
 def golden_set_thresholds_set(*, golden_set: GoldenSet, thresholds: Mapping[str, Any]) -> Thresholds:
-    """Change the set's dispute thresholds (absent keys keep their values). Applies to later checks;
-    decisions already taken stay as they were."""
+    """Change the set's dispute thresholds and reading thresholds (`reliable_min`, `tentative_min`,
+    `min_pairable_units`; absent keys keep their values). Dispute thresholds apply to later checks,
+    decisions already taken stay as they were; the readings follow on every page at once."""
+    reading_keys = {f.name for f in fields(ReadingThresholds)}
+    readings = {name: value for name, value in thresholds.items() if name in reading_keys}
+    disputes = {name: value for name, value in thresholds.items() if name not in reading_keys}
+    stored = {name: getattr(golden_set, name) for name in reading_keys}
+    problems = []
     try:
-        new = Thresholds.from_mapping({**thresholds_of(golden_set).to_dict(), **thresholds})
+        new = Thresholds.from_mapping({**thresholds_of(golden_set).to_dict(), **disputes})
     except (TypeError, ValueError) as exc:
-        raise ReviewError(str(exc)) from None
-    for name, value in new.to_dict().items():
+        problems.append(str(exc))
+    try:
+        reading = ReadingThresholds(**{**stored, **readings})
+    except ValueError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise ReviewError("; ".join(problems))
+    changed = {**new.to_dict(), **reading.to_dict()}
+    for name, value in changed.items():
         setattr(golden_set, name, value)
-    golden_set.save(update_fields=list(new.to_dict()))
+    golden_set.save(update_fields=list(changed))
     return new
 
 

@@ -55,7 +55,11 @@ def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
     except services.ReviewError as exc:
         messages.error(request, f"Thresholds not changed: {exc}")
         return back(target)
-    messages.success(request, "Dispute thresholds saved; they apply to the checks from now on.")
+    messages.success(
+        request,
+        "Thresholds saved: the dispute thresholds apply to the checks from now on, the reading thresholds to"
+        " every reading at once.",
+    )
     return back(target)
 
 

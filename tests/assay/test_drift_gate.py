@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from assay.drift import (
     validate_artifact,
 )
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
+from assay.metric_table import BY_KEY
 from assay.report import build_report
 from assay.results import QueryResult
 
@@ -60,13 +62,33 @@ def make_report(
 BASELINE = make_report()
 
 
-def set_value(report: dict[str, Any], scope: str, metric: str, value: float) -> dict[str, Any]:
-    """A copy of `report` with one aggregate changed (scope: core, shadow, or a stratum name)."""
-    report = copy.deepcopy(report)
+SCOPE_ROWS = 1000  # a rate is a share of booleans: this many queries give it steps of 0.001
+
+
+def _in_scope(row: dict[str, Any], scope: str) -> bool:
     if scope in ("core", "shadow"):
-        report["tiers"][scope][metric]["value"] = value
+        return bool(row["tier"] == scope)
+    return bool(row["tier"] == "core" and row["stratum"] == scope)
+
+
+def set_value(report: dict[str, Any], scope: str, metric: str, value: float) -> dict[str, Any]:
+    """A copy of `report` whose queries in `scope` (core, shadow, or a stratum name) make `metric`'s mean
+    `value`: the gate computes every change from the per-query values. A score is set on every query; a
+    rate is a share of booleans, so the scope becomes SCOPE_ROWS copies of its first query (the same ids on
+    both sides of a pair) of which floor(value * SCOPE_ROWS) are true."""
+    report = copy.deepcopy(report)
+    field = BY_KEY[metric].per_query
+    rows = [row for row in report["per_query"] if _in_scope(row, scope)]
+    if metric in DROPS:
+        for row in rows:
+            row[field] = value
     else:
-        report["slices"]["stratum"][scope][metric]["value"] = value
+        rest = [row for row in report["per_query"] if not _in_scope(row, scope)]
+        hits = math.floor(value * SCOPE_ROWS + 1e-9)
+        copies = [{**rows[0], "id": f"{scope}-{i}", field: i < hits} for i in range(SCOPE_ROWS)]
+        report["per_query"] = copies + rest
+    aggregate = report["tiers"][scope] if scope in ("core", "shadow") else report["slices"]["stratum"][scope]
+    aggregate[metric]["value"] = value
     return report
 
 
@@ -136,7 +158,9 @@ def test_it_gates_a_named_stratum_with_its_own_budgets(metric: str, level: str, 
 
 def test_it_does_not_gate_a_stratum_the_budgets_do_not_name_but_shows_it() -> None:
     current, baseline = pair("docs", "ndcg", 0.9, 0.1)
-    result = compare(current, baseline, load_budgets({"strata": {"billing": {}}}))
+    # The docs queries are core queries too: the core budget is off so that only the strata are in play.
+    off = {"warn": None, "fail": None}
+    result = compare(current, baseline, load_budgets({"ndcg": off, "strata": {"billing": {}}}))
     assert result.verdict == "pass"
     assert result.comparison["strata"]["docs"]["ndcg"]["status"] == "not gated"
     assert result.comparison["strata"]["docs"]["ndcg"]["delta"] == pytest.approx(-0.8)
@@ -181,15 +205,21 @@ def test_it_never_gates_the_shadow_tier_on_ndcg() -> None:
     ],
 )
 def test_it_refuses_to_compare_reports_made_under_different_rules(field: str, value: Any, shown: str) -> None:
-    current = copy.deepcopy(BASELINE)
+    current = set_value(BASELINE, "core", "ndcg", 0.0)  # would trip a budget if compared
     current[field] = value
-    current["tiers"]["core"]["ndcg"]["value"] = 0.0  # would trip a budget if compared
     result = compare(current, BASELINE, load_budgets(None))
     assert result.verdict == "fail"
     assert [(f.kind, f.message) for f in result.failures] == [
         ("refusal", f"{field} differs: {shown}; refusing to compare (rebaseline to accept)")
     ]
-    assert result.comparison == {"core": {}, "strata": {}, "shadow": {}}
+    assert result.comparison == {
+        "core": {},
+        "core_weighted": {},
+        "shadow": {},
+        "strata": {},
+        "traffic_bands": {},
+        "failure_modes": {},
+    }
     assert result.top_losers == []
 
     rebased = compare(current, BASELINE, load_budgets(None), rebaseline=True)
@@ -227,10 +257,12 @@ def test_it_fails_closed_on_errors_over_every_tier() -> None:
     assert result.failures[0].kind == "errors"
     assert (
         result.failures[0].message
-    ) == "error rate 0.2500 over all 4 queries (every tier) is above max_error_rate 0.0; failed: sh"
-    assert (
-        compare(current, baseline, load_budgets({"max_error_rate": 0.25})).verdict == "pass"
-    )  # at the limit
+    ) == "current error rate 0.2500 over all 4 queries (every tier) is above max_error_rate 0.0; failed: sh"
+    at_limit = compare(current, baseline, load_budgets({"max_error_rate": 0.25}))
+    assert at_limit.verdict == "warn"  # within the budget, still named
+    assert [w.message for w in at_limit.warnings] == [
+        "current error rate 0.2500 over all 4 queries (every tier) is within max_error_rate 0.25; failed: sh"
+    ]
     assert compare(current, baseline, load_budgets({"max_error_rate": 0.2})).verdict == "fail"
 
 

@@ -53,15 +53,22 @@ def test_it_writes_the_ci_log_with_failures_warnings_and_top_losers() -> None:
     # Failures: core nDCG and MRR (RR 1 -> 0.2 on q-0471), the same two in billing, errors, critical.
     assert text.splitlines()[0] == "Relevance gate: FAIL — 6 failure(s), 0 warning(s)"
     assert "golden 2026-08-01, k=10, relevant_min_grade=2, metrics_spec 1" in text
-    assert "FAIL  core nDCG@k drop 0.2826 >= fail budget 0.025 (baseline 1.0000 -> current 0.7174)" in text
-    assert "FAIL  core MRR drop 0.4000 >= fail budget 0.03 (baseline 1.0000 -> current 0.6000)" in text
+    # Every change is over the pairs both reports counted: q-0471 and q-0002 (q-0003 errored now).
+    assert (
+        "FAIL  core nDCG@k drop 0.2826 >= fail budget 0.025 (baseline 1.0000 -> current 0.7174 over 2 paired "
+        "queries; 95% interval [-0.5651, +0.0000], p=1.000)" in text
+    )
+    assert "FAIL  core MRR drop 0.4000 >= fail budget 0.03 (baseline 1.0000 -> current 0.6000 over 2" in text
     assert "FAIL  stratum billing nDCG@k drop 0.2826 >= fail budget 0.02" in text
     assert "FAIL  stratum billing MRR drop 0.4000 >= fail budget 0.03" in text
     assert (
         "FAIL  critical query q-0471: best document (doc-8821, grade 3) at rank 6, must be within the top 3"
         in text
     )
-    assert "error rate 0.2500 over all 4 queries (every tier)" in text
+    assert "FAIL  current error rate 0.2500 over all 4 queries (every tier)" in text
+    assert "Left out of every core change: 1 errored in the current run (q-0003)" in text
+    assert "nDCG@k           1.0000 -> 0.7174 (-0.2826) [-0.5651, +0.0000] p=1.000 n=2 fail" in text
+    assert "| weighted 1.0000 -> 0.7174 (-0.2826) [-0.5651, +0.0000] p=1.000 n=2 not gated" in text
     assert "1. q-0471 'refund policy | annual plan' (billing, core): nDCG 1.0000 -> 0.4349 (-0.5651)" in text
     assert "doc-8821 (grade 3): rank 1 -> 6" in text
     assert "nDCG change -0.2826, 95% paired bootstrap interval" in text  # over q-0471 and q-0002
@@ -71,11 +78,18 @@ def test_it_writes_a_pr_comment_with_the_verdict_the_metric_table_strata_and_los
     markdown = render_markdown(failing_result())
     lines = markdown.splitlines()
     assert lines[0] == "### Relevance gate: **FAIL**"
-    assert "| nDCG@k | 1.0000 | 0.7174 | -0.2826 | 0.01 / 0.025 | **fail** |" in lines
-    assert "| MRR | 1.0000 | 0.6000 | -0.4000 | 0.01 / 0.03 | **fail** |" in lines
-    assert "| P@k | 0.2000 | 0.2000 | +0.0000 | 0.02 / 0.04 | ok |" in lines
-    assert "| error rate | 0.0000 | 0.3333 | +0.3333 |  |  |" in lines
-    assert "| <3 results rate | 0.0000 | 0.0000 | +0.0000 |  |  |" in lines
+    assert (
+        "| nDCG@k | 2 | 1.0000 | 0.7174 | -0.2826 | [-0.5651, +0.0000] | 1.000 | 0.01 / 0.025 | **fail** |"
+        in lines
+    )
+    assert (
+        "| MRR | 2 | 1.0000 | 0.6000 | -0.4000 | [-0.8000, +0.0000] | 1.000 | 0.01 / 0.03 | **fail** |"
+        in lines
+    )
+    assert "| P@k | 2 | 0.2000 | 0.2000 | +0.0000 | [+0.0000, +0.0000] | 1.000 | 0.02 / 0.04 | ok |" in lines
+    # The error rate is over every common query, errored ones included: 0 of 3 -> 1 of 3.
+    assert "| error rate | 3 | 0.0000 | 0.3333 | +0.3333 | [+0.0000, +1.0000] | 1.000 |  |  |" in lines
+    assert "| nDCG@k (weighted) | 2 | 1.0000 | 0.7174 | -0.2826 | [-0.5651, +0.0000] | 1.000 |  |  |" in lines
     strata = next(line for line in lines if line.startswith("| billing |"))
     assert "| billing | 0.7174 (-0.2826) **fail** | 0.6000 (-0.4000) **fail** | 0.2000 (+0.0000) |" in strata
     assert any(line.startswith("| developer |") for line in lines)
@@ -105,7 +119,8 @@ def test_it_emits_one_github_annotation_per_failure_and_warning_escaped() -> Non
     lines = github_annotations(result) + github_annotations(warned)
     assert lines[0] == (
         "::error title=Relevance gate — core nDCG@k::core nDCG@k drop 0.2826 >= fail budget 0.025 "
-        "(baseline 1.0000 -> current 0.7174)"
+        "(baseline 1.0000 -> current 0.7174 over 2 paired queries; 95%25 interval [-0.5651, +0.0000], "
+        "p=1.000)"
     )
     errors = next(line for line in lines if "error rate" in line and line.startswith("::error"))
     assert errors.endswith("is above max_error_rate 0.0; failed: q-0003")

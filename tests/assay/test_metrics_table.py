@@ -63,7 +63,7 @@ def test_every_metric_is_one_row_with_a_unique_key() -> None:
         "judged_at_k",
     )
     # A gated metric has a per-query field, so its change gets a paired interval on the report page.
-    assert all(BY_KEY[key].interval_field for key in GATED_METRICS)
+    assert all(BY_KEY[key].per_query for key in GATED_METRICS)
 
 
 def test_the_direction_says_which_change_is_worse() -> None:

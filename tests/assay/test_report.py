@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
-from assay.report import bootstrap_interval, build_report, paired_bootstrap
+from assay.report import bootstrap_interval, build_report
 from assay.results import QueryResult
 
 LOG2_3 = math.log2(3)
@@ -291,14 +291,6 @@ def test_it_draws_large_samples_in_batches_reproducibly() -> None:
     assert first == second
     assert first["low"] < values.mean() < first["high"]
     assert first["high"] - first["low"] < 0.01  # se of the mean is ~0.0013 here
-
-
-def test_it_gives_the_paired_interval_of_the_mean_delta() -> None:
-    deltas = [-0.1, -0.2, 0.0, -0.05, -0.15]
-    result = paired_bootstrap(deltas, seed=7)
-    assert result["mean"] == pytest.approx(-0.1)
-    assert -0.2 <= result["low"] < result["mean"] < result["high"] <= 0.0
-    assert result["seed"] == 7
 
 
 def test_it_lists_near_duplicate_titles_in_the_top_k_for_review() -> None:

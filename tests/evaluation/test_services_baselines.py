@@ -76,8 +76,8 @@ def test_bad_budgets_name_every_problem_and_change_nothing(golden_set: GoldenSet
 
     assert error.value.problems == [
         "ndgc: unknown key (did you mean 'ndcg'?); expected one of ndcg, mrr, precision_at_k, empty_rate, "
-        "lt3_rate, ndcg_max_drop, mrr_max_drop, precision_max_drop, empty_rate_max_rise, max_error_rate, "
-        "critical_rank, shadow, strata",
+        "lt3_rate, ndcg_max_drop, mrr_max_drop, precision_max_drop, empty_rate_max_rise, weighted, "
+        "max_error_rate, critical_rank, shadow, strata, traffic_bands, failure_modes",
         "mrr.fail: -1 is not a positive finite number (use null to turn it off)",
     ]
     assert budgets_get(golden_set=golden_set).core["ndcg"].fail == 0.05

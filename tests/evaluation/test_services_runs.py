@@ -76,6 +76,23 @@ def test_it_records_errors_not_empties_and_fails_closed(finished: RunFactory, st
     assert run.verdict == EvaluationRun.Verdict.FAIL
     assert run.gate is not None
     assert [f["kind"] for f in run.gate["failures"]] == ["errors"]
+    # The status line says the run is over its error budget.
+    assert run.error_message.startswith("current error rate 0.3333 over all 6 queries (every tier) is above")
+
+
+def test_a_run_whose_every_query_errored_failed_and_says_why(finished: RunFactory, stub: StubServer) -> None:
+    # Every query answered 200 with a body that is not JSON: nothing of the engine was measured.
+    stub.default = Reply(status=200, text="<html>maintenance</html>", content_type="text/html")
+
+    run = finished()
+
+    assert run.status == Status.FAILED
+    assert run.errors == 6
+    assert run.error_message.startswith("every one of the 6 queries errored, so nothing was measured: ")
+    assert "not JSON" in run.error_message and "(6x)" in run.error_message
+    assert run.report is not None and run.report["error_rate"] == 1.0  # the per-query errors stay readable
+    assert run.verdict == EvaluationRun.Verdict.FAIL
+    assert run.notifications.filter(channel="email").count() == 1  # a failing run is told
 
 
 def test_it_gates_against_the_promoted_baseline(finished: RunFactory, stub: StubServer, rita: User) -> None:

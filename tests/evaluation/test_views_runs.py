@@ -209,7 +209,9 @@ def test_the_report_shows_the_verdict_and_exactly_what_tripped_it(scene: Scene, 
     assert f"run #{scene.baseline.pk}" in verdict
     failures = re.findall(r'<li data-scope="([^"]*)" data-metric="([^"]*)">', page.content.decode())
     assert ("all", "error_rate") in failures and ("core", "ndcg") in failures
-    assert "errors · all: error rate 0.1667 over all 6 queries" in verdict and "failed: q-5" in verdict
+    assert (
+        "errors · all: current error rate 0.1667 over all 6 queries" in verdict and "failed: q-5" in verdict
+    )
 
 
 def test_the_report_puts_each_core_metric_against_the_baseline_with_its_interval(
@@ -222,20 +224,33 @@ def test_the_report_puts_each_core_metric_against_the_baseline_with_its_interval
             r'<tr data-metric="(\w+)"[^>]*>(.*?)</tr>', page.content.decode(), flags=re.S
         )
     }
-    assert scene.current.report is not None and scene.baseline.report is not None
-    current, base = scene.current.report["tiers"]["core"], scene.baseline.report["tiers"]["core"]
+    assert scene.current.report is not None and scene.current.gate is not None
+    own = scene.current.report["tiers"]["core"]
+    # This run's own mean and traffic-weighted mean, then the gate's change over the pairs both runs
+    # counted: n, baseline -> current over those pairs, the change, its interval, the p-value.
+    paired = scene.current.gate["comparison"]["core"]["ndcg"]
     ndcg = rows["ndcg"]
-    assert ndcg[1:4] == [
-        f"{current['ndcg']['value']:.4f}",
-        f"{base['ndcg']['value']:.4f}",
-        f"{current['ndcg']['value'] - base['ndcg']['value']:+.4f}",
+    assert ndcg[1:8] == [
+        f"{own['ndcg']['value']:.4f}",
+        f"{own['weighted']['ndcg']['value']:.4f}",
+        str(paired["n"]),
+        f"{paired['baseline']:.4f}",
+        "→",
+        f"{paired['current']:.4f}",
+        f"{paired['delta']:+.4f}",
     ]
-    assert re.fullmatch(r"\[-\d\.\d{4},", ndcg[4]) and ndcg[-1] == "fail"
-    # Not gated rows say so, and nothing on the page reads NaN.
-    assert (
-        " ".join(rows["judged_at_k"])
-        == "judged@k 0.4667 0.6667 -0.2000 — not gated: no interval not gated not gated"
-    )
+    assert paired["current"] - paired["baseline"] == pytest.approx(paired["delta"])
+    assert re.fullmatch(r"\[-\d\.\d{4},", ndcg[8]) and ndcg[-1] == "fail"
+    assert ndcg[10] == f"{paired['p_value']:.3f}"
+    # A metric without a weighted twin says so, and nothing on the page reads NaN.
+    judged = scene.current.gate["comparison"]["core"]["judged_at_k"]
+    assert rows["judged_at_k"][:4] == [
+        "judged@k",
+        f"{own['judged_at_k']['value']:.4f}",
+        "—",
+        str(judged["n"]),
+    ]
+    assert rows["judged_at_k"][-4:] == ["not", "gated", "not", "gated"]  # no budget, no status
     assert "nan" not in page_text(page).lower().split()
 
 

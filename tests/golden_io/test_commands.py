@@ -45,7 +45,9 @@ def built(golden_set: GoldenSet, consolidated: ConsolidatedStub) -> Built:
     return build_set(golden_set, SPEC)
 
 
-def test_golden_freeze_names_by_date_and_reports_counts(built: Built, rita: User) -> None:
+def test_golden_freeze_names_by_date_and_reports_counts(
+    built: Built, rita: User, consolidated: ConsolidatedStub
+) -> None:
     out = run("golden_freeze", "help-center", "--date", "2026-08-01", "--by", "rita", "--notes", "cut")
 
     version = GoldenVersion.objects.get()
@@ -54,8 +56,19 @@ def test_golden_freeze_names_by_date_and_reports_counts(built: Built, rita: User
         "froze help-center@2026-08-01: 2 queries (core 1, shadow 1, challenge 0), 3 judgments, sha256 "
         + version.sha256
     )
+    consolidated.grade(built.queries["q-1"], built.docs["d-2"], 1)  # something to freeze again
     again = run("golden_freeze", "help-center", "--date", "2026-08-01")
     assert "froze help-center@2026-08-01.2" in again and "parent 2026-08-01" in again
+
+
+def test_golden_freeze_refuses_a_freeze_identical_to_the_last_and_exits_non_zero(built: Built) -> None:
+    run("golden_freeze", "help-center", "--date", "2026-08-01")
+
+    with pytest.raises(
+        CommandError, match=r"freeze refused:\n  nothing changed since version 2026-08-01: not"
+    ):
+        run("golden_freeze", "help-center", "--date", "2026-08-01", "--notes", "only the notes differ")
+    assert list(GoldenVersion.objects.values_list("name", flat=True)) == ["2026-08-01"]
 
 
 def test_golden_freeze_lists_what_blocks_it(built: Built, consolidated: ConsolidatedStub) -> None:
@@ -127,6 +140,8 @@ def test_golden_export_exports_then_is_a_no_op_and_reports_a_conflict(
 ) -> None:
     repo = tmp_path / "golden"
     services.golden_version_freeze(golden_set=built.golden_set, by=rita, name="v1")
+    built.queries["q-1"].tags = ["refunds"]
+    built.queries["q-1"].save()  # a changed query: v2 differs from v1
     services.golden_version_freeze(golden_set=built.golden_set, by=rita, name="v2")
     services.git_export_configure(
         golden_set=built.golden_set, repository_path=str(repo), file_path="help.json"

@@ -8,10 +8,12 @@ import hashlib
 import pytest
 from django.contrib.auth.models import User
 
+from assay.golden.diff import JudgmentChange
 from assay.golden.format import dump_json, parse_json
 from assay.golden.model import Judgment
 from golden_io import selectors, services
 from golden_io.models import GoldenVersion
+from labeling import services as labeling_services
 from labeling.models import FrozenLabel, GoldenSet, Query
 from tests import factories
 from tests.support.golden_sets import (
@@ -19,6 +21,7 @@ from tests.support.golden_sets import (
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
+from tests.support.import_files import golden_file, golden_query, jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -94,12 +97,17 @@ def test_it_freezes_consolidated_labels_with_tiers_rubric_and_cutoff(
 def test_it_names_versions_by_date_then_a_suffix_and_chains_parents(
     golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
 ) -> None:
-    build_set(golden_set, SPEC)
+    built = build_set(golden_set, SPEC)
+
+    def regraded(grade: int) -> GoldenSet:
+        """One changed label, so that the next freeze has something to freeze."""
+        consolidated.grade(built.queries["q-1"], built.docs["d-2"], grade)
+        return golden_set
 
     first = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
-    second = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
-    third = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
-    next_day = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY + dt.timedelta(days=1))
+    second = services.golden_version_freeze(golden_set=regraded(1), by=rita, on=DAY)
+    third = services.golden_version_freeze(golden_set=regraded(2), by=rita, on=DAY)
+    next_day = services.golden_version_freeze(golden_set=regraded(3), by=rita, on=DAY + dt.timedelta(days=1))
 
     assert [v.name for v in (first, second, third, next_day)] == [
         "2026-08-01",
@@ -109,6 +117,75 @@ def test_it_names_versions_by_date_then_a_suffix_and_chains_parents(
     ]
     assert (second.parent, third.parent, next_day.parent) == (first, second, third)
     assert parse_json(third.content_bytes).version == "2026-08-01.3"
+
+
+def _frozen_labels(golden_set: GoldenSet) -> list[tuple[str, str, int, str]]:
+    return sorted(
+        FrozenLabel.objects.filter(query__golden_set=golden_set).values_list(
+            "query__external_id", "document__doc_id", "grade", "version"
+        )
+    )
+
+
+def test_a_second_identical_freeze_is_refused_naming_its_parent_and_creates_nothing(
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+) -> None:
+    build_set(golden_set, SPEC)
+    first = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY, notes="first cut")
+    labels = _frozen_labels(golden_set)
+
+    # Another day, another name, other notes and another user: metadata, not content.
+    for kwargs in ({"on": DAY}, {"name": "v2", "notes": "again"}, {"on": DAY + dt.timedelta(days=3)}):
+        with pytest.raises(services.FreezeUnchanged) as refused:
+            services.golden_version_freeze(golden_set=golden_set, by=None, **kwargs)
+        assert refused.value.problems == ["nothing changed since version 2026-08-01: not frozen"]
+        assert refused.value.parent == first
+    assert list(GoldenVersion.objects.all()) == [first]
+    assert _frozen_labels(golden_set) == labels
+    golden_set.refresh_from_db()
+    assert golden_set.frozen_version == "2026-08-01"
+
+
+def test_a_freeze_after_one_changed_label_succeeds(
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+) -> None:
+    built = build_set(golden_set, SPEC)
+    first = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+
+    consolidated.grade(built.queries["q-2"], built.docs["d-3"], 1, "adjudicated")  # 2 -> 1
+    second = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+
+    assert (second.name, second.parent) == ("2026-08-01.2", first)
+    change = selectors.version_diff(old=first, new=second)
+    assert change.judgments_regraded == (JudgmentChange("q-2", "d-3", 2, 1),)
+    assert change.counts["judgments_regraded"] == 1 and not change.judgments_added
+    # And then the same again is refused, naming the new parent.
+    with pytest.raises(
+        services.FreezeUnchanged, match=r"nothing changed since version 2026-08-01\.2: not frozen"
+    ):
+        services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+
+
+def test_a_changed_query_or_setting_is_a_change_too(
+    golden_set: GoldenSet, rita: User, consolidated: ConsolidatedStub
+) -> None:
+    built = build_set(golden_set, SPEC)
+    services.golden_version_freeze(golden_set=golden_set, by=rita, name="v1")
+    query = built.queries["q-1"]
+    query.text = "refund policy for annual plans"
+    query.save()
+    assert (
+        services.golden_version_freeze(golden_set=golden_set, by=rita, name="v2").golden().query("q-1").text
+        == "refund policy for annual plans"
+    )
+    golden_set.k = 20
+    golden_set.save()
+    assert services.golden_version_freeze(golden_set=golden_set, by=rita, name="v3").golden().k == 20
+    labeling_services.query_move_tier(query=query, tier=Query.Tier.SHADOW, by=rita, reason="flaky")
+    assert (
+        services.golden_version_freeze(golden_set=golden_set, by=rita, name="v4").golden().query("q-1").tier
+        == "shadow"
+    )
 
 
 def test_it_writes_the_same_bytes_for_the_same_labels_whatever_the_insertion_order(
@@ -238,18 +315,19 @@ def test_it_records_the_judged_hash_and_carries_it_over_for_carried_over_labels(
 
     doc.body = "Rewritten: refunds now take 30 days."
     doc.save()  # a re-ingest with new content
-    v2 = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
-
-    # Nobody judged it again: v2 still records the content that was judged, so it stays stale.
-    assert v2.documents["d-1"]["content_hash"] == judged_hash
-    assert [s.doc_id for s in selectors.stale_documents(version=v2)] == ["d-1"]
-    [stale] = selectors.stale_documents(version=v2)
+    # Nobody judged it again: the next freeze would record the content that was judged, as v1 does, so
+    # it would hold v1's content and is refused; v1 stays stale.
+    with pytest.raises(services.FreezeUnchanged, match="nothing changed since version 2026-08-01"):
+        services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+    assert selectors.working_golden_get(golden_set=golden_set).documents["d-1"]["content_hash"] == judged_hash
+    assert [s.doc_id for s in selectors.stale_documents(version=v1)] == ["d-1"]
+    [stale] = selectors.stale_documents(version=v1)
     assert (stale.live_hash, stale.queries) == (doc.content_hash, ("q-1",))
 
     consolidated.grade(built.queries["q-1"], doc, 2, "single")  # judged again on the new content
-    v3 = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
-    assert v3.documents["d-1"]["content_hash"] == doc.content_hash
-    assert selectors.stale_documents(version=v3) == []
+    v2 = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+    assert v2.documents["d-1"]["content_hash"] == doc.content_hash
+    assert selectors.stale_documents(version=v2) == []
 
 
 def test_it_queues_stale_documents_for_rejudging_with_a_fresh_rater(
@@ -275,3 +353,41 @@ def test_it_queues_stale_documents_for_rejudging_with_a_fresh_rater(
     again = services.stale_requeue(version=version)  # both raters have now held q-1: said, not skipped
     assert again.queued == ["q-2: d-2 -> bob"]
     assert "query q-1: every rater of the set has graded it before; add a rater" in again.notes
+
+
+def test_a_log_sourced_sets_version_has_verticals_for_strata_and_the_bands_apart(
+    golden_set: GoldenSet, rita: User
+) -> None:
+    """A golden file's query, then a query log that names it again and brings new ones; the freeze runs
+    the real consolidation."""
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d-1")
+    file = golden_file(golden_query("q-1", ("d-1", 3), text="refund policy", locale=None, stratum="billing"))
+    assert services.golden_import(golden_set=golden_set, data=file, source="golden.json").ok
+    log = jsonl(
+        *(
+            {"query": query, "count": count, "zero_hits": zero, "vertical": vertical}
+            for query, count, zero, vertical in [
+                ("refund policy", 500, 0, "account"),  # the set's q-1 keeps its vertical, billing
+                ("api keys", 300, 0, "developer"),
+                ("reset password", 150, 0, ""),
+                ("no such page", 50, 50, "blog"),
+            ]
+        )
+    )
+    options = labeling_services.SamplingOptions(cap=10, reserve_share=0.25)
+    report = labeling_services.query_log_import(
+        golden_set=golden_set, data=log, source="log.jsonl", options=options
+    )
+    assert report.ok, report.problems
+
+    version = services.golden_version_freeze(golden_set=golden_set, by=rita, on=DAY)
+
+    golden = version.golden()
+    assert {q.text: (q.stratum, q.traffic_band, q.failure_mode) for q in golden.queries} == {
+        "refund policy": ("billing", "head", None),
+        "api keys": ("developer", "torso", None),
+        "reset password": (None, "tail", None),
+        "no such page": ("blog", "tail", "zero-results"),
+    }
+    assert not {q.stratum for q in golden.queries} & {"head", "torso", "tail"}
+    assert b'"traffic_band": "head"' in version.content_bytes

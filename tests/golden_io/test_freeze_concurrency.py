@@ -1,7 +1,8 @@
 """Two freezes at once, each in its own thread, connection and transaction (needs real row locks).
 
-They yield two distinct versions (the second names itself after the first and takes it as its parent) or,
-asked for the same explicit name, one version and one refusal; never a mix of both freezes' content.
+They yield two distinct versions (the second names itself after the first and takes it as its parent),
+or, asked for the same explicit name or with nothing changed in between, one version and one refusal;
+never a mix of both freezes' content.
 """
 
 from __future__ import annotations
@@ -70,10 +71,25 @@ def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
 
 
 def test_two_freezes_at_once_make_two_distinct_chained_versions(
-    golden_set: GoldenSet, rita: User, bob: User, consolidated: ConsolidatedStub, slow: None
+    golden_set: GoldenSet,
+    rita: User,
+    bob: User,
+    consolidated: ConsolidatedStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    build_set(golden_set, SPEC)
+    built = build_set(golden_set, SPEC)
     users = [rita, bob]
+    reads = []
+
+    def regraded_in_between(*, golden_set: GoldenSet) -> Any:
+        """As `slow`, and a label changes after the first read, so the second freeze has a change."""
+        reads.append(golden_set.pk)
+        if len(reads) == 2:
+            consolidated.grade(built.queries["q-1"], built.docs["d-2"], 1)
+        time.sleep(0.3)
+        return consolidated(golden_set=golden_set)
+
+    monkeypatch.setattr(labeling_selectors, "labels_consolidated", regraded_in_between)
 
     results = _at_once(
         2, lambda i: services.golden_version_freeze(golden_set=golden_set, by=users[i], on=DAY)
@@ -88,13 +104,34 @@ def test_two_freezes_at_once_make_two_distinct_chained_versions(
     first, second = versions
     assert first.parent is None and second.parent == first
     assert first.golden().version == "2026-08-01" and second.golden().version == "2026-08-01.2"
-    assert first.golden().queries == second.golden().queries
+    # Each is one read of the labels, whole: the second holds the regrade, the first does not.
+    assert [j.grade for j in first.golden().query("q-1").judgments] == [3, 0]
+    assert [j.grade for j in second.golden().query("q-1").judgments] == [3, 1]
     # The frozen labels are one version's, whole: never some rows from each.
     assert set(
         FrozenLabel.objects.filter(query__golden_set=golden_set).values_list("version", flat=True)
     ) == {"2026-08-01.2"}
     golden_set.refresh_from_db()
     assert golden_set.frozen_version == "2026-08-01.2"
+
+
+def test_two_identical_freezes_at_once_make_one_version_and_one_refusal_naming_it(
+    golden_set: GoldenSet, rita: User, bob: User, consolidated: ConsolidatedStub, slow: None
+) -> None:
+    build_set(golden_set, SPEC)
+    users = [rita, bob]
+
+    results = _at_once(
+        2, lambda i: services.golden_version_freeze(golden_set=golden_set, by=users[i], on=DAY)
+    )
+
+    # The second waited for the first and compared with it: nothing changed in between.
+    expected = (
+        "nothing was frozen; try again"
+        if connection.vendor == "sqlite"
+        else "nothing changed since version 2026-08-01: not frozen"
+    )
+    _assert_one_version_and_one_refusal(golden_set, results, expected)
 
 
 def test_two_freezes_with_the_same_name_make_one_version_and_one_refusal(

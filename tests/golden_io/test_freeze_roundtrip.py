@@ -86,6 +86,35 @@ def test_a_file_with_its_own_scale_cutoff_and_k_round_trips(rita: User) -> None:
     assert (version.k, version.relevant_min_grade, version.scale_max) == (20, 3, 4)
 
 
+def test_a_file_with_traffic_bands_and_failure_modes_round_trips(rita: User) -> None:
+    golden_set = factories.GoldenSetFactory.create(slug="banded", locales=[])
+    for doc_id in ("doc-1", "doc-2"):
+        factories.DocumentFactory.create(golden_set=golden_set, doc_id=doc_id, key=None, url=f"/{doc_id}")
+    golden = GoldenFile(
+        version="2026-09-01",
+        rubric=str(golden_set.rubric),
+        queries=(
+            GoldenQuery("q-1", "refund", (Judgment("doc-1", 3),), stratum="billing", traffic_band="head"),
+            GoldenQuery(
+                "q-2",
+                "rfund",
+                (Judgment("doc-1", 2), Judgment("doc-2", 0)),
+                stratum="billing",
+                traffic_band="tail",
+                failure_mode="typo",
+            ),
+            GoldenQuery("q-3", "api keys", (Judgment("doc-2", 1),), failure_mode="synonym"),
+        ),
+    )
+    original = dump_json(golden)
+    _imported(golden_set, original)
+
+    version = services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-09-01")
+
+    assert version.content_bytes == original
+    assert version.golden() == golden
+
+
 def test_a_freeze_takes_real_grades_agreement_and_adjudication(
     golden_set: GoldenSet, alice: User, bob: User, rita: User
 ) -> None:

@@ -77,6 +77,33 @@ def test_a_new_golden_file_replaces_the_frozen_labels(gset: GoldenSet, docs: Non
     assert Query.objects.get(external_id="q-1").text == "new text"
 
 
+def test_it_imports_a_querys_traffic_band_and_failure_mode_apart_from_its_stratum(
+    gset: GoldenSet, docs: None
+) -> None:
+    banded = golden_query("q-1", ("d1", 3), stratum="billing", traffic_band="tail", failure_mode="typo")
+    report = golden_import(
+        golden_set=gset, data=golden_file(banded, golden_query("q-2", ("d2", 1))), source="v1"
+    )
+    assert report.ok, report.problems
+    assert sorted(Query.objects.values_list("external_id", "stratum", "traffic_band", "failure_mode")) == [
+        ("q-1", "billing", "tail", "typo"),
+        ("q-2", "", "", ""),
+    ]
+
+    # The file is authoritative: a band or failure mode it no longer gives is gone.
+    report = golden_import(golden_set=gset, data=golden_file(golden_query("q-1", ("d1", 3))), source="v2")
+    assert report.counts["queries updated"] == 1
+    assert Query.objects.filter(external_id="q-1", traffic_band="", failure_mode="").exists()
+
+    bad = golden_import(
+        golden_set=gset, data=golden_file(golden_query("q-1", ("d1", 3), traffic_band="torsos")), source="v3"
+    )
+    assert [str(p) for p in bad.problems] == [
+        'queries[0].traffic_band: "torsos" is not a traffic band: use one of head, torso, tail, or leave it'
+        ' out (query "q-1")'
+    ]
+
+
 def test_a_judgment_key_is_kept_on_a_document_without_one(gset: GoldenSet) -> None:
     labeling_services.documents_import(
         golden_set=gset, data=jsonl(doc("d1", key=None), doc("d2")), source="c"

@@ -84,13 +84,20 @@ def _written() -> tuple[int, int, int, int]:
 
 
 def test_raters_outsiders_and_reviewers_of_another_set_get_404_and_write_nothing(
-    v1: GoldenVersion, built: Built, client: Client, alice: User, charlie: User, tmp_path: Path
+    v1: GoldenVersion,
+    built: Built,
+    client: Client,
+    alice: User,
+    charlie: User,
+    tmp_path: Path,
+    consolidated: ConsolidatedStub,
 ) -> None:
     other_reviewer = factories.UserFactory.create(username="otto", groups=["reviewers"])
     factories.GoldenSetFactory.create(slug="other-set", reviewers=[other_reviewer])
     stale = built.docs["d-1"]
     stale.title = "changed since the freeze"  # so a requeue let in would queue an assignment
     stale.save()
+    consolidated.grade(built.queries["q-1"], built.docs["d-2"], 2)  # so a freeze let in would cut one
     before = _written()
     for user in (alice, charlie, other_reviewer):  # alice rates this very set
         _as(client, user)
@@ -110,12 +117,18 @@ def test_raters_outsiders_and_reviewers_of_another_set_get_404_and_write_nothing
 
 
 def test_the_sets_reviewer_and_admins_see_every_page_and_may_post(
-    v1: GoldenVersion, built: Built, client: Client, rita: User, tmp_path: Path
+    v1: GoldenVersion,
+    built: Built,
+    client: Client,
+    rita: User,
+    tmp_path: Path,
+    consolidated: ConsolidatedStub,
 ) -> None:
     admin = User.objects.create_superuser("root", "root@example.org", "pw-long-enough-123")
     stale = built.docs["d-1"]
     stale.title = "changed since the freeze"
     stale.save()
+    consolidated.grade(built.queries["q-1"], built.docs["d-2"], 2)  # something for the posted freeze
     for user in (rita, admin):
         _as(client, user)
         for url in _urls(v1):
@@ -246,6 +259,20 @@ def test_a_blocked_freeze_lists_the_unresolved_documents_and_writes_nothing(
     response = client.post(url, {"name": "v1", "quarantine_unresolved": "on"})
     assert response.status_code == 302
     assert GoldenVersion.objects.get().golden().query("q-1").tier == "shadow"
+
+
+def test_a_freeze_identical_to_the_last_version_is_refused_on_the_form(
+    v1: GoldenVersion, rita: User, client: Client
+) -> None:
+    response = _as(client, rita).post(reverse("golden_io:freeze", args=["help-center"]), {"name": "again"})
+
+    page = response.content.decode()
+    assert response.status_code == 422
+    assert (
+        '<ul class="error" id="problems"><li>nothing changed since version 2026-08-01: not frozen</li>'
+        in page
+    )
+    assert list(GoldenVersion.objects.all()) == [v1]
 
 
 def test_a_bad_name_is_shown_on_the_form(built: Built, rita: User, client: Client) -> None:

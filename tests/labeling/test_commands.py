@@ -97,14 +97,18 @@ def test_the_query_log_command_samples_the_demo_log_with_a_cap(tmp_path: Path) -
     queries = Query.objects.filter(golden_set=gs)
     assert queries.count() == 120
     assert not queries.filter(text__regex=r"@|\d{6,}").exists()
-    with pytest.raises(CommandError, match="stratum-shares"):
-        _call(
-            "import_query_log",
-            "hc",
-            str(REPO / "demo" / "query_log.csv"),
-            "--cap=5",
-            '--stratum-shares={"x": 1}',
-        )
+    # The log has no vertical column: the band goes to its own field, never to the stratum.
+    assert set(queries.values_list("stratum", flat=True)) == {""}
+    assert set(queries.values_list("traffic_band", flat=True)) == {"head", "torso", "tail"}
+    for option in ("--band-shares", "--stratum-shares"):  # the option's former name still works
+        with pytest.raises(CommandError, match="--band-shares: non-negative numbers for head, torso, tail"):
+            _call(
+                "import_query_log",
+                "hc",
+                str(REPO / "demo" / "query_log.csv"),
+                "--cap=5",
+                f'{option}={{"x": 1}}',
+            )
 
 
 def test_build_pools_calls_a_live_search_url_through_the_harness(search_url: str) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from assay.labels import querylog
+from assay.problems import ImportReport
 from labeling import services
 from labeling.models import Document, FrozenLabel, GoldenSet, Judgment, Query, Rubric
 from tests import factories
@@ -166,11 +168,87 @@ def test_it_samples_a_query_log_into_the_set_up_to_the_cap(gset: GoldenSet) -> N
     created = Query.objects.filter(tags__contains=["from-log"])
     assert created.count() == 60
     assert created.filter(tags__contains=["known-failure"]).count() == 12
-    assert set(created.values_list("stratum", flat=True)) <= {"head", "torso", "tail"}
+    # The log has no vertical column: no stratum; the band has its own field.
+    assert set(created.values_list("stratum", flat=True)) == {""}
+    assert set(created.values_list("traffic_band", flat=True)) == {"head", "torso", "tail"}
+    reserved = created.filter(tags__contains=["known-failure"])
+    assert set(reserved.values_list("failure_mode", flat=True)) == {"zero-results"}
+    assert set(created.exclude(pk__in=reserved).values_list("failure_mode", flat=True)) == {""}
     assert not created.filter(text__contains="@").exists()
     assert not created.filter(locale="fr-FR").exists()
     again = services.query_log_import(golden_set=gset, data=_log_csv(rows), source="log.csv", options=options)
     assert again.counts["queries created"] == 0  # the set is full
+
+
+def _vertical_log(rows: list[tuple[str, int, int, str]]) -> bytes:
+    """A JSONL log whose rows carry their product vertical ("" for none)."""
+    return jsonl(*({"query": q, "count": c, "zero_hits": z, "vertical": v} for q, c, z, v in rows))
+
+
+def test_a_log_with_a_vertical_column_keeps_the_vertical_and_records_the_band(gset: GoldenSet) -> None:
+    verticals = ["billing", "account", "developer", "blog"]
+    rows = [(f"topic {i}", 1000 // (i + 1), 0, verticals[i % 4]) for i in range(120)]
+    rows += [(f"failing {i}", 4, 4, "billing") for i in range(10)] + [("no vertical", 30, 0, "")]
+    options = services.SamplingOptions(cap=200, reserve_share=0.1)
+
+    report = services.query_log_import(
+        golden_set=gset, data=_vertical_log(rows), source="log.jsonl", options=options
+    )
+
+    assert report.ok, report.problems
+    assert report.counts["queries created"] == 131
+    # The bands the pure pipeline gives the whole log (tests/assay/labels/test_querylog.py checks them).
+    parsed = querylog.parse_log(_vertical_log(rows), name="log.jsonl", report=ImportReport("query log", "x"))
+    bands = {q.text: b for q, b in querylog.assign_bands(querylog.clean(parsed).queries).items()}
+    stored = {q.text: q for q in Query.objects.filter(golden_set=gset)}
+    assert {q.stratum for q in stored.values()} == {*verticals, ""}
+    assert stored["topic 5"].stratum == "account" and stored["no vertical"].stratum == ""
+    assert {text: q.traffic_band for text, q in stored.items()} == bands
+    assert {q.failure_mode for q in stored.values() if q.text.startswith("failing")} == {"zero-results"}
+
+
+def test_a_query_already_in_the_set_keeps_its_stratum_and_takes_the_logs_band(gset: GoldenSet) -> None:
+    curated = factories.QueryFactory.create(
+        golden_set=gset, text="Refund policy", locale="", stratum="billing"
+    )
+    bare = factories.QueryFactory.create(golden_set=gset, text="api keys", locale="", stratum="")
+    rows = [("refund policy", 600, 0, "account"), ("api keys", 300, 0, "developer"), ("new one", 100, 0, "")]
+
+    report = services.query_log_import(
+        golden_set=gset,
+        data=_vertical_log(rows),
+        source="log.jsonl",
+        options=services.SamplingOptions(cap=10),
+    )
+
+    assert report.ok, report.problems
+    assert report.counts["already in the golden set"] == 2
+    assert report.counts["traffic bands updated"] == 2
+    assert report.counts["strata filled from the log's vertical"] == 1
+    assert "1 queries keep a stratum other than the vertical the log gives them" in report.notes
+    curated.refresh_from_db()
+    bare.refresh_from_db()
+    assert (curated.stratum, curated.traffic_band) == ("billing", "head")  # the reviewer's vertical stays
+    assert (bare.stratum, bare.traffic_band) == ("developer", "torso")
+    new = Query.objects.get(golden_set=gset, text="new one")
+    assert (new.stratum, new.traffic_band, new.failure_mode) == ("", "tail", "")
+
+    # A re-import of a log without verticals: every stratum survives, the bands follow the new traffic.
+    later = _log_csv([("refund policy", 300, 0, ""), ("api keys", 200, 0, ""), ("new one", 500, 0, "")])
+    again = services.query_log_import(
+        golden_set=gset, data=later, source="log.csv", options=services.SamplingOptions(cap=10)
+    )
+    assert again.ok, again.problems
+    assert again.counts["queries created"] == 0 and again.counts["traffic bands updated"] == 3
+    assert sorted(Query.objects.filter(golden_set=gset).values_list("text", "stratum", "traffic_band")) == [
+        ("Refund policy", "billing", "torso"),
+        ("api keys", "developer", "tail"),
+        ("new one", "", "head"),
+    ]
+    same = services.query_log_import(
+        golden_set=gset, data=later, source="log.csv", options=services.SamplingOptions(cap=10)
+    )
+    assert same.counts["traffic bands updated"] == same.counts["strata filled from the log's vertical"] == 0
 
 
 def test_a_query_log_with_a_bad_row_imports_nothing(gset: GoldenSet) -> None:

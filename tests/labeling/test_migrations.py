@@ -14,7 +14,6 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("labeling", "0003_adjudication")]
-AFTER = [("labeling", "0004_proposals_calibration")]
 
 
 def _apps_at(target: list[tuple[str, str]]) -> Any:
@@ -49,7 +48,8 @@ def test_a_judgment_with_a_required_note_and_its_finished_assignment_survive_the
         judgment=judgment, rater=user, old_grade=None, new_grade=0, note="archived page"
     )
     try:
-        _apps_at(AFTER)
+        # Through 0004 and every later migration: the checks below use today's models.
+        _apps_at(MigrationExecutor(connection).loader.graph.leaf_nodes())
         from labeling.models import Assignment, Judgment, JudgmentEvent, LabelProposal
         from labeling.selectors import labels_consolidated
 

@@ -201,7 +201,10 @@ def test_the_dashboard_shows_alpha_kappa_raters_and_disputes_with_charts(
     assert "Krippendorff's alpha (ordinal)" in alpha
     # One query only: the value exists, the interval is undefined with its reason (not 0, not NaN).
     assert "interval undefined: one query only: resampling whole queries needs two or more" in alpha
-    assert re.search(r"\d\.\d{3} (reliable|tentative|unreliable)", alpha)
+    # One query is too few to read: the reading says so beside the value.
+    assert re.search(
+        r"\d\.\d{3} not enough data \(1 query with pairable grades; a reading needs &gt;= 10\)", alpha
+    )
     kappa = _section(page.content, "kappa")
     assert "alice · bob 3" in kappa
     raters = _section(page.content, "raters")
@@ -261,7 +264,15 @@ def test_thresholds_are_saved_from_the_dashboard_and_bad_ones_named(
     golden_set: GoldenSet, reviewer: Client
 ) -> None:
     url = reverse("labeling:thresholds", args=[golden_set.slug])
-    good = {"hard_diff": 3, "min_dual_docs": 4, "min_exact": 0.6, "max_mad": 0.4}
+    good = {
+        "hard_diff": 3,
+        "min_dual_docs": 4,
+        "min_exact": 0.6,
+        "max_mad": 0.4,
+        "reliable_min": 0.8,
+        "tentative_min": 0.667,
+        "min_pairable_units": 10,
+    }
     assert reviewer.post(url, good).status_code == 303
     golden_set.refresh_from_db()
     assert (golden_set.hard_diff, golden_set.min_dual_docs, golden_set.min_exact, golden_set.max_mad) == (

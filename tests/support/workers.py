@@ -110,6 +110,9 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
             "CELERY_BROKER_URL": url,
             "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
             "ASSAY_VAR_DIR": str(tmp_path / "var"),
+            # A failing run's notification mail stays in the worker's memory unless a test says where
+            # it goes (EMAIL_BACKEND, EMAIL_FILE_PATH): no test talks to an SMTP server.
+            "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
             **env,
         }
         environment.pop("CELERY_TASK_ALWAYS_EAGER", None)

@@ -12,8 +12,9 @@ from labeling.services import SamplingOptions, query_log_import
 
 class Command(BaseCommand):
     help = (
-        "Sample queries from a production log (CSV or JSONL: query, count, zero_hits, locale) into a golden "
-        "set: PII removed, duplicates merged, stratified by traffic and failure mode, up to a cap."
+        "Sample queries from a production log (CSV or JSONL: query, count, zero_hits, locale, vertical) "
+        "into a golden set: PII removed, duplicates merged, sampled by traffic band with a reserve for "
+        "known failures, up to a cap. The vertical becomes the stratum; the band has its own field."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -23,25 +24,29 @@ class Command(BaseCommand):
         parser.add_argument("--reserve-share", type=float, default=querylog.DEFAULT_RESERVE_SHARE)
         parser.add_argument("--zero-hit-min-share", type=float, default=querylog.DEFAULT_ZERO_HIT_MIN_SHARE)
         parser.add_argument(
-            "--stratum-shares", default=None, help='JSON, e.g. {"head": 0.3, "torso": 0.3, "tail": 0.4}'
+            "--band-shares",
+            "--stratum-shares",  # its former name, which meant the traffic band
+            dest="band_shares",
+            default=None,
+            help='each traffic band\'s share, JSON, e.g. {"head": 0.3, "torso": 0.3, "tail": 0.4}',
         )
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args: Any, golden_set: str, path: str, **options: Any) -> None:
         shares = None
-        if options["stratum_shares"]:
+        if options["band_shares"]:
             try:
-                shares = json.loads(options["stratum_shares"])
+                shares = json.loads(options["band_shares"])
             except json.JSONDecodeError as exc:
-                raise CommandError(f"--stratum-shares is not JSON: {exc}") from exc
-            bad = not isinstance(shares, dict) or set(shares) - set(querylog.STRATA)
+                raise CommandError(f"--band-shares is not JSON: {exc}") from exc
+            bad = not isinstance(shares, dict) or set(shares) - set(querylog.BANDS)
             if bad or not all(isinstance(v, int | float) and v >= 0 for v in shares.values()):
-                raise CommandError(f"--stratum-shares: non-negative numbers for {', '.join(querylog.STRATA)}")
+                raise CommandError(f"--band-shares: non-negative numbers for {', '.join(querylog.BANDS)}")
         sampling = SamplingOptions(
             cap=options["cap"],
             reserve_share=options["reserve_share"],
             zero_hit_min_share=options["zero_hit_min_share"],
-            stratum_shares=shares,
+            band_shares=shares,
             seed=options["seed"],
         )
         target = golden_set_get(golden_set)

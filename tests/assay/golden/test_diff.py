@@ -136,6 +136,27 @@ def test_it_lists_each_metadata_change_with_values_as_the_file_writes_them() -> 
     assert critical.counts["queries_changed"] == 1
 
 
+def test_it_lists_a_change_of_traffic_band_or_failure_mode_like_any_other_query_field() -> None:
+    old = golden([q("q-1", {"d": 2}, stratum="billing", traffic_band="torso"), q("q-2", {"d": 1})])
+    new = golden(
+        [
+            q("q-1", {"d": 2}, stratum="billing", traffic_band="head"),
+            q("q-2", {"d": 1}, traffic_band="tail", failure_mode="zero-results"),
+        ]
+    )
+
+    result = diff(old, new)
+
+    assert result.query_changes == (
+        FieldChange("q-1", "traffic_band", "torso", "head"),
+        FieldChange("q-2", "traffic_band", None, "tail"),
+        FieldChange("q-2", "failure_mode", None, "zero-results"),
+    )
+    assert result.summary().endswith("3 metadata changes in 2 queries (traffic_band, failure_mode).")
+    assert "| q-2 | failure_mode | — | zero-results |" in result.to_markdown()
+    assert diff(new, new).is_empty
+
+
 def test_it_lists_file_level_changes() -> None:
     old = golden([q("q-1", {"d": 1})])
     new = golden([q("q-1", {"d": 1})], k=20, scale={"min": 0, "max": 4}, relevant_min_grade=3, rubric="hc@2")

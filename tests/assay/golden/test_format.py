@@ -399,6 +399,31 @@ RULES: list[tuple[str, Any, str]] = [
     ),
     ("stratum blank", _set("queries.1.stratum", ""), 'queries[1].stratum: must not be empty (query "q-2")'),
     (
+        "traffic band unknown",
+        _set("queries.1.traffic_band", "middle"),
+        'queries[1].traffic_band: "middle" is not a traffic band: use one of head, torso, tail, or leave it out (query "q-2")',
+    ),
+    (
+        "traffic band capitalised",
+        _set("queries.1.traffic_band", "Head"),
+        'queries[1].traffic_band: "Head" is not a traffic band: use one of head, torso, tail, or leave it out (query "q-2")',
+    ),
+    (
+        "traffic band a number",
+        _set("queries.1.traffic_band", 1),
+        'queries[1].traffic_band: integer 1 is not a traffic band: use one of head, torso, tail, or leave it out (query "q-2")',
+    ),
+    (
+        "failure mode blank",
+        _set("queries.1.failure_mode", " "),
+        'queries[1].failure_mode: must not be empty (query "q-2")',
+    ),
+    (
+        "failure mode a list",
+        _set("queries.1.failure_mode", ["typo"]),
+        'queries[1].failure_mode: must be a string, got an array (query "q-2")',
+    ),
+    (
         "filters an array",
         _set("queries.1.filters", ["billing"]),
         'queries[1].filters: filters must be an object, got an array (query "q-2")',
@@ -964,8 +989,18 @@ def test_to_dict_writes_fields_in_the_fixed_order_and_omits_defaults() -> None:
         "locale",
         "filters",
         "stratum",
+        "traffic_band",
         "weight",
         "critical",
+        "tags",
+        "judgments",
+    ]
+    assert list(data["queries"][5]) == [
+        "id",
+        "text",
+        "stratum",
+        "traffic_band",
+        "failure_mode",
         "tags",
         "judgments",
     ]

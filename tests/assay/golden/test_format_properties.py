@@ -59,6 +59,8 @@ def query_dicts(draw: st.DrawFn, qid: str, low: int, high: int) -> dict[str, Any
     for key, strategy in [
         ("locale", st.sampled_from(["en-US", "fr-FR", "de"])),
         ("stratum", text),
+        ("traffic_band", st.sampled_from(["head", "torso", "tail"])),
+        ("failure_mode", text),
         ("filters", st.dictionaries(text, st.one_of(scalar, st.lists(scalar, max_size=3)), max_size=3)),
         (
             "weight",

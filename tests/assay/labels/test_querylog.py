@@ -1,12 +1,15 @@
-"""The query-log pipeline, pure (no database): parsing, PII stripping, dedup, strata, sampling."""
+"""The query-log pipeline, pure (no database): parsing, PII stripping, dedup, traffic bands, sampling."""
 
 from __future__ import annotations
 
 import json
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.labels import querylog
 from assay.labels.querylog import LogQuery, LogRow
@@ -105,7 +108,7 @@ def test_it_merges_queries_equal_after_normalising_within_a_locale() -> None:
     assert merged.external_id == LogQuery("x", "refund policy", "en-US", 1, 0).external_id
 
 
-# --- strata and sampling ----------------------------------------------------------------------------
+# --- traffic bands and sampling ---------------------------------------------------------------------
 
 
 def _log(n: int, *, failures_every: int = 0) -> list[LogQuery]:
@@ -124,8 +127,8 @@ def test_it_assigns_head_torso_tail_by_cumulative_traffic() -> None:
     queries = [
         LogQuery(f"q{i}", f"q{i}", "", c, 0) for i, c in enumerate([50, 20, 10, 10, 5, 3, 1, 1])
     ]  # total 100
-    strata = querylog.assign_strata(queries)
-    assert [strata[q] for q in queries] == ["head", "torso", "torso", "tail", "tail", "tail", "tail", "tail"]
+    bands = querylog.assign_bands(queries)
+    assert [bands[q] for q in queries] == ["head", "torso", "torso", "tail", "tail", "tail", "tail", "tail"]
 
 
 def test_it_reserves_the_share_for_known_failures_and_respects_the_cap() -> None:
@@ -135,10 +138,10 @@ def test_it_reserves_the_share_for_known_failures_and_respects_the_cap() -> None
     reserved = [s for s in result.selected if s.reserved]
     assert len(reserved) == 30 == result.taken["reserved"]
     assert all(s.query.zero_hit_share >= 0.5 for s in reserved)
-    rest = Counter(s.stratum for s in result.selected if not s.reserved)
+    rest = Counter(s.band for s in result.selected if not s.reserved)
     assert sum(rest.values()) == 170
     # Equal thirds of the rest, but the head has fewer queries than its third: it gives places away.
-    head_left = result.available["head"] - sum(1 for s in reserved if s.stratum == "head")
+    head_left = result.available["head"] - sum(1 for s in reserved if s.band == "head")
     assert rest["head"] == head_left < 170 // 3
     assert abs(rest["torso"] - rest["tail"]) <= 1
     assert len({s.query for s in result.selected}) == 200
@@ -168,12 +171,12 @@ def test_it_reserves_no_more_failures_than_exist() -> None:
     assert len(result.selected) == 50
 
 
-def test_it_honours_custom_stratum_shares() -> None:
+def test_it_honours_custom_band_shares() -> None:
     queries = _log(3000)
     result = querylog.sample(
-        queries, cap=100, reserve_share=0, stratum_shares={"head": 0, "torso": 0, "tail": 1}
+        queries, cap=100, reserve_share=0, band_shares={"head": 0, "torso": 0, "tail": 1}
     )
-    assert Counter(s.stratum for s in result.selected) == {"tail": 100}
+    assert Counter(s.band for s in result.selected) == {"tail": 100}
 
 
 def test_it_refuses_bad_sampling_arguments() -> None:
@@ -181,8 +184,8 @@ def test_it_refuses_bad_sampling_arguments() -> None:
         querylog.sample([], cap=-1)
     with pytest.raises(ValueError, match="reserve_share"):
         querylog.sample([], cap=1, reserve_share=1.5)
-    with pytest.raises(ValueError, match="stratum_shares"):
-        querylog.sample([], cap=1, stratum_shares={"middle": 1})
+    with pytest.raises(ValueError, match="band_shares"):
+        querylog.sample([], cap=1, band_shares={"middle": 1})
 
 
 # --- parsing ----------------------------------------------------------------------------------------
@@ -209,7 +212,7 @@ def test_it_names_missing_columns() -> None:
     assert rows == []
     assert [str(p) for p in report.problems] == [
         "header: missing column(s) count; found query, zero_hits, locale "
-        "(expected query,count,zero_hits,locale)"
+        "(expected query,count[,zero_hits][,locale][,vertical])"
     ]
 
 
@@ -241,3 +244,160 @@ def test_it_reports_malformed_jsonl_lines() -> None:
     _, report = _parse(text, "log.jsonl")
     assert [p.where for p in report.problems] == ["line 2", "line 3", "line 4"]
     assert "missing field(s) query" in report.problems[2].message
+
+
+# --- the vertical, apart from the band --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("query,count,vertical\nrefund,12,billing\napi keys,3, developer \nreset,2,\n", "log.csv"),
+        ("Query,Count,Stratum\nrefund,12,billing\napi keys,3,developer\nreset,2,\n", "log.csv"),
+        (
+            '{"query": "refund", "count": 12, "vertical": "billing"}\n'
+            '{"query": "api keys", "count": 3, "stratum": "developer"}\n'
+            '{"query": "reset", "count": 2, "vertical": null}\n',
+            "log.jsonl",
+        ),
+    ],
+    ids=["csv vertical", "csv stratum", "jsonl"],
+)
+def test_it_reads_the_vertical_from_a_vertical_or_a_stratum_column(text: str, name: str) -> None:
+    rows, report = _parse(text, name)
+
+    assert report.ok, report.problems
+    assert [(r.query, r.vertical) for r in rows] == [
+        ("refund", "billing"),
+        ("api keys", "developer"),
+        ("reset", ""),
+    ]
+
+
+def test_a_log_without_a_vertical_column_gives_no_vertical() -> None:
+    rows, report = _parse("query,count,zero_hits,locale\nrefund,12,0,en-US\n")
+
+    assert report.ok and [r.vertical for r in rows] == [""]
+    assert report.notes == []  # a vertical column is no longer an ignored one either
+    _, with_extra = _parse("query,count,vertical,team\nrefund,12,billing,x\n")
+    assert with_extra.notes == ["ignored column(s): team"]
+
+
+def test_it_refuses_a_vertical_given_in_two_columns() -> None:
+    rows, report = _parse("query,count,vertical,stratum\nrefund,12,billing,billing\n")
+    assert rows == []
+    assert [str(p) for p in report.problems] == [
+        "header: the vertical goes in one column, vertical or stratum, not both"
+    ]
+    _, jsonl = _parse('{"query": "a", "count": 1, "vertical": "x", "stratum": "x"}\n', "log.jsonl")
+    assert [str(p) for p in jsonl.problems] == [
+        "line 1: the vertical goes in one column, vertical or stratum, not both"
+    ]
+
+
+def test_it_reports_a_vertical_that_cannot_be_a_stratum_with_its_place() -> None:
+    lines = [
+        {"query": "a", "count": 1, "vertical": 7},
+        {"query": "b", "count": 1, "stratum": "x" * 101},
+        {"query": "c", "count": 1, "vertical": "x" * 100},
+    ]
+    text = (
+        "\n".join(json.dumps(line) for line in lines)
+        + '\n{"query": "d", "count": 1, "vertical": "\\ud800"}\n'
+    )
+
+    rows, report = _parse(text, "log.jsonl")
+
+    assert [str(p) for p in report.problems] == [
+        "line 1: vertical: expected text, found 7",
+        "line 2: stratum: at most 100 characters (a query's stratum), found 101",
+        "line 4: vertical: '\\ud800' is not valid Unicode (a lone surrogate)",
+    ]
+    assert [r.query for r in rows] == ["c"]
+
+
+def test_a_merged_query_keeps_the_vertical_most_of_its_searches_were_logged_under() -> None:
+    rows = [
+        LogRow("Refund", 10, 0, "en-US", 2, vertical="billing"),
+        LogRow("refund", 30, 0, "en-US", 3, vertical="account"),
+        LogRow("refund ", 25, 0, "en-US", 4, vertical="billing"),
+        LogRow("refund", 99, 0, "en-US", 5),  # no vertical: does not vote
+        LogRow("api keys", 4, 0, "en-US", 6, vertical="developer"),
+        LogRow("reset", 4, 0, "en-US", 7),
+    ]
+
+    result = querylog.clean(rows)
+
+    assert {q.norm: q.vertical for q in result.queries} == {
+        "refund": "billing",
+        "api keys": "developer",
+        "reset": "",
+    }
+    assert result.several_verticals == 1
+
+
+def test_the_reserve_records_its_failure_mode_and_the_band_is_never_the_vertical() -> None:
+    queries = [
+        replace(q, vertical="billing" if i % 2 else "") for i, q in enumerate(_log(400, failures_every=4))
+    ]
+    bands = querylog.assign_bands(queries)
+
+    result = querylog.sample(queries, cap=80, reserve_share=0.25, seed=2)
+
+    assert {s.failure_mode for s in result.selected if s.reserved} == {querylog.ZERO_RESULTS}
+    assert {s.failure_mode for s in result.selected if not s.reserved} == {None}
+    assert all(s.band == bands[s.query] for s in result.selected)
+    assert {s.query.vertical for s in result.selected} == {"billing", ""}
+
+
+def test_it_samples_by_the_bands_it_is_given() -> None:
+    queries = _log(90)
+    # The queries left to sample are the log's tail, but the caller banded them over the whole log.
+    rest = queries[60:]
+    whole = querylog.assign_bands(queries)
+
+    by_rest = querylog.sample(rest, cap=30, reserve_share=0)
+    by_whole = querylog.sample(rest, cap=30, reserve_share=0, bands=whole)
+
+    assert {s.band for s in by_whole.selected} == {"tail"}
+    assert by_whole.available == {"head": 0, "torso": 0, "tail": 30, "failures": 0}
+    assert {s.band for s in by_rest.selected} == {"head", "torso", "tail"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["refund", "Refund", "api keys", "reset password", "invoice"]),
+            st.integers(0, 50),
+            st.sampled_from(["", "billing", "developer", "head", "tail"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(1, 10),
+)
+def test_the_vertical_comes_from_the_log_and_the_band_from_the_traffic(
+    rows: list[tuple[str, int, str]], cap: int
+) -> None:
+    logged = [LogRow(q, c, 0, "en-US", i + 2, vertical=v) for i, (q, c, v) in enumerate(rows)]
+    cleaned = querylog.clean(logged)
+    bands = querylog.assign_bands(cleaned.queries)
+
+    result = querylog.sample(cleaned.queries, cap=cap)
+
+    for s in result.selected:
+        assert s.band == bands[s.query] and s.band in querylog.BANDS
+        said = {v for q, _, v in rows if querylog.normalize(q) == s.query.norm and v}
+        assert s.query.vertical in said if said else s.query.vertical == ""
+
+
+def test_it_reports_a_query_that_is_not_valid_unicode_instead_of_failing_to_store_it() -> None:
+    rows, report = _parse(
+        '{"query": "refund \\ud83d", "count": 3}\n{"query": "ok", "count": 1}\n', "log.jsonl"
+    )
+
+    assert [str(p) for p in report.problems] == [
+        "line 1: query: 'refund \\ud83d' is not valid Unicode (a lone surrogate)"
+    ]
+    assert [r.query for r in rows] == ["ok"]

@@ -1,0 +1,269 @@
+"""Telling people a run's verdict. A run that ends with verdict fail or warn, whatever started it (a
+nightly run above all: nobody is watching its page), is announced by an email to the golden set's
+reviewers and, when the target names one, a post to a Slack-compatible webhook (docs/runs.md,
+"Notifications").
+
+Each delivery is one `Notification` row, unique per (run, channel), and the row is the claim:
+
+- `notifications_prepare` creates the run's rows once (INSERT ... ON CONFLICT DO NOTHING) and returns the
+  rows still waiting for their first attempt; called again (the task delivered twice, a re-gate of the
+  run: `run_regate_rescored`) it creates nothing and returns nothing that has been tried.
+- `notification_deliver` makes attempt n of one row while holding the row's lock, and only when the row
+  is pending with n - 1 attempts recorded. A second delivery of the same task message finds the row locked
+  (an attempt in flight), sent, failed or past that attempt, and does nothing: a row is sent at most
+  once, and a sent row never again.
+
+An HTTP 5xx or 429, a timeout or a connection error (for mail: a connection failure or a 4xx SMTP reply)
+is transient: while attempts are left, `NotificationRetry` asks the task to try again after an
+exponential backoff. Anything else (an HTTP 4xx, a webhook variable that is refused or not set, a 5xx
+SMTP reply) is recorded as failed at once, as is the last transient failure. Errors never contain the
+webhook's URL, which is a secret: rows and pages name its variable.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from assay.secrets import SecretEnvError, secret_env_read
+from evaluation.models import EvaluationRun, Notification
+from labeling.models import GoldenSet
+
+logger = logging.getLogger(__name__)
+
+Channel = Notification.Channel
+Status = Notification.Status
+
+NOTIFY_VERDICTS = (EvaluationRun.Verdict.FAIL, EvaluationRun.Verdict.WARN)
+# Attempts per delivery, the first included. With ASSAY_NOTIFY_RETRY_DELAY's default of 30 s the retries
+# come 30 s, 1, 2, 4 and 8 minutes apart: a webhook or mail server down for a quarter of an hour still
+# gets the verdict. A delay never exceeds MAX_RETRY_DELAY_S, well inside Redis's visibility timeout.
+NOTIFY_ATTEMPTS = 6
+MAX_RETRY_DELAY_S = 15 * 60
+# What of an error reply's body is kept in `last_error`.
+REPLY_EXCERPT = 200
+
+
+class NotificationRetry(Exception):
+    """A transient failure with attempts left: the task retries after `countdown` seconds."""
+
+    def __init__(self, message: str, countdown: float) -> None:
+        super().__init__(message)
+        self.countdown = countdown
+
+
+class _Transient(Exception):
+    """Worth another attempt: the far end may answer later."""
+
+
+class _Refused(Exception):
+    """Not worth another attempt: the same request would fail the same way."""
+
+
+# ----------------------------------------------------------------------------------------- the message
+
+
+@dataclass(frozen=True)
+class VerdictMessage:
+    """What both channels say: the email's subject and body, the webhook's JSON."""
+
+    subject: str
+    body: str
+    payload: dict[str, Any]
+
+
+def run_url(run: EvaluationRun) -> str:
+    return settings.SITE_URL + reverse("evaluation:run_detail", args=[run.pk])
+
+
+def verdict_message(run: EvaluationRun) -> VerdictMessage:
+    """The announcement of a finished run's verdict: which run, the gate's failures and warnings (their
+    messages, as on the run page) and the run page's address."""
+    version = run.golden_version
+    golden_set = version.golden_set.slug
+    url = run_url(run)
+    gate = run.gate or {}
+    failures = [f["message"] for f in gate.get("failures", [])]
+    warnings = [w["message"] for w in gate.get("warnings", [])]
+    subject = f"[Assay] {run.verdict.upper()}: {golden_set} on {run.target.name} (run {run.pk})"
+    findings = [f"FAIL  {m}" for m in failures] + [f"WARN  {m}" for m in warnings]
+    finished = run.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if run.finished_at else "-"
+    body = "\n".join(
+        [
+            f"Run {run.pk} of {golden_set}@{version.name} on {run.target.name} finished with verdict "
+            f"{run.verdict.upper()}.",
+            f"Started by {run.triggered_by_label}; finished {finished}.",
+            "",
+            f"{len(failures)} failure(s), {len(warnings)} warning(s):",
+            *findings,
+            *(f"note  {n}" for n in gate.get("notes", [])),
+            "",
+            f"The run: {url}",
+            "",
+            f"You receive this as a reviewer of {golden_set}.",
+        ]
+    )
+    text = "\n".join([subject, *findings, url])
+    payload = {
+        "text": text,
+        "verdict": run.verdict,
+        "run_id": run.pk,
+        "url": url,
+        "golden_set": golden_set,
+        "golden_version": version.name,
+        "target": run.target.name,
+        "trigger": run.trigger,
+        "failures": failures,
+        "warnings": warnings,
+    }
+    return VerdictMessage(subject=subject, body=body + "\n", payload=payload)
+
+
+# ----------------------------------------------------------------------------------------- the rows
+
+
+def reviewer_emails(golden_set: GoldenSet) -> list[str]:
+    """The addresses of the set's active reviewers who have one, each once."""
+    rows = golden_set.reviewers.filter(is_active=True).exclude(email="").values_list("email", flat=True)
+    return sorted(set(rows))
+
+
+NOTIFIED_STATUSES = (EvaluationRun.Status.SUCCEEDED, EvaluationRun.Status.FAILED)
+
+
+def notifications_prepare(*, run_id: int) -> list[int]:
+    """The run's deliveries, created once when its verdict is fail or warn: an email to the set's
+    reviewers (recorded as failed when none has an address, so the page says why nobody was told) and
+    the target's webhook when it names one. Returns the ids of the rows waiting for their first attempt."""
+    run = (
+        EvaluationRun.objects.select_related("golden_version__golden_set", "target")
+        # A run whose every query errored is failed with verdict fail: it is told too.
+        .filter(pk=run_id, status__in=NOTIFIED_STATUSES, verdict__in=NOTIFY_VERDICTS)
+        .first()
+    )
+    if run is None:
+        return []
+    golden_set = run.golden_version.golden_set
+    emails = reviewer_emails(golden_set)
+    rows = [Notification(run=run, channel=Channel.EMAIL, recipients=", ".join(emails))]
+    if not emails:
+        rows[0].status = Status.FAILED
+        rows[0].last_error = f"no reviewer of {golden_set.slug} has an email address"
+    if run.target.webhook_env:
+        rows.append(Notification(run=run, channel=Channel.WEBHOOK, recipients=run.target.webhook_env))
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+    waiting = Notification.objects.filter(run=run, status=Status.PENDING, attempts=0).order_by("channel")
+    return list(waiting.values_list("pk", flat=True))
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before the attempt after `attempt` (1 for the first): doubling, capped."""
+    return float(min(settings.ASSAY_NOTIFY_RETRY_DELAY * 2 ** (attempt - 1), MAX_RETRY_DELAY_S))
+
+
+def notification_deliver(*, notification_id: int, attempt: int) -> str:
+    """Attempt number `attempt` (1 for the first) at one delivery; see the module docstring for the claim.
+    Returns "sent" or "failed", or "skipped" when the row is not this attempt's to make; a transient
+    failure with attempts left is recorded and raised as NotificationRetry."""
+    retry: NotificationRetry | None = None
+    with transaction.atomic():
+        row = (
+            # Only the notification row is locked, not the run it joins: a finalize or a cancel of the
+            # run never waits for a mail server.
+            Notification.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("run__golden_version__golden_set", "run__target", "run__triggered_by")
+            .filter(pk=notification_id, status=Status.PENDING, attempts=attempt - 1)
+            .first()
+        )
+        if row is None:
+            return "skipped"
+        row.attempts = attempt
+        try:
+            _deliver(row)
+        except _Transient as exc:
+            row.last_error = str(exc)
+            if attempt < NOTIFY_ATTEMPTS:
+                retry = NotificationRetry(row.last_error, countdown=retry_delay(attempt))
+            else:
+                row.status = Status.FAILED
+        except _Refused as exc:
+            row.status, row.last_error = Status.FAILED, str(exc)
+        except Exception as exc:
+            # A bug or something unforeseen: recorded on the row (never left pending without a word).
+            logger.exception("notification %s (%s of run %s) failed", row.pk, row.channel, row.run_id)
+            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {exc}"
+        else:
+            row.status, row.sent_at = Status.SENT, timezone.now()
+        row.save(update_fields=["attempts", "status", "last_error", "sent_at"])
+    if retry is not None:
+        raise retry
+    return row.status
+
+
+def _deliver(row: Notification) -> None:
+    message = verdict_message(row.run)
+    if row.channel == Channel.EMAIL:
+        _send_email(message, row.recipients.split(", "))
+    else:
+        _post_webhook(message, row.recipients)
+
+
+def _send_email(message: VerdictMessage, recipients: list[str]) -> None:
+    email = EmailMessage(subject=message.subject, body=message.body, to=recipients)
+    try:
+        email.send()
+    except smtplib.SMTPRecipientsRefused as exc:
+        raise _Refused(f"the mail server refused every recipient: {exc}") from exc
+    except smtplib.SMTPResponseException as exc:
+        # SMTP's reply codes are the other way round from HTTP's: 4xx is "try again later".
+        text = f"the mail server answered {exc.smtp_code}: {exc.smtp_error!r}"
+        raise (_Refused(text) if exc.smtp_code >= 500 else _Transient(text)) from exc
+    except OSError as exc:  # smtplib's other errors, a refused connection, a timeout
+        raise _Transient(f"sending mail failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _webhook_url(variable: str) -> str:
+    try:
+        url = secret_env_read(variable)
+    except SecretEnvError as exc:
+        raise _Refused(f"webhook: {exc}") from exc
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _Refused(f"webhook: the value of {variable} is not an http(s) URL")
+    return url.strip()
+
+
+def _post_webhook(message: VerdictMessage, variable: str) -> None:
+    url = _webhook_url(variable)
+    timeout = settings.ASSAY_NOTIFY_TIMEOUT
+
+    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
+        return text.replace(url, f"${variable}")
+
+    try:
+        reply = httpx.post(url, json=message.payload, timeout=timeout, follow_redirects=False)
+    except httpx.TimeoutException as exc:
+        raise _Transient(f"webhook: no answer within {timeout:g} s ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:  # refused, reset, DNS, a broken reply
+        raise _Transient(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
+    except (httpx.InvalidURL, httpx.HTTPError) as exc:  # a URL httpx will not call, whatever the time
+        raise _Refused(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
+    if reply.is_success:
+        return
+    said = reply.text[:REPLY_EXCERPT].strip()
+    text = hidden(f"webhook: HTTP {reply.status_code}" + (f": {said}" if said else ""))
+    # A 429 says "later" as plainly as a 5xx; other 4xx (and redirects, not followed) would not change.
+    if reply.status_code >= 500 or reply.status_code == 429:
+        raise _Transient(text)
+    raise _Refused(text)

@@ -1,0 +1,225 @@
+"""One computation per change (assay.changes, docs/metrics.md "Changes"): the pairs, the change, its interval
+and p-value describe the same queries, and count them as the report's means do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.changes import (
+    DEFAULT_SEED,
+    Change,
+    pair_scope,
+    paired_change,
+    randomization_p_value,
+    report_seed,
+)
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
+from assay.metric_table import METRIC_KEYS, WEIGHTED_METRICS
+from assay.report import build_report
+from assay.results import QueryResult
+
+
+def _row(qid: str, ndcg: float | None, **extra: Any) -> dict[str, Any]:
+    row = {
+        "id": qid,
+        "ndcg": ndcg,
+        "mrr": ndcg,
+        "p_at_k": ndcg,
+        "empty": ndcg == 0.0,
+        "lt3": ndcg == 0.0,
+        "judged_at_k": None if ndcg is None else 1.0,
+        "error": None if ndcg is not None else "HTTP 500",
+        "tier": "core",
+        "expect_empty": False,
+        "weight": 1.0,
+    }
+    row.update(extra)
+    return row
+
+
+def figures(change: Change) -> tuple[float, float, float, float, float]:
+    """(baseline, current, delta, low, high) of a change whose every figure is defined."""
+    values = (change.baseline, change.current, change.delta, change.low, change.high)
+    assert all(v is not None for v in values), change
+    return values  # type: ignore[return-value]
+
+
+def _core(row: Any) -> bool:
+    return row.get("tier", "core") == "core"
+
+
+def test_the_pairs_are_the_core_queries_both_reports_counted_and_the_rest_is_named() -> None:
+    baseline = [
+        _row("q-1", 1.0),
+        _row("q-2", 0.5),
+        _row("q-3", 0.8),
+        _row("q-4", 0.0, expect_empty=True),
+        _row("q-5", 0.9, tier="shadow"),
+        _row("q-6", 0.7),  # retired
+        _row("q-8", None),  # errored in the baseline
+    ]
+    current = [
+        _row("q-1", 0.0),  # -1.0
+        _row("q-2", 0.75),  # +0.25
+        _row("q-3", None),  # errored now
+        _row("q-4", 0.0, expect_empty=True),  # out of the nDCG means, in the <3 rate
+        _row("q-5", 0.1, tier="shadow"),  # not core
+        _row("q-7", 0.3),  # new
+        _row("q-8", 0.2),
+    ]
+    pairs = pair_scope(current, baseline, _core, METRIC_KEYS)
+    ndcg = pairs.change("ndcg", seed=DEFAULT_SEED)
+
+    assert ndcg.n == 2
+    baseline_mean, current_mean, delta, low, high = figures(ndcg)
+    assert delta == pytest.approx((-1.0 + 0.25) / 2)
+    assert current_mean - baseline_mean == pytest.approx(delta)
+    assert low <= delta <= high
+    assert pairs.change("empty_rate", seed=1).n == 2
+    assert pairs.change("lt3_rate", seed=1).n == 3  # q-4 counts in the <3 rate
+    assert pairs.change("error_rate", seed=1).n == 5  # every common core query: q-1 q-2 q-3 q-4 q-8
+    assert pairs.left_out.to_dict() == {
+        "errored_baseline": ["q-8"],
+        "errored_current": ["q-3"],
+        "errored_both": [],
+        "new": ["q-7"],
+        "retired": ["q-6"],
+    }
+    assert "1 errored in the baseline (q-8)" in pairs.left_out.describe()
+
+
+def test_without_common_queries_every_figure_is_undefined() -> None:
+    change = pair_scope([_row("q-1", 0.5)], [_row("q-2", 0.5)], _core, METRIC_KEYS).change("ndcg", seed=1)
+    assert (change.n, change.delta, change.low, change.p_value) == (0, None, None, None)
+
+
+# --- properties --------------------------------------------------------------------------------------------
+
+values = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+pair_lists = st.lists(
+    st.tuples(values, values, st.floats(min_value=0.1, max_value=10.0)), min_size=1, max_size=60
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pairs=pair_lists, weighted=st.booleans(), seed=st.integers(min_value=0, max_value=2**31))
+def test_the_interval_holds_the_change_and_n_is_the_pairs(
+    pairs: list[Any], weighted: bool, seed: int
+) -> None:
+    change = paired_change(pairs, "ndcg", weighted=weighted, seed=seed)
+    data = np.asarray(pairs)
+    w = data[:, 2] if weighted else np.ones(len(pairs))
+    assert change.n == len(pairs)
+    baseline_mean, current_mean, delta, low, high = figures(change)
+    assert delta == pytest.approx(float(((data[:, 1] - data[:, 0]) * w).sum() / w.sum()), abs=1e-12)
+    assert current_mean - baseline_mean == pytest.approx(delta, abs=1e-12)
+    assert low <= delta + 1e-12 and delta - 1e-12 <= high
+    assert change.p_value is not None and 0.0 <= change.p_value <= 1.0
+    # The same seed gives the same page.
+    assert paired_change(pairs, "ndcg", weighted=weighted, seed=seed) == change
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=400), value=values, seed=st.integers(min_value=0, max_value=2**31)
+)
+def test_all_equal_pairs_change_nothing(n: int, value: float, seed: int) -> None:
+    change = paired_change([(value, value, 1.0)] * n, "mrr", seed=seed)
+    assert (change.delta, change.low, change.high, change.p_value, change.n) == (0.0, 0.0, 0.0, 1.0, n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(min_value=2, max_value=300),
+    drop=st.floats(min_value=0.01, max_value=1.0),
+    seed=st.integers(min_value=0, max_value=2**31),
+)
+def test_one_changed_query_among_many(n: int, drop: float, seed: int) -> None:
+    pairs = [(1.0, 1.0, 1.0)] * (n - 1) + [(1.0, 1.0 - drop, 1.0)]
+    change = paired_change(pairs, "ndcg", seed=seed)
+    assert change.n == n
+    assert change.delta == pytest.approx(-drop / n)
+    # The bootstrap draws the changed query 0, 1, 2... times: the interval runs from no change to a multiple
+    # of the one change, and always holds the mean change.
+    _, _, delta, low, high = figures(change)
+    assert high == 0.0
+    assert low <= delta < 0.0
+    # A single change flipped in sign is as large as itself: no draw is less extreme, no evidence of a change.
+    assert change.p_value == 1.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(pairs=st.lists(st.tuples(values, values, st.just(1.0)), min_size=1, max_size=3))
+def test_tiny_n_stays_consistent(pairs: list[Any]) -> None:
+    change = paired_change(pairs, "ndcg", seed=3)
+    deltas = [b - a for a, b, _ in pairs]
+    assert change.n == len(pairs)
+    _, _, delta, low, high = figures(change)
+    assert min(deltas) - 1e-12 <= low <= delta + 1e-12 <= high + 2e-12
+    assert high <= max(deltas) + 1e-12
+
+
+def test_the_p_value_is_the_share_of_sign_flips_at_least_as_extreme() -> None:
+    deltas = np.array([-0.3, -0.2, -0.25, -0.1, -0.4, -0.3, -0.2, -0.35])
+    # Every change is a drop: only the all-same-sign flips are as extreme, 2 of 2^8.
+    assert randomization_p_value(deltas, permutations=20_000) == pytest.approx(2 / 256, abs=0.005)
+    assert randomization_p_value(np.array([0.1, -0.1]), permutations=1000) == 1.0
+
+
+# --- the pairs count as the report's means --------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=3),  # the grade of d
+            st.integers(min_value=-1, max_value=4),  # where d comes back: -1 errored, 0 nothing returned
+            st.booleans(),  # expect_empty
+            st.floats(min_value=0.5, max_value=5.0),  # traffic weight
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_a_report_against_itself_pairs_exactly_the_queries_its_means_count(spec: list[Any]) -> None:
+    queries, results = [], {}
+    for i, (grade, where, empty, weight) in enumerate(spec):
+        qid = f"q{i}"
+        queries.append(
+            GoldenQuery(
+                id=qid, text=qid, judgments=(Judgment("d", grade),), expect_empty=empty, weight=weight
+            )
+        )
+        if where < 0:
+            results[qid] = QueryResult(query_id=qid, error="HTTP 500")
+        else:
+            results[qid] = QueryResult(
+                query_id=qid, ids=tuple([f"x{j}" for j in range(where - 1)] + ["d"])[:where]
+            )
+    report = build_report(GoldenFile(version="v", queries=tuple(queries)), results)
+    pairs = pair_scope(report["per_query"], report["per_query"], _core, METRIC_KEYS)
+    core = report["tiers"]["core"]
+    for metric in METRIC_KEYS:
+        change = pairs.change(metric, seed=1, with_interval=False)
+        assert change.n == core[metric]["n"], metric
+        if core[metric]["value"] is None:
+            assert change.current is None
+        else:
+            assert change.current == pytest.approx(core[metric]["value"], abs=1e-12), metric
+            assert change.delta == 0.0
+    for metric in WEIGHTED_METRICS:
+        change = pairs.change(metric, weighted=True, seed=1, with_interval=False)
+        expected = core["weighted"][metric]["value"]
+        assert change.current == (None if expected is None else pytest.approx(expected, abs=1e-12)), metric
+
+
+def test_the_seed_is_the_reports() -> None:
+    assert report_seed({"ci": {"seed": 17, "ndcg": {"seed": 17}}}) == 17
+    assert report_seed({"ci": {"ndcg": {"seed": 9}}}) == 9
+    assert report_seed({}) == DEFAULT_SEED

@@ -1,0 +1,140 @@
+"""`assay gate --suggest-budgets` and `assay gate --noise` through the installed console script: the
+suggested budgets load as a budgets file, the floor file feeds the gate's `noise` warnings, and every
+unusable input is one worded line with exit 2 (docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.budgets import load_budgets
+from assay.noise import NoiseFloor, below_floor
+from tests.assay.test_cli import assay, no_traceback
+from tests.assay.test_cli_gate import artifact
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    """Two runs of one configuration that differ on a few queries (an A/A pair of a noisy engine)."""
+    return artifact(tmp_path / "a.json", swapped=3), artifact(tmp_path / "b.json", swapped=5)
+
+
+def test_it_prints_suggested_budgets_that_load_and_the_floor_on_stderr(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    floor_file = tmp_path / "floor.json"
+    budgets_file = tmp_path / "budgets.json"
+    budgets_file.write_text(json.dumps({"lt3_rate": {"warn": 0.05, "fail": 0.1}, "strata": {"billing": {}}}))
+
+    proc = assay(
+        "gate",
+        "--suggest-budgets",
+        *map(str, runs),
+        "--budgets",
+        str(budgets_file),
+        "--noise-out",
+        str(floor_file),
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    suggested = load_budgets(json.loads(proc.stdout))
+    floor = NoiseFloor.from_dict(json.loads(floor_file.read_text()))
+    assert floor.runs == tuple(map(str, runs))
+    assert below_floor(suggested, floor) == []
+    assert below_floor(load_budgets(json.loads(budgets_file.read_text())), floor) != []
+    assert suggested.core["lt3_rate"].warn is not None  # gated in the budgets given: still gated
+    assert set(suggested.strata) == {"billing", "docs"}
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith(f"noise floor of 2 runs ({runs[0]}, {runs[1]}) on golden version 2026-08-01")
+    core_ndcg = next(line for line in lines if line.startswith("core ") and "nDCG@k" in line)
+    assert core_ndcg.split()[2:5] == [
+        f"{floor.core['ndcg'].run_to_run:.4f}",
+        f"{floor.core['ndcg'].half_width:.4f}",
+        f"{floor.core['ndcg'].floor:.4f}",
+    ]
+    assert "0.01 / 0.025 *" in core_ndcg
+    assert lines[-1] == "* below the noise floor: a change this small can be noise"
+
+
+def test_the_gate_given_the_floor_warns_on_each_budget_below_it(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    floor_file = tmp_path / "floor.json"
+    assay("gate", "--suggest-budgets", *map(str, runs), "--noise-out", str(floor_file))
+    current, baseline = artifact(tmp_path / "current.json"), artifact(tmp_path / "baseline.json")
+
+    plain = assay("gate", "--current", str(current), "--baseline", str(baseline))
+    noisy = assay("gate", "--current", str(current), "--baseline", str(baseline), "--noise", str(floor_file))
+
+    assert plain.returncode == 0 and plain.stdout.startswith("Relevance gate: PASS"), plain.stdout
+    assert noisy.returncode == 0 and noisy.stdout.startswith("Relevance gate: WARN"), noisy.stdout
+    assert "WARN  core nDCG@k fail budget 0.025 is below the noise floor" in noisy.stdout
+    assert "a change this small can be noise" in noisy.stdout
+
+
+def test_a_floor_of_another_golden_version_is_used_with_a_warning(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    floor_file = tmp_path / "floor.json"
+    assay("gate", "--suggest-budgets", *map(str, runs), "--noise-out", str(floor_file))
+    newer = [artifact(tmp_path / f"{name}.json", version="2026-09-01") for name in ("current", "baseline")]
+
+    proc = assay("gate", "--current", str(newer[0]), "--baseline", str(newer[1]), "--noise", str(floor_file))
+
+    assert proc.returncode == 0
+    assert f"warning: --noise {floor_file} was measured on golden version 2026-08-01" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (
+            "one report",
+            "1 run: the noise floor needs at least 2 runs of one configuration (an A/A pair); run",
+        ),
+        ("two versions", "golden_version differs ("),
+        ("not a report", "tiers: expected an object"),
+        ("deep", "nested too deeply to read"),
+        ("with current", "--suggest-budgets measures runs and compares none: leave out --current"),
+        ("no baseline", "--current and --baseline are both required (or --suggest-budgets REPORT ...)"),
+        ("noise out alone", "--noise-out goes with --suggest-budgets"),
+        ("budgets as floor", "not a noise floor (it has no noise_spec)"),
+        ("deep floor", "--noise deep.json: nested too deeply to read"),
+        ("bad floor", "core.ndcg.half_width: -1 is not a number >= 0 or null"),
+    ],
+)
+def test_unusable_input_is_one_worded_line_and_exit_2(
+    case: str, expected: str, runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = map(str, runs)
+    other = str(artifact(tmp_path / "other.json", version="2026-09-01"))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "not-a-report.json").write_text('{"tiers": 3}')
+    (tmp_path / "budgets.json").write_text("{}")
+    bad_floor = {"noise_spec": "1", "golden_version": "2026-08-01", "runs": [], "strata": {}}
+    bad_floor["core"] = {"ndcg": {"run_to_run": 0.01, "half_width": -1}}
+    (tmp_path / "bad-floor.json").write_text(json.dumps(bad_floor))
+    gate = ("gate", "--current", a, "--baseline", b)
+    args = {
+        "one report": ("gate", "--suggest-budgets", a),
+        "two versions": ("gate", "--suggest-budgets", a, other),
+        "not a report": ("gate", "--suggest-budgets", a, "not-a-report.json"),
+        "deep": ("gate", "--suggest-budgets", a, "deep.json"),
+        "with current": ("gate", "--suggest-budgets", a, b, "--current", a),
+        "no baseline": ("gate", "--current", a),
+        "noise out alone": (*gate, "--noise-out", "floor.json"),
+        "budgets as floor": (*gate, "--noise", "budgets.json"),
+        "deep floor": (*gate, "--noise", "deep.json"),
+        "bad floor": (*gate, "--noise", "bad-floor.json"),
+    }[case]
+
+    proc = assay(*args, cwd=tmp_path)
+
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    no_traceback(proc)
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("assay gate: error: ") and expected in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "floor.json").exists()

@@ -1,0 +1,394 @@
+"""The noise floor (`assay.noise`): run-to-run range, bootstrap half-width, the floor, the suggested budgets,
+the thresholds below the floor, the floor file, and the gate's `noise` warnings (docs/metrics.md, "Noise
+floor"). Reports are built with the real report builder."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.budgets import Budget, Budgets, load_budgets
+from assay.changes import IDENTITY_FIELDS
+from assay.gate import compare
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
+from assay.metric_table import BY_KEY, GATED_METRICS
+from assay.noise import (
+    FAIL_FACTOR,
+    SAME_REPORT,
+    TOLERANCE,
+    WARN_FACTOR,
+    MetricNoise,
+    NoiseError,
+    NoiseFloor,
+    below_floor,
+    noise_floor,
+    noise_warnings,
+    readable_ceiling,
+    suggest_budgets,
+)
+from assay.report import build_report
+from assay.results import QueryResult
+
+STRATA = ("billing", "docs", "blog")
+
+
+def golden(n: int = 30, version: str = "2026-08-01") -> GoldenFile:
+    """Queries q-0.. with a grade-3 d1 and a grade-1 d2-<i>; strata cycle billing, docs, blog."""
+    return GoldenFile(
+        version=version,
+        queries=tuple(
+            GoldenQuery(
+                id=f"q-{i}",
+                text=f"query {i}",
+                stratum=STRATA[i % len(STRATA)],
+                judgments=(Judgment("d1", 3), Judgment(f"d2-{i}", 1)),
+            )
+            for i in range(n)
+        ),
+    )
+
+
+def report(
+    swapped: frozenset[int] = frozenset(),
+    empty: frozenset[int] = frozenset(),
+    *,
+    errored: frozenset[int] = frozenset(),
+    n: int = 30,
+    version: str = "2026-08-01",
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A report where the queries in `swapped` rank d2 first (nDCG 0.7098, RR 0.5), those in `empty`
+    return nothing and those in `errored` fail; every other query ranks d1 first. Through JSON, as
+    artifacts are read from files."""
+    results = {}
+    for i in range(n):
+        ids = () if i in empty else (f"d2-{i}", "d1") if i in swapped else ("d1", f"d2-{i}")
+        error = "HTTP 503 after 4 attempts" if i in errored else None
+        results[f"q-{i}"] = QueryResult(query_id=f"q-{i}", ids=ids, error=error)
+    run = {"adapter": "http_json", "url": "http://search.test/search", "params": params or {}}
+    return json.loads(json.dumps(build_report(golden(n, version), results, run=run)))
+
+
+def floor_of(
+    core: dict[str, MetricNoise], strata: dict[str, dict[str, MetricNoise]] | None = None
+) -> NoiseFloor:
+    full = {metric: core.get(metric, MetricNoise()) for metric in GATED_METRICS}
+    return NoiseFloor(golden_version="2026-08-01", runs=("a", "b"), core=full, strata=strata or {})
+
+
+# ------------------------------------------------------------------------------------------- measuring
+
+
+def test_two_identical_runs_have_no_run_to_run_noise_and_the_floor_is_the_half_width() -> None:
+    run = report(frozenset({1, 4, 7, 11}))
+
+    floor = noise_floor([run, copy.deepcopy(run)], names=["a.json", "b.json"])
+
+    ndcg = floor.core["ndcg"]
+    assert ndcg.run_to_run == 0.0
+    assert ndcg.half_width is not None and ndcg.half_width > 0
+    assert ndcg.floor == ndcg.half_width
+    # The core nDCG half-width is half the width of the report's own interval (same queries, same seed).
+    ci = run["ci"]["ndcg"]
+    assert ndcg.half_width == pytest.approx((ci["high"] - ci["low"]) / 2, abs=1e-15)
+    assert floor.runs == ("a.json", "b.json") and floor.golden_version == "2026-08-01"
+    assert list(floor.strata) == ["billing", "blog", "docs"]
+
+
+def test_run_to_run_is_the_range_of_the_aggregate_over_the_runs() -> None:
+    runs = [report(frozenset(range(k))) for k in (2, 0, 5)]
+    values = [r["tiers"]["core"]["ndcg"]["value"] for r in runs]
+    stratum = [r["slices"]["stratum"]["billing"]["mrr"]["value"] for r in runs]
+
+    floor = noise_floor(runs)
+
+    assert floor.core["ndcg"].run_to_run == pytest.approx(max(values) - min(values), abs=1e-15)
+    assert floor.strata["billing"]["mrr"].run_to_run == pytest.approx(max(stratum) - min(stratum), abs=1e-15)
+    # Two runs: their absolute difference.
+    pair = noise_floor(runs[:2])
+    assert pair.core["ndcg"].run_to_run == pytest.approx(abs(values[0] - values[1]), abs=1e-15)
+    # Nothing empty anywhere: the empty rate has no noise at all.
+    assert floor.core["empty_rate"] == MetricNoise(0.0, 0.0)
+
+
+def test_the_half_width_is_the_largest_over_the_runs_and_resamples_the_scope_s_queries() -> None:
+    calm, noisy = report(), report(frozenset(range(0, 30, 2)))
+
+    floor = noise_floor([calm, noisy])
+
+    # A run where every query scores the same has a zero-width interval; the other's is the floor.
+    assert noise_floor([calm, calm]).core["ndcg"].half_width == 0.0
+    assert floor.core["ndcg"].half_width == pytest.approx(
+        (noisy["ci"]["ndcg"]["high"] - noisy["ci"]["ndcg"]["low"]) / 2, abs=1e-15
+    )
+    # A stratum's mean is over a third of the queries: its half-width is wider than the core's.
+    assert floor.strata["docs"]["ndcg"].half_width > floor.core["ndcg"].half_width  # type: ignore[operator]
+
+
+def test_it_refuses_fewer_than_two_runs_and_says_what_to_do() -> None:
+    with pytest.raises(NoiseError) as error:
+        noise_floor([report()])
+    assert error.value.problems == [
+        "1 run: the noise floor needs at least 2 runs of one configuration (an A/A pair); run the "
+        "baseline's configuration once more to measure the noise"
+    ]
+
+
+def test_it_refuses_runs_of_different_configurations_naming_the_field_and_the_values() -> None:
+    with pytest.raises(NoiseError) as version:
+        noise_floor([report(), report(version="2026-09-01")], names=["a.json", "b.json"])
+    assert version.value.problems == [
+        'golden_version differs (a.json "2026-08-01", b.json "2026-09-01"): the noise floor is measured on '
+        "runs of one configuration (the same system, golden version and parameters)"
+    ]
+    with pytest.raises(NoiseError, match=r'run.params differs \(a {}, b {"rewrite": true}\)'):
+        noise_floor([report(), report(params={"rewrite": True})], names=["a", "b"])
+
+
+def test_it_names_every_problem_of_a_malformed_report() -> None:
+    bad = report()
+    bad["tiers"]["core"]["ndcg"] = {"value": "high"}
+    bad["per_query"][2]["ndcg"] = "x"
+    bad["per_query"][3] = ["not", "a", "row"]
+    del bad["slices"]
+
+    with pytest.raises(NoiseError) as error:
+        noise_floor([report(), bad, 7], names=["good", "bad", "seven"])
+
+    assert error.value.problems == [
+        "bad: slices.stratum: missing",
+        'bad: tiers.core.ndcg: expected {"value": a number or null}',
+        "bad: per_query[2].ndcg: expected a number, true or false, or null",
+        "bad: per_query[3]: expected an object with a string id",
+        "seven: expected a report object, got int",
+    ]
+
+
+def test_the_noise_floor_compares_the_gate_s_identity_fields() -> None:
+    assert SAME_REPORT == IDENTITY_FIELDS
+
+
+# ------------------------------------------------------------------------------------------- suggesting
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(0.0123, 0.015), (0.041, 0.045), (0.26, 0.3), (0.01, 0.01), (0.0099, 0.01), (0.00049, 0.0005), (0, 0)],
+)
+def test_readable_ceiling_rounds_up_to_half_a_unit_of_the_second_digit(value: float, expected: float) -> None:
+    assert readable_ceiling(value) == expected
+
+
+@given(st.floats(min_value=1e-9, max_value=10, allow_nan=False))
+def test_readable_ceiling_is_never_below_the_value_and_at_most_half_again(value: float) -> None:
+    rounded = readable_ceiling(value)
+    assert value <= rounded <= value * 1.5 + 1e-15
+    assert readable_ceiling(value, 3.0) >= value
+
+
+def test_readable_ceiling_multiplies_in_decimal() -> None:
+    assert 0.4 * 1.5 == 0.6000000000000001
+    assert readable_ceiling(0.4, 1.5) == 0.6
+
+
+def test_the_suggestion_follows_the_rule_and_never_goes_below_the_defaults() -> None:
+    floor = floor_of(
+        {
+            "ndcg": MetricNoise(0.004, 0.0123),  # 1.5 x 0.0123 = 0.01845 -> 0.02; 3 x = 0.0369 -> 0.04
+            "mrr": MetricNoise(0.001, 0.002),  # below the defaults: 0.01 / 0.03 stay
+            "lt3_rate": MetricNoise(0.0, 0.05),  # off by default: stays off
+        },
+        {"billing": {"ndcg": MetricNoise(0.05, 0.4)}},  # 3 x 0.4 > 1: that level is off
+    )
+
+    suggested = suggest_budgets(floor, load_budgets({"strata": {"docs": {"ndcg": {"fail": 0.2}}}}))
+
+    assert suggested.core["ndcg"] == Budget(0.02, 0.04)
+    assert suggested.core["mrr"] == Budget(0.01, 0.03)
+    assert suggested.core["lt3_rate"] == Budget(None, None)
+    assert suggested.core["precision_at_k"] == Budget(0.02, 0.04)  # not measured: kept
+    # A stratum the budgets did not name gets budgets from its own floor; one they named is kept.
+    assert suggested.strata["billing"]["ndcg"] == Budget(0.6, None)
+    assert suggested.strata["docs"]["ndcg"] == Budget(0.01, 0.2)
+    assert (suggested.max_error_rate, suggested.critical_rank) == (0.0, 3)
+    assert load_budgets(suggested.to_dict()) == suggested
+    assert (WARN_FACTOR, FAIL_FACTOR) == (1.5, 3.0)
+
+
+def test_a_budget_at_the_floor_is_not_below_it_and_one_under_it_is() -> None:
+    floor = floor_of({"ndcg": MetricNoise(0.004, 0.0123)})
+    at = Budgets(core={**Budgets().core, "ndcg": Budget(0.0123, 0.025)})
+    under = Budgets(core={**Budgets().core, "ndcg": Budget(0.005, 0.0122)})
+
+    assert below_floor(at, floor) == []
+    assert [(b.scope, b.metric, b.level, b.threshold) for b in below_floor(under, floor)] == [
+        ("core", "ndcg", "warn", 0.005),
+        ("core", "ndcg", "fail", 0.0122),
+    ]
+
+
+def test_the_warning_names_the_budget_the_floor_and_both_components() -> None:
+    floor = floor_of({"ndcg": MetricNoise(0.004, 0.0123)})
+    budgets = load_budgets({"ndcg": {"warn": None, "fail": 0.005}})
+
+    assert noise_warnings(budgets, floor) == [
+        (
+            "core",
+            "ndcg",
+            "core nDCG@k fail budget 0.005 is below the noise floor 0.0123 (run-to-run 0.0040, bootstrap "
+            "half-width 0.0123): a change this small can be noise",
+        )
+    ]
+    assert noise_warnings(budgets, None) == []
+
+
+# ------------------------------------------------------------------------------------------- properties
+
+noise_values = st.one_of(st.none(), st.floats(min_value=0, max_value=0.5, allow_nan=False))
+thresholds = st.one_of(st.none(), st.floats(min_value=1e-4, max_value=0.6, allow_nan=False))
+scopes = st.fixed_dictionaries(
+    {metric: st.builds(MetricNoise, noise_values, noise_values) for metric in GATED_METRICS}
+)
+floors = st.builds(
+    lambda core, strata: NoiseFloor("2026-08-01", ("a", "b"), core, strata),
+    scopes,
+    st.dictionaries(st.sampled_from(STRATA), scopes, max_size=3),
+)
+budget_maps = st.fixed_dictionaries({m: st.builds(Budget, thresholds, thresholds) for m in GATED_METRICS})
+budget_sets = st.builds(
+    lambda core, strata: Budgets(core=core, strata=strata),
+    budget_maps,
+    st.dictionaries(st.sampled_from(STRATA), budget_maps, max_size=3),
+)
+
+
+@given(st.lists(st.frozensets(st.integers(0, 29), max_size=30), min_size=2, max_size=4))
+@settings(max_examples=25, deadline=None)
+def test_the_floor_is_at_least_each_component(swaps: list[frozenset[int]]) -> None:
+    floor = noise_floor([report(s, frozenset(s) if i % 2 else frozenset()) for i, s in enumerate(swaps)])
+
+    for _, _, noise in floor.scopes():
+        for measured in noise.values():
+            assert measured.floor is not None
+            assert measured.floor >= (measured.run_to_run or 0) and measured.floor >= (
+                measured.half_width or 0
+            )
+            assert measured.floor in (measured.run_to_run, measured.half_width)
+
+
+@given(floors, budget_sets)
+def test_every_suggested_threshold_that_is_on_is_at_or_above_the_floor(
+    floor: NoiseFloor, budgets: Budgets
+) -> None:
+    suggested = suggest_budgets(floor, budgets)
+
+    assert below_floor(suggested, floor) == []
+    for _, name, noise in floor.scopes():
+        scoped = suggested.core if name is None else suggested.strata[name]
+        for metric, measured in noise.items():
+            for level in ("warn", "fail"):
+                threshold = getattr(scoped[metric], level)
+                if threshold is not None and measured.floor is not None:
+                    assert threshold >= measured.floor
+                    default = getattr(BY_KEY[metric], f"default_{level}")
+                    assert default is None or threshold >= default
+    assert load_budgets(suggested.to_dict()) == suggested
+
+
+@given(floors, budget_sets)
+def test_below_floor_finds_exactly_the_thresholds_under_the_floor(
+    floor: NoiseFloor, budgets: Budgets
+) -> None:
+    expected = set()
+    for scope, name, noise in floor.scopes():
+        scoped = budgets.core if name is None else budgets.strata.get(name)
+        if scoped is None:
+            continue  # a stratum the budgets do not name is not gated
+        for metric in GATED_METRICS:
+            value = noise[metric].floor
+            for level in ("warn", "fail"):
+                threshold = getattr(scoped[metric], level)
+                # Under it by more than float noise: a threshold within TOLERANCE of the floor is at it.
+                if threshold is not None and value is not None and threshold < value - TOLERANCE:
+                    expected.add((scope, metric, level, threshold, value))
+
+    assert set(below_floor(budgets, floor)) == expected
+    assert [(s, m) for s, m, _ in noise_warnings(budgets, floor)] == [
+        (b.scope, b.metric) for b in below_floor(budgets, floor)
+    ]
+
+
+@given(floors)
+def test_a_floor_survives_its_json_form(floor: NoiseFloor) -> None:
+    assert NoiseFloor.from_dict(json.loads(json.dumps(floor.to_dict()))) == floor
+
+
+# ------------------------------------------------------------------------------------------- the floor file
+
+
+def test_a_floor_file_with_bad_values_names_every_problem() -> None:
+    data = floor_of({"ndcg": MetricNoise(0.01, 0.02)}).to_dict()
+    data["core"]["ndcg"]["floor"] = 0.5
+    data["core"]["mrr"]["half_width"] = -1
+    data["core"]["recall"] = {}
+    data["strata"] = []
+    data["extra"] = 1
+
+    with pytest.raises(NoiseError) as error:
+        NoiseFloor.from_dict(data, where="floor.json")
+
+    assert error.value.problems == [
+        "floor.json: extra: unknown key",
+        "floor.json: core.ndcg.floor: 0.5 is not the larger of run_to_run and half_width: edit those, the "
+        "floor follows",
+        "floor.json: core.mrr.half_width: -1 is not a number >= 0 or null",
+        "floor.json: core.recall: unknown metric; expected one of ndcg, mrr, precision_at_k, empty_rate, "
+        "lt3_rate",
+        "floor.json: strata: expected an object of stratum -> metrics, got list",
+    ]
+    with pytest.raises(NoiseError, match="not a noise floor"):
+        NoiseFloor.from_dict(Budgets().to_dict())
+    with pytest.raises(NoiseError, match="expected a JSON object, got list"):
+        NoiseFloor.from_dict([])
+
+
+# ------------------------------------------------------------------------------------------- the gate
+
+
+def test_a_budget_below_the_floor_is_a_noise_warning_so_the_gate_warns_instead_of_passing() -> None:
+    baseline = report(frozenset({1, 2}))
+    current = copy.deepcopy(baseline)
+    floor = noise_floor([baseline, report(frozenset({1, 2, 3}))])
+    budgets = load_budgets({"ndcg": {"warn": 0.001, "fail": 0.005}, "mrr": {"warn": None, "fail": None}})
+    assert floor.core["ndcg"].floor is not None and floor.core["ndcg"].floor > 0.005
+
+    quiet = compare(current, baseline, budgets)
+    warned = compare(current, baseline, budgets, noise_floor=floor)
+
+    assert quiet.verdict == "pass"
+    assert warned.verdict == "warn" and warned.failures == []
+    noise = [w for w in warned.warnings if w.kind == "noise"]
+    assert [(w.scope, w.metric) for w in noise] == [("core", "ndcg"), ("core", "ndcg")]
+    assert noise[1].message.startswith("core nDCG@k fail budget 0.005 is below the noise floor ")
+    assert warned.to_dict()["noise_floor"] == floor.to_dict()
+    assert quiet.to_dict()["noise_floor"] is None
+    # Budgets above the floor: nothing to say, the verdict stays pass.
+    assert compare(current, baseline, suggest_budgets(floor, budgets), noise_floor=floor).verdict == "pass"
+
+
+def test_a_scope_where_no_query_counted_has_no_floor_and_keeps_its_budgets() -> None:
+    billing = frozenset(range(0, 30, 3))  # every billing query errored in both runs
+    floor = noise_floor([report(errored=billing), report(errored=billing)])
+    budgets = load_budgets({"strata": {"billing": {"ndcg": {"fail": 0.001}}}})
+
+    assert floor.strata["billing"]["ndcg"] == MetricNoise(None, None)
+    assert floor.strata["billing"]["ndcg"].floor is None
+    assert not [b for b in below_floor(budgets, floor) if b.scope == "stratum billing"]
+    assert suggest_budgets(floor, budgets).strata["billing"]["ndcg"] == Budget(0.01, 0.001)
+    assert floor.core["ndcg"].floor is not None and math.isfinite(floor.core["ndcg"].floor)
