@@ -168,6 +168,8 @@ CELERY_BEAT_SCHEDULE = {
     "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# On SQLite the one-scheduler lock is a file lock here (config/beat_lock.py); on PostgreSQL an advisory lock.
+ASSAY_BEAT_LOCK_FILE = env.str("ASSAY_BEAT_LOCK_FILE", default=str(VAR_DIR / "celerybeat.lock"))
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,4 +1,4 @@
-"""`make run`: start the web app, a Celery worker (with beat) and the demo search service in one terminal,
+"""`make run`: start the web app, a Celery worker, celery beat and the demo search service in one terminal,
 then, once web and search answer their health checks, play the demo story (`manage.py demo_runs`)."""
 
 from __future__ import annotations
@@ -58,7 +58,10 @@ class Command(BaseCommand):
         search = f"http://127.0.0.1:{search_port}"
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-            "worker": [python, "-m", "celery", "-A", "config", "worker", "-B", "-l", "warning", "-c", "2"],
+            "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "2"],
+            # Its own process, not the worker's embedded -B: a killed worker never leaves a beat behind,
+            # and a second beat refuses to start (config/beat_lock.py).
+            "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "warning"],
             "search": [
                 python,
                 "-m",
