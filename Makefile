@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The demo's search service listens on loopback, which targets may reach only when allowed
+# (docs/deployment.md, "Target addresses").
+run: export ASSAY_TARGET_ALLOW_PRIVATE ?= true
 run: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py demo_load

@@ -148,6 +148,13 @@ def _weighted_means(
     return np.asarray((values[draws] * w).sum(axis=1) / w.sum(axis=1), dtype=np.float64)
 
 
+def _draws(rng: np.random.Generator, size: int, rows: int) -> NDArray[np.intp]:
+    """`rows` x `size` indices below `size`. Drawn as int32 when they fit: numpy draws the very same
+    values for int32 as for int64 below 2^32, several times faster."""
+    dtype = np.int32 if size < 2**31 else np.int64
+    return rng.integers(0, size, (rows, size), dtype=dtype)
+
+
 def bootstrap_means(
     values: NDArray[np.float64],
     weights: NDArray[np.float64] | None = None,
@@ -161,7 +168,7 @@ def bootstrap_means(
     batch = max(1, _BATCH_CELLS // size)
     return np.concatenate(
         [
-            _weighted_means(values, weights, rng.integers(0, size, (min(batch, resamples - start), size)))
+            _weighted_means(values, weights, _draws(rng, size, min(batch, resamples - start)))
             for start in range(0, resamples, batch)
         ]
     )

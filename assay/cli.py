@@ -21,7 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from assay.artifacts import dump_artifact, write_atomic
+import orjson
+
+from assay.artifacts import artifact_bytes, write_atomic
+from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
+from assay.memory import gc_paused
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
 
 DEFAULT_OUT = "artifacts/relevance.json"
@@ -44,17 +48,19 @@ def _read_text(path: str, what: str) -> str:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A JSON file given to a command, bounded in depth like every user's JSON (`assay.jsonin`)."""
     text = _read_text(path, what)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"{what} {path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise UsageError(
-            f"{what} {path}: nested too deeply to read (arrays or objects in thousands of levels)"
-        ) from None
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # The standard module names the place (and reads what orjson refuses: NaN, huge integers).
+        try:
+            return json_loads(text)
+        except JsonInputError as exc:
+            raise UsageError(f"{what} {path}: {exc}") from None
+    if json_depth_over(value, MAX_DEPTH):
+        raise UsageError(f"{what} {path}: nested deeper than {MAX_DEPTH} levels of arrays or objects")
+    return value
 
 
 def _load_golden(path: str) -> Any:
@@ -127,6 +133,10 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
             es_template=template,
             solr_method=args.solr_method,
             trust_env=args.trust_env,
+            # Whoever runs the command names the URL on their own machine (often a search service on
+            # localhost in CI): no one else's URL reaches this process, so the server's address policy
+            # (assay.netpolicy) does not apply.
+            allow_private=True,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -154,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = run_meta(config, results, started_at=started_at, duration=duration)
     run["golden_file"] = args.golden
     report = build_report(golden, {r.query_id: r for r in results}, run=run)
-    write_atomic(out, dump_artifact(report))
+    write_atomic(out, artifact_bytes(report))
     print(
         f"{len(results)} queries in {duration:.1f} s: {len(results) - len(errors)} answered, "
         f"{len(errors)} errors, {run['retries']} retries; artifact written to {out}",
@@ -204,10 +214,13 @@ def read_results_jsonl(text: str) -> dict[str, Any]:
             continue
         where = f"line {number}"
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}")
-            continue
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:  # the standard module names the column (and reads what orjson refuses: NaN, ...)
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}")
+                continue
         if not isinstance(obj, dict):
             problems.append(f"{where}: expected an object with query_id and ids")
             continue
@@ -250,12 +263,11 @@ def read_results_jsonl(text: str) -> dict[str, Any]:
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    for line in text.split("\n"):
-        if line.strip():
-            return line.lstrip().startswith("{")
-    return False
+    """The first non-blank character opens an object (a TREC line starts with a query id)."""
+    return text.lstrip().startswith("{")
 
 
+@gc_paused()  # builds a report of 10^5 small acyclic objects
 def cmd_score(args: argparse.Namespace) -> int:
     from assay.golden.trec import TrecFormatError, read_run
     from assay.report import build_report
@@ -277,6 +289,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     except (UsageError, TrecFormatError) as exc:
         message = "; ".join(exc.problems) if isinstance(exc, TrecFormatError) else str(exc)
         raise UsageError(f"run file {args.run}: {message}") from None
+    del text  # the file's text: as large as everything read from it
 
     known = {q.id for q in golden.queries}
     unknown = [qid for qid in results if qid not in known]
@@ -294,9 +307,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             f"note: {missing} golden queries are not in the run: they count as returning nothing",
             file=sys.stderr,
         )
-    report = build_report(golden, scored, run=run_block, extra_queries=unknown)
+    report = build_report(
+        golden, scored, run=run_block, extra_queries=unknown, compact_ranks=args.compact_ranks
+    )
     out = Path(args.out)
-    write_atomic(out, dump_artifact(report))
+    write_atomic(out, artifact_bytes(report))
     errors = [r for r in scored.values() if not r.ok]
     print(f"{len(scored)} queries scored; artifact written to {out}", file=sys.stderr)
     if errors:
@@ -343,7 +358,7 @@ def _rescored_baseline(args: argparse.Namespace, current: Any, baseline: Any) ->
     except RescoreError as exc:
         raise UsageError(f"--baseline {args.baseline}: cannot re-score: {exc}") from None
     if args.rescore_out:
-        write_atomic(Path(args.rescore_out), dump_artifact(rescored))
+        write_atomic(Path(args.rescore_out), artifact_bytes(rescored))
     print(
         f"note: baseline {args.baseline} re-scored from version {rescored['rescored']['from_version']} on "
         f"{golden.version} ({len(rescored['per_query'])} queries in both)"
@@ -471,6 +486,7 @@ def _suggest_budgets(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- validate
 
 
+@gc_paused()
 def cmd_validate(args: argparse.Namespace) -> int:
     golden = _load_golden(args.golden)  # problems -> UsageError (exit 2); warnings printed there
     tiers: dict[str, int] = {}
@@ -548,6 +564,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--golden", required=True, metavar="FILE")
     score.add_argument("--run", required=True, metavar="FILE", help="TREC run or JSONL {query_id, ids}")
     score.add_argument("--out", default=DEFAULT_OUT, metavar="FILE")
+    score.add_argument(
+        "--compact-ranks",
+        action="store_true",
+        help="keep per-query ranks and grades of graded documents in the top k only (a smaller artifact)",
+    )
     score.set_defaults(handler=cmd_score)
 
     gate = commands.add_parser("gate", help="compare an artifact with a baseline under budgets")

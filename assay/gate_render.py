@@ -2,17 +2,41 @@
 
 Numbers go through `assay.metric_table.format_number` (4 decimals, "—" for an undefined value), as on the
 pages; the result itself (`assay.gate.GateResult`) is never rounded.
+
+Every value that comes from a golden file, a report or a budgets file (a stratum, a query id or text, a
+document id, a finding's message) is user text. In the CI log a line that starts with `::` is a GitHub
+workflow command, so `render_text` writes user text on one line (`one_line`) and no line of it starts with
+`::` (`log_line`); annotations escape it by the workflow-command rules; the markdown comment escapes
+Markdown and HTML in it (`_md`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from assay.budgets import SLICE_KEYS
 from assay.changes import LeftOut
 from assay.gate import GateResult
 from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number
+
+# Every character `str.splitlines` (and so a CI log reader) may take for the end of a line.
+_LINE_BREAKS = str.maketrans(
+    {c: c.encode("unicode_escape").decode() for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+)
+
+
+def one_line(value: object) -> str:
+    """User text on one line of the CI log: each line break written as its escape (`\\n`, `\\r`)."""
+    return str(value).translate(_LINE_BREAKS)
+
+
+def log_line(line: str) -> str:
+    # The runner takes a line whose text, after leading blanks, starts with `::` for a workflow command
+    # (the legacy `##[` form is read anywhere in a line); no line of the log may be one.
+    if line.lstrip().startswith("::"):
+        line = "> " + line
+    return line.replace("##[", "#\u200b#[")  # a zero-width space between the two #
 
 
 def _num(value: float | None, signed: bool = False) -> str:
@@ -60,9 +84,11 @@ def _moved(loser: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [d for d in loser["documents"] if d["baseline_rank"] != d["current_rank"]]
 
 
-def _doc_text(doc: Mapping[str, Any]) -> str:
+def _doc_text(doc: Mapping[str, Any], quote: Callable[[object], str]) -> str:
     grade = f" (grade {doc['grade']})" if doc["grade"] is not None else ""
-    return f"{doc['doc_id']}{grade}: rank {_rank(doc['baseline_rank'])} -> {_rank(doc['current_rank'])}"
+    return (
+        f"{quote(doc['doc_id'])}{grade}: rank {_rank(doc['baseline_rank'])} -> {_rank(doc['current_rank'])}"
+    )
 
 
 def render_text(result: GateResult) -> str:
@@ -72,12 +98,13 @@ def render_text(result: GateResult) -> str:
         f"Relevance gate: {result.verdict.upper()}"
         + (" (rebaseline)" if result.rebaseline else "")
         + f" — {len(result.failures)} failure(s), {len(result.warnings)} warning(s)",
-        f"golden {ident['golden_version']}, k={ident['k']}, "
-        f"relevant_min_grade={ident['relevant_min_grade']}, metrics_spec {ident['metrics_spec']}",
+        f"golden {one_line(ident['golden_version'])}, k={one_line(ident['k'])}, "
+        f"relevant_min_grade={one_line(ident['relevant_min_grade'])}, "
+        f"metrics_spec {one_line(ident['metrics_spec'])}",
     ]
-    lines += [f"FAIL  {f.message}" for f in result.failures]
-    lines += [f"WARN  {w.message}" for w in result.warnings]
-    lines += [f"note  {n}" for n in result.notes]
+    lines += [f"FAIL  {one_line(f.message)}" for f in result.failures]
+    lines += [f"WARN  {one_line(w.message)}" for w in result.warnings]
+    lines += [f"note  {one_line(n)}" for n in result.notes]
     core = result.comparison.get("core", {})
     weighted = result.comparison.get("core_weighted", {})
     if core:
@@ -96,21 +123,30 @@ def render_text(result: GateResult) -> str:
         lines.append(interval)
     left_out = _left_out_text(result.left_out)
     if left_out:
-        lines.append(left_out)
+        lines.append(one_line(left_out))
     if result.top_losers:
         lines.append(f"Top losers ({len(result.top_losers)}):")
         for i, loser in enumerate(result.top_losers, start=1):
-            where = ", ".join(str(x) for x in (loser["stratum"], loser["tier"]) if x)
+            where = ", ".join(one_line(x) for x in (loser["stratum"], loser["tier"]) if x)
             lines.append(
-                f"  {i}. {loser['id']} {loser['text']!r} ({where}): nDCG {_num(loser['baseline_ndcg'])} -> "
+                f"  {i}. {one_line(loser['id'])} {one_line(repr(loser['text']))} ({where}): "
+                f"nDCG {_num(loser['baseline_ndcg'])} -> "
                 f"{_num(loser['current_ndcg'])} (-{_num(loser['drop'])})"
             )
-            lines += [f"       {_doc_text(doc)}" for doc in _moved(loser)]
-    return "\n".join(lines) + "\n"
+            lines += [f"       {_doc_text(doc, one_line)}" for doc in _moved(loser)]
+    return "\n".join(log_line(line) for line in lines) + "\n"
 
 
-def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+_MARKDOWN = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+    | {c: "\\" + c for c in "\\`*_[]|~"}
+    | {c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+)
+
+
+def _md(value: object) -> str:
+    """User text in the markdown comment: one line, HTML as entities, Markdown's marks escaped."""
+    return str(value).translate(_MARKDOWN)
 
 
 def _status_cell(status: str) -> str:
@@ -124,14 +160,14 @@ def render_markdown(result: GateResult) -> str:
     out = [
         f"### Relevance gate: **{verdict}**" + (" (rebaseline)" if result.rebaseline else ""),
         "",
-        f"Golden `{_cell(ident['golden_version'])}`, k={ident['k']}, relevant grade >= "
-        f"{ident['relevant_min_grade']}; {len(result.failures)} failure(s), "
+        f"Golden {_md(ident['golden_version'])}, k={_md(ident['k'])}, relevant grade >= "
+        f"{_md(ident['relevant_min_grade'])}; {len(result.failures)} failure(s), "
         f"{len(result.warnings)} warning(s).",
         "",
     ]
-    out += [f"- :x: {_cell(f.message)}" for f in result.failures]
-    out += [f"- :warning: {_cell(w.message)}" for w in result.warnings]
-    out += [f"- {_cell(n)}" for n in result.notes]
+    out += [f"- :x: {_md(f.message)}" for f in result.failures]
+    out += [f"- :warning: {_md(w.message)}" for w in result.warnings]
+    out += [f"- {_md(n)}" for n in result.notes]
     if result.failures or result.warnings or result.notes:
         out.append("")
     header = [
@@ -150,7 +186,8 @@ def render_markdown(result: GateResult) -> str:
             )
             p_value = UNDEFINED if r.get("p_value") is None else f"{r['p_value']:.3f}"
             lines.append(
-                f"| {LABELS[m]}{suffix} | {r.get('n', 0)} | {_num(r['baseline'])} | {_num(r['current'])} | "
+                f"| {_md(LABELS[m])}{suffix} | {r.get('n', 0)} | {_num(r['baseline'])} | "
+                f"{_num(r['current'])} | "
                 f"{_num(r['delta'], True)} | {shown} | {p_value} | {format_budget(r['warn'], r['fail'])} | "
                 f"{_status_cell(r['status'])} |"
             )
@@ -170,7 +207,7 @@ def render_markdown(result: GateResult) -> str:
         out += [interval + ".", ""]
     left_out = _left_out_text(result.left_out)
     if left_out:
-        out += [_cell(left_out) + ".", ""]
+        out += [_md(left_out) + ".", ""]
     for key, field in SLICE_KEYS.items():
         named = result.comparison.get(key, {})
         if not named:
@@ -179,7 +216,7 @@ def render_markdown(result: GateResult) -> str:
         out += [
             f"#### By {title} (core tier)",
             "",
-            f"| {title} | " + " | ".join(LABELS[m] for m in GATED_METRICS) + " |",
+            f"| {title} | " + " | ".join(_md(LABELS[m]) for m in GATED_METRICS) + " |",
         ]
         out.append("|---|" + "---:|" * len(GATED_METRICS))
         for name, rows in named.items():
@@ -188,7 +225,7 @@ def render_markdown(result: GateResult) -> str:
                 row = rows[metric]
                 mark = {"fail": " **fail**", "warn": " warn"}.get(row["status"], "")
                 cells.append(f"{_num(row['current'])} ({_num(row['delta'], True)}){mark}")
-            out.append(f"| {_cell(name)} | " + " | ".join(cells) + " |")
+            out.append(f"| {_md(name)} | " + " | ".join(cells) + " |")
         out.append("")
     if result.comparison.get("shadow"):
         out += [
@@ -206,11 +243,11 @@ def render_markdown(result: GateResult) -> str:
         ]
         out.append("|---|---|---|---:|---:|---:|---|")
         for loser in result.top_losers:
-            moves = "; ".join(_doc_text(d) for d in _moved(loser)) or UNDEFINED
+            moves = "; ".join(_doc_text(d, _md) for d in _moved(loser)) or UNDEFINED
             out.append(
-                f"| {_cell(loser['id'])} | {_cell(loser['text'])} | {_cell(loser['stratum'] or '')} | "
+                f"| {_md(loser['id'])} | {_md(loser['text'])} | {_md(loser['stratum'] or '')} | "
                 f"{_num(loser['baseline_ndcg'])} | {_num(loser['current_ndcg'])} | {_num(loser['drop'])} | "
-                f"{_cell(moves)} |"
+                f"{moves} |"
             )
         out.append("")
     return "\n".join(out).rstrip() + "\n"

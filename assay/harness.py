@@ -42,9 +42,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from assay.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
+from assay.netpolicy import AddressRefused, host_problem, private_targets_allowed, resolved_problem
 from assay.results import QueryResult
-
-_SNIPPET = 120
 
 
 def is_transient_status(status: int) -> bool:
@@ -92,6 +91,9 @@ class HarnessConfig:
     solr_method: Literal["GET", "POST"] = "GET"
     # Off by default so HTTP(S)_PROXY in a CI environment cannot reroute calls meant for a staging host.
     trust_env: bool = False
+    # Loopback, link-local, private and unspecified addresses (assay.netpolicy); by default as
+    # ASSAY_TARGET_ALLOW_PRIVATE says.
+    allow_private: bool = field(default_factory=private_targets_allowed)
 
     def __post_init__(self) -> None:
         problems = config_problems(self)
@@ -113,6 +115,10 @@ def config_problems(config: HarnessConfig) -> list[str]:
             URL(config.url)  # what the transport parses: a bad port or IPv6 literal fails here, not per query
         except ValueError as exc:
             problems.append(f"search URL: {exc}")
+        else:
+            refused = None if config.allow_private else host_problem(parts.hostname or "")
+            if refused:
+                problems.append(f"search URL: {refused}")
     if config.size < 1:
         problems.append(f"size {config.size}: must be at least 1")
     if config.concurrency < 1:
@@ -225,17 +231,11 @@ def field_path(body: Any, path: str) -> str | None:
     return str(node)
 
 
-def _snippet(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 3] + "..."
-
-
-def _body_text(body: bytes, charset: str | None) -> str:
-    """The body as text for an error message: the declared charset, else UTF-8, never failing."""
-    try:
-        return body.decode(charset or "utf-8", errors="replace")
-    except LookupError:  # a charset Python does not know
-        return body.decode("utf-8", errors="replace")
+def _body_shape(response: aiohttp.ClientResponse, body: bytes) -> str:
+    """What an error says of a reply's body: its content type and size, never its text. The text may be
+    whatever the URL reached (an admin page, a metadata service's keys), and errors are shown on pages."""
+    kind = response.headers.get("Content-Type", "no content type")
+    return f"{kind}, {len(body)} bytes"
 
 
 def _os_reason(error: OSError) -> str:
@@ -487,24 +487,27 @@ class _Runner:
             if reason is not None:
                 raise _Permanent(f"undecodable response body: {reason}") from exc
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, AddressRefused):
+                raise _Permanent(str(exc.os_error)) from exc  # the same on every retry
+            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
         status = response.status
         if is_transient_status(status):
             wait = parse_retry_after(response.headers.get("Retry-After"))
-            text = _snippet(_body_text(body, response.charset))
-            raise _Transient(f"HTTP {status}: {text}", status=status, retry_after=wait)
+            raise _Transient(
+                f"HTTP {status} ({_body_shape(response, body)})", status=status, retry_after=wait
+            )
         if status >= 400:
-            raise _Permanent(f"HTTP {status}: {_snippet(_body_text(body, response.charset))}", status=status)
+            raise _Permanent(f"HTTP {status} ({_body_shape(response, body)})", status=status)
         if not 200 <= status < 300:
             raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
         try:
             # The raw bytes, as the engine sent them: json detects UTF-8/16/32 itself.
             parsed = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            kind = response.headers.get("Content-Type", "no content type")
-            text = _snippet(_body_text(body, response.charset))
-            raise _Permanent(f"response is not JSON ({kind}): {text!r}", status=status) from None
+            raise _Permanent(f"response is not JSON ({_body_shape(response, body)})", status=status) from None
         try:
             hits = self.adapter.parse_response(parsed)
         except AdapterError as exc:
@@ -530,6 +533,31 @@ def _read_marker(
     return None
 
 
+class _PublicResolver(aiohttp.abc.AbstractResolver):
+    """DNS that answers only the addresses `assay.netpolicy` lets a target reach.
+
+    The connector connects to exactly the addresses a resolver returns and asks again for each new
+    connection once its short cache expires, so checking here (after resolution, not on the name) also
+    holds when a name is re-pointed at a private address during a run. Address literals never reach a
+    resolver: `config_problems` judges them.
+    """
+
+    def __init__(self) -> None:
+        self._inner = aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[aiohttp.abc.ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        allowed = [r for r in found if resolved_problem(host, r["host"]) is None]
+        if not allowed and found:
+            raise AddressRefused(resolved_problem(host, found[0]["host"]) or f"host {host}: refused")
+        return allowed
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
 def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
     outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
@@ -538,7 +566,8 @@ def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(
         total=None, connect=config.timeout, sock_connect=config.timeout, sock_read=config.timeout
     )
-    connector = aiohttp.TCPConnector(limit=config.concurrency, limit_per_host=0)
+    resolver = None if config.allow_private else _PublicResolver()
+    connector = aiohttp.TCPConnector(limit=config.concurrency, limit_per_host=0, resolver=resolver)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=timeout,

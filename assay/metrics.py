@@ -185,7 +185,6 @@ def score_query(
 
 def first_ranks(ranked: Sequence[str], doc_ids: Iterable[str]) -> dict[str, int | None]:
     """1-based rank of each doc id's first occurrence in the whole list, None when it was not returned."""
-    position: dict[str, int] = {}
-    for rank, doc_id in enumerate(ranked, start=1):
-        position.setdefault(doc_id, rank)
+    # Built from the end, so a repeated id keeps its first (best) rank.
+    position = dict(zip(reversed(ranked), range(len(ranked), 0, -1), strict=True))
     return {doc_id: position.get(doc_id) for doc_id in doc_ids}

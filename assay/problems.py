@@ -27,6 +27,9 @@ class ImportReport:
     # Ordered facts for the report page: ("queries created", 12), ("emails stripped", 3)...
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # A few rows as read and as imported, (before, after): the query log's PII removal, shown once on
+    # the report and never stored.
+    samples: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -46,6 +49,7 @@ class ImportReport:
             "problems": [{"where": p.where, "message": p.message} for p in self.problems],
             "counts": dict(self.counts),
             "notes": list(self.notes),
+            "samples": [{"before": before, "after": after} for before, after in self.samples],
         }
 
     def render_text(self) -> str:
@@ -56,6 +60,7 @@ class ImportReport:
         lines += [f"  problem: {p}" for p in self.problems]
         lines += [f"  {name}: {n}" for name, n in self.counts.items()]
         lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  sample: {before!r} -> {after!r}" for before, after in self.samples]
         return "\n".join(lines)
 
 

@@ -167,20 +167,27 @@ def _wait(
 
 
 def _print_verdict(verdict: dict[str, Any]) -> None:
-    print(f"verdict: {verdict['verdict']} (run {verdict['run_id']}, {verdict['status']})")
+    from assay.gate_render import log_line, one_line
+
+    # The server's text holds the golden file's (stratum, query text): on one line each, and no line a
+    # CI workflow command, as `assay gate` prints it.
+    def say(line: str) -> None:
+        print(log_line(line))
+
+    say(f"verdict: {one_line(verdict['verdict'])} (run {verdict['run_id']}, {one_line(verdict['status'])})")
     for finding in verdict.get("failures", []):
-        print(f"FAIL  {finding['message']}")
+        say(f"FAIL  {one_line(finding['message'])}")
     for finding in verdict.get("warnings", []):
-        print(f"WARN  {finding['message']}")
+        say(f"WARN  {one_line(finding['message'])}")
     losers = verdict.get("top_losers") or []
     if losers:
-        print("top losers:")
+        say("top losers:")
         for loser in losers[:10]:
-            print(
-                f"  {loser['id']} {loser.get('text', '')!r}: nDCG {loser['baseline_ndcg']:.4f} -> "
-                f"{loser['current_ndcg']:.4f}"
+            say(
+                f"  {one_line(loser['id'])} {one_line(repr(loser.get('text', '')))}: "
+                f"nDCG {loser['baseline_ndcg']:.4f} -> {loser['current_ndcg']:.4f}"
             )
-    print(f"report: {verdict['page']}")
+    say(f"report: {one_line(verdict['page'])}")
 
 
 def exit_code_for(run: dict[str, Any], verdict: dict[str, Any] | None) -> int:

@@ -133,20 +133,22 @@ def build_report(
     extra_queries: Sequence[str] = (),
     critical_rank: int = DEFAULT_CRITICAL_RANK,
     bootstrap_seed: int = BOOTSTRAP_SEED,
+    compact_ranks: bool = False,
 ) -> dict[str, Any]:
     """Score `results` (query id -> what the search returned) against `golden` into the artifact.
 
     A golden query absent from `results` returned nothing (n = 0). Result ids the golden file lacks, and
     `extra_queries` (ids a run file holds that the golden lacks), are listed under `unknown_queries` and
     not scored. `run` is copied as is into the artifact (parameters, times, index generation, model id).
+    `compact_ranks` keeps in each query's `ranks` and `grades` only the graded documents in the top k
+    (a much smaller artifact for deep runs; the gate then reads an absent document as "not in the top k").
     """
     queries = golden.queries
     answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in queries]
     errored = np.array([not a.ok for a in answers], dtype=bool)
     ranked = [() if not a.ok else a.ids for a in answers]
-    scores = score_lists(
-        [q.grades for q in queries], ranked, k=golden.k, relevant_min_grade=golden.relevant_min_grade
-    )
+    grades = [q.grades for q in queries]
+    scores = score_lists(grades, ranked, k=golden.k, relevant_min_grade=golden.relevant_min_grade)
     n = scores.n
     # Each metric's per-query values (a new metric of the metric table adds its line here).
     values = {
@@ -175,7 +177,7 @@ def build_report(
         "errors": [],
     }
     for i, (query, answer) in enumerate(zip(queries, answers, strict=True)):
-        graded = {d: g for d, g in query.grades.items() if g >= 1}
+        graded = {d: g for d, g in grades[i].items() if g >= 1}
         ranks = first_ranks(ranked[i], graded)
         failed = bool(errored[i])
         judged = float(values["judged_at_k"][i])
@@ -202,9 +204,9 @@ def build_report(
                 "expect_empty": query.expect_empty,
                 "critical": query.critical,
                 "ids": list(ranked[i][: golden.k]),
-                "ranks": ranks,
+                **(_top_k_ranks(ranks, graded, golden.k) if compact_ranks else {"ranks": ranks}),
                 # Lets the gate show each graded document's grade beside its rank change.
-                "grades": graded,
+                **({} if compact_ranks else {"grades": graded}),
             }
         )
         if failed:
@@ -252,6 +254,12 @@ def build_report(
         "run": dict(run) if run is not None else {},
     }
     return report
+
+
+def _top_k_ranks(ranks: Mapping[str, int | None], graded: Mapping[str, int], k: int) -> dict[str, Any]:
+    """`ranks` and `grades` of the graded documents returned in the top k only (`compact_ranks`)."""
+    top = {d: rank for d, rank in ranks.items() if rank is not None and rank <= k}
+    return {"ranks": top, "grades": {d: graded[d] for d in top}}
 
 
 def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.bool_]) -> dict[str, Any]:

@@ -94,7 +94,9 @@ def bare_asyncio(url: str, queries: list[GoldenQuery], concurrency: int) -> tupl
 
 def harness_run(url: str, queries: list[GoldenQuery], concurrency: int) -> tuple[float, float]:
     """Wall time and the client's own CPU time, seconds."""
-    config = HarnessConfig(url=url, concurrency=concurrency, timeout=10)
+    config = HarnessConfig(
+        url=url, concurrency=concurrency, timeout=10, allow_private=True
+    )  # our loopback server
     started, cpu = time.perf_counter(), time.process_time()
     results = search_all_sync(queries, config)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu

@@ -7,9 +7,11 @@ services needed. Production and CI set DATABASE_URL (PostgreSQL) and REDIS_URL o
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 import environ
 from celery.schedules import crontab
+from csp.constants import NONE, SELF
 
 from assay.paths import BASE_DIR, var_dir
 
@@ -45,6 +47,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -55,6 +59,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -64,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a login the throttle refused (config.auth.LoginThrottleBackend) into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -88,7 +95,16 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'assay.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # make run serves web and worker from one SQLite file: wait for the write lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20})
+    # A deferred transaction that reads and then writes cannot wait (SQLite answers "database is locked" at
+    # once to avoid a deadlock); IMMEDIATE takes the write lock at BEGIN, where the timeout applies. WAL
+    # lets pages read while a grade is being written. docs/deployment.md, "SQLite or PostgreSQL".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": env.float("ASSAY_SQLITE_TIMEOUT", default=20.0),
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Reuse connections across requests (a grade save is a few milliseconds of SQL; a new connection is more).
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("ASSAY_DB_CONN_MAX_AGE", default=60))
@@ -98,6 +114,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "config.auth.LoginThrottleBackend",  # refuses a locked-out login before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -123,10 +143,55 @@ CSRF_COOKIE_HTTPONLY = False  # the grading page's fetch reads it from the cooki
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_FAILURE_VIEW = "config.views.csrf_failure"
+if env.bool("ASSAY_PROXY_SSL_HEADER", default=False):
+    # Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's): otherwise anyone could
+    # claim HTTPS. docs/deployment.md, "Behind a proxy".
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if not DEBUG and env.bool("ASSAY_HTTPS", default=False):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True
+    # The load balancer's health check speaks plain HTTP to the web process.
+    SECURE_REDIRECT_EXEMPT = [r"^health/$"]
+    SECURE_HSTS_SECONDS = env.int("ASSAY_HSTS_SECONDS", default=0)
+    if SECURE_HSTS_SECONDS < 0:
+        raise ValueError(f"ASSAY_HSTS_SECONDS must be 0 (no HSTS) or more, got {SECURE_HSTS_SECONDS}")
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("ASSAY_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("ASSAY_HSTS_PRELOAD", default=False)
+# Every page's script is a file under static/ (no inline script, no eval: templates/base.html sets
+# htmx's config to match); Swagger UI is served by drf-spectacular's split view for the same reason.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# --- Login throttling (django-axes, docs/deployment.md "Login throttling") -------------------------
+AXES_FAILURE_LIMIT = env.int("ASSAY_LOGIN_FAILURE_LIMIT", default=5)
+_lockout_minutes = env.int("ASSAY_LOGIN_LOCKOUT_MINUTES", default=15)
+if AXES_FAILURE_LIMIT < 1 or _lockout_minutes < 0:
+    raise ValueError(
+        "ASSAY_LOGIN_FAILURE_LIMIT must be 1 or more and ASSAY_LOGIN_LOCKOUT_MINUTES 0 (until unlocked) or"
+        f" more, got {AXES_FAILURE_LIMIT} and {_lockout_minutes}"
+    )
+# Per account and address together: a mistyping colleague behind the same NAT, or someone guessing
+# another account, does not lock anyone else out.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_COOLOFF_TIME = timedelta(minutes=_lockout_minutes) if _lockout_minutes else None
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The address a lockout counts by: REMOTE_ADDR, or behind a proxy the header it sets (config/auth.py).
+ASSAY_CLIENT_IP_HEADER = env.str("ASSAY_CLIENT_IP_HEADER", default="")
+AXES_CLIENT_IP_CALLABLE = "config.auth.client_ip"
 
 # --- Celery -------------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -187,8 +252,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "evaluation.api.pagination.OrderedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON bodies bounded in depth and size: a worded 400, never a RecursionError (assay.jsonin).
+    "DEFAULT_PARSER_CLASSES": ["evaluation.api.parsers.BoundedJSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "evaluation.api.schema.ApiAutoSchema",
+    # Every error answers {"detail", "problems"} (evaluation/api/errors.py).
+    "EXCEPTION_HANDLER": "evaluation.api.errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Assay API",

@@ -16,6 +16,7 @@ from typing import Any
 from django.http import Http404
 
 from assay.budgets import Budget, Budgets, BudgetsError, load_budgets
+from assay.jsonin import JsonInputError, json_loads
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget
 from assay.noise import NOT_ENOUGH_RUNS, MetricNoise, below_floor, suggest_budgets
 from evaluation import selectors
@@ -119,11 +120,9 @@ def suggestion_text(panel: NoisePanel, text: str) -> tuple[str, list[str]]:
     if panel.measure is None or panel.measure.floor is None:
         return text, [f"no noise floor to suggest budgets from: {panel.advice}"]
     try:
-        budgets = load_budgets(json.loads(text))
-    except json.JSONDecodeError as exc:
-        return text, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-    except RecursionError:
-        return text, ["the budgets are nested too deeply to read"]
+        budgets = load_budgets(json_loads(text))
+    except JsonInputError as exc:
+        return text, [str(exc)]
     except BudgetsError as exc:
         return text, exc.problems
     return json.dumps(suggest_budgets(panel.measure.floor, budgets).to_dict(), indent=2), []

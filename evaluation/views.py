@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.charts import TREND_CHART, trend_charts
 from assay.drift import BudgetsError
 from assay.harness import redact_url
+from assay.jsonin import JsonInputError, json_loads
 from assay.metric_table import WEIGHTED_PREFIX, series_label
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
@@ -522,11 +523,9 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
         data: Any = None
         if request.POST.get("action") != "defaults":
             try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems = [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-            except RecursionError:
-                problems = ["the budgets are nested too deeply to read"]
+                data = json_loads(text)
+            except JsonInputError as exc:
+                problems = [str(exc)]
         if not problems:
             try:
                 services.budgets_set(golden_set=golden_set, data=data, by=request.user)

@@ -25,6 +25,9 @@ PASSWORD = "correct horse battery staple"
 # Git exports may write only below the allowed roots (assay.secrets); the tests' repositories live in
 # pytest's temporary directories. Set before any worker process is started, which inherits it.
 os.environ.setdefault("ASSAY_GIT_EXPORT_ROOTS", tempfile.gettempdir())
+# The search servers the tests start listen on loopback, which targets may reach only when the operator
+# allows private addresses (assay.netpolicy); tests of that policy turn it off for themselves.
+os.environ.setdefault("ASSAY_TARGET_ALLOW_PRIVATE", "true")
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from assay.golden.checks import _Checker, _describe, _file, _header_field_hint, _query_field_hint_top, _quote
+from assay.golden.fast import fast_from_dict
 from assay.golden.fields import FILE_FIELDS as FILE_FIELDS
 from assay.golden.fields import FORMAT_REVISION as FORMAT_REVISION
 from assay.golden.fields import HEADER_FIELDS as HEADER_FIELDS
@@ -154,9 +157,23 @@ def _decode_document(text: str) -> tuple[Any, Problem | None]:
     return _decode_json(text, line=None)
 
 
+def _fast_json(text: str) -> GoldenFile | None:
+    """A valid file in the common shape, decoded by orjson and checked in bulk (`assay.golden.fast`);
+    None sends the text through the careful walk, which names every problem."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return fast_from_dict(value, text)
+
+
 def parse_json(data: str | bytes) -> GoldenFile:
     """Parse the JSON form (one document)."""
-    value, problem = _decode_document(_to_text(data))
+    text = _to_text(data)
+    fast = _fast_json(text)
+    if fast is not None:
+        return fast
+    value, problem = _decode_document(text)
     if problem is not None:
         raise GoldenFormatError([problem])
     return from_dict(value)
@@ -232,6 +249,9 @@ def parse(data: str | bytes, *, fmt: Format | None = None) -> GoldenFile:
     if fmt is not None:
         raise ValueError(f"unknown golden file format {fmt!r}: use 'json' or 'jsonl'")
     text = _to_text(data)
+    fast = _fast_json(text)
+    if fast is not None:
+        return fast
     value, problem = _decode_document(text)
     if problem is None:
         return from_dict(value)

@@ -6,9 +6,13 @@ The pipeline, in order:
    nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be empty; the
    product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum` column and
    may be empty.
-2. `strip_pii`: emails, card numbers (13-19 digits passing the Luhn check), phone numbers (7-15 digits
-   in the usual groupings, ISO dates excepted) and long digit runs (6+ digits: order and account
-   numbers) are cut out; what was cut is counted per kind. A query left empty is dropped.
+2. `strip_pii`: a URL's query string (`?email=...&token=...`, names and values), emails, secret-like
+   tokens (API keys by their prefixes, JSON web tokens, long hex and base64 runs), IPv4 and IPv6
+   addresses, card numbers (13-19 digits passing the Luhn check), phone numbers (7-15 digits in the
+   usual groupings, ISO dates excepted) and long digit runs (6+ digits: order and account numbers) are
+   cut out whole; what was cut is counted per kind, and the first few rows changed are kept as before
+   and after samples (docs/labeling.md lists what is and is not removed). A query left empty is
+   dropped.
 3. `dedupe`: queries equal after normalisation (NFKC, case-folded, whitespace collapsed) within one
    locale are one query; counts add up; the most frequent spelling is kept as the text, and the vertical
    most of its searches were logged under as its vertical.
@@ -28,6 +32,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import ipaddress
 import json
 import random
 import re
@@ -52,7 +57,8 @@ HEADER = "query,count[,zero_hits][,locale][,vertical]"
 MAX_VERTICAL = 100
 # The failure mode of a query in the known-failure reserve: it returned nothing (docs/labeling.md).
 ZERO_RESULTS = "zero-results"
-PII_KINDS = ("email", "card", "phone", "digits")
+PII_KINDS = ("url query", "email", "secret", "ip", "card", "phone", "digits")
+PII_SAMPLES = 5  # rows shown before and after their PII was cut, on the import's report
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +287,35 @@ def _int(value: object) -> int | None:
 
 # --- 2. PII ------------------------------------------------------------------------------------
 
+# A URL's query string, from `?` to the next blank: its values carry emails, tokens and session ids,
+# and its names say what the values were (`?email=`), so both go.
+_URL_QUERY = re.compile(r"\?[^\s?#=&]+=\S*")
 _EMAIL = re.compile(r"[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")
+# Credentials by the prefixes their issuers give them (Stripe, OpenAI, GitHub, AWS access key ids,
+# Slack, GitLab, Google API keys) and JSON web tokens.
+_SECRET_PREFIXED = re.compile(
+    r"(?<![\w-])(?:"
+    r"(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{6,}|(?:sk|pk|rk|whsec)_[A-Za-z0-9]{12,}"
+    r"|sk-[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|glpat-[\w-]{20,}"
+    r"|AIza[\w-]{35}"
+    r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"
+    r")"
+)
+# Unprefixed secrets: 16+ hex digits mixing digits and letters (hashes, hex keys), and 20+ base64
+# characters mixing digits, lower and upper case (a word or a model name rarely does all three).
+_HEX_RUN = re.compile(r"(?<![\w+/-])(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{16,}(?![\w+/-])")
+_BASE64_RUN = re.compile(
+    r"(?<![\w+/=-])(?=[\w+/-]*\d)(?=[\w+/-]*[a-z])(?=[\w+/-]*[A-Z])[A-Za-z0-9+/_-]{20,}={0,2}(?![\w+/=-])"
+)
+# Candidates, each confirmed by `ipaddress` (so a time such as 10:30:00 or a version 1.2.300.4 stays).
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?:%[\w.]+)?(?![\w:.])"
+)
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
 _CARD = re.compile(r"(?<![\d\w+])\d(?:[ -]?\d){12,18}(?![\d\w])")
 _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w])"
@@ -302,6 +336,14 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        return False
+    return any(ch.isalnum() for ch in value)
+
+
 def strip_pii(text: str) -> tuple[str, Counter[str]]:
     """The text with personal data cut out, and how many pieces of each kind were cut."""
     found: Counter[str] = Counter()
@@ -312,6 +354,12 @@ def strip_pii(text: str) -> tuple[str, Counter[str]]:
             return " "
 
         return replace
+
+    def address(match: re.Match[str]) -> str:
+        if not _is_ip(match.group()):
+            return match.group()
+        found["ip"] += 1
+        return " "
 
     def card(match: re.Match[str]) -> str:
         # 13-19 digits failing the Luhn check are still an account or order number: a digit run.
@@ -326,7 +374,14 @@ def strip_pii(text: str) -> tuple[str, Counter[str]]:
         found["phone"] += 1
         return " "
 
+    # In this order: a query string or an email holds what the later patterns would cut in pieces
+    # (`?ip=10.0.0.1` would leave `?ip=`), and a token's or an address's digits are not a phone number.
+    text = _URL_QUERY.sub(cut("url query"), text)
     text = _EMAIL.sub(cut("email"), text)
+    for secret in (_SECRET_PREFIXED, _HEX_RUN, _BASE64_RUN):
+        text = secret.sub(cut("secret"), text)
+    text = _IPV6.sub(address, text)
+    text = _IPV4.sub(address, text)
     text = _CARD.sub(card, text)
     text = _PHONE.sub(phone, text)
     text = _LONG_DIGITS.sub(cut("digits"), text)
@@ -350,12 +405,15 @@ class CleanResult:
     rows: int
     duplicates_merged: int
     several_verticals: int = 0  # distinct queries logged under more than one vertical
+    # The first PII_SAMPLES distinct rows changed, (before, after): what the import's report shows.
+    samples: list[tuple[str, str]] = field(default_factory=list)
 
 
 def clean(rows: Iterable[LogRow]) -> CleanResult:
     """Strip PII from every row, drop the empty ones, merge duplicates (per locale, after normalising)."""
     pii: Counter[str] = Counter()
     with_pii = empty = blank = n_rows = 0
+    samples: list[tuple[str, str]] = []
     spellings: dict[tuple[str, str], Counter[str]] = {}
     counts: Counter[tuple[str, str]] = Counter()
     zero: Counter[tuple[str, str]] = Counter()
@@ -369,6 +427,8 @@ def clean(rows: Iterable[LogRow]) -> CleanResult:
         if found:
             with_pii += 1
             pii.update(found)
+            if len(samples) < PII_SAMPLES and (row.query, text) not in samples:
+                samples.append((row.query, text))
         if not text:
             empty += 1
             continue
@@ -401,6 +461,7 @@ def clean(rows: Iterable[LogRow]) -> CleanResult:
         rows=n_rows,
         duplicates_merged=kept_rows - len(queries),
         several_verticals=sum(len(v) > 1 for v in verticals.values()),
+        samples=samples,
     )
 
 

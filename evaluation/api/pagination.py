@@ -22,3 +22,14 @@ class OrderedLimitOffsetPagination(LimitOffsetPagination):
                 "would give pages that overlap or skip rows; order it (order_by) first"
             )
         return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        # The ranges the API holds a request to (evaluation.api.views.PAGE_QUERY): outside them, a 400.
+        bounds = {
+            self.limit_query_param: {"minimum": 1, "maximum": self.max_limit},
+            self.offset_query_param: {"minimum": 0},
+        }
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"].update(bounds.get(parameter["name"], {}))
+        return parameters

@@ -295,7 +295,7 @@ class VerdictSerializer(serializers.Serializer[Any]):
         "errored_both, new, retired",
     )
     means = serializers.DictField(
-        child=serializers.DictField(),
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
         help_text="this run's core means side by side: metric -> {mean, weighted} (weighted null where the "
         "metric has no traffic-weighted twin)",
     )
@@ -304,8 +304,12 @@ class VerdictSerializer(serializers.Serializer[Any]):
 
 
 class ProblemsSerializer(serializers.Serializer[Any]):
-    detail = serializers.CharField()
-    problems = serializers.ListField(child=serializers.CharField())
+    """The one error shape of every operation (evaluation/api/errors.py)."""
+
+    detail = serializers.CharField(help_text="what went wrong, in a few words")
+    problems = serializers.ListField(
+        child=serializers.CharField(), help_text="each thing to fix, one sentence each; may be empty"
+    )
 
 
 class CancelSerializer(serializers.Serializer[Any]):

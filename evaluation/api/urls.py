@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, path, re_path
 
 from evaluation.api import views
 
@@ -24,4 +24,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<int:pk>/report/", views.RunReport.as_view(), name="run-report"),
     path("runs/<int:pk>/verdict/", views.RunVerdict.as_view(), name="run-verdict"),
     path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="run-cancel"),
+    # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
+    re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),
 ]

@@ -3,6 +3,7 @@ see), calls one service or selector, and serializes. Scopes per view in `require
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
@@ -11,11 +12,13 @@ from django.http import Http404, HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics, mixins, status
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evaluation import access
+from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.api.serializers import (
     VERSION_FILES,
     CancelSerializer,
@@ -39,18 +42,87 @@ GOLDEN_READ = "golden:read"
 RUNS_WRITE = "runs:write"
 
 
+def _choice(choices: Sequence[str]) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"expected one of {', '.join(choices)}"
+
+    return check
+
+
+def _whole(low: int, high: int | None = None) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        ok = value.isdigit() and int(value) >= low and (high is None or int(value) <= high)
+        return None if ok else f"expected a whole number from {low}" + (f" to {high}" if high else " up")
+
+    return check
+
+
+PAGE_QUERY = {
+    "limit": _whole(1, OrderedLimitOffsetPagination.max_limit),
+    "offset": _whole(0),
+}
+
+
 class ApiView(generics.GenericAPIView[Any]):
-    """Opts out of the login middleware (the API authenticates with DRF: token or session + CSRF)."""
+    """Opts out of the login middleware (the API authenticates with DRF: token or session + CSRF).
+
+    `query` names the query parameters a view reads, each with the check of its value (None: any
+    value); a list view adds `limit` and `offset`. Any other parameter, or a value its check refuses, is
+    a worded 400: a misspelt filter must not answer an unfiltered (or empty) page as if it had applied.
+    """
 
     required_scopes: dict[str, str] = {}
+    query: dict[str, Callable[[str], str | None] | None] = {}
 
     @classmethod
     def as_view(cls, **initkwargs: Any) -> Any:
         return login_not_required(super().as_view(**initkwargs))
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication and scopes first: 401/403 before 400
+        listing = request.method == "GET" and isinstance(self, mixins.ListModelMixin)
+        known = {**self.query, **(PAGE_QUERY if listing else {})}
+        problems = [
+            f"{name}: a path part cannot hold a NUL character"
+            for name, v in kwargs.items()
+            if "\x00" in str(v)
+        ]
+        for name, values in request.query_params.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                # PostgreSQL text cannot hold one: refused here rather than failing the query.
+                problems.append(f"{name!r}: a query parameter cannot hold a NUL character")
+                continue
+            if name not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                problems.append(f"{name}: not a query parameter of this endpoint (it reads: {listed})")
+                continue
+            check = known[name]
+            if len(values) > 1:
+                problems.append(f"{name}: given {len(values)} times; give it once")
+            elif check is not None and (refused := check(values[0])):
+                problems.append(f"{name} {values[0]!r}: {refused}")
+        if problems:
+            raise ValidationError({"detail": "invalid query parameters", "problems": problems})
+
 
 def _problems(detail: str, problems: list[str], code: int = status.HTTP_400_BAD_REQUEST) -> Response:
     return Response({"detail": detail, "problems": problems}, status=code)
+
+
+class NoEndpoint(ApiView):
+    """A path under /api/v1/ that names no endpoint: a 404 in the error shape rather than the site's
+    HTML page, after authentication like every endpoint (a stranger gets 401, as anywhere)."""
+
+    schema = None  # not an operation
+    required_scopes = dict.fromkeys(("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"), READ)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super(ApiView, self).initial(request, *args, **kwargs)  # no query parameters to check: a 404
+
+    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound(f"no API endpoint at {request.path}")
+
+    get = head = post = put = patch = delete = _missing  # OPTIONS: DRF's own answer
 
 
 # --- golden sets and versions --------------------------------------------------------------------
@@ -138,6 +210,7 @@ class TargetList(ApiView, generics.ListAPIView[SearchTarget]):
 
     serializer_class = TargetSerializer
     required_scopes = {"GET": READ}
+    query = {"golden_set": None}
 
     @extend_schema(parameters=[OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug")])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -175,6 +248,7 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
 
     serializer_class = RunSerializer
     required_scopes = {"GET": READ, "POST": RUNS_WRITE}
+    query = {"golden_set": None, "target": None, "status": _choice(EvaluationRun.Status.values)}
 
     @extend_schema(
         parameters=[

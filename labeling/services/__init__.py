@@ -37,11 +37,13 @@ from labeling.services.done import (
     single_rater,
 )
 from labeling.services.grading import (
+    BUSY_MESSAGE,
     LOCKED_MESSAGE,
     MAX_NOTE,
     MAX_TIME_PER_SAVE_MS,
     REASSIGNED_MESSAGE,
     RETIRED_MESSAGE,
+    Busy,
     GradingError,
     Locked,
     NotFound,
@@ -81,6 +83,7 @@ from labeling.services.review import (
 )
 
 __all__ = [
+    "BUSY_MESSAGE",
     "JUDGED_SYSTEM",
     "LABEL_KINDS",
     "LOCKED_MESSAGE",
@@ -92,6 +95,7 @@ __all__ = [
     "SCOPED_KINDS",
     "AssignReport",
     "AssignmentError",
+    "Busy",
     "DoneResult",
     "GradingError",
     "Incomplete",

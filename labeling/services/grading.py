@@ -6,11 +6,14 @@ answers with.
 
 from __future__ import annotations
 
+import functools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from labeling.models import (
@@ -59,6 +62,15 @@ class Locked(GradingError):
     code = "done"
 
 
+class Busy(GradingError):
+    """The database stayed locked by other writers (SQLite only) through every retry; the client waits
+    `retry_after` seconds and sends the same save again (it is idempotent)."""
+
+    status = 503
+    code = "busy"
+    retry_after = 2
+
+
 @dataclass(frozen=True, slots=True)
 class SubmitResult:
     """The judgment as saved (its current grade, note and total time) and the assignment's progress."""
@@ -81,12 +93,41 @@ class Retired(GradingError):
 
 REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
 RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
+BUSY_MESSAGE = "the database is busy with other saves; your grade was not saved yet, try again in a moment"
+# Seconds between attempts when SQLite answers "database is locked" (after its own busy timeout: this is
+# the rare case of a writer holding the file longer, such as a worker finalizing a large run).
+LOCKED_RETRY_DELAYS = (0.1, 0.3, 1.0)
 LOCKED_MESSAGE = (
     "you marked this query done, so its grades are locked (a reviewer can reopen it); your grade was not"
     " saved"
 )
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _retried_when_locked(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run `func` (a whole transaction) again when SQLite says the database is locked, then give up with
+    Busy. Inside a caller's transaction nothing is retried: only the caller can start it again."""
+
+    @functools.wraps(func)
+    def attempt(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        for delay in (*LOCKED_RETRY_DELAYS, None):
+            try:
+                return func(*args, **kwargs)
+            except OperationalError as exc:
+                if "database is locked" not in str(exc) and "database table is locked" not in str(exc):
+                    raise
+                if delay is None or connection.in_atomic_block:
+                    raise Busy(BUSY_MESSAGE) from exc
+            time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    return attempt
+
+
+@_retried_when_locked
 @transaction.atomic
 def judgment_submit(
     *,

@@ -333,6 +333,7 @@ def query_log_import(
     for kind in querylog.PII_KINDS:
         report.count(f"PII removed: {kind}", cleaned.pii.get(kind, 0))
     report.count("rows with PII", cleaned.queries_with_pii)
+    report.samples = cleaned.samples
     report.count("rows empty after removing PII", cleaned.empty_after_stripping)
     report.count("blank rows", cleaned.blank)
     report.count("duplicates merged", cleaned.duplicates_merged)

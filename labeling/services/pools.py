@@ -168,9 +168,13 @@ def pool_fetch(
         _HarnessQuery(q.external_id, q.text, q.locale or None, q.filters)
         for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")
     ]
-    config = HarnessConfig(
-        url=url, adapter=adapter, size=depth, params=dict(params or {}), concurrency=concurrency
-    )
+    try:
+        config = HarnessConfig(
+            url=url, adapter=adapter, size=depth, params=dict(params or {}), concurrency=concurrency
+        )
+    except ValueError as exc:  # a malformed URL, or one the address policy refuses (assay.netpolicy)
+        report.add("search URL", str(exc))
+        return report
     results = search_all_sync(queries, config)
     for result in results:
         if result.error:

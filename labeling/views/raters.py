@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -10,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.jsonin import JsonInputError, json_loads
 from labeling import selectors, services
 from labeling.models import Assignment, Query
 from labeling.views.access import get_assignment_for_rater, require_rater
@@ -84,7 +84,8 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
 
     Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
     404 not your assignment or a candidate outside it; 409 reassigned, the query retired, or marked done
-    (grades locked; a note on the saved grade still saves). Nothing here depends on earlier labels.
+    (grades locked; a note on the saved grade still saves); 503 `busy` with Retry-After when SQLite stayed
+    locked through the service's retries. Nothing here depends on earlier labels.
     """
     if request.method == "GET":
         assignment = get_assignment_for_rater(request, pk)
@@ -93,10 +94,10 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
         )
     # The service looks the assignment up itself, locked, and answers 404 for anyone else's.
     try:
-        body = json.loads(request.body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = json_loads(request.body or b"null")
+    except JsonInputError as exc:
         return _json_error(
-            400, "bad_request", "the body must be JSON: {candidate, grade, note?, time_spent_ms?}"
+            400, "bad_request", f"the body must be JSON: {{candidate, grade, note?, time_spent_ms?}} ({exc})"
         )
     problem = _grade_body_problem(body)
     if problem:
@@ -110,6 +111,10 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
             note=body.get("note") or "",
             time_spent_ms=body.get("time_spent_ms") or 0,
         )
+    except services.Busy as exc:
+        response = _json_error(exc.status, exc.code, exc.message)
+        response["Retry-After"] = str(exc.retry_after)  # the grading page waits this long, then resends
+        return response
     except services.GradingError as exc:
         return _json_error(exc.status, exc.code, exc.message)
     return JsonResponse(

@@ -141,11 +141,29 @@
     setState(item, "saving", "Saving…");
     const body = { candidate: Number(item.dataset.candidate), grade: grade, time_spent_ms: takeTime(item) };
     if (note !== undefined) body.note = note;
+    await send(item, body);
+  }
+
+  // The save last asked for on each item: a busy retry gives way to a newer grade of the same document.
+  const latest = new WeakMap();
+
+  async function send(item, body) {
+    latest.set(item, body);
     let response, data;
     try {
       ({ response, data } = await post(gradesUrl, body));
     } catch (err) {
       setState(item, "error", "Not saved: the server could not be reached. Grade again.");
+      return;
+    }
+    if (latest.get(item) !== body) return;
+    if (response.status === 503) {
+      // The database was busy (SQLite under many raters): the same save is sent again, never dropped.
+      const wait = Math.max(1, Number(response.headers.get("Retry-After")) || 2);
+      setState(item, "saving", "Not saved yet: the server is busy. Trying again in " + wait + " s…");
+      setTimeout(function () {
+        if (latest.get(item) === body) send(item, body);
+      }, wait * 1000);
       return;
     }
     if (response.ok) {

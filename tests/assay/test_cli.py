@@ -160,10 +160,10 @@ def test_run_exits_1_and_records_errors_when_some_queries_fail(
     artifact = json.loads(out.read_text())
     assert [e["id"] for e in artifact["flags"]["errors"]] == ["q-2", "q-3"]
     rows = per_query(artifact)
-    assert rows["q-2"]["error"] == "HTTP 500: boom (2 attempts)"
+    assert rows["q-2"]["error"] == "HTTP 500 (text/html; charset=utf-8, 4 bytes) (2 attempts)"
     assert rows["q-2"]["empty"] is False and rows["q-3"]["empty"] is False  # errors are never empties
     assert artifact["run"]["errors"] == 2 and artifact["run"]["retries"] == 1
-    assert "error: query q-2: HTTP 500: boom (2 attempts)" in proc.stderr
+    assert "error: query q-2: HTTP 500 (text/html; charset=utf-8, 4 bytes) (2 attempts)" in proc.stderr
     assert "the gate will fail closed" in proc.stderr
     no_traceback(proc)
 

@@ -129,6 +129,25 @@ def test_it_refuses_a_bad_trigger_and_says_why(
     assert not EvaluationRun.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ('{"golden_set": ' + "[" * 5000 + "]" * 5000 + "}", "nested deeper than 64 levels"),  # was a 500
+        ('{"golden_set": "help-center", "params": ' + '{"a":' * 70 + "1" + "}" * 71, "nested deeper"),
+        ('{"golden_set": "help-center",', "invalid JSON at line 1"),
+    ],
+)
+def test_a_malformed_or_too_deep_body_is_a_worded_400(
+    raw: str, says: str, version: GoldenVersion, target: SearchTarget, rita: User, token_for: TokenFor
+) -> None:
+    response = Client().post(
+        "/api/v1/runs/", data=raw, content_type="application/json", **bearer(token_for(rita))
+    )
+    assert response.status_code == 400, response.content
+    assert says in response.json()["detail"]
+    assert not EvaluationRun.objects.exists()
+
+
 def test_a_set_without_a_version_gets_a_400_naming_the_freeze(
     target: SearchTarget, golden_set: GoldenSet, rita: User, token_for: TokenFor
 ) -> None:

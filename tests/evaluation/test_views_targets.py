@@ -413,3 +413,36 @@ def test_a_user_cannot_revoke_another_users_token(rita: User, victor: User) -> N
     assert logged_in(rita).post(f"/tokens/{token.pk}/revoke/").status_code == 404
     token.refresh_from_db()
     assert token.revoked is None
+
+
+def test_the_target_list_and_detail_hide_targets_of_sets_the_user_cannot_see(
+    target: SearchTarget, other_target: SearchTarget, rita: User, victor: User
+) -> None:
+    listed = page_text(logged_in(rita).get("/targets/"))
+    assert target.name in listed and other_target.name not in listed
+    assert logged_in(rita).get(f"/targets/{other_target.pk}/").status_code == 404
+    theirs = page_text(logged_in(victor).get("/targets/"))
+    assert other_target.name in theirs and target.name not in theirs
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "host 169.254.169.254 is a link-local address"),
+        ("http://10.0.0.5/search", "host 10.0.0.5 is a private address"),
+        ("http://localhost:9200/search", "host localhost is a loopback address"),
+        ("http://[::ffff:127.0.0.1]/search", "host ::ffff:127.0.0.1 is a loopback address"),
+    ],
+)
+def test_a_target_on_a_private_address_is_refused_unless_the_operator_allows_it(
+    monkeypatch: pytest.MonkeyPatch, golden_set: GoldenSet, rita: User, url: str, says: str
+) -> None:
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
+    response = logged_in(rita).post("/targets/new/", _form(url=url, golden_sets=[golden_set.pk]))
+    assert response.status_code == 422 and says in page_text(response)
+    assert "ASSAY_TARGET_ALLOW_PRIVATE=true" in page_text(response)
+    assert not SearchTarget.objects.filter(name="prod-search").exists()
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "true")
+    assert (
+        logged_in(rita).post("/targets/new/", _form(url=url, golden_sets=[golden_set.pk])).status_code == 302
+    )

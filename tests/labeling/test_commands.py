@@ -93,7 +93,10 @@ def test_the_query_log_command_samples_the_demo_log_with_a_cap(tmp_path: Path) -
     assert "known failures reserved: 18" in out
     for kind in ("email", "card", "phone", "digits"):
         removed = int(out.split(f"PII removed: {kind}: ")[1].split()[0])
-        assert removed > 0, kind  # the demo log plants every kind
+        assert removed > 0, kind  # the demo log plants these kinds
+    for kind in ("url query", "secret", "ip"):
+        assert f"PII removed: {kind}: 0" in out  # counted even when none was found
+    assert out.count("  sample: ") == 5 and "sample: '" in out  # before -> after
     queries = Query.objects.filter(golden_set=gs)
     assert queries.count() == 120
     assert not queries.filter(text__regex=r"@|\d{6,}").exists()

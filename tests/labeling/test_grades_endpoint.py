@@ -53,6 +53,8 @@ def test_it_saves_and_reports_the_saved_grade(as_alice: Client, assignment: Assi
     ("body", "message"),
     [
         ("not json", "the body must be JSON"),
+        ("[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),  # a RecursionError before: a 500
+        ('{"candidate": ' + "[" * 70 + "]" * 70 + "}", "nested deeper than 64 levels"),
         ([1, 2], "the body must be a JSON object"),
         ({"grade": 2}, "candidate must be an integer, got None"),
         ({"candidate": "CANDIDATE", "grade": "2"}, "grade must be an integer, got '2'"),

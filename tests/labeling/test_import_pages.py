@@ -63,6 +63,39 @@ def test_a_query_log_upload_uses_the_sampling_options(as_rita: Client, golden_se
     assert Query.objects.filter(tags__contains=["known-failure"]).count() == 5
 
 
+def test_a_query_log_upload_shows_pii_counts_per_kind_and_samples(
+    as_rita: Client, golden_set: GoldenSet
+) -> None:
+    data = (
+        b"query,count\n"
+        b"ip 192.168.10.4 blocked,3\n"
+        b"sk_live_51H8xYzAbCdEf,2\n"
+        b"https://help.example.com/reset?email=bob@example.com,1\n"
+        b"refund policy,9\n"
+    )
+    response = _upload(
+        as_rita,
+        golden_set,
+        "query-log",
+        "log.csv",
+        data,
+        cap=10,
+        reserve_share=0,
+        zero_hit_min_share=0.5,
+        seed=1,
+    )
+    assert response.status_code == 200, response.content[:500]
+    body = response.content.decode()
+    for kind in ("ip", "secret", "url query"):
+        assert f'<td>PII removed: {kind}</td><td class="num">1</td>' in body
+    samples = body[body.index('id="pii-samples"') :]
+    assert "<code>ip 192.168.10.4 blocked</code></td><td><code>ip blocked</code>" in samples
+    assert "<code>https://help.example.com/reset</code>" in samples
+    assert "empty: dropped" in samples  # the token was the whole query
+    texts = set(Query.objects.values_list("text", flat=True))
+    assert texts == {"ip blocked", "https://help.example.com/reset", "refund policy"}
+
+
 def test_a_bad_option_is_shown_on_the_form(as_rita: Client, golden_set: GoldenSet) -> None:
     response = _upload(as_rita, golden_set, "query-log", "log.csv", b"query,count\na,1\n", cap=0, seed=0)
     assert response.status_code == 400

@@ -46,6 +46,36 @@ def _parse(text: str | bytes, name: str = "log.csv") -> tuple[list[LogRow], Impo
         ("windows 10 install", "windows 10 install", {}),
         ("zip 90210 shipping", "zip 90210 shipping", {}),
         ("a@b.io and 4111 1111 1111 1111 and 555-0132", "and and", {"email": 1, "card": 1, "phone": 1}),
+        # Addresses, whole: not `ip .4 blocked`.
+        ("ip 192.168.10.4 blocked", "ip blocked", {"ip": 1}),
+        ("from 8.8.8.8, then 10.0.0.5:8080", "from , then :8080", {"ip": 2}),
+        ("ping 2001:db8::1 fails", "ping fails", {"ip": 1}),
+        ("fe80::1%eth0 unreachable", "unreachable", {"ip": 1}),
+        ("mapped ::ffff:10.0.0.1 here", "mapped here", {"ip": 1}),
+        ("meeting 10:30:00 today", "meeting 10:30:00 today", {}),
+        ("release 1.2.300.4 notes", "release 1.2.300.4 notes", {}),
+        # Secret-like tokens.
+        ("token sk_live_51H8xYzAbCdEf", "token", {"secret": 1}),
+        ("pk_test_TYooMQauvdEDq54NiTphI7jx invalid", "invalid", {"secret": 1}),
+        ("ghp_16C7e42F292c6912E7710c838347Ae178B4a leaked", "leaked", {"secret": 1}),
+        ("AKIAIOSFODNN7EXAMPLE denied", "denied", {"secret": 1}),
+        (
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N expired",
+            "jwt expired",
+            {"secret": 1},
+        ),
+        ("hash 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", "hash", {"secret": 1}),
+        ("key QWxhZGRpbjpvcGVuIHNlc2FtZQ== rejected", "key rejected", {"secret": 1}),
+        ("internationalization settings", "internationalization settings", {}),
+        ("deadbeefcafebabe recipe", "deadbeefcafebabe recipe", {}),
+        # A URL's query string, names and values: no `?email=` left behind.
+        (
+            "see https://shop.example.com/a?email=bob@x.com&ref=2 now",
+            "see https://shop.example.com/a now",
+            {"url query": 1},
+        ),
+        ("/reset?token=abc&uid=7", "/reset", {"url query": 1}),
+        ("what? why=because", "what? why=because", {}),
     ],
 )
 def test_it_strips_pii_and_counts_each_kind(raw: str, clean: str, kinds: dict[str, int]) -> None:
@@ -401,3 +431,11 @@ def test_it_reports_a_query_that_is_not_valid_unicode_instead_of_failing_to_stor
         "line 1: query: 'refund \\ud83d' is not valid Unicode (a lone surrogate)"
     ]
     assert [r.query for r in rows] == ["ok"]
+
+
+def test_the_report_keeps_the_first_rows_changed_as_samples() -> None:
+    rows = [LogRow(f"login from 10.0.0.{i} failed", 1, 0, "en-US", i + 2) for i in range(8)]
+    rows.insert(0, LogRow("refund policy", 5, 0, "en-US", 1))
+    result = querylog.clean(rows)
+    assert result.samples == [(f"login from 10.0.0.{i} failed", "login from failed") for i in range(5)]
+    assert result.pii == {"ip": 8}

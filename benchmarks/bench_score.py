@@ -1,0 +1,192 @@
+"""`assay score` and `assay validate` end to end from files, beside pytrec_eval on the same files.
+
+A golden JSON file (20 judgments per query, grades 0-3, 10 among each list's top 30 and 10 deeper) and a
+TREC run 100 deep are written to a temporary directory for 20,000 and 100,000 queries. Each tool runs as
+a subprocess under /usr/bin/time, from process start to its output (`assay score`: the artifact written;
+pytrec_eval: the three means printed), wall time and peak memory (maximum resident set size) of the child.
+The pytrec_eval script does what a user of it does: reads the golden file with the json module and the
+run line by line into its dicts, gives each topic's top 10 (trec_eval's recip_rank has no cutoff; the
+cut also makes its evaluation faster), evaluates `ndcg_cut_10` on 2^g - 1 gains, `P_10` and `recip_rank`
+at relevance level 2, prints the means. Before timing, the means of both must agree to 1e-9.
+Best of 2 alternating runs per tool; the machine is shared, so the load average is recorded beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._report import write_section
+
+SIZES = (20_000, 100_000)
+DEPTH = 100
+JUDGED = 20
+K = 10
+LEVEL = 2
+POOL = 20_011  # a prime, so a stride walk over the pool never repeats a document within a list
+SEED = 20261202
+REPEATS = 2
+TARGET = 4.0  # `assay score` at least this many times faster than pytrec_eval, at no more memory
+REPO = Path(__file__).resolve().parent.parent
+ASSAY = [sys.executable, "-m", "assay.cli"]
+
+PYTREC = """
+import json, sys
+import numpy as np, pytrec_eval
+golden, run_path = json.load(open(sys.argv[1])), sys.argv[2]
+grades = {q["id"]: {j["doc_id"]: j["grade"] for j in q.get("judgments", [])} for q in golden["queries"]}
+run = {}
+with open(run_path) as handle:
+    for line in handle:
+        qid, _, docno, _, score, _ = line.split()
+        run.setdefault(qid, {})[docno] = float(score)
+top = {q: dict(sorted(d.items(), key=lambda i: (i[1], i[0]), reverse=True)[:10]) for q, d in run.items()}
+gains = {q: {d: 2**g - 1 for d, g in docs.items()} for q, docs in grades.items()}
+ndcg = pytrec_eval.RelevanceEvaluator(gains, {"ndcg_cut_10"}).evaluate(top)
+binary = pytrec_eval.RelevanceEvaluator(grades, {"P_10", "recip_rank"}, relevance_level=2).evaluate(top)
+print(json.dumps([
+    float(np.mean([m["ndcg_cut_10"] for m in ndcg.values()])),
+    float(np.mean([m["P_10"] for m in binary.values()])),
+    float(np.mean([m["recip_rank"] for m in binary.values()])),
+]))
+"""
+
+
+def write_files(queries: int, directory: Path) -> tuple[Path, Path]:
+    """The golden file and the run file (scores descending with the rank, so the order is the file's)."""
+    rng = np.random.default_rng(SEED)
+    start = rng.integers(0, POOL, size=(queries, 1))
+    stride = rng.integers(1, POOL, size=(queries, 1))
+    positions = (start + stride * np.arange(DEPTH)) % POOL
+    top = np.argsort(rng.random((queries, 30)), axis=1)[:, : JUDGED // 2]
+    deep = 30 + np.argsort(rng.random((queries, DEPTH - 30)), axis=1)[:, : JUDGED - JUDGED // 2]
+    judged = np.take_along_axis(positions, np.hstack([top, deep]), axis=1).tolist()
+    grades = rng.integers(0, 4, size=(queries, JUDGED)).tolist()
+    golden = {
+        "version": "bench-1",
+        "k": K,
+        "queries": [
+            {
+                "id": f"q{i}",
+                "text": f"query {i}",
+                "judgments": [
+                    {"doc_id": f"doc-{d}", "grade": g} for d, g in zip(judged[i], grades[i], strict=True)
+                ],
+            }
+            for i in range(queries)
+        ],
+    }
+    golden_path, run_path = directory / f"golden-{queries}.json", directory / f"run-{queries}.trec"
+    golden_path.write_text(json.dumps(golden, indent=2))
+    ranks = [f" {rank} {DEPTH - rank + 1} bench\n" for rank in range(1, DEPTH + 1)]
+    with run_path.open("w") as handle:
+        for i, row in enumerate(positions.tolist()):
+            handle.write("".join(f"q{i} Q0 doc-{d}{tail}" for d, tail in zip(row, ranks, strict=True)))
+    return golden_path, run_path
+
+
+def timed(command: list[str], directory: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak resident MB, stdout) of one child process."""
+    stats = directory / "time.txt"
+    done = subprocess.run(
+        ["/usr/bin/time", "-o", str(stats), "-f", "%e %M", *command],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, peak_kb = stats.read_text().split()[-2:]
+    return float(wall), int(peak_kb) / 1024, done.stdout
+
+
+def assay_means(artifact: Path) -> list[float]:
+    report = json.loads(artifact.read_text())
+    return [report["ndcg"], report["precision_at_k"], report["mrr"]]
+
+
+def measure(queries: int, directory: Path) -> dict[str, tuple[float, float]]:
+    golden, run = write_files(queries, directory)
+    artifact = directory / f"artifact-{queries}.json"
+    commands = {
+        "assay score": [*ASSAY, "score", "--golden", str(golden), "--run", str(run), "--out", str(artifact)],
+        "assay score --compact-ranks": [
+            *ASSAY,
+            "score",
+            "--golden",
+            str(golden),
+            "--run",
+            str(run),
+            "--out",
+            str(directory / "compact.json"),
+            "--compact-ranks",
+        ],
+        "assay validate": [*ASSAY, "validate", "--golden", str(golden)],
+        "pytrec_eval": [sys.executable, "-c", PYTREC, str(golden), str(run)],
+    }
+    best: dict[str, tuple[float, float]] = {}
+    outputs: dict[str, str] = {}
+    for _ in range(REPEATS):  # alternating, so a burst of other work hits every tool alike
+        for name, command in commands.items():
+            wall, peak, outputs[name] = timed(command, directory)
+            old = best.get(name, (float("inf"), 0.0))
+            best[name] = (min(old[0], wall), max(old[1], peak))
+    expected = json.loads(outputs["pytrec_eval"])
+    assert np.allclose(assay_means(artifact), expected, rtol=0, atol=1e-9), (assay_means(artifact), expected)
+    sizes = (artifact.stat().st_size / 2**20, (directory / "compact.json").stat().st_size / 2**20)
+    best["artifact MB"] = sizes
+    for path in (golden, run):
+        path.unlink()
+    return best
+
+
+def main() -> None:
+    load_before = os.getloadavg()
+    rows: list[str] = []
+    sizes: list[str] = []
+    verdicts: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for queries in SIZES:
+            result = measure(queries, Path(tmp))
+            pytrec_wall, pytrec_peak = result["pytrec_eval"]
+            for name in ("assay score", "assay score --compact-ranks", "assay validate", "pytrec_eval"):
+                wall, peak = result[name]
+                ratio = f"{pytrec_wall / wall:.1f}x" if name.startswith("assay score") else "-"
+                rows.append(f"| {queries:,} x {DEPTH} | {name} | {wall:.2f} | {peak:,.0f} | {ratio} |")
+            wall, peak = result["assay score"]
+            met = pytrec_wall / wall >= TARGET and peak <= pytrec_peak
+            verdicts.append(
+                f"{queries:,} queries: {pytrec_wall / wall:.1f}x pytrec_eval's speed at "
+                f"{peak / pytrec_peak:.0%} of its peak memory, target {'met' if met else 'not met'}"
+            )
+            full, compact = result["artifact MB"]
+            sizes.append(f"{queries:,} queries: {full:.1f} MB, {compact:.1f} MB with `--compact-ranks`")
+            print(rows[-4:], f"pytrec peak {pytrec_peak:.0f} MB", sizes[-1], flush=True)
+    load_after = os.getloadavg()
+    cpus = os.cpu_count() or 1
+    write_section(
+        "score",
+        f"""### `assay score` and `assay validate` from files
+
+Each tool a subprocess from process start to its output, best of {REPEATS} alternating runs (wall time;
+peak memory is the largest maximum resident set size seen). Golden JSON with {JUDGED} judgments per
+query, TREC run {DEPTH} deep, nDCG@{K}, P@{K} and RR at grade >= {LEVEL}; pytrec_eval reads the same files
+with the json module and line by line, and the means agree to 1e-9. Artifact sizes: {"; ".join(sizes)}.
+
+| queries | tool | wall s | peak MB | pytrec_eval time / this |
+| --- | --- | ---: | ---: | ---: |
+{chr(10).join(rows)}
+
+Target: `assay score` at least {TARGET:.0f}x faster than pytrec_eval at no more peak memory.
+{"; ".join(verdicts)}.
+
+Load average (1, 5, 15 min) on {cpus} CPUs: {" / ".join(f"{v:.1f}" for v in load_before)} before,
+{" / ".join(f"{v:.1f}" for v in load_after)} after. The machine is shared with other work, so the figures
+are noisy: the ratios, measured side by side, say more than the seconds.
+""",
+    )

@@ -1,0 +1,113 @@
+"""Targets reach public addresses only, unless the operator allows private ones (assay.netpolicy): judged
+on the URL when a target is saved or a run is configured, and on what a name resolves to per request."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from assay.golden.model import GoldenQuery
+from assay.harness import HarnessConfig, search_all_sync
+from assay.netpolicy import ALLOW_PRIVATE_ENV, host_problem, private_targets_allowed, resolved_problem
+from assay.targets import TargetSpec, spec_problems
+from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
+from tests.support.stub_server import StubServer, hits_reply
+
+REFUSED = [
+    ("127.0.0.1", "loopback"),
+    ("127.8.9.10", "loopback"),
+    ("::1", "loopback"),
+    ("169.254.169.254", "link-local"),
+    ("fe80::1", "link-local"),
+    ("10.0.0.5", "private"),
+    ("172.16.3.4", "private"),
+    ("192.168.10.4", "private"),
+    ("fd00::5", "private"),
+    ("0.0.0.0", "unspecified"),  # noqa: S104  (an address refused, not bound)
+    ("::", "unspecified"),
+    ("::ffff:127.0.0.1", "loopback"),
+    ("::ffff:169.254.169.254", "link-local"),
+    ("::ffff:10.0.0.5", "private"),
+    ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 of 169.254.169.254
+    ("100.64.0.1", "reserved"),
+    ("224.0.0.1", "reserved"),
+]
+PUBLIC = ["93.184.216.34", "2606:4700:4700::1111", "search.example.com"]
+
+
+def url_of(host: str) -> str:
+    return f"http://[{host}]:9200/search" if ":" in host else f"http://{host}:9200/search"
+
+
+@pytest.fixture
+def private_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "false")
+
+
+@pytest.mark.parametrize(("host", "kind"), REFUSED)
+def test_each_kind_of_address_is_refused_with_its_name(host: str, kind: str) -> None:
+    problem = host_problem(host)
+    assert problem is not None and f"is a {kind}" in problem and f"{ALLOW_PRIVATE_ENV}=true" in problem
+    resolved = resolved_problem("search.example.com", host)
+    assert resolved is not None and f"search.example.com resolves to {host}, which is a {kind}" in resolved
+
+
+@pytest.mark.parametrize("host", PUBLIC)
+def test_public_addresses_and_names_pass(host: str) -> None:
+    assert host_problem(host) is None
+    if host[0].isdigit():
+        assert resolved_problem("search.example.com", host) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"), [*REFUSED, ("localhost", "loopback"), ("api.localhost", "loopback")]
+)
+@pytest.mark.usefixtures("private_refused")
+def test_a_target_on_a_refused_address_is_not_saved(host: str, kind: str) -> None:
+    problems = spec_problems(TargetSpec(name="t", url=url_of(host)))
+    assert len(problems) == 1 and problems[0].startswith("search URL: host ")
+    assert f"is a {kind}" in problems[0]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "10.0.0.5", "169.254.169.254", "::1", "localhost"])
+def test_the_operator_allows_private_addresses(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "true")
+    assert spec_problems(TargetSpec(name="t", url=url_of(host))) == []
+
+
+def test_private_addresses_are_refused_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ALLOW_PRIVATE_ENV, raising=False)
+    assert private_targets_allowed() is False
+    assert HarnessConfig(url="http://93.184.216.34/s").allow_private is False
+    with pytest.raises(
+        ValueError, match=re.escape("search URL: host 169.254.169.254 is a link-local address")
+    ):
+        HarnessConfig(url="http://169.254.169.254/latest/meta-data/")
+
+
+def test_a_malformed_flag_is_an_error_that_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "maybe")
+    with pytest.raises(ValueError, match=re.escape(f"{ALLOW_PRIVATE_ENV}='maybe': expected true or false")):
+        private_targets_allowed()
+
+
+def test_a_name_resolving_to_loopback_is_refused_at_request_time(stub_server: StubServer) -> None:
+    stub_server.on("q", hits_reply(["d1"]))
+    query = GoldenQuery("q-1", "q", ())
+    allowed = HarnessConfig(url=f"http://localhost:{stub_server.port}/s", retries=2, allow_private=True)
+    # `localhost` stands for any name that passed the URL check and whose DNS answer is (or becomes, by
+    # rebinding) private: the URL check refuses it by name, so the flag is turned off past that check.
+    refusing = HarnessConfig(url="http://93.184.216.34/s", retries=2, allow_private=False)
+    object.__setattr__(refusing, "url", allowed.url)
+    assert refusing.allow_private is False
+
+    (result,) = search_all_sync([query], refusing)
+
+    assert result.error is not None and not result.ok
+    assert result.error.startswith("host localhost resolves to ")
+    assert "which is a loopback address" in result.error and f"{ALLOW_PRIVATE_ENV}=true" in result.error
+    assert result.attempts == 1  # refused, not retried: the answer would be the same
+    assert stub_server.requests == []  # no connection was made
+    (ok,) = search_all_sync([query], allowed)
+    assert ok.ok and ok.ids == ("d1",)
