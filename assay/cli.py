@@ -27,6 +27,7 @@ from assay.artifacts import artifact_bytes, write_atomic
 from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
 from assay.memory import gc_paused
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
+from assay.problems import MAX_SHOWN, capped, more_text
 
 DEFAULT_OUT = "artifacts/relevance.json"
 
@@ -63,14 +64,25 @@ def _read_json(path: str, what: str) -> Any:
     return value
 
 
-def _load_golden(path: str) -> Any:
+def _load_golden(path: str, problems_csv: str | None = None) -> Any:
+    """The golden file, or a UsageError listing its first MAX_SHOWN problems (with `problems_csv`, every
+    problem is written there as CSV: where, message, code, query_id)."""
     from assay.golden.format import GoldenFormatError, golden_warnings, parse
 
     text = _read_text(path, "golden file")
     try:
         golden = parse(text)
     except GoldenFormatError as exc:
-        lines = "\n".join(f"  {problem}" for problem in exc.problems)
+        if problems_csv:
+            _write_problems_csv(problems_csv, exc.problems)
+        lines = "\n".join(f"  {problem}" for problem in capped(exc.problems))
+        more = more_text(len(exc.problems))
+        if more:
+            lines += f"\n  {more}" + (
+                f"; every one is in {problems_csv}"
+                if problems_csv
+                else "; --problems-csv FILE writes every one"
+            )
         count = len(exc.problems)
         raise UsageError(
             f"golden file {path}: {count} problem{'s' if count != 1 else ''}, nothing evaluated:\n{lines}"
@@ -78,6 +90,17 @@ def _load_golden(path: str) -> Any:
     for warning in golden_warnings(golden):
         print(f"warning: golden file {path}: {warning}", file=sys.stderr)
     return golden
+
+
+def _write_problems_csv(path: str, problems: Sequence[Any]) -> None:
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["where", "message", "code", "query_id"])
+    writer.writerows([p.where, p.message, p.code, p.query_id or ""] for p in problems)
+    write_atomic(Path(path), out.getvalue().encode())
 
 
 class _Progress:
@@ -201,6 +224,9 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+_TOO_DEEP = object()  # a run line nested past Python's recursion limit
+
+
 def read_results_jsonl(text: str) -> dict[str, Any]:
     """`{"query_id", "ids": [...]}` per line (optionally `"error"` for a failed call, `"titles"`, ...):
     query id -> QueryResult. Every bad line is reported at once, each with its line number."""
@@ -221,6 +247,14 @@ def read_results_jsonl(text: str) -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 problems.append(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}")
                 continue
+            except RecursionError:
+                obj = _TOO_DEEP
+            except ValueError:  # an integer literal beyond Python's digit limit
+                problems.append(f"{where}: a number is too long to read")
+                continue
+        if obj is _TOO_DEEP or json_depth_over(obj, MAX_DEPTH):
+            problems.append(f"{where}: nested deeper than {MAX_DEPTH} levels of arrays or objects")
+            continue
         if not isinstance(obj, dict):
             problems.append(f"{where}: expected an object with query_id and ids")
             continue
@@ -488,7 +522,8 @@ def _suggest_budgets(args: argparse.Namespace) -> int:
 
 @gc_paused()
 def cmd_validate(args: argparse.Namespace) -> int:
-    golden = _load_golden(args.golden)  # problems -> UsageError (exit 2); warnings printed there
+    # Problems -> UsageError (exit 2), the first MAX_SHOWN listed; warnings printed there.
+    golden = _load_golden(args.golden, args.problems_csv)
     tiers: dict[str, int] = {}
     for query in golden.queries:
         tiers[query.tier] = tiers.get(query.tier, 0) + 1
@@ -601,6 +636,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check a golden file: problems (exit 2) or warnings")
     validate.add_argument("--golden", required=True, metavar="FILE")
+    validate.add_argument(
+        "--problems-csv",
+        metavar="FILE",
+        help=f"write every problem as CSV here (the output lists the first {MAX_SHOWN})",
+    )
     validate.set_defaults(handler=cmd_validate)
 
     from assay.remote import add_remote_parser  # here: remote imports this module's helpers

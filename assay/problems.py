@@ -6,8 +6,24 @@ management commands render them the same way. A report with problems means nothi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# How many problems a page, a command's output or an error message lists: a 200,000-problem file gets the
+# first MAX_SHOWN and the count of the rest, not a 25 MB page (`assay validate --problems-csv` writes all).
+MAX_SHOWN = 1000
+
+
+def more_text(total: int, shown: int = MAX_SHOWN) -> str:
+    """ "... and 199,000 more (200,000 problems in all)"; "" when every problem is shown."""
+    if total <= shown:
+        return ""
+    return f"... and {total - shown:,} more ({total:,} problems in all)"
+
+
+def capped(problems: Sequence[Any], shown: int = MAX_SHOWN) -> list[Any]:
+    return list(problems[:shown])
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +51,15 @@ class ImportReport:
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def shown_problems(self) -> list[Problem]:
+        """The problems a page lists: the first MAX_SHOWN."""
+        return capped(self.problems)
+
+    @property
+    def more_problems(self) -> str:
+        return more_text(len(self.problems))
+
     def add(self, where: str, message: str) -> None:
         self.problems.append(Problem(where, message))
 
@@ -57,7 +82,9 @@ class ImportReport:
             "ok" if self.ok else f"FAILED with {len(self.problems)} problem(s), nothing imported"
         )
         lines = [head]
-        lines += [f"  problem: {p}" for p in self.problems]
+        lines += [f"  problem: {p}" for p in self.shown_problems]
+        if self.more_problems:
+            lines.append(f"  {self.more_problems}")
         lines += [f"  {name}: {n}" for name, n in self.counts.items()]
         lines += [f"  note: {note}" for note in self.notes]
         lines += [f"  sample: {before!r} -> {after!r}" for before, after in self.samples]

@@ -44,6 +44,19 @@ def test_a_failed_upload_lists_every_problem_with_400_and_imports_nothing(
     assert not Document.objects.exists()
 
 
+def test_a_file_with_thousands_of_problems_lists_the_first_thousand_and_counts_the_rest(
+    as_rita: Client, golden_set: GoldenSet
+) -> None:
+    data = b"not json\n" * 1500
+    response = _upload(as_rita, golden_set, "documents", "docs.jsonl", data)
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "not imported — 1500 problems; nothing was changed" in body
+    assert body.count("<tr><td><code>line ") == 1000
+    assert "... and 500 more (1,500 problems in all)" in body
+    assert not Document.objects.exists()
+
+
 def test_a_query_log_upload_uses_the_sampling_options(as_rita: Client, golden_set: GoldenSet) -> None:
     rows = "\n".join(f"query {i},{100 - i},{5 if i % 10 == 0 else 0},en-US" for i in range(60))
     data = f"query,count,zero_hits,locale\n{rows}\n".encode()
