@@ -14,6 +14,8 @@ from typing import Any, TypeGuard
 from assay.golden.fields import (
     HEADER_FIELDS,
     JUDGMENT_FIELDS,
+    MAX_INT,
+    MAX_LENGTH,
     QUERY_FIELDS,
     SCALE_FIELDS,
     GoldenFormatError,
@@ -33,7 +35,7 @@ from assay.golden.model import (
 )
 
 # Integers must fit in 64 bits: what the database stores, and small enough to print in a message.
-_MAX_INT = 2**63 - 1
+_MAX_INT = MAX_INT
 
 
 # --------------------------------------------------------------------------------------------- messages
@@ -71,6 +73,8 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Control characters other than tab, line feed and carriage return: PostgreSQL cannot store NUL in text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # str.isspace() and the Cc category, the same sets as re's \s (str patterns) and \x00-\x1f, \x7f-\x9f.
 _NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
@@ -79,6 +83,16 @@ def _bad_chars(value: str) -> str | None:
     found = _SURROGATE.search(value)
     if found:
         return f"contains a lone surrogate \\u{ord(found.group()):04x} (not valid Unicode)"
+    found = _CONTROL.search(value)
+    if found:
+        return f"contains the control character \\u{ord(found.group()):04x}, which cannot be stored"
+    return None
+
+
+def _too_long(value: str, field: str | None) -> str | None:
+    limit = MAX_LENGTH.get(field) if field else None
+    if limit is not None and len(value) > limit:
+        return f"is {len(value):,} characters long; at most {limit:,} can be stored"
     return None
 
 
@@ -156,7 +170,9 @@ class _Checker:
         *,
         ident: bool = False,
         query_id: str | None = None,
+        field: str | None = None,
     ) -> str | None:
+        """A non-blank string without bad characters, an id when `ident`, at most MAX_LENGTH[field] long."""
         if not isinstance(value, str):
             hint = f' (write "{value}")' if _is_int(value) and abs(value) <= _MAX_INT else ""
             self.add(where, f"must be a string, got {_describe(value)}{hint}", "type", query_id)
@@ -166,6 +182,8 @@ class _Checker:
             bad = "must not be empty"
         if bad is None and ident:
             bad = _ident_problem(value)
+        if bad is None:
+            bad = _too_long(value, field)
         if bad is not None:
             self.add(where, bad, "value", query_id)
             return None
@@ -175,7 +193,9 @@ class _Checker:
         self, obj: Mapping[str, Any], key: str, where: str, query_id: str | None = None
     ) -> str | None:
         value = obj.get(key)
-        return None if value is None else self.string(value, _join(where, key), query_id=query_id)
+        if value is None:
+            return None
+        return self.string(value, _join(where, key), query_id=query_id, field=key)
 
     def integer(self, value: object, where: str, query_id: str | None = None) -> int | None:
         if _is_int(value):
@@ -203,7 +223,7 @@ class _Checker:
     ) -> tuple[str | None, int | None, Scale | None, int | None, str | None]:
         """The file-level fields (JSON document or JSONL header); None for a field that is invalid."""
         version = (
-            self.string(obj["version"], _join(where, "version"), ident=True)
+            self.string(obj["version"], _join(where, "version"), ident=True, field="version")
             if self.required(obj, "version", where)
             else None
         )
@@ -271,11 +291,15 @@ class _Checker:
         def place(key: str) -> str:
             return _join(where, key)
 
-        qid = self.string(obj["id"], place("id"), ident=True) if self.required(obj, "id", where) else None
+        qid = (
+            self.string(obj["id"], place("id"), ident=True, field="id")
+            if self.required(obj, "id", where)
+            else None
+        )
         if qid is not None:
             self.once(self.query_places, qid, where.removesuffix(": "), place("id"), "query id", None)
         text = (
-            self.string(obj["text"], place("text"), query_id=ctx)
+            self.string(obj["text"], place("text"), query_id=ctx, field="text")
             if self.required(obj, "text", where, ctx)
             else None
         )
@@ -439,7 +463,7 @@ class _Checker:
                 grades_ok = False
                 continue
             doc_id = (
-                self.string(obj["doc_id"], _join(place, "doc_id"), ident=True, query_id=qid)
+                self.string(obj["doc_id"], _join(place, "doc_id"), ident=True, query_id=qid, field="doc_id")
                 if self.required(obj, "doc_id", place, qid)
                 else None
             )

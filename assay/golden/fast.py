@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from assay.golden.checks import _NOT_IN_ID, _SURROGATE, _Checker, _file
-from assay.golden.fields import FILE_FIELDS, natural_key
+from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _Checker, _file
+from assay.golden.fields import FILE_FIELDS, MAX_LENGTH, natural_key
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
 from assay.memory import gc_paused
 
@@ -28,10 +28,13 @@ _DIGITS = frozenset("0123456789")
 _NUMBERS = re.compile(r"(?:0|[1-9][0-9]*)(?:,(?:0|[1-9][0-9]*))*")
 
 
-def _clean(strings: Sequence[str], *, ident: bool) -> bool:
-    """Every string non-blank, no lone surrogate and, for ids, no whitespace or control character."""
+def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
+    """Every string non-blank, no lone surrogate or control character, at most MAX_LENGTH[field] long
+    and, for ids, no whitespace."""
+    if strings and max(map(len, strings)) > MAX_LENGTH[field]:
+        return False
     joined = "".join(strings)
-    if _SURROGATE.search(joined) or (ident and _NOT_IN_ID.search(joined)):
+    if _SURROGATE.search(joined) or _CONTROL.search(joined) or (ident and _NOT_IN_ID.search(joined)):
         return False
     if ident:  # no whitespace in them: non-blank is non-empty
         return min(map(len, strings), default=1) > 0
@@ -128,7 +131,7 @@ def _simple_queries(items: list[dict[str, Any]], scale: Scale) -> tuple[list[Gol
         or {type(v) for v in lists} - {list}
     ):
         return None
-    if not _clean(ids, ident=True) or not _clean(texts, ident=False):
+    if not _clean(ids, ident=True, field="id") or not _clean(texts, ident=False, field="text"):
         return None
     flat = [j for judgments in lists for j in judgments]
     if {type(j) for j in flat} - {dict}:
@@ -149,9 +152,9 @@ def _simple_queries(items: list[dict[str, Any]], scale: Scale) -> tuple[list[Gol
     ):
         return None
     keyed = len(keys) - keys.count(None)
-    if keyed and not _clean([key for key in keys if key is not None], ident=False):
+    if keyed and not _clean([key for key in keys if key is not None], ident=False, field="key"):
         return None
-    if not _clean(docs, ident=True):
+    if not _clean(docs, ident=True, field="doc_id"):
         return None
 
     order = _sort_keys(docs)

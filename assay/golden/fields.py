@@ -32,6 +32,22 @@ QUERY_FIELDS = (
     "judgments",
 )
 JUDGMENT_FIELDS = ("doc_id", "grade", "key")
+# The longest value of each string field that the database columns hold (labeling.models Query and
+# Document, golden_io.models GoldenVersion: tests/golden_io/test_limits.py holds them equal), so that a file
+# `assay validate` accepts is never refused on save, on SQLite (which would store it) as on PostgreSQL.
+MAX_LENGTH = {
+    "version": 100,
+    "rubric": 100,
+    "id": 200,
+    "text": 1000,
+    "locale": 35,
+    "stratum": 100,
+    "failure_mode": 100,
+    "doc_id": 200,
+    "key": 500,
+}
+# Integers the database's integer columns hold (k, relevant_min_grade, the scale, grades): 32 bits, signed.
+MAX_INT = 2**31 - 1
 SCALE_FIELDS = ("min", "max")
 
 

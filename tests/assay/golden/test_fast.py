@@ -24,7 +24,7 @@ from assay.golden.trec import TrecFormatError, TrecRun, _read_run_arrow, read_ru
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 ident = st.text("dq-_.:/0123456789", min_size=1, max_size=5)
-text = st.text(st.characters(codec="utf-8"), min_size=0, max_size=6)
+text = st.text(st.characters(codec="utf-8", exclude_categories=["Cc"]), min_size=0, max_size=6)
 
 
 @st.composite

@@ -178,7 +178,7 @@ def test_it_keeps_a_line_separator_inside_a_jsonl_string_on_its_line() -> None:
     golden = from_dict(base() | {"rubric": "r\u2028x"})
     golden = GoldenFile(
         version=golden.version,
-        queries=(GoldenQuery("q-1", "a\u2028b\x85c\x0cd", (Judgment("d", 1),)),),
+        queries=(GoldenQuery("q-1", "a\u2028b\x85c\u2029d", (Judgment("d", 1),)),),
         rubric="r\u2028x",
     )
     raw = dump_jsonl(golden)
@@ -267,9 +267,10 @@ def test_natural_key_handles_digit_runs_longer_than_python_converts() -> None:
         "q-10",
         long_id,
     ]
+    # An id that long is refused (at most 200 characters are stored), with its length, not a crash.
     data = base()
     data["queries"][1]["id"] = long_id
-    assert [q.id for q in from_dict(data).queries] == ["q-1", long_id]
+    assert problems_of(data) == ["queries[1].id: is 5,002 characters long; at most 200 can be stored"]
 
 
 # ------------------------------------------------------------------------------------------ every rule
@@ -663,19 +664,65 @@ def test_it_rejects_each_bad_input_with_one_problem_naming_its_place(
 
 @pytest.mark.parametrize(
     ("value", "described"),
-    [(2**63, "integer 9223372036854775808"), (-(10**5000), "a very large integer")],
-    ids=["2^63", "-10^5000"],
+    [
+        (2**31, "integer 2147483648"),
+        (2**63, "integer 9223372036854775808"),
+        (-(10**5000), "a very large integer"),
+    ],
+    ids=["2^31", "2^63", "-10^5000"],
 )
-def test_integers_beyond_64_bits_are_rejected_without_crashing(value: int, described: str) -> None:
+def test_integers_beyond_what_the_database_holds_are_rejected_without_crashing(
+    value: int, described: str
+) -> None:
+    # The integer columns (k, relevant_min_grade, the scale, grades) hold 32 bits, signed.
     data = base() | {"k": value, "relevant_min_grade": value, "version": value}
     data["queries"][0]["judgments"][0]["grade"] = value
 
     assert problems_of(data) == [
         f"version: must be a string, got {described}",
-        "k: must be an integer between -9223372036854775807 and 9223372036854775807",
-        "relevant_min_grade: must be an integer between -9223372036854775807 and 9223372036854775807",
-        'queries[0].judgments[0].grade: must be an integer between -9223372036854775807 and 9223372036854775807 (query "q-1")',
+        "k: must be an integer between -2147483647 and 2147483647",
+        "relevant_min_grade: must be an integer between -2147483647 and 2147483647",
+        'queries[0].judgments[0].grade: must be an integer between -2147483647 and 2147483647 (query "q-1")',
     ]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (
+            "queries.0.text",
+            "x" * 1001,
+            'queries[0].text: is 1,001 characters long; at most 1,000 can be stored (query "q-1")',
+        ),
+        ("queries.0.id", "q" * 201, "queries[0].id: is 201 characters long; at most 200 can be stored"),
+        (
+            "queries.0.judgments.0.doc_id",
+            "d" * 201,
+            'queries[0].judgments[0].doc_id: is 201 characters long; at most 200 can be stored (query "q-1")',
+        ),
+        ("version", "v" * 101, "version: is 101 characters long; at most 100 can be stored"),
+        (
+            "queries.0.stratum",
+            "s" * 101,
+            'queries[0].stratum: is 101 characters long; at most 100 can be stored (query "q-1")',
+        ),
+        (
+            "queries.0.locale",
+            "l" * 36,
+            'queries[0].locale: is 36 characters long; at most 35 can be stored (query "q-1")',
+        ),
+        (
+            "queries.0.text",
+            "nul\x00here",
+            'queries[0].text: contains the control character \\u0000, which cannot be stored (query "q-1")',
+        ),
+    ],
+)
+def test_what_the_database_cannot_store_is_refused_by_the_validator(
+    path: str, value: str, expected: str
+) -> None:
+    # Each of these passed `assay validate` and then gave a 500 on upload to PostgreSQL.
+    assert problems_of(_set(path, value)(base())) == [expected]
 
 
 def test_duplicate_keys_in_one_judgment_are_reported() -> None:

@@ -23,8 +23,10 @@ GENERATED = settings(FAST, max_examples=25)
 # ------------------------------------------------------------------------------------------ strategies
 
 ident = st.text("abq-_.:/@0123456789", min_size=1, max_size=6)
-# Any printable text, including non-ASCII, quotes, backslashes and the line separators JSONL must survive.
-text = st.text(st.characters(codec="utf-8"), min_size=1, max_size=8).filter(str.strip)
+# Any printable text, including non-ASCII, quotes, backslashes and the line separators JSONL must survive
+# (control characters cannot be stored: the format refuses them).
+printable = st.characters(codec="utf-8", exclude_categories=["Cc"])
+text = st.text(printable, min_size=1, max_size=8).filter(str.strip)
 scalar = st.one_of(
     st.none(),
     st.booleans(),
