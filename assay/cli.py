@@ -36,14 +36,17 @@ DEFAULT_OUT = "artifacts/relevance.json"
 
 
 def _read_text(path: str, what: str) -> str:
+    """A file's UTF-8 text (a byte-order mark is dropped, so a JSONL file saved with one is still JSONL)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise UsageError(f"{what} {path}: no such file") from None
     except IsADirectoryError:
         raise UsageError(f"{what} {path}: is a directory, expected a file") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
+        head = Path(path).read_bytes()[:2]
+        hint = " (it looks like UTF-16: save it as UTF-8)" if head in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start}){hint}") from None
     except OSError as exc:
         raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
 

@@ -96,6 +96,28 @@ def _too_long(value: str, field: str | None) -> str | None:
     return None
 
 
+# What git refuses in a tag name (git check-ref-format), beyond whitespace and control characters.
+_NOT_IN_TAG = re.compile(r"[~^:?*\[\\]|\.\.|@\{|//")
+
+
+def _tag_problem(version: str) -> str | None:
+    """A version is exported as the git tag golden@<version>: a name git cannot use is refused here, not
+    at export."""
+    found = _NOT_IN_TAG.search(version)
+    parts = version.split("/")
+    if (
+        found
+        or version.endswith((".", "/", ".lock"))
+        or any(part.startswith(".") or part.endswith(".lock") for part in parts)
+    ):
+        shown = f" ({found.group()!r})" if found else ""
+        return (
+            f"{_quote(version)} cannot be a git tag name (golden@<version>){shown}: use letters, digits, "
+            "- _ . and /"
+        )
+    return None
+
+
 def _ident_problem(value: str) -> str | None:
     """Ids, doc ids and versions travel through TREC files (whitespace separated) and git tags."""
     found = _NOT_IN_ID.search(value)
@@ -227,6 +249,9 @@ class _Checker:
             if self.required(obj, "version", where)
             else None
         )
+        if version is not None and (tag := _tag_problem(version)) is not None:
+            self.add(_join(where, "version"), tag, "value")
+            version = None
 
         k: int | None = DEFAULT_K
         if "k" in obj:

@@ -23,6 +23,8 @@ GENERATED = settings(FAST, max_examples=25)
 # ------------------------------------------------------------------------------------------ strategies
 
 ident = st.text("abq-_.:/@0123456789", min_size=1, max_size=6)
+# A version is also a git tag name (golden@<version>): no ":" and no lone "/" (the format refuses them).
+version = st.text("abq-_0123456789", min_size=1, max_size=6)
 # Any printable text, including non-ASCII, quotes, backslashes and the line separators JSONL must survive
 # (control characters cannot be stored: the format refuses them).
 printable = st.characters(codec="utf-8", exclude_categories=["Cc"])
@@ -41,7 +43,7 @@ def golden_dicts(draw: st.DrawFn) -> dict[str, Any]:
     """A valid golden file as JSON data, with every optional field sometimes present."""
     low = draw(st.integers(0, 2))
     high = draw(st.integers(low + 1, low + 4))
-    data: dict[str, Any] = {"version": draw(ident)}
+    data: dict[str, Any] = {"version": draw(version)}
     if draw(st.booleans()):
         data["k"] = draw(st.integers(1, 1000))
     if draw(st.booleans()) or (low, high) != (0, 3):
