@@ -11,7 +11,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/assay
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint bench clean
+.PHONY: install chromium run test lint bench clean
 
 install: $(STAMP)
 
@@ -35,7 +35,18 @@ lint: install
 	$(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
-test: install lint
+# The browser tests drive Debian's Chromium (Playwright cannot download browsers here): installed with
+# apt-get when it is missing, as root or through sudo.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Chromium is missing: installing it with apt-get (the browser tests drive it)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	    || { echo "could not install Chromium: run 'apt-get install chromium' as root, then make test"; exit 1; }; \
+	}
+
+test: install lint chromium
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: install

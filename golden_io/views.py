@@ -13,6 +13,7 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.golden.diff import diff
@@ -53,14 +54,18 @@ def _get_version(request: HttpRequest, slug: str, name: str) -> GoldenVersion:
 
 
 class FreezeForm(forms.Form):
-    name = forms.CharField(
-        max_length=100, required=False, help_text="leave empty for today's date (2026-08-01, then .2, .3…)"
-    )
+    name = forms.CharField(max_length=100, required=False)
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     quarantine_unresolved = forms.BooleanField(
         required=False,
         label="Move core queries with unresolved documents to shadow first",
     )
+
+    def __init__(self, *args: Any, golden_set: GoldenSet, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The name an empty field gives today, from the same rule the freeze uses.
+        upcoming = services.version_name_next(golden_set=golden_set, on=timezone.localdate())
+        self.fields["name"].help_text = f"leave empty for {upcoming} (today's date, then .2, .3…)"
 
 
 class ExportConfigForm(forms.ModelForm):
@@ -177,7 +182,7 @@ def _named(golden_set: GoldenSet, name: str) -> GoldenVersion:
 @require_http_methods(["GET", "POST"])
 def freeze(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = _get_set(request, slug)
-    form = FreezeForm(request.POST or None)
+    form = FreezeForm(request.POST or None, golden_set=golden_set)
     context: dict[str, Any] = {"golden_set": golden_set, "form": form}
     if request.method == "POST" and form.is_valid():
         try:
