@@ -19,11 +19,12 @@ from evaluation.models import (
     BaselineRescore,
     BudgetSet,
     EvaluationRun,
+    Notification,
     QueryRunResult,
     RunSchedule,
     SearchTarget,
 )
-from evaluation.services import schedule_problems
+from evaluation.services import schedule_problems, webhook_problems
 
 
 class SearchTargetForm(forms.ModelForm):
@@ -48,6 +49,7 @@ class SearchTargetForm(forms.ModelForm):
             "model_id_field",
             "es_template",
             "solr_method",
+            "webhook_env",
             "owner",
             "golden_sets",
         )
@@ -56,6 +58,7 @@ class SearchTargetForm(forms.ModelForm):
         data = super().clean() or {}
         candidate = SearchTarget(**{k: v for k, v in data.items() if k not in ("golden_sets", "owner")})
         problems = spec_problems(target_spec(candidate))
+        problems += webhook_problems(data.get("webhook_env") or "")
         if problems:
             raise forms.ValidationError(problems)
         return data
@@ -111,6 +114,13 @@ class BaselineAdmin(_ReadOnly):
 @admin.register(BaselineRescore)
 class BaselineRescoreAdmin(_ReadOnly):
     list_display = ("source_run", "golden_version", "created_by", "created")
+
+
+@admin.register(Notification)
+class NotificationAdmin(_ReadOnly):
+    # Audit only: deliveries are written by the notification task, once per run and channel.
+    list_display = ("run", "channel", "recipients", "status", "attempts", "sent_at", "last_error")
+    list_filter = ("channel", "status")
 
 
 class BudgetSetForm(forms.ModelForm):

@@ -66,7 +66,7 @@ from evaluation.services.schedules import (
     schedules_due,
 )
 from evaluation.services.sweep import SweepActions, runs_sweep
-from evaluation.services.targets import TARGET_FIELDS, target_create, target_update
+from evaluation.services.targets import TARGET_FIELDS, target_create, target_update, webhook_problems
 from evaluation.services.unjudged import UnjudgedQueued, unjudged_queue
 
 __all__ = [
@@ -113,4 +113,5 @@ __all__ = [
     "target_update",
     "unjudged_queue",
     "verdict_message",
+    "webhook_problems",
 ]

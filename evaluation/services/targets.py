@@ -25,12 +25,18 @@ def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return dict(values)
 
 
+def webhook_problems(webhook_env: str) -> list[str]:
+    """Why a target's webhook variable is refused (empty: it is fine, or there is none). The webhook's URL
+    is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it."""
+    name = webhook_env.strip()
+    refused = secret_env_name_problem(name) if name else None
+    return [f"webhook_env: {refused}"] if refused else []
+
+
 def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
     problems = spec_problems(target.spec())
     target.webhook_env = (target.webhook_env or "").strip()
-    if target.webhook_env and (refused := secret_env_name_problem(target.webhook_env)):
-        # The webhook's URL is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it.
-        problems.append(f"webhook_env: {refused}")
+    problems += webhook_problems(target.webhook_env)
     clash = SearchTarget.objects.filter(name=target.name).exclude(pk=target.pk)
     if target.name and clash.exists():
         problems.insert(0, f"name: a target named {target.name!r} exists")

@@ -82,6 +82,24 @@ def test_the_admin_form_validates_a_target_like_the_service() -> None:
     assert SearchTargetForm(
         data={**data, "headers": '{"Authorization": {"env": "ASSAY_SECRET_TOKEN"}}'}
     ).is_valid()
+    # The webhook variable is held to the service's rule too: only an ASSAY_SECRET_ name.
+    good = {**data, "headers": "{}"}
+    refused = SearchTargetForm(data={**good, "webhook_env": "DJANGO_SECRET_KEY"})
+    assert not refused.is_valid() and "webhook_env:" in str(refused.errors)
+    assert SearchTargetForm(data={**good, "webhook_env": "ASSAY_SECRET_SLACK_HOOK"}).is_valid()
+
+
+def test_the_admin_lists_notifications_read_only() -> None:
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    from evaluation.models import Notification
+
+    model_admin = admin.site._registry[Notification]
+    request = RequestFactory().get("/admin/")
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request)
+    assert not model_admin.has_delete_permission(request)
 
 
 def test_the_admin_form_validates_a_schedule_like_the_service(
