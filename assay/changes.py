@@ -80,6 +80,11 @@ class LeftOut:
         "retired": "retired (baseline only)",
     }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Sequence[str]]) -> LeftOut:
+        """From `to_dict`'s form (a gate's stored JSON); reasons it lacks are empty."""
+        return cls(**{reason: [str(i) for i in data.get(reason) or []] for reason in cls.REASONS})
+
     @property
     def total(self) -> int:
         return sum(len(getattr(self, reason)) for reason in self.REASONS)

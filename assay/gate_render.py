@@ -48,13 +48,21 @@ def _rank(rank: int | None) -> str:
     return UNDEFINED if rank is None else str(rank)
 
 
-def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
+def _brackets(interval: Mapping[str, Any] | None) -> str | None:
+    """`[-0.0190, -0.0040]`: a change's interval as shown; None when it has none."""
     if not interval or interval.get("low") is None:
+        return None
+    return f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+
+
+def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
+    brackets = _brackets(interval)
+    if interval is None or brackets is None:
         return None
     p_value = interval.get("p_value")
     return (
         f"nDCG change {_num(interval['mean'], True)}, {interval['level']:.0%} paired bootstrap interval "
-        f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+        f"{brackets}"
         + (f", randomization test p={p_value:.3f}" if p_value is not None else "")
         + f" over {interval['n']} core queries both reports counted"
     )
@@ -62,22 +70,18 @@ def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
 
 def _change_text(row: Mapping[str, Any]) -> str:
     """`0.8123 -> 0.8012 (-0.0111) [-0.0190, -0.0040] p=0.004 n=78`: one change as the gate computed it."""
-    interval = row.get("interval") or {}
     shown = f"{_num(row.get('baseline'))} -> {_num(row.get('current'))} ({_num(row.get('delta'), True)})"
-    if interval.get("low") is not None:
-        shown += f" [{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
+    brackets = _brackets(row.get("interval"))
+    if brackets:
+        shown += f" {brackets}"
     if row.get("p_value") is not None:
         shown += f" p={row['p_value']:.3f}"
     return shown + f" n={row.get('n', 0)}"
 
 
 def _left_out_text(left_out: Mapping[str, Sequence[str]]) -> str | None:
-    parts = [
-        f"{len(ids)} {words} ({', '.join(ids[:5])}{f' and {len(ids) - 5} more' if len(ids) > 5 else ''})"
-        for reason, words in LeftOut.REASONS.items()
-        if (ids := left_out.get(reason))
-    ]
-    return "Left out of every core change: " + "; ".join(parts) if parts else None
+    described = LeftOut.from_dict(left_out).describe()
+    return f"Left out of every core change: {described}" if described else None
 
 
 def _moved(loser: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -178,12 +182,7 @@ def render_markdown(result: GateResult) -> str:
     def table(rows: Mapping[str, Mapping[str, Any]], suffix: str = "") -> list[str]:
         lines = []
         for m, r in rows.items():
-            interval = r.get("interval") or {}
-            shown = (
-                f"[{_num(interval['low'], True)}, {_num(interval['high'], True)}]"
-                if interval.get("low") is not None
-                else UNDEFINED
-            )
+            shown = _brackets(r.get("interval")) or UNDEFINED
             p_value = UNDEFINED if r.get("p_value") is None else f"{r['p_value']:.3f}"
             lines.append(
                 f"| {_md(LABELS[m])}{suffix} | {r.get('n', 0)} | {_num(r['baseline'])} | "
