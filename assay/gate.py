@@ -31,7 +31,7 @@ from assay.changes import (
     report_seed,
 )
 from assay.golden.format import natural_key
-from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS
+from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import NoiseFloor, noise_warnings
 
 Verdict = Literal["pass", "warn", "fail"]
@@ -235,7 +235,7 @@ def _trips(change: float, threshold: float | None) -> bool:
 
 
 def _p_text(p_value: float | None) -> str:
-    return "" if p_value is None else f", p={p_value:.3f}"
+    return "" if p_value is None else f", p={format_p_value(p_value)}"
 
 
 class _Gate:

@@ -18,7 +18,7 @@ from typing import Any
 from assay.budgets import SLICE_KEYS
 from assay.changes import LeftOut
 from assay.gate import GateResult
-from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number
+from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number, format_p_value
 
 # Every character `str.splitlines` (and so a CI log reader) may take for the end of a line.
 _LINE_BREAKS = str.maketrans(
@@ -63,7 +63,7 @@ def _interval_text(interval: Mapping[str, Any] | None) -> str | None:
     return (
         f"nDCG change {_num(interval['mean'], True)}, {interval['level']:.0%} paired bootstrap interval "
         f"{brackets}"
-        + (f", randomization test p={p_value:.3f}" if p_value is not None else "")
+        + (f", randomization test p={format_p_value(p_value)}" if p_value is not None else "")
         + f" over {interval['n']} core queries both reports counted"
     )
 
@@ -75,7 +75,7 @@ def _change_text(row: Mapping[str, Any]) -> str:
     if brackets:
         shown += f" {brackets}"
     if row.get("p_value") is not None:
-        shown += f" p={row['p_value']:.3f}"
+        shown += f" p={format_p_value(row['p_value'])}"
     return shown + f" n={row.get('n', 0)}"
 
 
@@ -183,7 +183,7 @@ def render_markdown(result: GateResult) -> str:
         lines = []
         for m, r in rows.items():
             shown = _brackets(r.get("interval")) or UNDEFINED
-            p_value = UNDEFINED if r.get("p_value") is None else f"{r['p_value']:.3f}"
+            p_value = format_p_value(r.get("p_value"))
             lines.append(
                 f"| {_md(LABELS[m])}{suffix} | {r.get('n', 0)} | {_num(r['baseline'])} | "
                 f"{_num(r['current'])} | "

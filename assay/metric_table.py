@@ -41,6 +41,16 @@ def format_number(value: object, *, signed: bool = False, decimals: int = DECIMA
     return f"+{zero}" if text == f"-{zero}" else text
 
 
+def format_p_value(value: float | None, permutations: int = 1000) -> str:
+    """A randomization test's p-value as shown: 3 decimals; "<0.001" when no draw of `permutations` was
+    as extreme (the test cannot say 0, only that it is below 1 / permutations); `UNDEFINED` for none."""
+    if value is None:
+        return UNDEFINED
+    if value * permutations < 0.5:
+        return f"<{1 / permutations:.3f}"
+    return f"{value:.3f}"
+
+
 def format_budget(warn: object, fail: object) -> str:
     """A budget as "warn / fail" (a level that is off shows as `UNDEFINED`); "" when neither is set. The
     thresholds are shown as given, not rounded: they are what the budgets file says."""

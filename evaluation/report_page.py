@@ -27,6 +27,7 @@ from assay.metric_table import (
     UNDEFINED,
     format_budget,
     format_number,
+    format_p_value,
 )
 from assay.noise import NOT_ENOUGH_RUNS
 from assay.targets import TargetError, TargetSpec, shown_headers
@@ -122,7 +123,7 @@ def change_cells(metric: str, row: Mapping[str, Any] | None, why: str) -> Change
         current=num(row.get("current"), why=no_pair, metric=metric),
         delta=num(delta, signed=True, why=no_pair, css=delta_css(metric, delta), metric=metric),
         interval=_interval_text(row.get("interval"), no_pair),
-        p_value=UNDEFINED if p_value is None else f"{p_value:.3f}",
+        p_value=format_p_value(p_value),
         n=row.get("n"),
     )
 

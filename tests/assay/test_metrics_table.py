@@ -99,3 +99,13 @@ def test_the_report_and_the_gate_follow_the_table() -> None:
     assert all(key in report for key in METRIC_KEYS)
     gate = compare(report, report, load_budgets(None))
     assert tuple(gate.comparison["core"]) == METRIC_KEYS
+
+
+def test_a_p_value_no_draw_reached_is_below_one_over_the_draws_never_zero() -> None:
+    from assay.metric_table import UNDEFINED, format_p_value
+
+    assert format_p_value(0.0) == "<0.001"
+    assert format_p_value(0.001) == "0.001"
+    assert format_p_value(0.1604) == "0.160"
+    assert format_p_value(1.0) == "1.000"
+    assert format_p_value(None) == UNDEFINED
