@@ -6,9 +6,11 @@ management commands render them the same way. A report with problems means nothi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # How many problems a page, a command's output or an error message lists: a 200,000-problem file gets the
 # first MAX_SHOWN and the count of the rest, not a 25 MB page (`assay validate --problems-csv` writes all).
@@ -30,6 +32,10 @@ def capped(problems: Sequence[Any], shown: int = MAX_SHOWN) -> list[Any]:
 class Problem:
     where: str  # "line 12", "queries[3].judgments[1].grade", "header"
     message: str
+    # For programs, as in the golden file's problems (assay.golden.fields.Problem): the rule that fired
+    # and the query it is about; "" and None where an import does not say.
+    code: str = ""
+    query_id: str | None = None
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
@@ -60,8 +66,8 @@ class ImportReport:
     def more_problems(self) -> str:
         return more_text(len(self.problems))
 
-    def add(self, where: str, message: str) -> None:
-        self.problems.append(Problem(where, message))
+    def add(self, where: str, message: str, code: str = "", query_id: str | None = None) -> None:
+        self.problems.append(Problem(where, message, code, query_id))
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
@@ -89,6 +95,30 @@ class ImportReport:
         lines += [f"  note: {note}" for note in self.notes]
         lines += [f"  sample: {before!r} -> {after!r}" for before, after in self.samples]
         return "\n".join(lines)
+
+
+class _CsvProblem(Protocol):
+    @property
+    def where(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def code(self) -> str: ...
+    @property
+    def query_id(self) -> str | None: ...
+
+
+PROBLEMS_CSV_HEADER = ("where", "message", "code", "query_id")
+
+
+def problems_csv(problems: Iterable[_CsvProblem]) -> str:
+    """Every problem as CSV, one row each under PROBLEMS_CSV_HEADER: what `assay validate --problems-csv`
+    writes and the golden import page's download answers (both list what a page or output caps)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(PROBLEMS_CSV_HEADER)
+    writer.writerows([p.where, p.message, p.code, p.query_id or ""] for p in problems)
+    return out.getvalue()
 
 
 def decode_utf8(data: bytes, report: ImportReport) -> str | None:

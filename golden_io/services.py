@@ -24,6 +24,7 @@ from django.utils import timezone
 from assay import git_export
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
+from assay.golden.model import GoldenFile
 from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
@@ -284,39 +285,58 @@ def _chunks(values: Sequence[int], size: int = 10_000) -> list[Sequence[int]]:
 # With the freeze above, the only writer of the set's frozen labels (FrozenLabel).
 
 
-@transaction.atomic
-def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
-    """A golden file into the set: its queries (created or updated by id) and its judgments, which become
-    the set's current frozen labels (replacing the previous ones). Every judged document must already be a
-    document of the set (labeling's `documents_import`). The whole file is checked first and written in
-    one transaction: a file with any problem imports nothing (docs/labeling.md, "Imports")."""
+@dataclass(frozen=True, slots=True)
+class _GoldenImportPlan:
+    """What a golden file that passed every check writes (`golden_import`)."""
+
+    golden: GoldenFile
+    documents: dict[str, Document]
+    new_keys: dict[str, str]  # doc id -> the key the file gives a document that has none
+
+
+def golden_import_check(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """Every problem `golden_import` would refuse the file for, writing nothing: what the import page's
+    CSV download lists (the page shows the first MAX_SHOWN)."""
+    return _golden_import_plan(golden_set=golden_set, data=data, source=source)[0]
+
+
+def _golden_import_plan(
+    *, golden_set: GoldenSet, data: bytes, source: str
+) -> tuple[ImportReport, _GoldenImportPlan | None]:
+    """The file against the format and against the set (scale, rubric, locales, documents, keys): the
+    report, and the plan when there is no problem. Reads only."""
     report = ImportReport(kind="golden", source=source)
     try:
         golden = parse(data)
     except GoldenFormatError as exc:
         for problem in exc.problems:
-            report.add(problem.where, problem.message)
-        return report
+            report.add(problem.where, problem.message, problem.code, problem.query_id)
+        return report, None
     rubric = golden_set.rubric
     if (golden.scale.min, golden.scale.max) != (rubric.scale_min, rubric.scale_max):
         report.add(
             "scale",
             f"the file's scale {golden.scale} differs from rubric {rubric}'s scale "
             f"{rubric.scale_min}..{rubric.scale_max}",
+            "scale_mismatch",
         )
     if golden.rubric and golden.rubric != str(rubric):
         report.add(
-            "rubric", f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}"
+            "rubric",
+            f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}",
+            "rubric_mismatch",
         )
     documents = {d.doc_id: d for d in golden_set.documents.all()}
     key_owners = {d.key: d.doc_id for d in documents.values() if d.key}
-    new_keys: dict[str, str] = {}  # doc id -> the key the file gives a document that has none
+    new_keys: dict[str, str] = {}
     for i, q in enumerate(golden.queries):
         if q.locale and not golden_set.in_scope(q.locale):
             report.add(
                 f"queries[{i}].locale",
                 f"query {q.id}: locale {q.locale} is outside the golden set's scope "
                 f"({', '.join(golden_set.locales)})",
+                "locale_out_of_scope",
+                q.id,
             )
         for j, judgment in enumerate(q.judgments):
             doc = documents.get(judgment.doc_id)
@@ -326,15 +346,33 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
                     f"{where}.doc_id",
                     f"query {q.id}: {judgment.doc_id} is not a document of golden set {golden_set.slug} "
                     "(import its documents first)",
+                    "unknown_document",
+                    q.id,
                 )
             elif judgment.key and doc.key and judgment.key != doc.key:
                 report.add(
-                    f"{where}.key", f"query {q.id}: key {judgment.key} differs from the document's {doc.key}"
+                    f"{where}.key",
+                    f"query {q.id}: key {judgment.key} differs from the document's {doc.key}",
+                    "key_mismatch",
+                    q.id,
                 )
             elif judgment.key and not doc.key:
-                _key_to_set(new_keys, key_owners, doc, judgment.key, f"{where}.key", f"query {q.id}", report)
+                _key_to_set(new_keys, key_owners, doc, judgment.key, f"{where}.key", q.id, report)
     if not report.ok:
+        return report, None
+    return report, _GoldenImportPlan(golden=golden, documents=documents, new_keys=new_keys)
+
+
+@transaction.atomic
+def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+    """A golden file into the set: its queries (created or updated by id) and its judgments, which become
+    the set's current frozen labels (replacing the previous ones). Every judged document must already be a
+    document of the set (labeling's `documents_import`). The whole file is checked first and written in
+    one transaction: a file with any problem imports nothing (docs/labeling.md, "Imports")."""
+    report, plan = _golden_import_plan(golden_set=golden_set, data=data, source=source)
+    if plan is None:
         return report
+    golden, documents, new_keys = plan.golden, plan.documents, plan.new_keys
     # A judgment's durable key is kept on its document when the document had none, so that it survives
     # a later re-ingest that renumbers ids (the document import follows keys).
     for doc_id, key in new_keys.items():
@@ -412,16 +450,23 @@ def _key_to_set(
     doc: Document,
     key: str,
     where: str,
-    what: str,
+    query_id: str,
     report: ImportReport,
 ) -> None:
     """Plan giving `doc` (which has no key) the judgment's `key`, or report why it cannot have it."""
     owner = key_owners.get(key)
     planned = new_keys.get(doc.doc_id)
+    what = f"query {query_id}"
     if owner is not None and owner != doc.doc_id:
-        report.add(where, f"{what}: key {key} belongs to document {owner}, not {doc.doc_id}")
+        message = f"{what}: key {key} belongs to document {owner}, not {doc.doc_id}"
+        report.add(where, message, "key_conflict", query_id)
     elif planned is not None and planned != key:
-        report.add(where, f"{what}: key {key} for {doc.doc_id}, which another judgment keys {planned}")
+        report.add(
+            where,
+            f"{what}: key {key} for {doc.doc_id}, which another judgment keys {planned}",
+            "key_conflict",
+            query_id,
+        )
     else:
         new_keys[doc.doc_id] = key
         key_owners[key] = doc.doc_id

@@ -9,6 +9,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("versions/", views.set_list, name="set_list"),
     # The golden-file form of labeling's import page (`sets/<slug>/import/`), like `manage.py import_golden`.
     path("sets/<slug:slug>/import-golden/", views.golden_import, name="golden_import"),
+    # The same file again: every problem as CSV, nothing imported (the report page lists the first 1,000).
+    path(
+        "sets/<slug:slug>/import-golden/problems.csv",
+        views.golden_import_problems,
+        name="golden_import_problems",
+    ),
     path("sets/<slug:slug>/versions/", views.version_list, name="version_list"),
     path("sets/<slug:slug>/versions/freeze/", views.freeze, name="freeze"),
     path("sets/<slug:slug>/versions/diff/", views.version_diff, name="diff"),

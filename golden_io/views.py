@@ -7,6 +7,8 @@ set or version is not confirmed. Thin: check access, call one service or selecto
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
 from typing import Any
 
 from django import forms
@@ -18,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
+from assay.problems import problems_csv
 from golden_io import selectors, services
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
@@ -266,6 +269,26 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
     upload = form.cleaned_data["file"]
     report = services.golden_import(golden_set=golden_set, data=upload.read(), source=upload.name)
     return import_report_render(request, golden_set, report)
+
+
+@require_POST
+def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every problem of a golden file as CSV (`assay validate --problems-csv`'s columns), for the report
+    page that lists the first MAX_SHOWN: the reviewer sends the same file again and nothing is imported.
+    Nothing of an upload is kept between requests, so there is nothing stored to expire or to leak to
+    another user; access is the import's (the set's reviewers and admins, a 404 for everyone else)."""
+    golden_set = _get_set(request, slug)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return import_page_render(request, golden_set, bound={"golden": form}, status=400)
+    upload = form.cleaned_data["file"]
+    report = services.golden_import_check(golden_set=golden_set, data=upload.read(), source=upload.name)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePath(upload.name).stem)[:100] or "golden"
+    return HttpResponse(
+        problems_csv(report.problems),
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{stem}-problems.csv"'},
+    )
 
 
 def _config(golden_set: GoldenSet) -> GitExportConfig | None:
