@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
 from assay.memory import gc_paused
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
 from assay.problems import MAX_SHOWN, capped, more_text
+from assay.problems import problems_csv as csv_of_problems
 
 DEFAULT_OUT = "artifacts/relevance.json"
 
@@ -35,20 +37,30 @@ DEFAULT_OUT = "artifacts/relevance.json"
 # ------------------------------------------------------------------------------------------- helpers
 
 
-def _read_text(path: str, what: str) -> str:
-    """A file's UTF-8 text (a byte-order mark is dropped, so a JSONL file saved with one is still JSONL)."""
+def _read_bytes(path: str, what: str) -> bytes:
+    """A file's bytes; a missing, unreadable or directory path is a UsageError naming it."""
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{what} {path}: no such file") from None
     except IsADirectoryError:
         raise UsageError(f"{what} {path}: is a directory, expected a file") from None
-    except UnicodeDecodeError as exc:
-        head = Path(path).read_bytes()[:2]
-        hint = " (it looks like UTF-16: save it as UTF-8)" if head in (b"\xff\xfe", b"\xfe\xff") else ""
-        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start}){hint}") from None
     except OSError as exc:
         raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+
+
+def _decode(raw: bytes, path: str, what: str) -> str:
+    """UTF-8 text (a byte-order mark is dropped, so a JSONL file saved with one is still JSONL)."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        hint = " (it looks like UTF-16: save it as UTF-8)" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start}){hint}") from None
+
+
+def _read_text(path: str, what: str) -> str:
+    """A file's UTF-8 text (`_read_bytes`, `_decode`)."""
+    return _decode(_read_bytes(path, what), path, what)
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -68,13 +80,23 @@ def _read_json(path: str, what: str) -> Any:
 
 
 def _load_golden(path: str, problems_csv: str | None = None) -> Any:
-    """The golden file, or a UsageError listing its first MAX_SHOWN problems (with `problems_csv`, every
-    problem is written there as CSV: where, message, code, query_id)."""
-    from assay.golden.format import GoldenFormatError, golden_warnings, parse
+    """The golden file (a GoldenFile), or a UsageError listing its first MAX_SHOWN problems (with
+    `problems_csv`, every problem is written there as CSV: where, message, code, query_id)."""
+    return _load_golden_columns(path, problems_csv).to_file()
 
-    text = _read_text(path, "golden file")
+
+def _load_golden_columns(path: str, problems_csv: str | None = None) -> Any:
+    """`_load_golden` as columns (`assay.golden.columns`): what `score` and `validate` read."""
+    from assay.golden.format import GoldenFormatError, golden_warnings, parse_columns
+
+    raw = _read_bytes(path, "golden file")
     try:
-        golden = parse(text)
+        try:
+            golden = parse_columns(raw)
+        except GoldenFormatError:
+            # The careful walk named the problems; the command's own words for a file that is not UTF-8.
+            _decode(raw, path, "golden file")
+            raise
     except GoldenFormatError as exc:
         if problems_csv:
             _write_problems_csv(problems_csv, exc.problems)
@@ -96,14 +118,7 @@ def _load_golden(path: str, problems_csv: str | None = None) -> Any:
 
 
 def _write_problems_csv(path: str, problems: Sequence[Any]) -> None:
-    import csv
-    import io
-
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["where", "message", "code", "query_id"])
-    writer.writerows([p.where, p.message, p.code, p.query_id or ""] for p in problems)
-    write_atomic(Path(path), out.getvalue().encode())
+    write_atomic(Path(path), csv_of_problems(problems).encode())
 
 
 class _Progress:
@@ -304,32 +319,65 @@ def _looks_like_jsonl(text: str) -> bool:
     return text.lstrip().startswith("{")
 
 
-@gc_paused()  # builds a report of 10^5 small acyclic objects
-def cmd_score(args: argparse.Namespace) -> int:
-    from assay.golden.trec import TrecFormatError, read_run
-    from assay.report import build_report
+def _read_run(path: str) -> tuple[Any, Any]:
+    """A run file as (columns of a TREC run in the plain shape, None) or (None, query id -> QueryResult)
+    for every other run file (JSONL, or TREC read line by line, which names every problem)."""
+    from assay.golden.trec import TrecFormatError, read_run, read_run_table
     from assay.results import QueryResult
 
-    golden = _load_golden(args.golden)
-    text = _read_text(args.run, "run file")
-    if not text.strip():
-        raise UsageError(f"run file {args.run}: the file is empty")
-    run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
+    raw = _read_bytes(path, "run file")
+    if not raw or raw.isspace():
+        raise UsageError(f"run file {path}: the file is empty")
+    jsonl = _JSONL_START.match(raw) is not None
+    table = None if jsonl or len(raw) < _COLUMNS_MIN_BYTES else read_run_table(raw)
+    if table is not None:
+        return table, None
+    text = _decode(raw, path, "run file")
+    del raw  # the file's bytes: as large as everything read from it
     try:
         if _looks_like_jsonl(text):
-            results = read_results_jsonl(text)
-            run_block["format"] = "jsonl"
-        else:
-            trec = read_run(text)
-            results = {qid: QueryResult(query_id=qid, ids=ids) for qid, ids in trec.items()}
-            run_block.update(format="trec", tags=list(trec.tags))
+            return None, read_results_jsonl(text)
+        trec = read_run(text)
     except (UsageError, TrecFormatError) as exc:
         message = "; ".join(exc.problems) if isinstance(exc, TrecFormatError) else str(exc)
-        raise UsageError(f"run file {args.run}: {message}") from None
-    del text  # the file's text: as large as everything read from it
+        raise UsageError(f"run file {path}: {message}") from None
+    return None, (trec.tags, {qid: QueryResult(query_id=qid, ids=ids) for qid, ids in trec.items()})
 
+
+# A run file this large is read as columns; below it, line by line is as quick as importing pyarrow.
+_COLUMNS_MIN_BYTES = 1 << 20
+# A JSONL run file opens an object (after a byte-order mark and blanks); a TREC line opens a query id.
+_JSONL_START = re.compile(rb"(?:\xef\xbb\xbf)?\s*\{")
+
+
+@gc_paused()  # builds a report of 10^5 small acyclic objects
+def cmd_score(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay.ranked import match_table
+    from assay.report import build_report
+
+    # The run file is read (pyarrow's reader works outside the GIL) while the golden file is decoded.
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(_read_run, args.run)
+        golden = _load_golden_columns(args.golden)
+        table, results = reading.result()
+    run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
     known = {q.id for q in golden.queries}
-    unknown = [qid for qid in results if qid not in known]
+    if table is not None:
+        run_block.update(format="trec", tags=list(table.tags))
+        scored: Any = match_table(golden, table)
+        unknown = scored.unknown
+        answered = len(table.topics) - len(unknown)
+    else:
+        if isinstance(results, tuple):
+            tags, results = results
+            run_block.update(format="trec", tags=list(tags))
+        else:
+            run_block["format"] = "jsonl"
+        unknown = [qid for qid in results if qid not in known]
+        scored = {qid: r for qid, r in results.items() if qid in known}
+        answered = len(scored)
     if unknown:
         shown = ", ".join(unknown[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
         print(
@@ -337,23 +385,26 @@ def cmd_score(args: argparse.Namespace) -> int:
             f"(listed under unknown_queries): {shown}",
             file=sys.stderr,
         )
-    scored = {qid: r for qid, r in results.items() if qid in known}
-    missing = len(known) - len(scored)
+    missing = len(known) - answered
     if missing:
         print(
             f"note: {missing} golden queries are not in the run: they count as returning nothing",
             file=sys.stderr,
         )
     report = build_report(
-        golden, scored, run=run_block, extra_queries=unknown, compact_ranks=args.compact_ranks
+        golden,
+        scored,
+        run=run_block,
+        extra_queries=unknown if table is None else (),
+        compact_ranks=args.compact_ranks,
     )
     out = Path(args.out)
     write_atomic(out, artifact_bytes(report))
-    errors = [r for r in scored.values() if not r.ok]
-    print(f"{len(scored)} queries scored; artifact written to {out}", file=sys.stderr)
+    errors = len(report["flags"]["errors"])
+    print(f"{answered} queries scored; artifact written to {out}", file=sys.stderr)
     if errors:
         print(
-            f"{len(errors)} queries carry an error: recorded in the artifact, the gate will fail closed",
+            f"{errors} queries carry an error: recorded in the artifact, the gate will fail closed",
             file=sys.stderr,
         )
         return 1
@@ -526,16 +577,15 @@ def _suggest_budgets(args: argparse.Namespace) -> int:
 @gc_paused()
 def cmd_validate(args: argparse.Namespace) -> int:
     # Problems -> UsageError (exit 2), the first MAX_SHOWN listed; warnings printed there.
-    golden = _load_golden(args.golden, args.problems_csv)
+    golden = _load_golden_columns(args.golden, args.problems_csv)
     tiers: dict[str, int] = {}
     for query in golden.queries:
         tiers[query.tier] = tiers.get(query.tier, 0) + 1
-    judgments = sum(len(q.judgments) for q in golden.queries)
     split = ", ".join(f"{n} {tier}" for tier, n in sorted(tiers.items()))
     print(
         f"{args.golden}: valid golden file version {golden.version}: "
         f"{len(golden.queries)} queries ({split}), "
-        f"{judgments} judgments, k={golden.k}, relevant_min_grade={golden.relevant_min_grade}, "
+        f"{len(golden.doc_ids)} judgments, k={golden.k}, relevant_min_grade={golden.relevant_min_grade}, "
         f"scale {golden.scale}"
     )
     return 0

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from assay.memory import gc_paused
 
 # Marks "no judgment" in the integer grade matrix; no real grade is anywhere near it.
-_UNJUDGED = np.iinfo(np.int64).min
+UNJUDGED = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +70,23 @@ def _by_position(flat: NDArray[np.int64], depth: NDArray[np.int64], k: int) -> N
     queries = len(depth)
     if queries and bool((depth == k).all()):
         return np.ascontiguousarray(flat.reshape(queries, k).T)
-    out = np.full((k, queries), _UNJUDGED, dtype=np.int64)
+    out = np.full((k, queries), UNJUDGED, dtype=np.int64)
     starts = np.cumsum(depth) - depth
     owner = np.repeat(np.arange(queries), depth)
     out[np.arange(len(flat)) - np.repeat(starts, depth), owner] = flat
     return out
 
 
-def _ideal_grades(judgments: Sequence[Mapping[str, int]], k: int) -> NDArray[np.int64]:
-    """(k, queries) matrix of each query's judged grades sorted descending, cut at k (zeros past the end).
+def ideal_grades(
+    grades: NDArray[np.int64], owner: NDArray[np.int64], queries: int, k: int
+) -> NDArray[np.int64]:
+    """(k, queries) matrix of each query's judged grades sorted descending, cut at k (zeros past the end):
+    `grades` are every judgment's grade, `owner` the query index of each.
 
     Built from per-query counts of each positive grade, so no per-query sort and no ragged padding.
     """
-    queries = len(judgments)
-    sizes = np.fromiter(map(len, judgments), dtype=np.int64, count=queries)
-    values = np.fromiter(
-        chain.from_iterable(map(methodcaller("values"), judgments)), dtype=np.int64, count=int(sizes.sum())
-    )
-    owner = np.repeat(np.arange(queries), sizes)
-    positive = values > 0
-    grades = values[positive]
+    positive = grades > 0
+    grades = grades[positive]
     if not grades.size:
         return np.zeros((k, queries), dtype=np.int64)
     highest = int(grades.max())
@@ -129,35 +126,81 @@ def score_lists(
     """
     if len(judgments) != len(ranked):
         raise ValueError(f"{len(judgments)} judgment maps for {len(ranked)} ranked lists")
+    _check(k, relevant_min_grade)
+    queries = len(ranked)
+    n = np.fromiter(map(len, ranked), dtype=np.int64, count=queries)
+    with gc_paused():
+        top, repeats = top_grades(judgments, ranked, k)
+        sizes = np.fromiter(map(len, judgments), dtype=np.int64, count=queries)
+        judged = np.fromiter(
+            chain.from_iterable(map(methodcaller("values"), judgments)),
+            dtype=np.int64,
+            count=int(sizes.sum()),
+        )
+    ideal = ideal_grades(judged, np.repeat(np.arange(queries), sizes), queries, k)
+    return score_top(top, repeats, n, ideal, k=k, relevant_min_grade=relevant_min_grade)
+
+
+def top_grades(
+    judgments: Sequence[Mapping[str, int]], ranked: Sequence[Sequence[str]], k: int
+) -> tuple[NDArray[np.int64], NDArray[np.bool_] | None]:
+    """The (k, queries) grade of each top-k slot (UNJUDGED where the document has no judgment, or past the
+    list's end), and where repeats of an earlier id in the list stand (None when no list repeats one)."""
+    queries = len(ranked)
+    tops = list(map(itemgetter(slice(0, k)), ranked))
+    depth = np.fromiter(map(len, tops), dtype=np.int64, count=queries)
+    looked_up = chain.from_iterable(
+        map(map, map(attrgetter("get"), judgments), tops, repeat(repeat(UNJUDGED)))
+    )
+    flat = np.fromiter(looked_up, dtype=np.int64, count=int(depth.sum()))
+    distinct = np.fromiter(map(len, map(set, tops)), dtype=np.int64, count=queries)
+    grades = _by_position(flat, depth, k)
+    repeated = np.flatnonzero(depth - distinct)
+    if not repeated.size:
+        return grades, None
+    repeats = np.zeros((k, queries), dtype=bool)
+    for column in repeated:  # rare: the exact, slow path only where repeats exist
+        seen: set[str] = set()
+        for position, doc_id in enumerate(tops[column]):
+            repeats[position, column] = doc_id in seen
+            seen.add(doc_id)
+    return grades, repeats
+
+
+def _check(k: int, relevant_min_grade: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if relevant_min_grade < 1:
         # With a cutoff of 0 every unjudged document (rel 0) would count as relevant.
         raise ValueError(f"relevant_min_grade must be >= 1, got {relevant_min_grade!r}")
-    queries = len(ranked)
-    n = np.fromiter(map(len, ranked), dtype=np.int64, count=queries)
+
+
+def score_top(
+    grades: NDArray[np.int64],
+    repeats: NDArray[np.bool_] | None,
+    n: NDArray[np.int64],
+    ideal: NDArray[np.int64],
+    *,
+    k: int,
+    relevant_min_grade: int,
+) -> MetricArrays:
+    """The metrics of `score_lists` from its inputs as arrays: `grades` (k, queries) of each top-k slot
+    (UNJUDGED for an unjudged document or past the end), `repeats` (k, queries) where a slot repeats an
+    earlier id of its list (or None: no repeat anywhere), `n` each list's length and `ideal` (k, queries)
+    each query's judged grades best first (`ideal_grades`)."""
+    _check(k, relevant_min_grade)
     depth = np.minimum(n, k)
-    with gc_paused():
-        tops = list(map(itemgetter(slice(0, k)), ranked))
-        looked_up = chain.from_iterable(
-            map(map, map(attrgetter("get"), judgments), tops, repeat(repeat(_UNJUDGED)))
-        )
-        flat = np.fromiter(looked_up, dtype=np.int64, count=int(depth.sum()))
-        distinct = np.fromiter(map(len, map(set, tops)), dtype=np.int64, count=queries)
-    grades = _by_position(flat, depth, k)
-    judged_slots = grades != _UNJUDGED
-    duplicates = depth - distinct
+    judged_slots = grades != UNJUDGED
     scoring = np.where(judged_slots, grades, 0)
-    for column in np.flatnonzero(duplicates):  # rare: the exact, slow path only where repeats exist
-        seen: set[str] = set()
-        for position, doc_id in enumerate(tops[column]):
-            if doc_id in seen:
-                scoring[position, column] = 0
-            seen.add(doc_id)
+    if repeats is None:
+        duplicates = np.zeros(len(n), dtype=np.int64)
+    else:
+        scoring[repeats] = 0
+        duplicates = repeats.sum(axis=0).astype(np.int64)
     discounts = _discounts(k)
     dcg = _dcg(scoring, discounts)
-    idcg = _dcg(_ideal_grades(judgments, k), discounts)
-    ndcg = np.divide(dcg, idcg, out=np.zeros(queries), where=idcg > 0)
+    idcg = _dcg(ideal, discounts)
+    ndcg = np.divide(dcg, idcg, out=np.zeros(len(n)), where=idcg > 0)
     relevant = scoring >= relevant_min_grade
     first = relevant.argmax(axis=0)
     rr = np.where(relevant.any(axis=0), 1.0 / (first + 1), 0.0)

@@ -22,10 +22,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from assay.changes import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
+from assay.golden.columns import GoldenColumns
 from assay.golden.format import natural_key
 from assay.golden.model import TIERS, GoldenFile, GoldenQuery
 from assay.metric_table import METRIC_KEYS, METRICS
-from assay.metrics import first_ranks, score_lists
+from assay.metrics import MetricArrays, ideal_grades, score_top
+from assay.ranked import Matched, match_results
 from assay.results import QueryResult
 
 METRICS_SPEC = "1"
@@ -104,21 +106,22 @@ def _ordered_unique(ids: Iterable[str]) -> list[str]:
 
 
 def _critical_entry(
-    query: GoldenQuery, ranks: Mapping[str, int | None], critical_rank: int
+    query: GoldenQuery, docs: Sequence[str], grades: Sequence[int], ranks: Sequence[int], critical_rank: int
 ) -> dict[str, Any]:
-    grades = query.grades
-    best_grade = max(grades.values(), default=None)
-    best_docs = (
-        sorted((d for d, g in grades.items() if g == best_grade), key=natural_key)
+    """Where a critical query's best document ranks: its judgments' `docs` (natural order), `grades` and
+    first `ranks` (0: not returned)."""
+    best_grade = max(grades, default=None)
+    best = (
+        [i for i, g in enumerate(grades) if g == best_grade]
         if best_grade is not None and best_grade >= 1
         else []
     )
-    found = [rank for d in best_docs if (rank := ranks.get(d)) is not None]
+    found = [ranks[i] for i in best if ranks[i]]
     rank = min(found) if found else None
     return {
         "id": query.id,
         "best_grade": best_grade,
-        "best_docs": best_docs,
+        "best_docs": [docs[i] for i in best],
         "rank": rank,
         "critical_rank": critical_rank,
         "ok": rank is not None and rank <= critical_rank,
@@ -126,8 +129,8 @@ def _critical_entry(
 
 
 def build_report(
-    golden: GoldenFile,
-    results: Mapping[str, QueryResult],
+    golden: GoldenFile | GoldenColumns,
+    results: Mapping[str, QueryResult] | Matched,
     *,
     run: Mapping[str, Any] | None = None,
     extra_queries: Sequence[str] = (),
@@ -135,7 +138,8 @@ def build_report(
     bootstrap_seed: int = BOOTSTRAP_SEED,
     compact_ranks: bool = False,
 ) -> dict[str, Any]:
-    """Score `results` (query id -> what the search returned) against `golden` into the artifact.
+    """Score `results` (query id -> what the search returned, or lists already matched to the judgments:
+    `assay.ranked`) against `golden` into the artifact.
 
     A golden query absent from `results` returned nothing (n = 0). Result ids the golden file lacks, and
     `extra_queries` (ids a run file holds that the golden lacks), are listed under `unknown_queries` and
@@ -143,12 +147,17 @@ def build_report(
     `compact_ranks` keeps in each query's `ranks` and `grades` only the graded documents in the top k
     (a much smaller artifact for deep runs; the gate then reads an absent document as "not in the top k").
     """
-    queries = golden.queries
-    answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in queries]
-    errored = np.array([not a.ok for a in answers], dtype=bool)
-    ranked = [() if not a.ok else a.ids for a in answers]
-    grades = [q.grades for q in queries]
-    scores = score_lists(grades, ranked, k=golden.k, relevant_min_grade=golden.relevant_min_grade)
+    columns = golden if isinstance(golden, GoldenColumns) else GoldenColumns.from_file(golden)
+    matched = results if isinstance(results, Matched) else match_results(columns, results)
+    queries = columns.queries
+    k = columns.k
+    count = len(queries)
+    errored = np.array([e is not None for e in matched.errors], dtype=bool)
+    owner = columns.owner
+    ideal = ideal_grades(columns.grades, owner, count, k)
+    scores = score_top(
+        matched.grades, matched.repeats, matched.n, ideal, k=k, relevant_min_grade=columns.relevant_min_grade
+    )
     n = scores.n
     # Each metric's per-query values (a new metric of the metric table adds its line here).
     values = {
@@ -161,81 +170,45 @@ def build_report(
         "error_rate": errored.astype(np.float64),
         "judged_at_k": np.where(errored, np.nan, scores.judged),
     }
+    expect_empty = np.array([q.expect_empty for q in queries], dtype=bool)
     cols = _Columns(
         values=values,
         errored=errored,
-        expect_empty=np.array([q.expect_empty for q in queries], dtype=bool),
+        expect_empty=expect_empty,
         weight=np.array([q.weight for q in queries], dtype=np.float64),
     )
-
-    per_query: list[dict[str, Any]] = []
-    critical: list[dict[str, Any]] = []
+    positive = columns.has_positive()
+    per_query, critical = _per_query(columns, matched, scores, values, compact_ranks, critical_rank)
     flags: dict[str, Any] = {
-        "no_positive_judgments": [],
-        "unexpected_hits": [],
-        "unknown_queries": [],
-        "errors": [],
+        "no_positive_judgments": [
+            q.id for q, pos in zip(queries, positive.tolist(), strict=True) if not pos and not q.expect_empty
+        ],
+        "unexpected_hits": [
+            q.id for q, hit in zip(queries, (expect_empty & ~errored & (n > 0)).tolist(), strict=True) if hit
+        ],
+        "unknown_queries": _ordered_unique([*extra_queries, *matched.unknown]),
+        "errors": [
+            {"id": q.id, "error": error}
+            for q, error in zip(queries, matched.errors, strict=True)
+            if error is not None
+        ],
     }
-    for i, (query, answer) in enumerate(zip(queries, answers, strict=True)):
-        graded = {d: g for d, g in grades[i].items() if g >= 1}
-        ranks = first_ranks(ranked[i], graded)
-        failed = bool(errored[i])
-        judged = float(values["judged_at_k"][i])
-        per_query.append(
-            {
-                "id": query.id,
-                "text": query.text,
-                "ndcg": None if failed else float(scores.ndcg[i]),
-                "mrr": None if failed else float(scores.rr[i]),
-                "p_at_k": None if failed else float(scores.p[i]),
-                "empty": bool(values["empty_rate"][i]),
-                "lt3": bool(values["lt3_rate"][i]),
-                "n": int(n[i]),
-                "duplicates": int(scores.duplicates[i]),
-                "judged_at_k": None if np.isnan(judged) else judged,
-                "error": answer.error,
-                "tier": query.tier,
-                "stratum": query.stratum,
-                "traffic_band": query.traffic_band,
-                "failure_mode": query.failure_mode,
-                "locale": query.locale,
-                "has_filters": bool(query.filters),
-                "weight": query.weight,
-                "expect_empty": query.expect_empty,
-                "critical": query.critical,
-                "ids": list(ranked[i][: golden.k]),
-                **(_top_k_ranks(ranks, graded, golden.k) if compact_ranks else {"ranks": ranks}),
-                # Lets the gate show each graded document's grade beside its rank change.
-                **({} if compact_ranks else {"grades": graded}),
-            }
-        )
-        if failed:
-            flags["errors"].append({"id": query.id, "error": answer.error})
-        if not query.has_positive_judgment and not query.expect_empty:
-            flags["no_positive_judgments"].append(query.id)
-        if query.expect_empty and not failed and n[i] > 0:
-            flags["unexpected_hits"].append(query.id)
-        if query.critical:
-            critical.append(_critical_entry(query, ranks, critical_rank))
-    golden_ids = {q.id for q in queries}
-    flags["unknown_queries"] = _ordered_unique(
-        [*extra_queries, *(qid for qid in results if qid not in golden_ids)]
-    )
 
     tiers = np.array([q.tier for q in queries], dtype=object)
     core = tiers == "core"
     core_agg = _aggregate(cols, core)
     scored_core = core & ~errored & ~cols.expect_empty
+    titles = matched.titles
     report: dict[str, Any] = {
         "metrics_spec": METRICS_SPEC,
-        "golden_version": golden.version,
-        "k": golden.k,
-        "relevant_min_grade": golden.relevant_min_grade,
-        "scale": {"min": golden.scale.min, "max": golden.scale.max},
+        "golden_version": columns.version,
+        "k": k,
+        "relevant_min_grade": columns.relevant_min_grade,
+        "scale": {"min": columns.scale.min, "max": columns.scale.max},
         "n": core_agg["n_queries"],
         **{name: core_agg[name]["value"] for name in METRIC_KEYS},
         "tiers": {tier: _aggregate(cols, tiers == tier) for tier in TIERS if (tiers == tier).any()},
-        "all": _aggregate(cols, np.ones(len(queries), dtype=bool)),
+        "all": _aggregate(cols, np.ones(count, dtype=bool)),
         "slices": _slices(queries, cols, core),
         "ci": {
             "seed": bootstrap_seed,
@@ -245,21 +218,84 @@ def build_report(
         "critical": critical,
         "per_query": per_query,
         # A diversity note: near-identical titles in the top k, for human review (not gated).
-        "near_duplicates": [
+        "near_duplicates": []
+        if titles is None
+        else [
             {"id": query.id, "groups": groups}
-            for query, answer in zip(queries, answers, strict=True)
-            if answer.error is None
-            and (groups := near_duplicate_groups(answer.ids[: golden.k], answer.titles[: golden.k]))
+            for query, error, ids, top_titles in zip(
+                queries, matched.errors, matched.top_ids, titles, strict=True
+            )
+            if error is None and (groups := near_duplicate_groups(ids, top_titles))
         ],
         "run": dict(run) if run is not None else {},
     }
     return report
 
 
-def _top_k_ranks(ranks: Mapping[str, int | None], graded: Mapping[str, int], k: int) -> dict[str, Any]:
-    """`ranks` and `grades` of the graded documents returned in the top k only (`compact_ranks`)."""
-    top = {d: rank for d, rank in ranks.items() if rank is not None and rank <= k}
-    return {"ranks": top, "grades": {d: graded[d] for d in top}}
+def _per_query(
+    columns: GoldenColumns,
+    matched: Matched,
+    scores: MetricArrays,
+    values: Mapping[str, NDArray[np.float64]],
+    compact_ranks: bool,
+    critical_rank: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The artifact's row per query, and the critical queries' entries."""
+    k = columns.k
+    ends = columns.bounds.tolist()
+    grades = columns.grades.tolist()
+    first = matched.first_rank.tolist()
+    docs = columns.doc_ids
+    ndcg, rr, p = scores.ndcg.tolist(), scores.rr.tolist(), scores.p.tolist()
+    n, duplicates = scores.n.tolist(), scores.duplicates.tolist()
+    empty, lt3 = values["empty_rate"].astype(bool).tolist(), values["lt3_rate"].astype(bool).tolist()
+    judged = values["judged_at_k"].tolist()
+    rows: list[dict[str, Any]] = []
+    critical: list[dict[str, Any]] = []
+    for i, query in enumerate(columns.queries):
+        start, end = ends[i], ends[i + 1]
+        error = matched.errors[i]
+        graded = [j for j in range(start, end) if grades[j] >= 1]
+        if compact_ranks:
+            shown = [j for j in graded if 0 < first[j] <= k]
+            ranks: dict[str, int | None] = {docs[j]: first[j] for j in shown}
+            graded_grades = {docs[j]: grades[j] for j in shown}
+        else:
+            ranks = {docs[j]: first[j] or None for j in graded}
+            graded_grades = {docs[j]: grades[j] for j in graded}
+        failed = error is not None
+        row = {
+            "id": query.id,
+            "text": query.text,
+            "ndcg": None if failed else ndcg[i],
+            "mrr": None if failed else rr[i],
+            "p_at_k": None if failed else p[i],
+            "empty": empty[i],
+            "lt3": lt3[i],
+            "n": n[i],
+            "duplicates": duplicates[i],
+            "judged_at_k": None if judged[i] != judged[i] else judged[i],  # NaN: undefined
+            "error": error,
+            "tier": query.tier,
+            "stratum": query.stratum,
+            "traffic_band": query.traffic_band,
+            "failure_mode": query.failure_mode,
+            "locale": query.locale,
+            "has_filters": bool(query.filters),
+            "weight": query.weight,
+            "expect_empty": query.expect_empty,
+            "critical": query.critical,
+            "ids": matched.top_ids[i],
+            "ranks": ranks,
+            # Lets the gate show each graded document's grade beside its rank change.
+            "grades": graded_grades,
+        }
+        rows.append(row)
+        if query.critical:
+            critical.append(
+                _critical_entry(query, docs[start:end], grades[start:end], first[start:end], critical_rank)
+            )
+    return rows, critical
 
 
 def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.bool_]) -> dict[str, Any]:

@@ -1,12 +1,14 @@
-"""The golden file's fast path (pure): a valid file in the common shape, checked in bulk.
+"""The golden file's fast path (pure): a valid JSON file decoded by msgspec and checked in bulk, into columns.
 
-`assay.golden.format.parse` decodes with orjson and hands the result here first. Every check is done over
-all queries or all judgments at once (joined strings searched by one regex, type sets, per-query sets),
-and only a shape whose every rule is checked here is accepted: queries with fields beyond id, text and
-judgments go through the careful walk of `assay.golden.checks` one by one. Anything wrong, or anything
-this module does not recognise, returns None and the careful walk reads the whole file again, so every
-problem keeps its exact message. The careful walk is the reference: tests hold the two to the same
-GoldenFile on every input both accept (tests/assay/golden/test_fast.py).
+`assay.golden.format.parse` and the `assay` command's golden reading try this first. msgspec decodes the
+bytes straight into typed records (a judgment is a doc id string, an integer grade and maybe a key; no
+unknown field anywhere), which is most of the checking and several times quicker than decoding into
+dicts; the rest is done over all queries or all judgments at once (joined strings searched by one regex,
+per-query duplicates found in sorted columns). Queries with fields beyond id, text and judgments go
+through the careful walk of `assay.golden.checks` one by one. Anything wrong, or anything this module does
+not recognise, returns None and the careful walk reads the whole file again, so every problem keeps its
+exact message. The careful walk is the reference: tests hold the two to the same GoldenFile on every input
+both accept (tests/assay/golden/test_fast.py).
 """
 
 from __future__ import annotations
@@ -14,18 +16,63 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from itertools import pairwise
+from operator import attrgetter
 from typing import Any
 
-from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _Checker, _file
-from assay.golden.fields import FILE_FIELDS, MAX_LENGTH, natural_key
-from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
+import msgspec
+import numpy as np
+from msgspec import UNSET, Struct, UnsetType
+from numpy.typing import NDArray
+
+from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _Checker
+from assay.golden.columns import GoldenColumns, offsets
+from assay.golden.fields import HEADER_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
+from assay.golden.model import GoldenFile, GoldenQuery, Scale
 from assay.memory import gc_paused
 
-_SIMPLE_QUERY = frozenset(("id", "text", "judgments"))
-_FILE_FIELDS = frozenset(FILE_FIELDS)
 _DIGITS = frozenset("0123456789")
-# Comma-joined numbers without leading zeros (a lone 0 is fine): natural order is their numeric order.
-_NUMBERS = re.compile(r"(?:0|[1-9][0-9]*)(?:,(?:0|[1-9][0-9]*))*")
+# In comma-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
+_LEADING_ZERO = re.compile(r"(?:^|,)0[0-9]")
+_SIMPLE = ("id", "text", "judgments")
+_RICH = tuple(field for field in QUERY_FIELDS if field not in _SIMPLE)
+_rich = attrgetter(*_RICH)
+_NONE_RICH = (UNSET,) * len(_RICH)
+
+
+class _Judgment(Struct, forbid_unknown_fields=True, gc=False):
+    doc_id: str
+    grade: int
+    key: str | UnsetType | None = UNSET
+
+
+class _Query(Struct, forbid_unknown_fields=True, gc=False):
+    id: str
+    text: str
+    judgments: list[_Judgment] | UnsetType = UNSET
+    # The other query fields, checked by the careful walk (`_Checker.query`) when present.
+    locale: Any = UNSET
+    filters: Any = UNSET
+    stratum: Any = UNSET
+    traffic_band: Any = UNSET
+    failure_mode: Any = UNSET
+    weight: Any = UNSET
+    tier: Any = UNSET
+    expect_empty: Any = UNSET
+    critical: Any = UNSET
+    tags: Any = UNSET
+
+
+class _File(Struct, forbid_unknown_fields=True, gc=False):
+    queries: list[_Query]
+    version: Any = UNSET
+    k: Any = UNSET
+    relevant_min_grade: Any = UNSET
+    scale: Any = UNSET
+    rubric: Any = UNSET
+
+
+_DECODER = msgspec.json.Decoder(_File)
 
 
 def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
@@ -51,16 +98,21 @@ def _sort_keys(values: list[str]) -> list[Any]:
             break
     cut = len(prefix)
     tails = [value[cut:] for value in values]
-    joined = ",".join(tails)
-    if _NUMBERS.fullmatch(joined):
+    digits = "".join(tails)
+    if (
+        digits.isascii()
+        and digits.isdigit()
+        and min(map(len, tails), default=1) > 0
+        and not _LEADING_ZERO.search(",".join(tails))
+    ):
         return list(map(int, tails))
     return list(map(natural_key, values))
 
 
 def _colons(value: Any) -> tuple[int, int]:
     """(object members, ':' inside strings) of a decoded value: members counted against the text's
-    colons show a key repeated in one object, which a decoder keeps only once. Iterative: orjson reads
-    nesting deeper than Python's recursion limit."""
+    colons show a key repeated in one object, which a decoder keeps only once. Iterative: nesting may be
+    deeper than Python's recursion limit."""
     members = colons = 0
     stack = [value]
     while stack:
@@ -76,110 +128,175 @@ def _colons(value: Any) -> tuple[int, int]:
     return members, colons
 
 
-@gc_paused()
-def fast_from_dict(data: Any, text: str) -> GoldenFile | None:
-    """The GoldenFile the careful walk would build from `data` (decoded from `text`), or None when `data`
-    is not in the shape checked here or is not valid (the caller then runs the careful walk)."""
-    if "\\u003a" in text or "\\u003A" in text:
-        return None  # an escaped colon would upset the count of object members below
-    if type(data) is not dict or not data.keys() <= _FILE_FIELDS:
-        return None
-    checker = _Checker()
-    version, k, scale, rmg, rubric = checker.header(data, "")
-    raw_queries = data.get("queries")
-    if checker.problems or scale is None or type(raw_queries) is not list or not raw_queries:
-        return None
-    members, colons = _colons({key: value for key, value in data.items() if key != "queries"})
-    members += 1
+def _fields(record: Struct, names: Sequence[str]) -> dict[str, Any]:
+    return {name: value for name in names if (value := getattr(record, name)) is not UNSET}
 
-    simple: list[dict[str, Any]] = []
+
+def _as_dict(query: _Query) -> dict[str, Any]:
+    """A query with more than id, text and judgments, as the decoded JSON the careful walk reads."""
+    out = _fields(query, QUERY_FIELDS)
+    if "judgments" in out:
+        out["judgments"] = [_fields(j, ("doc_id", "grade", "key")) for j in out["judgments"]]
+    return out
+
+
+@gc_paused()
+def fast_columns(raw: bytes) -> GoldenColumns | None:
+    """The columns of the JSON golden file `raw` (UTF-8), or None when it is not valid or not in a shape
+    checked here (the caller then runs the careful walk, which names every problem)."""
+    if b"\\u003a" in raw or b"\\u003A" in raw:
+        return None  # an escaped colon would upset the count of object members below
+    try:
+        data = _DECODER.decode(raw)
+    except msgspec.DecodeError:  # malformed, or not in the shape above (ValidationError is a DecodeError)
+        return None
+    header = _fields(data, HEADER_FIELDS)
+    checker = _Checker()
+    version, k, scale, rmg, rubric = checker.header(header, "")
+    if checker.problems or scale is None or not data.queries:
+        return None
+    members, colons = _colons(header)
+    members += 1  # "queries"
+
+    simple: list[_Query] = []
     careful: list[GoldenQuery] = []
-    for i, item in enumerate(raw_queries):
-        if type(item) is dict and item.keys() <= _SIMPLE_QUERY:
+    for i, item in enumerate(data.queries):
+        if _rich(item) == _NONE_RICH:
             simple.append(item)
             continue
-        query = checker.query(item, f"queries[{i}]", scale)
+        as_dict = _as_dict(item)
+        query = checker.query(as_dict, f"queries[{i}]", scale)
         if query is None or checker.problems:
             return None
         careful.append(query)
-        sub_members, sub_colons = _colons(item)
+        sub_members, sub_colons = _colons(as_dict)
         members, colons = members + sub_members, colons + sub_colons
-
-    built = _simple_queries(simple, scale)
+    built = _simple_columns(simple, scale)
     if built is None:
         return None
-    queries, simple_members, simple_colons = built
-    if text.count(":") - colons - simple_colons != members + simple_members:
+    queries, docs, grades, keys, sizes, simple_members, simple_colons = built
+    if raw.count(b":") - colons - simple_colons != members + simple_members:
         return None
-    queries.extend(careful)
+    for query in careful:
+        queries.append(query)
+        docs.extend(j.doc_id for j in query.judgments)
+        grades.extend(j.grade for j in query.judgments)
+        keys.extend(j.key for j in query.judgments)
+        sizes.append(len(query.judgments))
     ids = [q.id for q in queries]
     if len(set(ids)) != len(ids):
         return None
-    keys = _sort_keys(ids)
-    ordered = [queries[i] for i in sorted(range(len(queries)), key=keys.__getitem__)]
-    return _file(checker, version, k, scale, rmg, rubric, ordered)
+    assert version is not None and k is not None and rmg is not None
+    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sizes)
 
 
-def _simple_queries(items: list[dict[str, Any]], scale: Scale) -> tuple[list[GoldenQuery], int, int] | None:
-    """Queries with only id, text and judgments, checked in bulk: (queries, members, colons) or None."""
-    ids: list[Any] = [item.get("id") for item in items]
-    texts: list[Any] = [item.get("text") for item in items]
-    lists = [item.get("judgments", []) for item in items]
-    if (
-        {type(v) for v in ids} - {str}
-        or {type(v) for v in texts} - {str}
-        or {type(v) for v in lists} - {list}
-    ):
+def _in_order(
+    version: str,
+    k: int,
+    scale: Scale,
+    rmg: int,
+    rubric: str | None,
+    queries: list[GoldenQuery],
+    docs: list[str],
+    grades: list[int],
+    keys: list[str | None],
+    sizes: list[int],
+) -> GoldenColumns | None:
+    """The columns in canonical order: queries in natural id order, each query's judgments in natural doc
+    id order; None when a query holds a doc id twice."""
+    query_order = np.asarray(sorted(range(len(queries)), key=_sort_keys([q.id for q in queries]).__getitem__))
+    place = np.empty(len(queries), dtype=np.int64)
+    place[query_order] = np.arange(len(queries))
+    owner = place[np.repeat(np.arange(len(queries)), sizes)]
+    perm = _judgment_order(owner, docs)
+    if perm is None:
         return None
+    return GoldenColumns(
+        version=version,
+        k=k,
+        relevant_min_grade=rmg,
+        scale=scale,
+        rubric=rubric,
+        queries=tuple(queries[i] for i in query_order.tolist()),
+        doc_ids=[docs[i] for i in perm],
+        grades=np.asarray(grades, dtype=np.int64)[perm],
+        keys=[keys[i] for i in perm] if any(key is not None for key in keys) else None,
+        bounds=offsets(np.asarray(sizes, dtype=np.int64)[query_order]),
+    )
+
+
+def _simple_columns(
+    items: list[_Query], scale: Scale
+) -> tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[int], int, int] | None:
+    """Queries with only id, text and judgments, checked in bulk: (queries, doc ids, grades, keys, judgments
+    per query, members, colons) in the file's order; None when not valid."""
+    ids = [item.id for item in items]
+    texts = [item.text for item in items]
+    lists = [[] if item.judgments is UNSET else item.judgments for item in items]
     if not _clean(ids, ident=True, field="id") or not _clean(texts, ident=False, field="text"):
         return None
     flat = [j for judgments in lists for j in judgments]
-    if {type(j) for j in flat} - {dict}:
-        return None
-    docs: list[Any] = [j.get("doc_id") for j in flat]
-    grades = [j.get("grade") for j in flat]
-    keys = [j.get("key") for j in flat]
-    sizes = list(map(len, flat))
-    if {type(v) for v in docs} - {str} or {type(v) for v in grades} - {int}:
-        return None
+    docs = [j.doc_id for j in flat]
+    grades = [j.grade for j in flat]
+    keys: list[Any] = [j.key for j in flat]
     if grades and (min(grades) < scale.min or max(grades) > scale.max):
-        return None
-    if {type(v) for v in keys} - {str, type(None)}:
-        return None
-    # doc_id and grade are there (typed above): any third field must be "key" (null or a string).
-    if max(sizes, default=2) > 2 and any(
-        size != 2 + ("key" in j) for size, j in zip(sizes, flat, strict=True)
-    ):
-        return None
-    keyed = len(keys) - keys.count(None)
-    if keyed and not _clean([key for key in keys if key is not None], ident=False, field="key"):
         return None
     if not _clean(docs, ident=True, field="doc_id"):
         return None
+    given = [key for key in keys if key is not UNSET]
+    present = [key for key in given if key is not None]
+    if present and not _clean(present, ident=False, field="key"):
+        return None
+    keys = [None if key is UNSET else key for key in keys] if given else [None] * len(flat)
 
-    order = _sort_keys(docs)
-    bounds: list[tuple[int, int]] = []
-    perm: list[int] = []
-    start = 0
-    for judgments in lists:
-        end = start + len(judgments)
-        span = range(start, end)
-        if len({docs[i] for i in span}) != len(span):
-            return None
-        if keyed and len({keys[i] for i in span if keys[i] is not None}) != sum(
-            keys[i] is not None for i in span
-        ):
-            return None
-        perm.extend(sorted(span, key=order.__getitem__))
-        bounds.append((start, end))
-        start = end
-    built = list(map(Judgment, [docs[i] for i in perm], [grades[i] for i in perm], [keys[i] for i in perm]))
-    queries = [
-        GoldenQuery(id=qid, text=text, judgments=tuple(built[start:end]))
-        for qid, text, (start, end) in zip(ids, texts, bounds, strict=True)
-    ]
-    members = sum(map(len, items)) + sum(sizes)
+    sizes = list(map(len, lists))
+    if present and _keys_repeat(keys, np.repeat(np.arange(len(lists)), sizes)):
+        return None
+    queries = [GoldenQuery(id=qid, text=text) for qid, text in zip(ids, texts, strict=True)]
+    members = 2 * len(items) + sum(item.judgments is not UNSET for item in items)
+    members += 2 * len(flat) + len(given)
     colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(docs).count(":")
-    if keyed:
-        colons += "".join(key for key in keys if key is not None).count(":")
-    return queries, members, colons
+    colons += "".join(present).count(":")
+    return (
+        queries,
+        docs,
+        grades,
+        keys,
+        sizes,
+        members,
+        colons,
+    )
+
+
+def _judgment_order(owner: NDArray[np.int64], docs: list[str]) -> list[int] | None:
+    """Indices putting the judgments in order of their query's place (`owner`), then natural doc id order,
+    or None when a query holds a doc id twice."""
+    order = _sort_keys(docs)
+    if order and isinstance(order[0], int) and max(order) < 2**63:
+        number = np.asarray(order, dtype=np.int64)  # one shared prefix: equal numbers are equal doc ids
+        perm = np.lexsort((number, owner))
+        repeated = (owner[perm][1:] == owner[perm][:-1]) & (number[perm][1:] == number[perm][:-1])
+        return None if repeated.any() else perm.tolist()
+    owners = owner.tolist()
+    ordered = sorted(range(len(docs)), key=lambda i: (owners[i], order[i]))
+    for a, b in pairwise(ordered):
+        if owners[a] == owners[b] and docs[a] == docs[b]:
+            return None
+    return ordered
+
+
+def _keys_repeat(keys: list[str | None], owner: Any) -> bool:
+    """Whether a query gives one durable key to two of its judgments."""
+    seen: set[tuple[int, str]] = set()
+    for query, key in zip(owner.tolist(), keys, strict=True):
+        if key is not None:
+            if (query, key) in seen:
+                return True
+            seen.add((query, key))
+    return False
+
+
+def fast_parse(raw: bytes) -> GoldenFile | None:
+    """`fast_columns` as a GoldenFile (an object per judgment), or None."""
+    columns = fast_columns(raw)
+    return None if columns is None else columns.to_file()

@@ -25,10 +25,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from assay.golden.checks import _Checker, _describe, _file, _header_field_hint, _query_field_hint_top, _quote
-from assay.golden.fast import fast_from_dict
+from assay.golden.columns import GoldenColumns
+from assay.golden.fast import fast_columns
 from assay.golden.fields import FILE_FIELDS as FILE_FIELDS
 from assay.golden.fields import FORMAT_REVISION as FORMAT_REVISION
 from assay.golden.fields import HEADER_FIELDS as HEADER_FIELDS
@@ -157,22 +156,30 @@ def _decode_document(text: str) -> tuple[Any, Problem | None]:
     return _decode_json(text, line=None)
 
 
-def _fast_json(text: str) -> GoldenFile | None:
-    """A valid file in the common shape, decoded by orjson and checked in bulk (`assay.golden.fast`);
-    None sends the text through the careful walk, which names every problem."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+def _fast_columns(data: str | bytes | bytearray | memoryview) -> GoldenColumns | None:
+    """A valid JSON file decoded and checked in bulk (`assay.golden.fast`); None sends the data through
+    the careful walk, which names every problem."""
+    if isinstance(data, str):
+        try:
+            raw = data.removeprefix("\ufeff").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: the careful walk names it
+            return None
+    elif isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data).removeprefix(b"\xef\xbb\xbf")
+    else:
         return None
-    return fast_from_dict(value, text)
+    return fast_columns(raw)
 
 
 def parse_json(data: str | bytes) -> GoldenFile:
     """Parse the JSON form (one document)."""
-    text = _to_text(data)
-    fast = _fast_json(text)
+    fast = _fast_columns(data)
     if fast is not None:
-        return fast
+        return fast.to_file()
+    return _careful_json(_to_text(data))
+
+
+def _careful_json(text: str) -> GoldenFile:
     value, problem = _decode_document(text)
     if problem is not None:
         raise GoldenFormatError([problem])
@@ -248,10 +255,22 @@ def parse(data: str | bytes, *, fmt: Format | None = None) -> GoldenFile:
         return parse_jsonl(data)
     if fmt is not None:
         raise ValueError(f"unknown golden file format {fmt!r}: use 'json' or 'jsonl'")
-    text = _to_text(data)
-    fast = _fast_json(text)
+    fast = _fast_columns(data)
     if fast is not None:
-        return fast
+        return fast.to_file()
+    return _careful(data)
+
+
+def parse_columns(data: str | bytes) -> GoldenColumns:
+    """`parse` as columns (`assay.golden.columns`): what scoring a large run reads, without an object per
+    judgment. Same problems, same content."""
+    fast = _fast_columns(data)
+    return fast if fast is not None else GoldenColumns.from_file(_careful(data))
+
+
+def _careful(data: str | bytes) -> GoldenFile:
+    """`parse` without the fast path: one JSON document, else JSONL, else the JSON problem."""
+    text = _to_text(data)
     value, problem = _decode_document(text)
     if problem is None:
         return from_dict(value)
@@ -269,8 +288,12 @@ def load(path: str | os.PathLike[str]) -> GoldenFile:
 # --------------------------------------------------------------------------------------------- warnings
 
 
-def golden_warnings(golden: GoldenFile) -> list[Problem]:
+def golden_warnings(golden: GoldenFile | GoldenColumns) -> list[Problem]:
     """Problems that do not stop an import but should be shown (docs/metrics.md: `no_positive_judgments`)."""
+    if isinstance(golden, GoldenColumns):
+        flags = golden.has_positive().tolist()
+    else:
+        flags = [q.has_positive_judgment for q in golden.queries]
     return [
         Problem(
             f"query {_quote(q.id)}",
@@ -278,8 +301,8 @@ def golden_warnings(golden: GoldenFile) -> list[Problem]:
             "no_positive_judgments",
             q.id,
         )
-        for q in golden.queries
-        if not q.expect_empty and not q.has_positive_judgment
+        for q, has_positive in zip(golden.queries, flags, strict=True)
+        if not q.expect_empty and not has_positive
     ]
 
 

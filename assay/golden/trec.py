@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from assay.golden.format import from_dict, natural_key, to_dict
 from assay.golden.model import (
@@ -165,10 +168,37 @@ def read_run(text: str) -> TrecRun:
 
 # Below this the line-by-line reading is as quick as importing pyarrow.
 _ARROW_MIN_CHARS = 1 << 20
+_BLOCK = 8 << 20  # pyarrow's CSV block: a few large blocks read quicker than many small ones
 # Bytes of a run file in the plain shape: printable ASCII but for tabs, carriage returns and the like.
 _PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
 # Arrow reads a score as float() does, or refuses it (then the line-by-line reading names it): checked
 # on "1_0", "0x10", "1e", ".5", "inf", "nan" and padded numbers in tests/assay/golden/test_trec.py.
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunTable:
+    """A run file's rows in trec_eval's order, as columns: topic by topic (in order of first appearance),
+    within a topic by score descending, ties by docno descending. Row r is document
+    `docnos[doc[r]]` of topic `topics[topic[r]]`; topic t holds rows `bounds[t]:bounds[t + 1]`."""
+
+    topics: list[str]
+    topic: NDArray[np.int64]
+    bounds: NDArray[np.int64]
+    docnos: Any  # pyarrow StringArray: the distinct docnos
+    doc: NDArray[np.int64]
+    tags: tuple[str, ...]
+
+    def ranked(self) -> TrecRun:
+        """The run as a mapping, qid -> docnos best first (one str per distinct docno, shared)."""
+        names = np.array(self.docnos.to_pylist(), dtype=object)[self.doc].tolist()
+        ends = self.bounds.tolist()
+        return TrecRun(
+            {
+                qid: tuple(names[start:end])
+                for qid, start, end in zip(self.topics, ends, ends[1:], strict=False)
+            },
+            self.tags,
+        )
 
 
 def _read_run_arrow(text: str) -> TrecRun | None:
@@ -176,16 +206,16 @@ def _read_run_arrow(text: str) -> TrecRun | None:
     has any problem (the line-by-line reading then reports it)."""
     if not text.isascii():
         return None
-    raw = text.encode("ascii")
-    if (
-        raw.translate(None, _PLAIN)
-        or raw.startswith(b" ")
-        or raw.endswith(b" ")
-        or b"  " in raw
-        or b"\n " in raw
-        or b" \n" in raw
-    ):
-        return None  # not plain, or an empty column (two spaces, a space at either end of a line)
+    table = read_run_table(text.encode("ascii"))
+    return None if table is None else table.ranked()
+
+
+def read_run_table(raw: bytes) -> RunTable | None:
+    """A run file in the plain shape (ASCII, one space between exactly six columns) read by pyarrow's CSV
+    reader into a `RunTable`; None when the file is not in that shape or has any problem (a docno twice
+    in a topic, a score that is not a number): `read_run`'s line-by-line reading then names it."""
+    if not raw.isascii() or raw.translate(None, _PLAIN):
+        return None  # tabs, carriage returns and the like: split() reads them as separators
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as csv
@@ -195,7 +225,7 @@ def _read_run_arrow(text: str) -> TrecRun | None:
     try:
         table = csv.read_csv(
             pa.py_buffer(raw),
-            read_options=csv.ReadOptions(column_names=names),
+            read_options=csv.ReadOptions(column_names=names, block_size=_BLOCK),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
             convert_options=csv.ConvertOptions(
                 column_types={**dict.fromkeys(used, pa.string()), "score": pa.float64()},
@@ -206,33 +236,49 @@ def _read_run_arrow(text: str) -> TrecRun | None:
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None  # a row of another width, mostly: the line-by-line reading names its line
-    del raw  # as large as the file: not needed past here
-    if not table.num_rows:
-        return None
+    if not table.num_rows or any(
+        pc.min(pc.utf8_length(table[name])).as_py() == 0 for name in ("qid", "docno", "tag")
+    ):
+        return None  # an empty column: two spaces, or a space at either end of a line
     qids = pc.dictionary_encode(table["qid"]).combine_chunks()
-    scores = pc.add(table["score"], 0.0)  # -0.0 ties 0.0, as in Python
-    if scores.null_count or pc.any(pc.is_nan(scores)).as_py():
+    docs = pc.dictionary_encode(table["docno"]).combine_chunks()
+    topic = qids.indices.to_numpy().astype(np.int64)
+    doc = docs.indices.to_numpy().astype(np.int64)
+    score = table["score"].combine_chunks().to_numpy(zero_copy_only=False) + 0.0  # -0.0 ties 0.0
+    if np.isnan(score).any():
         return None
-    ordered = pa.table({"topic": qids.indices, "score": scores, "docno": table["docno"]})
-    order = pc.sort_indices(
-        ordered, sort_keys=[("topic", "ascending"), ("score", "descending"), ("docno", "descending")]
-    )
-    ordered = ordered.take(order)
-    topic = ordered["topic"].to_numpy()
-    # One str per distinct docno, shared by every topic that has it (runs repeat documents a lot).
-    encoded = pc.dictionary_encode(ordered["docno"]).combine_chunks()
-    docnos = np.array(encoded.dictionary.to_pylist(), dtype=object)[encoded.indices.to_numpy()].tolist()
+    tags = tuple(pc.unique(table["tag"]).to_pylist())
+    del table
+    if not _in_trec_order(topic, score, doc, docs.dictionary):
+        order = pc.sort_indices(
+            pa.table({"topic": topic, "score": score, "docno": docs.dictionary.take(doc)}),
+            sort_keys=[("topic", "ascending"), ("score", "descending"), ("docno", "descending")],
+        ).to_numpy()
+        topic, doc = topic[order], doc[order]
+    width = len(docs.dictionary)
+    if pc.count_distinct(pa.array(topic * width + doc)).as_py() != len(doc):
+        return None  # a docno twice in a topic: reported with both lines
     counts = np.bincount(topic, minlength=len(qids.dictionary))
-    ends = np.cumsum(counts).tolist()
-    ranked: dict[str, tuple[str, ...]] = {}
-    start = 0
-    for qid, end in zip(qids.dictionary.to_pylist(), ends, strict=True):
-        docs = tuple(docnos[start:end])
-        if len(set(docs)) != len(docs):
-            return None  # a docno twice in a topic: reported with both lines
-        ranked[qid] = docs
-        start = end
-    return TrecRun(ranked, tuple(pc.unique(table["tag"]).to_pylist()))
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return RunTable(qids.dictionary.to_pylist(), topic, bounds, docs.dictionary, doc, tags)
+
+
+def _in_trec_order(
+    topic: NDArray[np.int64], score: NDArray[np.float64], doc: NDArray[np.int64], docnos: Any
+) -> bool:
+    """Whether rows already stand in trec_eval's order (most run files are written that way): topics in
+    order of first appearance, scores descending, ties by docno descending."""
+    import pyarrow.compute as pc
+
+    same = topic[1:] == topic[:-1]
+    if not ((topic[1:] >= topic[:-1]).all() and (score[1:][same] <= score[:-1][same]).all()):
+        return False
+    tied = np.flatnonzero(same & (score[1:] == score[:-1]))
+    if not tied.size:
+        return True
+    before, after = docnos.take(doc[tied]), docnos.take(doc[tied + 1])
+    return bool(pc.all(pc.greater(before, after)).as_py())
 
 
 def write_run(ranked: Mapping[str, Sequence[str]], tag: str = "assay") -> str:

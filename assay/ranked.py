@@ -1,0 +1,124 @@
+"""A run's ranked lists matched to a golden file's judgments, as arrays (pure): what the report scores.
+
+Two ways in, one way out: `match_results` reads what the harness, the app's run tasks and a JSONL run file
+hold (query id -> `QueryResult`), a list at a time; `match_table` reads a TREC run file's columns
+(`assay.golden.trec.RunTable`) all at once, with no Python object per row. Both give the same `Matched`
+for the same lists (tests/assay/test_ranked.py), and `assay.report` builds the artifact from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from assay.golden.columns import GoldenColumns
+from assay.golden.trec import RunTable
+from assay.metrics import UNJUDGED, first_ranks, top_grades
+from assay.results import QueryResult
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Matched:
+    """Per golden query (the golden's order): what its list held, matched to its judgments."""
+
+    n: NDArray[np.int64]  # the list's length (0 when absent or errored)
+    errors: list[str | None]  # the call's error, None when it answered
+    top_ids: list[list[str]]  # the list's top k ids
+    grades: NDArray[np.int64]  # (k, queries): each top-k slot's grade, UNJUDGED where none
+    repeats: NDArray[np.bool_] | None  # (k, queries): slots repeating an earlier id; None: no repeat
+    first_rank: NDArray[np.int64]  # per judgment (the golden's columns): first 1-based rank, 0 if absent
+    titles: list[list[str | None]] | None  # the top k titles, when the engine returned any
+    unknown: list[str]  # result query ids the golden lacks, in the results' order
+
+
+def match_results(golden: GoldenColumns, results: Mapping[str, QueryResult]) -> Matched:
+    """`results` (query id -> what the search returned) matched to `golden`. A golden query absent from
+    `results` returned nothing; an errored one is scored as an empty list and carries its error."""
+    k = golden.k
+    answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in golden.queries]
+    ranked = [a.ids if a.ok else () for a in answers]
+    ends = golden.bounds.tolist()
+    grades = golden.grades.tolist()
+    judgments = [
+        dict(zip(golden.doc_ids[start:end], grades[start:end], strict=True))
+        for start, end in itertools.pairwise(ends)
+    ]
+    top, repeats = top_grades(judgments, ranked, k)
+    first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
+    for start, end, ids in zip(ends, ends[1:], ranked, strict=False):
+        if ids and end > start:
+            ranks = first_ranks(ids, golden.doc_ids[start:end]).values()
+            first_rank[start:end] = [rank or 0 for rank in ranks]
+    golden_ids = {q.id for q in golden.queries}
+    titled = any(a.titles for a in answers)
+    return Matched(
+        n=np.fromiter(map(len, ranked), dtype=np.int64, count=len(ranked)),
+        errors=[a.error for a in answers],
+        top_ids=[list(ids[:k]) for ids in ranked],
+        grades=top,
+        repeats=repeats,
+        first_rank=first_rank,
+        titles=[list(a.titles[:k]) if a.ok else [] for a in answers] if titled else None,
+        unknown=[qid for qid in results if qid not in golden_ids],
+    )
+
+
+def match_table(golden: GoldenColumns, table: RunTable) -> Matched:
+    """A TREC run's rows matched to `golden` in bulk: each row's (query, document) looked up among the
+    judgments by one hash join on integer codes (no run file holds a docno twice in a topic)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    k, queries = golden.k, len(golden.queries)
+    golden_ids = pa.array([q.id for q in golden.queries], type=pa.string())
+    # The golden query of each topic (-1: not in the golden file) and of each row.
+    topic_query = pc.fill_null(pc.index_in(pa.array(table.topics, type=pa.string()), golden_ids), -1)
+    topic_query = topic_query.to_numpy().astype(np.int64)
+    row_query = topic_query[table.topic]
+    # Each judgment's document as a code of the run's docno dictionary (-1: the run never returned it).
+    doc_code = pc.fill_null(pc.index_in(pa.array(golden.doc_ids, type=pa.string()), table.docnos), -1)
+    doc_code = doc_code.to_numpy().astype(np.int64)
+    width = len(table.docnos) + 1
+    judged = doc_code >= 0
+    judgment_key = golden.owner[judged] * width + doc_code[judged]
+    known = row_query >= 0
+    row_key = np.where(known, row_query * width + table.doc, -1)
+    # The judgment each row holds (-1: none): its index among the judgments the run returned, mapped back.
+    found = pc.fill_null(pc.index_in(row_key, pa.array(judgment_key)), -1).to_numpy().astype(np.int64)
+    judgment = np.full(len(found), -1, dtype=np.int64)
+    hit = found >= 0
+    judgment[hit] = np.flatnonzero(judged)[found[hit]]
+    rank = np.arange(len(table.topic), dtype=np.int64) - table.bounds[table.topic] + 1
+
+    first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
+    first_rank[judgment[hit]] = rank[hit]
+    top = known & (rank <= k)
+    grades = np.full((k, queries), UNJUDGED, dtype=np.int64)
+    slot_grade = np.full(len(found), UNJUDGED, dtype=np.int64)
+    slot_grade[hit] = golden.grades[judgment[hit]]
+    grades[rank[top] - 1, row_query[top]] = slot_grade[top]
+
+    n = np.zeros(queries, dtype=np.int64)
+    counts = np.diff(table.bounds)
+    listed = topic_query >= 0
+    n[topic_query[listed]] = counts[listed]
+    names = table.docnos.take(pa.array(table.doc[top])).to_pylist()
+    top_ids: list[list[str]] = [[] for _ in range(queries)]
+    start = 0  # rows stand topic by topic: each listed topic's top rows are the next run of `names`
+    for query, size in zip(topic_query[listed].tolist(), np.minimum(counts[listed], k).tolist(), strict=True):
+        top_ids[query] = names[start : start + size]
+        start += size
+    return Matched(
+        n=n,
+        errors=[None] * queries,
+        top_ids=top_ids,
+        grades=grades,
+        repeats=None,
+        first_rank=first_rank,
+        titles=None,
+        unknown=[qid for qid, query in zip(table.topics, topic_query.tolist(), strict=True) if query < 0],
+    )
