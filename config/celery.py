@@ -5,7 +5,7 @@ import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init
+from celery.signals import beat_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -26,3 +26,11 @@ def one_beat(sender: Any = None, **kwargs: Any) -> None:
         )
         sys.stderr.flush()
         raise SystemExit(1)
+
+
+@worker_ready.connect
+def sweep_at_start(sender: Any = None, **kwargs: Any) -> None:
+    """A worker that starts asks for a sweep at once (docs/runs.md, "Worker loss"): the work of a worker
+    lost before it, whose leases ran out meanwhile, and runs whose start was lost move without waiting for
+    beat's next tick (or for beat at all)."""
+    app.send_task("evaluation.runs_sweep")

@@ -212,10 +212,14 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 else:
-    # A chunk task may run for minutes; Redis must not redeliver it to another worker meanwhile.
+    # A chunk task may run for minutes; Redis must not redeliver it to another worker meanwhile. A lost
+    # worker's chunks do not wait for this: their leases run out in seconds (docs/runs.md, "Worker loss").
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
     }
+    # A worker takes a message only when a pool process is free for it, so every chunk a worker holds is
+    # a running one with a lease: a killed worker takes no unstarted chunk with it (Redis brokers only).
+    CELERY_WORKER_DISABLE_PREFETCH = CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
 _results_dir = VAR_DIR / "celery-results"
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_results_dir}")
 if CELERY_RESULT_BACKEND.startswith("file://"):
@@ -231,8 +235,9 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE = {
     # Due nightly schedules are checked every few minutes; each RunSchedule says its own hour.
     "evaluation-runs-nightly": {"task": "evaluation.runs_nightly", "schedule": crontab(minute="*/5")},
-    # Restart lost queued runs, re-send stalled chunks, finalize abandoned runs.
-    "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 60.0},
+    # Send again the chunks whose lease ran out (a lost worker), restart lost queued runs, re-send stalled
+    # work, finalize abandoned runs. Every 15 s: with the 20 s lease, a lost worker is noticed within 35 s.
+    "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 15.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # On SQLite the one-scheduler lock is a file lock here (config/beat_lock.py); on PostgreSQL an advisory lock.

@@ -161,6 +161,9 @@ class EvaluationRun(models.Model):
     finalizing_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     redispatches = models.PositiveIntegerField(default=0, help_text="times the sweeper re-sent missing work")
+    start_resent_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the sweeper last re-sent the start of this queued run"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -222,6 +225,42 @@ class QueryRunResult(models.Model):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+class ChunkLease(models.Model):
+    """One chunk of a run's queries and the delivery of its task that is working on it. The task claims
+    the lease when it starts and renews `expires_at` while it works; a lease that runs out means its
+    worker was lost, and the sweeper sends the chunk again (docs/runs.md, "Worker loss").
+
+    States: waiting (`expires_at` null: a message for it is in the broker or on its way), held
+    (`expires_at` set, renewed by `holder`), finished (`finished_at` set: its task finished, or its queries
+    were handed to newer chunks). A delivery that finds the lease finished or held by a live holder does
+    nothing, so a chunk sent twice is searched once."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="chunk_leases")
+    index = models.PositiveIntegerField(help_text="the chunk's number within its run, from 0")
+    query_ids = models.JSONField(default=list)
+    holder = models.CharField(max_length=32, blank=True, help_text="the delivery holding the lease")
+    worker = models.CharField(max_length=200, blank=True, help_text="the worker that claimed it last")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    losses = models.PositiveIntegerField(default=0, help_text="times its lease ran out and it was sent again")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="chunk_lease_run_index_unique"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"], name="chunk_lease_open_expiry", condition=Q(finished_at__isnull=True)
+            ),
+        ]
+        ordering = ["run", "index"]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} chunk {self.index}"
 
 
 class Baseline(models.Model):

@@ -10,9 +10,13 @@ A run's verdict is told by `evaluation.run_notify` (queued by finalize when the 
 which creates the run's deliveries and sends each with `evaluation.notification_send` (retried with
 backoff on transient failures; docs/runs.md, "Notifications").
 
+Each chunk task holds its chunk's lease (`evaluation.services.leases`) while it works; a lease that runs
+out means the worker was lost, and the sweeper sends the chunk again within seconds rather than when the
+broker redelivers it (docs/runs.md, "Worker loss").
+
 Periodic tasks for celery beat: `evaluation.runs_nightly` (every few minutes: starts the due nightly
-schedules) and `evaluation.runs_sweep` (every minute: moves runs that stopped moving). docs/runs.md
-gives the CELERY_BEAT_SCHEDULE lines.
+schedules) and `evaluation.runs_sweep` (every 15 s, and once as each worker starts: moves runs that
+stopped moving). docs/runs.md gives the CELERY_BEAT_SCHEDULE lines.
 """
 
 from __future__ import annotations
@@ -67,14 +71,16 @@ def _final_status_on_error(func: F) -> F:
 
 def dispatch(plan: RunPlan) -> None:
     """Fan a run's chunks out over the workers with finalize as the chord's callback (or, for a
-    sequential plan, chain them and finalize last)."""
+    sequential plan, chain them and finalize last). Each chunk task names its lease."""
     run_id = plan.run_id
-    if not plan.chunks:
+    indices: list[int | None] = list(plan.indices) or [None] * len(plan.chunks)
+    chunks = [run_chunk.si(run_id, list(c), chunk=i) for c, i in zip(plan.chunks, indices, strict=True)]
+    if not chunks:
         run_finalize.delay(run_id)
     elif plan.sequential:
-        chain(*(run_chunk.si(run_id, list(c)) for c in plan.chunks), run_finalize.si(run_id)).delay()
+        chain(*chunks, run_finalize.si(run_id)).delay()
     else:
-        chord(group(run_chunk.s(run_id, list(c)) for c in plan.chunks))(run_finalize.si(run_id))
+        chord(group(chunks))(run_finalize.si(run_id))
 
 
 @shared_task(name=RUN_START, ignore_result=True)
@@ -91,26 +97,38 @@ def run_start(run_id: int) -> None:
 
 
 @shared_task(
+    bind=True,
     name="evaluation.run_chunk",
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=CHUNK_SOFT_LIMIT_S,
     time_limit=CHUNK_HARD_LIMIT_S,
 )
-def run_chunk(run_id: int, query_ids: list[str]) -> dict[str, Any]:
-    """Search the chunk's queries that have no result yet. Per-query failures are recorded, never raised,
-    so the chord's callback always runs; the chunk that completes the run also triggers finalize (a chord
-    can fire early or not at all when a chunk was redelivered)."""
+def run_chunk(self: Task, run_id: int, query_ids: list[str], chunk: int | None = None) -> dict[str, Any]:
+    """Search the chunk's queries that have no result yet, holding the chunk's lease (`chunk`; None in a
+    message sent before leases existed). Per-query failures are recorded, never raised, so the chord's
+    callback always runs; the chunk that completes the run also triggers finalize (a chord can fire early
+    or not at all when a chunk was sent again). A delivery whose chunk is finished or held by another
+    live delivery does nothing."""
     from evaluation.services import run_chunk_process
 
     try:
-        outcome = run_chunk_process(run_id=run_id, query_ids=query_ids)
+        outcome = run_chunk_process(
+            run_id=run_id, query_ids=query_ids, chunk=chunk, worker=self.request.hostname or ""
+        )
     except SoftTimeLimitExceeded:  # raised outside the per-query handling (e.g. while loading the run)
         logger.error("run %s: chunk hit its soft time limit before searching", run_id)
         return {"written": 0, "complete": False}
+    if outcome.duplicate:
+        logger.info("run %s: chunk %s is finished or held by another delivery; nothing to do", run_id, chunk)
     if outcome.complete:
         run_finalize.delay(run_id)
-    return {"written": outcome.written, "skipped": outcome.skipped, "stopped": outcome.stopped}
+    return {
+        "written": outcome.written,
+        "skipped": outcome.skipped,
+        "stopped": outcome.stopped,
+        "duplicate": outcome.duplicate,
+    }
 
 
 @shared_task(
@@ -165,7 +183,8 @@ def notification_send(self: Task, notification_id: int) -> str:
 
 @shared_task(name="evaluation.runs_sweep", ignore_result=True)
 def runs_sweep() -> dict[str, Any]:
-    """Periodic: start, finalize or re-send the work of runs that stopped moving (see services)."""
+    """Periodic, and once as each worker starts: start, finalize or re-send the work of runs that stopped
+    moving, and send again the chunks whose lease ran out (see services)."""
     from evaluation.services import runs_sweep as sweep
 
     actions = sweep()
@@ -173,12 +192,18 @@ def runs_sweep() -> dict[str, Any]:
         run_start.delay(run_id)
     for run_id in actions.finalize:
         run_finalize.delay(run_id)
+    for run_id, plan in actions.resend.items():
+        logger.warning(
+            "run %s: chunk(s) %s lost their worker, sending them again", run_id, list(plan.indices)
+        )
+        dispatch(plan)
     for run_id, plan in actions.redispatch.items():
         logger.warning("run %s: no progress, re-sending %s chunk(s)", run_id, len(plan.chunks))
         dispatch(plan)
     return {
         "start": actions.start,
         "finalize": actions.finalize,
+        "resend": sorted(actions.resend),
         "redispatch": sorted(actions.redispatch),
         "failed": actions.failed,
     }

@@ -12,14 +12,16 @@ How a run moves (docs/runs.md has the whole story):
     (conditional update), report + gate against the baseline, -> SUCCEEDED.
 
 Every step is safe to run twice. The chord is the normal trigger of finalize; the chunk that writes the
-last result triggers it too (a chunk redelivered after a worker was killed can make the chord fire early
-or never), and `runs_sweep` re-sends the missing work of a run that stopped making progress.
+last result triggers it too (a chunk sent again after a worker was killed can make the chord fire early
+or never). Each chunk task holds its chunk's lease while it works (`leases`); `runs_sweep` sends again
+the chunks whose lease ran out (their worker was lost) and re-sends the missing work of a run that
+stopped making progress.
 
 One module per part (this package re-exports their public names, so `services.run_create(...)` reads
 the same everywhere): `targets`, `budgets`, `runs` (create, cancel, fail, the start step and chunk
-plans), `chunks`, `finalize`, `sweep`, `baselines` (promotion, rebaseline), `schedules`, `unjudged`,
-`notifications` (a fail or warn verdict told by email and webhook), `rescore` (a baseline's lists
-re-scored on a new golden version; finalize's hook for opted-in nightly runs).
+plans), `chunks`, `leases` (chunk leases), `finalize`, `sweep`, `baselines` (promotion, rebaseline),
+`schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
+(a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
 """
@@ -40,6 +42,7 @@ from evaluation.services.baselines import (
 from evaluation.services.budgets import budgets_set
 from evaluation.services.chunks import ChunkOutcome, run_chunk_process
 from evaluation.services.finalize import FINALIZE_LEASE, run_finalize_process, run_gate, run_report_build
+from evaluation.services.leases import CHUNK_LEASE, ChunkHold, chunk_lease_claim, chunk_leases_create
 from evaluation.services.notifications import (
     NOTIFY_ATTEMPTS,
     NotificationRetry,
@@ -65,17 +68,20 @@ from evaluation.services.schedules import (
     schedule_set,
     schedules_due,
 )
-from evaluation.services.sweep import SweepActions, runs_sweep
+from evaluation.services.sweep import MAX_LEASE_LOSSES, SweepActions, runs_sweep
 from evaluation.services.targets import TARGET_FIELDS, target_create, target_update, webhook_problems
 from evaluation.services.unjudged import UnjudgedQueued, unjudged_queue
 
 __all__ = [
+    "CHUNK_LEASE",
     "FINALIZE_LEASE",
+    "MAX_LEASE_LOSSES",
     "NOTIFY_ATTEMPTS",
     "TARGET_FIELDS",
     "BaselineError",
     "BaselineRescoreError",
     "BudgetsError",
+    "ChunkHold",
     "ChunkOutcome",
     "NotificationRetry",
     "RunError",
@@ -87,6 +93,8 @@ __all__ = [
     "baseline_rescore_get_or_create",
     "budgets_set",
     "can_review",
+    "chunk_lease_claim",
+    "chunk_leases_create",
     "notification_deliver",
     "notifications_prepare",
     "plan_chunks",

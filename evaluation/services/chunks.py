@@ -1,5 +1,6 @@
 """The chunk task's step: search a chunk's queries that have no result yet and write each as it
-finishes, with progress, heartbeat and the cancel check (docs/runs.md, "How a run moves", step 3)."""
+finishes, with progress, heartbeat, the cancel check and the chunk's lease (docs/runs.md, "How a run
+moves", step 3, and "Worker loss")."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from django.db.models import Count, F, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from assay.golden.model import GoldenFile
 from assay.harness import HarnessConfig, search_all
 from assay.results import QueryResult
 from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.selectors import golden_of
+from evaluation.services.leases import LEASE_RENEW_EVERY_S, ChunkHold, chunk_lease_claim
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +44,10 @@ TOUCH_EVERY_S = 0.5
 class ChunkOutcome:
     written: int  # result rows this chunk inserted
     skipped: int  # queries that already had a result (a redelivered chunk)
-    stopped: bool  # the run was no longer RUNNING (cancelled, failed, finished)
+    stopped: bool  # the run was no longer RUNNING (cancelled, failed, finished), or the lease was lost
     complete: bool  # every query of the run has a result now: finalize may go
+    # The chunk's lease was finished or held by another live delivery: this one did nothing.
+    duplicate: bool = False
 
 
 def _result_row(run_id: int, result: QueryResult) -> QueryRunResult:
@@ -119,11 +124,12 @@ class _Search:
         return batch
 
 
-def _stream(run_id: int, search: _Search, seen: set[str]) -> bool:
-    """Write the search's results as they come (adding their ids to `seen`) until it is done; True when
-    the run stopped being RUNNING meanwhile (the search is then told to stop)."""
+def _stream(run_id: int, search: _Search, seen: set[str], hold: ChunkHold | None) -> bool:
+    """Write the search's results as they come (adding their ids to `seen`) until it is done, renewing
+    the chunk's lease; True when the run stopped being RUNNING meanwhile or another delivery took the
+    chunk over (the search is then told to stop)."""
     pending: list[QueryResult] = []
-    last_write = last_touch = time.monotonic()
+    last_write = last_touch = last_renew = time.monotonic()
     while True:
         finished = not search.thread.is_alive()
         pending += search.drain(timeout=0.05)
@@ -137,6 +143,14 @@ def _stream(run_id: int, search: _Search, seen: set[str]) -> bool:
             if not _touch(run_id)[0]:
                 search.stop.set()
                 return True
+        if hold is not None and now - last_renew >= LEASE_RENEW_EVERY_S:
+            last_renew = now
+            if not hold.renew():
+                logger.warning(
+                    "run %s: chunk %s was taken over by another delivery; stopping", run_id, hold.index
+                )
+                search.stop.set()
+                return True
         if finished and not pending and search.results.empty():
             return False
 
@@ -145,24 +159,52 @@ def _error_results(query_ids: Iterable[str], message: str) -> list[QueryResult]:
     return [QueryResult(query_id=qid, error=message, attempts=0) for qid in query_ids]
 
 
-def run_chunk_process(*, run_id: int, query_ids: Sequence[str]) -> ChunkOutcome:
+def run_chunk_process(
+    *, run_id: int, query_ids: Sequence[str], chunk: int | None = None, worker: str = ""
+) -> ChunkOutcome:
     """Search the chunk's queries that have no result yet and write each as it finishes.
 
     Never raises for a query's failure: a search error, a target that cannot be called here (a missing
     environment variable) or an unexpected error in the chunk becomes that query's error row, so the run
     completes and its gate fails closed. Stops early (cancelling requests in flight) once the run is no
     longer RUNNING.
+
+    `chunk` names the chunk's lease (`evaluation.services.leases`; None for a message sent before leases
+    existed): the chunk is claimed for this delivery (by `worker`, the worker's name) and renewed while
+    it works. A delivery that cannot claim it (finished, or held by another live delivery) does nothing.
     """
     run = EvaluationRun.objects.select_related("golden_version").filter(pk=run_id).first()
     if run is None or run.status != Status.RUNNING:
         return ChunkOutcome(0, 0, stopped=True, complete=False)
+    # Parsed before the claim: the first parse of a large golden file in a process may take longer than
+    # a lease, during which nothing would renew it.
+    golden = golden_of(run.golden_version)
+    hold = None
+    if chunk is not None:
+        hold = chunk_lease_claim(run_id=run_id, index=chunk, worker=worker)
+        if hold is None:
+            return ChunkOutcome(0, 0, stopped=False, complete=False, duplicate=True)
+    try:
+        outcome = _chunk_search(run, golden, query_ids, hold)
+    except BaseException:
+        if hold is not None:
+            hold.release()
+        raise
+    if hold is not None:
+        hold.finish()
+    return outcome
+
+
+def _chunk_search(
+    run: EvaluationRun, golden: GoldenFile, query_ids: Sequence[str], hold: ChunkHold | None
+) -> ChunkOutcome:
+    run_id = run.pk
     existing = set(
         QueryRunResult.objects.filter(run_id=run_id, query_id__in=list(query_ids)).values_list(
             "query_id", flat=True
         )
     )
     todo = [qid for qid in dict.fromkeys(query_ids) if qid not in existing]
-    golden = golden_of(run.golden_version)
     by_id = {q.id: q for q in golden.queries}
     unknown = [qid for qid in todo if qid not in by_id]
     queries = [by_id[qid] for qid in todo if qid in by_id]
@@ -183,7 +225,7 @@ def run_chunk_process(*, run_id: int, query_ids: Sequence[str]) -> ChunkOutcome:
         seen: set[str] = set()
         try:
             search.thread.start()
-            stopped = _stream(run_id, search, seen)
+            stopped = _stream(run_id, search, seen, hold)
             if search.error is not None:
                 raise search.error
         except Exception as exc:

@@ -16,6 +16,7 @@ from assay.targets import TargetError, TargetSpec, harness_config, params_secret
 from evaluation.enqueue import run_start_on_commit
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from evaluation.selectors import golden_of
+from evaluation.services.leases import chunk_leases_create
 from golden_io.models import GoldenVersion
 
 Status = EvaluationRun.Status
@@ -148,16 +149,21 @@ def plan_chunks(query_ids: Sequence[str], *, concurrency: int) -> list[list[str]
 class RunPlan:
     """The chunks to send. `sequential`: one after another (a chain), not fanned out (a chord): a
     rate-limited target's limit is a promise to the engine that one limiter at a time keeps, and more
-    workers could not go faster than the limit anyway."""
+    workers could not go faster than the limit anyway. `indices`: each chunk's lease
+    (`evaluation.models.ChunkLease`), the chunk task's `chunk` argument."""
 
     run_id: int
     chunks: list[list[str]]
     sequential: bool = False
+    indices: tuple[int, ...] = ()
 
 
 def plan_run(run: EvaluationRun, query_ids: Sequence[str]) -> RunPlan:
+    """Split the queries into chunks and create a waiting lease for each (the caller sends them)."""
     spec = TargetSpec.from_dict(run.target_snapshot)
-    return RunPlan(run.pk, plan_chunks(query_ids, concurrency=spec.concurrency), sequential=spec.rate_limited)
+    chunks = plan_chunks(query_ids, concurrency=spec.concurrency)
+    indices = chunk_leases_create(run_id=run.pk, chunks=chunks)
+    return RunPlan(run.pk, chunks, sequential=spec.rate_limited, indices=tuple(indices))
 
 
 @transaction.atomic

@@ -31,9 +31,11 @@ def _database_url() -> str:
 
 
 class Worker:
-    """One `celery worker` process (its own process group, so SIGKILL takes its pool children too)."""
+    """One `celery worker` process (its own process group, so SIGKILL takes its pool children too), with
+    beat embedded when `beat` (the periodic tasks, the sweeper's among them, as a deployment's beat sends
+    them)."""
 
-    def __init__(self, name: str, log: Path, env: dict[str, str]) -> None:
+    def __init__(self, name: str, log: Path, env: dict[str, str], *, beat: bool = False) -> None:
         self.name, self.log = name, log
         self.handle = log.open("w")
         self.proc = subprocess.Popen(
@@ -51,6 +53,7 @@ class Worker:
                 "-n",
                 f"{name}@%h",
                 *FAST_START,
+                *(["-B"] if beat else []),
             ],
             cwd=REPO,
             env=env,
@@ -102,7 +105,7 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
     redis.Redis.from_url(url).flushdb()
     workers: list[Worker] = []
 
-    def start(name: str, **env: str) -> Worker:
+    def start(name: str, *, beat: bool = False, **env: str) -> Worker:
         environment = {
             **os.environ,
             "DATABASE_URL": _database_url(),
@@ -116,7 +119,7 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
             **env,
         }
         environment.pop("CELERY_TASK_ALWAYS_EAGER", None)
-        worker = Worker(name, tmp_path / f"{name}.log", environment)
+        worker = Worker(name, tmp_path / f"{name}.log", environment, beat=beat)
         workers.append(worker)
         worker.wait_ready()
         return worker
