@@ -10,8 +10,9 @@
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.results`: calling a search
   system, and the addresses a target may reach;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
-- `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`: the `assay` command, its client for an
-  Assay server, their shared option parsing and atomic artifact writing.
+- `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command,
+  its client for an Assay server, their shared option parsing, atomic artifact writing, and imports on a
+  helper thread (so `assay run` loads its transport and its scoring beside other work).
 
 `tests/assay/test_pure_core.py` imports every module in a fresh interpreter and finds no Django.
 """

@@ -107,7 +107,26 @@ def _title(value: Any) -> str | None:
 def _collect(
     items: list[Any], prefix: str, id_key: str, title_of: Callable[[dict[str, Any]], Any], *, hint: str = ""
 ) -> Hits:
-    """Ids (and titles) from a list of hit objects, naming the first bad hit by its place."""
+    """Ids (and titles) from a list of hit objects, naming the first bad hit by its place.
+
+    Once per reply of every query, so the common reply (objects with string ids) is read in bulk; any
+    other goes through the hit-by-hit walk, which converts integer ids and names what is wrong."""
+    try:
+        ids = [item[id_key] for item in items]
+    except (KeyError, TypeError, IndexError):  # not an object, or no id: the walk says which
+        return _collect_walk(items, prefix, id_key, title_of, hint=hint)
+    if not all(type(value) is str for value in ids):
+        return _collect_walk(items, prefix, id_key, title_of, hint=hint)
+    raw = [title_of(item) for item in items]
+    titles = [_title(title) for title in raw] if any(title is not None for title in raw) else []
+    if all(title is None for title in titles):
+        return Hits(ids=tuple(ids))
+    return Hits(ids=tuple(ids), titles=tuple(title or "" for title in titles))
+
+
+def _collect_walk(
+    items: list[Any], prefix: str, id_key: str, title_of: Callable[[dict[str, Any]], Any], *, hint: str
+) -> Hits:
     ids: list[str] = []
     titles: list[str | None] = []
     for i, item in enumerate(items):
@@ -118,9 +137,9 @@ def _collect(
             raise AdapterError(f"{where}: missing {id_key!r}{hint}")
         ids.append(_doc_id(item[id_key], f"{where}.{id_key}"))
         titles.append(_title(title_of(item)))
-    if not any(t is not None for t in titles):
+    if all(title is None for title in titles):
         return Hits(ids=tuple(ids))
-    return Hits(ids=tuple(ids), titles=tuple(t or "" for t in titles))
+    return Hits(ids=tuple(ids), titles=tuple(title or "" for title in titles))
 
 
 def _require_list(body: Any, path: tuple[str, ...]) -> list[Any]:

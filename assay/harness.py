@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import certifi
+import orjson
 from aiohttp.http_exceptions import ContentEncodingError
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -504,8 +505,7 @@ class _Runner:
         if not 200 <= status < 300:
             raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
         try:
-            # The raw bytes, as the engine sent them: json detects UTF-8/16/32 itself.
-            parsed = json.loads(body)
+            parsed = _decode_reply(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise _Permanent(f"response is not JSON ({_body_shape(response, body)})", status=status) from None
         try:
@@ -521,6 +521,16 @@ class _Runner:
             ),
             model_id=_read_marker(response.headers, parsed, config.model_id_header, config.model_id_field),
         )
+
+
+def _decode_reply(body: bytes) -> Any:
+    """A reply's JSON: orjson reads the common reply (UTF-8) in a fraction of the json module's time; what
+    it refuses goes to the json module, which reads the raw bytes as before (it detects UTF-16 and 32,
+    and a byte-order mark, accepts NaN and integers of any size) or names the problem."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
 
 
 def _read_marker(

@@ -19,9 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from assay.artifacts import write_atomic
 from assay.options import UsageError, parse_params, positive_float
@@ -33,6 +31,9 @@ POLL_EVERY_S = 1.0
 REQUEST_TIMEOUT_S = 30.0
 # Transient server trouble while polling (a deploy restarting the web process) is waited out this often.
 POLL_RETRIES = 5
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class RemoteError(Exception):
@@ -88,6 +89,8 @@ def _check(response: httpx.Response, what: str) -> Any:
 
 class Client:
     def __init__(self, server: str, token: str) -> None:
+        import httpx  # here: every `assay` command builds this module's parser, only `remote` needs httpx
+
         self.server = server
         self.http = httpx.Client(
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
@@ -102,6 +105,8 @@ class Client:
         self.http.close()
 
     def _send(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+        import httpx
+
         url = _api(self.server, path)
         try:
             response = self.http.request(method, url, **kwargs)

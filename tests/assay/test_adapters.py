@@ -247,3 +247,36 @@ def test_it_adds_the_engine_path_before_the_urls_query_string() -> None:
     assert _endpoint("http://es:9200/idx?routing=x", "/_search") == "http://es:9200/idx/_search?routing=x"
     assert _endpoint("http://solr:8983/solr/core/?a=1", "/select") == "http://solr:8983/solr/core/select?a=1"
     assert _endpoint("http://es:9200/idx/_search", "/_search") == "http://es:9200/idx/_search"
+
+
+HIT_LISTS: list[list[Any]] = [
+    [{"id": "a"}, {"id": "b", "title": "B"}],
+    [{"id": "a", "title": ["First", "second"]}, {"id": "b", "title": []}],
+    [{"id": 7}, {"id": "b"}],
+    [{"id": True}],
+    [{"id": None, "title": "x"}],
+    [{"id": "a"}, "b"],
+    [{"id": "a"}, {"title": "no id"}],
+    [{"id": "a", "title": 3}, {"id": "b", "title": None}],
+    [["a"]],
+    [],
+]
+
+
+@pytest.mark.parametrize("hits", HIT_LISTS)
+def test_the_bulk_read_of_hits_agrees_with_the_hit_by_hit_walk(hits: list[Any]) -> None:
+    # The common reply is read in bulk; every other goes through the walk, which names the bad hit.
+    from assay.adapters import _collect, _collect_walk
+
+    def title(hit: dict[str, Any]) -> Any:
+        return hit.get("title")
+
+    def outcome(read: Any) -> Any:
+        try:
+            return read()
+        except AdapterError as exc:
+            return str(exc)
+
+    bulk = outcome(lambda: _collect(hits, "hits", "id", title))
+    walked = outcome(lambda: _collect_walk(hits, "hits", "id", title, hint=""))
+    assert bulk == walked
