@@ -121,6 +121,12 @@ def problems_csv(problems: Iterable[_CsvProblem]) -> str:
     return out.getvalue()
 
 
+def size_text(n: int) -> str:
+    """A size in words: 50 MB, 2.5 MB, 63.2 MB; 900 bytes, 2,000 bytes (below a tenth of a MB)."""
+    mb = 1024 * 1024
+    return f"{n / mb:.1f}".removesuffix(".0") + " MB" if n >= mb // 10 else f"{n:,} bytes"
+
+
 def decode_utf8(data: bytes, report: ImportReport) -> str | None:
     """UTF-8 text (a BOM is accepted), or None with a problem naming where the first bad byte is."""
     try:

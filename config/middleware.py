@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
-# The API refuses these itself, in its own error shape (evaluation/api/views.py).
-API_PREFIX = "/api/"
+from config.refusals import API_PREFIX, body_too_large_message, refusal
+
+# What a multipart body may hold besides its file: the form's other fields (Django bounds them by
+# DATA_UPLOAD_MAX_MEMORY_SIZE) and the parts' boundaries and headers.
+MULTIPART_SLACK = 64 * 1024
 
 
 class RefuseNulBytes:
@@ -28,3 +32,34 @@ class RefuseNulBytes:
                         "which no page accepts."
                     )
         return self.get_response(request)
+
+
+class RefuseOversizedBodies:
+    """A request whose declared body is larger than the server would read is answered 413 with the limit
+    in words, before anything reads it: an upload over ASSAY_MAX_UPLOAD_MB is not streamed to a
+    temporary file first, and a form or JSON body over DATA_UPLOAD_MAX_MEMORY_SIZE is not Django's
+    wordless 400. A body just over the upload limit, within the slack its form's other fields may take,
+    reaches the form, which names the file's size (labeling.forms.UploadForm). Behind a proxy, its own
+    body limit (e.g. nginx's client_max_body_size) should sit above these (docs/deployment.md)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = body_limit(request.content_type or "")
+        if limit is not None and length > limit:
+            return refusal(request, 413, "Request body too large", body_too_large_message(request, length))
+        return self.get_response(request)
+
+
+def body_limit(content_type: str) -> int | None:
+    """The most bytes a body of this type may have: a file upload's limit plus its form's fields, or
+    Django's limit on every other body (None: unlimited)."""
+    fields = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if content_type == "multipart/form-data":
+        return settings.ASSAY_MAX_UPLOAD_BYTES + (fields or 0) + MULTIPART_SLACK
+    return fields

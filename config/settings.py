@@ -59,6 +59,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A body over the upload limit (or, not an upload, over DATA_UPLOAD_MAX_MEMORY_SIZE) is a worded 413
+    # before anything reads it.
+    "config.middleware.RefuseOversizedBodies",
     # A NUL byte in a page's address or query is a worded 400, never a database error.
     "config.middleware.RefuseNulBytes",
     "csp.middleware.CSPMiddleware",
@@ -302,6 +305,13 @@ EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=10.0)
 EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))  # the filebased backend's
 
 # --- Assay --------------------------------------------------------------------------------------
+# The largest file an upload may carry (golden files, documents, query logs, run files), in MB: a larger
+# one is refused with its size named (config.middleware.RefuseOversizedBodies, labeling.forms.UploadForm).
+# Other bodies (forms, JSON) are bounded by Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB).
+ASSAY_MAX_UPLOAD_MB = env.int("ASSAY_MAX_UPLOAD_MB", default=50)
+if ASSAY_MAX_UPLOAD_MB < 1:
+    raise ValueError(f"ASSAY_MAX_UPLOAD_MB must be 1 or more, got {ASSAY_MAX_UPLOAD_MB}")
+ASSAY_MAX_UPLOAD_BYTES = ASSAY_MAX_UPLOAD_MB * 1024 * 1024
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
 # Notifications: seconds a webhook call may take, and the delay before the first retry (doubling after).

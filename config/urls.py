@@ -16,6 +16,9 @@ swagger_ui = csp_update({"style-src": [UNSAFE_INLINE]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 )
 
+# Django's refusals of a request it cannot read (a body too large, too many fields), in words.
+handler400 = "config.views.bad_request"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/", views.health, name="health"),

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+
+from config.refusals import body_too_large_message, refusal
 
 
 @login_not_required
@@ -30,3 +34,27 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html")
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: Django's refusals of a request it cannot read, in words (its own page says only "Bad
+    Request"); a body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 as in config.middleware."""
+    if isinstance(exception, RequestDataTooBig):
+        # The middleware refused every declared body over its limit: what is left is an upload whose other
+        # fields are over Django's (its file does not count there), or a body that declared no length.
+        fields = request.content_type == "multipart/form-data"
+        message = body_too_large_message(request, None, fields=fields)
+        return refusal(request, 413, "Request body too large", message)
+    if isinstance(exception, TooManyFieldsSent):
+        message = (
+            f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} fields, more than the "
+            "server reads (DATA_UPLOAD_MAX_NUMBER_FIELDS). Nothing was saved."
+        )
+    elif isinstance(exception, TooManyFilesSent):
+        message = (
+            f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES:,} files, more than the "
+            "server reads (DATA_UPLOAD_MAX_NUMBER_FILES). Nothing was saved."
+        )
+    else:
+        message = "The request could not be read (a malformed address, header or body). Nothing was saved."
+    return refusal(request, 400, "Bad request", message)

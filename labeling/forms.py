@@ -5,25 +5,30 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from assay.labels import querylog
 from assay.labels.agreement import reading_thresholds_errors
+from assay.problems import size_text
 from labeling.services import POOL_DEPTH
-
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 
 class UploadForm(forms.Form):
     """One file. The import page's golden-file form is this one as it stands; it posts to golden_io
-    (`golden_io.views.golden_import`), which owns golden-file import."""
+    (`golden_io.views.golden_import`), which owns golden-file import. Every upload is this form or one
+    of its subclasses, so every upload has the one limit, ASSAY_MAX_UPLOAD_MB."""
 
     file = forms.FileField()
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"the file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        limit = settings.ASSAY_MAX_UPLOAD_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"the file is {upload.size:,} bytes; a file may be at most {size_text(limit)} "
+                "(ASSAY_MAX_UPLOAD_MB): nothing was imported"
+            )
         return upload
 
 

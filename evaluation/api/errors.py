@@ -2,7 +2,7 @@
 
 `detail` says what went wrong in a few words; `problems` lists each thing to fix, one sentence each
 (a field's validation message as `field: message`), and is empty when there is nothing more to say. The
-schema documents this shape for 400, 401, 403, 404, 409 and 503 on every operation
+schema documents this shape for 400, 401, 403, 404, 409, 413 and 503 on every operation
 (`evaluation.api.schema`); `assay remote` prints both parts.
 """
 
@@ -21,6 +21,7 @@ ERROR_STATUSES = {
     403: "not allowed: the token lacks the scope, or the user the role",
     404: "not found, or not visible to the token's user",
     409: "the object is not in a state that has the answer (e.g. a run without a report yet)",
+    413: "the request body is larger than the server reads (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB by default)",
     503: "the service cannot answer now (the database or the task queue is unavailable); try again",
 }
 
