@@ -14,9 +14,14 @@ from config.refusals import API_PREFIX, body_too_large_message, refusal
 MULTIPART_SLACK = 64 * 1024
 
 
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
 class RefuseNulBytes:
-    """A NUL byte in the path or a query parameter is a worded 400: PostgreSQL cannot compare text with
-    NUL in it, so a filter such as `/runs/?set=%00` would otherwise end in a 500."""
+    """A NUL byte in the path, a query parameter or a posted form's field is a worded 400: PostgreSQL
+    cannot compare or store text with NUL in it, so a filter such as `/runs/?set=%00`, or a field a view
+    reads without a form (Django's forms refuse NUL themselves), would otherwise end in a 500. An uploaded
+    file's content is the import's to check (it names the line)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -31,6 +36,12 @@ class RefuseNulBytes:
                         f"The query parameter {name.replace(chr(0), '%00')!r} contains a NUL byte (%00), "
                         "which no page accepts."
                     )
+            if request.method == "POST" and request.content_type in FORM_TYPES:
+                for name, values in request.POST.lists():
+                    if "\x00" in name or any("\x00" in value for value in values):
+                        shown = name.replace(chr(0), "%00")
+                        message = f"The form field {shown!r} contains a NUL byte, which no page accepts."
+                        return refusal(request, 400, "Bad request", f"{message} Nothing was saved.")
         return self.get_response(request)
 
 

@@ -62,7 +62,7 @@ MIDDLEWARE = [
     # A body over the upload limit (or, not an upload, over DATA_UPLOAD_MAX_MEMORY_SIZE) is a worded 413
     # before anything reads it.
     "config.middleware.RefuseOversizedBodies",
-    # A NUL byte in a page's address or query is a worded 400, never a database error.
+    # A NUL byte in a page's address, query or form is a worded 400, never a database error.
     "config.middleware.RefuseNulBytes",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

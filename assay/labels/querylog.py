@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from assay.golden.model import TRAFFIC_BANDS
 from assay.problems import ImportReport, decode_utf8
+from assay.storable import text_problem
 
 BANDS = TRAFFIC_BANDS
 HEAD_SHARE = 0.5
@@ -53,8 +54,11 @@ REQUIRED_COLUMNS = ("query", "count")
 VERTICAL_COLUMNS = ("vertical", "stratum")  # either name; not both
 OPTIONAL_COLUMNS = ("zero_hits", "locale", *VERTICAL_COLUMNS)
 HEADER = "query,count[,zero_hits][,locale][,vertical]"
-# A vertical becomes a query's stratum, which holds at most this many characters.
+# A vertical becomes a query's stratum, which holds at most this many characters; a query's text and
+# locale their columns' (labeling.models.Query: tests/config/test_storable_writes.py holds them equal).
 MAX_VERTICAL = 100
+MAX_QUERY = 1000
+MAX_LOCALE = 35
 # The failure mode of a query in the known-failure reserve: it returned nothing (docs/labeling.md).
 ZERO_RESULTS = "zero-results"
 PII_KINDS = ("url query", "email", "secret", "ip", "card", "phone", "digits")
@@ -216,6 +220,11 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     if _SURROGATE.search(query):  # a JSON "\ud800" escape: no database can store it
         report.add(f"{where}: query", _NOT_UNICODE.format(query))
         return None
+    # As it would be stored (PII cut out, whitespace collapsed, which only shortens it) at the longest.
+    problem = text_problem(_SPACES.sub(" ", query).strip(), MAX_QUERY)
+    if problem:
+        report.add(f"{where}: query", problem)
+        return None
     count = _int(record.get("count"))
     if count is None or count < 0:
         report.add(f"{where}: count", f"expected a non-negative integer, found {record.get('count')!r}")
@@ -237,6 +246,10 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     locale = record.get("locale") or ""
     if not isinstance(locale, str):
         report.add(f"{where}: locale", f"expected text, found {locale!r}")
+        return None
+    problem = text_problem(locale.strip(), MAX_LOCALE)
+    if problem:
+        report.add(f"{where}: locale", problem)
         return None
     vertical = _vertical(record, where, report)
     if vertical is None:
@@ -266,6 +279,10 @@ def _vertical(record: Mapping[str, object], where: str, report: ImportReport) ->
         return None
     if _SURROGATE.search(value):
         report.add(place, _NOT_UNICODE.format(value))
+        return None
+    problem = text_problem(value.strip())
+    if problem:
+        report.add(place, problem)
         return None
     if len(value.strip()) > MAX_VERTICAL:
         report.add(

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from assay.drift import Budgets, compare, render_markdown
+from assay.storable import text_problem
 from evaluation.enqueue import run_notify_on_commit
 from evaluation.models import Baseline, EvaluationRun
 from evaluation.selectors import baseline_get, budgets_get
@@ -42,8 +43,11 @@ def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str
     golden_set = run.golden_version.golden_set
     if not can_review(by, golden_set):
         problems.append(f"only a reviewer of {golden_set.slug} can approve a baseline")
+    unstorable = text_problem(rationale, free_text=True)
     if not rationale.strip():
         problems.append("rationale: say why this run becomes the baseline")
+    elif unstorable:
+        problems.append(f"rationale: {unstorable}")
     if run.status != Status.SUCCEEDED or run.report is None:
         problems.append(f"run {run.pk} is {run.status}: only a finished run with a report can be a baseline")
     elif run.errors:

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.db import transaction
 
-from assay.drift import load_budgets
+from assay.drift import BudgetsError, load_budgets
+from assay.storable import json_problem
 from evaluation.models import BudgetSet
 from labeling.models import GoldenSet
 
@@ -18,8 +19,12 @@ def budgets_set(*, golden_set: GoldenSet, data: Mapping[str, Any] | None, by: An
     normalized nested form so a reader sees every effective threshold. Raises BudgetsError listing
     every bad key or value, and nothing is stored then."""
     budgets = load_budgets(data)
+    stored = budgets.to_dict()
+    unstorable = json_problem(stored, "budgets")  # a stratum named with a NUL: no database stores it
+    if unstorable:
+        raise BudgetsError([unstorable])
     row, _ = BudgetSet.objects.select_for_update().get_or_create(golden_set=golden_set)
-    row.data = budgets.to_dict()
+    row.data = stored
     row.updated_by = by
     row.save()
     return row

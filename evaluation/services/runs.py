@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from assay.golden.keys import resolve_keys
+from assay.storable import json_problem
 from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
 from evaluation.enqueue import run_start_on_commit
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
@@ -46,7 +47,8 @@ def params_problems(params: object) -> list[str]:
             problems.append(f"params: names must be non-empty strings, got {key!r}")
         elif not _json_value(value):
             problems.append(f"params.{key}: expected a JSON value, got {type(value).__name__}")
-    return problems + params_secret_problems(params)
+    unstorable = json_problem(params, "params")  # a NUL or a lone surrogate: no database stores it
+    return problems + ([unstorable] if unstorable else []) + params_secret_problems(params)
 
 
 def _json_value(value: object) -> bool:

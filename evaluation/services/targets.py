@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 
 from assay.secrets import secret_env_name_problem
+from assay.storable import json_problem, text_problem
 from assay.targets import SPEC_FIELDS, TargetError, spec_problems
 from evaluation.models import SearchTarget
 from labeling.models import GoldenSet
@@ -33,7 +34,29 @@ def webhook_problems(webhook_env: str) -> list[str]:
     return [f"webhook_env: {refused}"] if refused else []
 
 
+def _storable_problems(target: SearchTarget) -> list[str]:
+    """The settings no column holds: longer than a text column, a control character in a name or an
+    address, a NUL anywhere (in a JSON field's names and strings too)."""
+    problems = []
+    for field in SearchTarget._meta.concrete_fields:
+        value = getattr(target, field.attname)
+        if isinstance(field, models.JSONField):
+            problem = json_problem(value, field.name)
+        elif isinstance(value, str) and isinstance(field, models.CharField | models.TextField):
+            free = isinstance(field, models.TextField)
+            found = text_problem(value, field.max_length, free_text=free)
+            problem = f"{field.name}: {found}" if found else None
+        else:
+            problem = None
+        if problem:
+            problems.append(problem)
+    return problems
+
+
 def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
+    storable = _storable_problems(target)
+    if storable:  # before the spec's rules, which would quote the values back
+        raise TargetError(storable)
     problems = spec_problems(target.spec())
     target.webhook_env = (target.webhook_env or "").strip()
     problems += webhook_problems(target.webhook_env)

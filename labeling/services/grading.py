@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from assay.storable import text_problem
 from labeling.models import (
     Assignment,
     Candidate,
@@ -163,6 +164,9 @@ def judgment_submit(
     note = note.strip()
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
+    unstorable = text_problem(note, free_text=True)
+    if unstorable:
+        raise GradingError(f"the note {unstorable}; your grade was not saved")
     if row["status"] == Assignment.Status.DONE and (row["judgment_id"] is None or row["old_grade"] != grade):
         raise Locked(LOCKED_MESSAGE)
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))

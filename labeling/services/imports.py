@@ -19,6 +19,7 @@ from django.db.models.functions import Cast, Concat
 
 from assay.labels import querylog
 from assay.problems import ImportReport, decode_utf8
+from assay.storable import json_problem, text_problem
 from labeling.models import Document, GoldenSet, Query, Rubric, content_hash
 
 # --- rubric -------------------------------------------------------------------------------------
@@ -286,7 +287,7 @@ def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[s
     ignored.update(k for k in obj if k not in _DOC_KEYS)
     if not ok:
         return None
-    return {
+    row = {
         "doc_id": doc_id.strip(),  # type: ignore[union-attr]
         "key": key.strip() if isinstance(key, str) else None,
         "title": obj["title"].strip(),
@@ -295,6 +296,31 @@ def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[s
         "body": obj.get("body") or "",
         "fields": fields,
     }
+    return row if _document_storable(row, where, report) else None
+
+
+def _document_storable(row: dict[str, Any], where: str, report: ImportReport) -> bool:
+    """Whether the columns hold every value of the row (their lengths, no NUL; no control character in
+    an id, key, title or URL), reporting each one they would not, by its name in the file."""
+    ok = True
+    for column, name in (("doc_id", "id"), ("key", "key"), ("title", "title"), ("url", "url")):
+        if row[column] is None:
+            continue
+        limit = getattr(Document._meta.get_field(column), "max_length", None)
+        problem = text_problem(row[column], limit)
+        if problem:
+            report.add(f"{where}: {name}", problem)
+            ok = False
+    for name in ("snippet", "body"):
+        problem = text_problem(row[name], free_text=True)
+        if problem:
+            report.add(f"{where}: {name}", problem)
+            ok = False
+    problem = json_problem(row["fields"], "fields")
+    if problem:
+        report.add(where, problem)
+        ok = False
+    return ok
 
 
 # --- query logs ---------------------------------------------------------------------------------
