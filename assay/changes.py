@@ -21,6 +21,7 @@ report or in both, queries new to the current report (no baseline) and queries r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,16 +168,24 @@ def bootstrap_means(
     resamples: int = RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> NDArray[np.float64]:
-    """`resamples` means of `values` resampled with replacement (numpy default_rng(seed)), in batches."""
+    """`resamples` means of `values` resampled with replacement (numpy default_rng(seed)), in batches.
+
+    A second thread draws the next batch while this one averages the last (numpy lets go of the GIL for
+    both): the draws come from the one generator in the same order, so the means are those of one thread.
+    """
     rng = np.random.default_rng(seed)
     size = values.size
     batch = max(1, _BATCH_CELLS // size)
-    return np.concatenate(
-        [
-            _weighted_means(values, weights, _draws(rng, size, min(batch, resamples - start)))
-            for start in range(0, resamples, batch)
-        ]
-    )
+    rows = [min(batch, resamples - start) for start in range(0, resamples, batch)]
+    means: list[NDArray[np.float64]] = []
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_draws, rng, size, rows[0])
+        for following in [*rows[1:], 0]:
+            draws = pending.result()
+            if following:
+                pending = pool.submit(_draws, rng, size, following)
+            means.append(_weighted_means(values, weights, draws))
+    return np.concatenate(means)
 
 
 def percentile_interval(means: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:

@@ -37,10 +37,12 @@ DEFAULT_OUT = "artifacts/relevance.json"
 # ------------------------------------------------------------------------------------------- helpers
 
 
-def _read_bytes(path: str, what: str) -> bytes:
-    """A file's bytes; a missing, unreadable or directory path is a UsageError naming it."""
+def _read_bytes(path: str, what: str, limit: int = -1) -> bytes:
+    """A file's bytes (the first `limit` only, when given); a missing, unreadable or directory path is a
+    UsageError naming it."""
     try:
-        return Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            return handle.read(limit)
     except FileNotFoundError:
         raise UsageError(f"{what} {path}: no such file") from None
     except IsADirectoryError:
@@ -350,13 +352,15 @@ def _read_run(path: str) -> tuple[Any, Any]:
     from assay.golden.trec import TrecFormatError, read_run, read_run_table
     from assay.results import QueryResult
 
-    raw = _read_bytes(path, "run file")
+    head = _read_bytes(path, "run file", _COLUMNS_MIN_BYTES)
+    if len(head) == _COLUMNS_MIN_BYTES and not _JSONL_START.match(head):
+        # A large TREC run: pyarrow reads the file itself, in blocks, when it is in the plain shape.
+        table = read_run_table(path)
+        if table is not None:
+            return table, None
+    raw = head if len(head) < _COLUMNS_MIN_BYTES else _read_bytes(path, "run file")
     if not raw or raw.isspace():
         raise UsageError(f"run file {path}: the file is empty")
-    jsonl = _JSONL_START.match(raw) is not None
-    table = None if jsonl or len(raw) < _COLUMNS_MIN_BYTES else read_run_table(raw)
-    if table is not None:
-        return table, None
     text = _decode(raw, path, "run file")
     del raw  # the file's bytes: as large as everything read from it
     try:

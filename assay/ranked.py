@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,36 +70,37 @@ def match_results(golden: GoldenColumns, results: Mapping[str, QueryResult]) -> 
 
 def match_table(golden: GoldenColumns, table: RunTable) -> Matched:
     """A TREC run's rows matched to `golden` in bulk: each row's (query, document) looked up among the
-    judgments by one hash join on integer codes (no run file holds a docno twice in a topic)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    judgments as one integer key (no run file holds a docno twice in a topic)."""
     k, queries = golden.k, len(golden.queries)
-    golden_ids = pa.array([q.id for q in golden.queries], type=pa.string())
+    place = {q.id: i for i, q in enumerate(golden.queries)}
     # The golden query of each topic (-1: not in the golden file) and of each row.
-    topic_query = pc.fill_null(pc.index_in(pa.array(table.topics, type=pa.string()), golden_ids), -1)
-    topic_query = topic_query.to_numpy().astype(np.int64)
+    topic_query = np.array([place.get(topic, -1) for topic in table.topics], dtype=np.int64)
     row_query = topic_query[table.topic]
     # Each judgment's document as a code of the run's docno dictionary (-1: the run never returned it).
-    doc_code = pc.fill_null(pc.index_in(pa.array(golden.doc_ids, type=pa.string()), table.docnos), -1)
-    doc_code = doc_code.to_numpy().astype(np.int64)
+    code = {docno: i for i, docno in enumerate(table.docnos)}
+    doc_code = np.fromiter(
+        map(code.get, golden.doc_ids, repeat(-1)), dtype=np.int64, count=len(golden.doc_ids)
+    )
     width = len(table.docnos) + 1
-    judged = doc_code >= 0
+    judged = np.flatnonzero(doc_code >= 0)
     judgment_key = golden.owner[judged] * width + doc_code[judged]
     known = row_query >= 0
     row_key = np.where(known, row_query * width + table.doc, -1)
-    # The judgment each row holds (-1: none): its index among the judgments the run returned, mapped back.
-    found = pc.fill_null(pc.index_in(row_key, pa.array(judgment_key)), -1).to_numpy().astype(np.int64)
-    judgment = np.full(len(found), -1, dtype=np.int64)
-    hit = found >= 0
-    judgment[hit] = np.flatnonzero(judged)[found[hit]]
+    # The judgment each row holds (-1: none), found by binary search among the sorted keys of the judged
+    # documents the run returned (numpy's sorts and searches beat a hash join here).
+    by_key = np.argsort(judgment_key)
+    sorted_keys = judgment_key[by_key]
+    at = np.minimum(np.searchsorted(sorted_keys, row_key), max(len(sorted_keys) - 1, 0))
+    judgment = np.full(len(row_key), -1, dtype=np.int64)
+    hit = known & (sorted_keys[at] == row_key) if len(sorted_keys) else np.zeros(len(row_key), dtype=bool)
+    judgment[hit] = judged[by_key[at[hit]]]
     rank = np.arange(len(table.topic), dtype=np.int64) - table.bounds[table.topic] + 1
 
     first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
     first_rank[judgment[hit]] = rank[hit]
     top = known & (rank <= k)
     grades = np.full((k, queries), UNJUDGED, dtype=np.int64)
-    slot_grade = np.full(len(found), UNJUDGED, dtype=np.int64)
+    slot_grade = np.full(len(row_key), UNJUDGED, dtype=np.int64)
     slot_grade[hit] = golden.grades[judgment[hit]]
     grades[rank[top] - 1, row_query[top]] = slot_grade[top]
 
@@ -106,7 +108,7 @@ def match_table(golden: GoldenColumns, table: RunTable) -> Matched:
     counts = np.diff(table.bounds)
     listed = topic_query >= 0
     n[topic_query[listed]] = counts[listed]
-    names = table.docnos.take(pa.array(table.doc[top])).to_pylist()
+    names = np.array(table.docnos, dtype=object)[table.doc[top]].tolist()
     top_ids: list[list[str]] = [[] for _ in range(queries)]
     start = 0  # rows stand topic by topic: each listed topic's top rows are the next run of `names`
     for query, size in zip(topic_query[listed].tolist(), np.minimum(counts[listed], k).tolist(), strict=True):

@@ -242,59 +242,64 @@ def _per_query(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The artifact's row per query, and the critical queries' entries."""
     k = columns.k
-    ends = columns.bounds.tolist()
-    grades = columns.grades.tolist()
-    first = matched.first_rank.tolist()
-    docs = columns.doc_ids
+    # The graded judgments (grade >= 1), query by query: the documents each row's `ranks` and `grades` name.
+    graded = columns.grades >= 1
+    if compact_ranks:
+        graded &= (matched.first_rank > 0) & (matched.first_rank <= k)
+    shown = np.flatnonzero(graded)
+    bounds = np.searchsorted(shown, columns.bounds).tolist()
+    shown_docs = [columns.doc_ids[j] for j in shown.tolist()]
+    shown_ranks = [rank or None for rank in matched.first_rank[shown].tolist()]
+    shown_grades = columns.grades[shown].tolist()
     ndcg, rr, p = scores.ndcg.tolist(), scores.rr.tolist(), scores.p.tolist()
     n, duplicates = scores.n.tolist(), scores.duplicates.tolist()
     empty, lt3 = values["empty_rate"].astype(bool).tolist(), values["lt3_rate"].astype(bool).tolist()
     judged = values["judged_at_k"].tolist()
     rows: list[dict[str, Any]] = []
-    critical: list[dict[str, Any]] = []
     for i, query in enumerate(columns.queries):
-        start, end = ends[i], ends[i + 1]
+        start, end = bounds[i], bounds[i + 1]
         error = matched.errors[i]
-        graded = [j for j in range(start, end) if grades[j] >= 1]
-        if compact_ranks:
-            shown = [j for j in graded if 0 < first[j] <= k]
-            ranks: dict[str, int | None] = {docs[j]: first[j] for j in shown}
-            graded_grades = {docs[j]: grades[j] for j in shown}
-        else:
-            ranks = {docs[j]: first[j] or None for j in graded}
-            graded_grades = {docs[j]: grades[j] for j in graded}
         failed = error is not None
-        row = {
-            "id": query.id,
-            "text": query.text,
-            "ndcg": None if failed else ndcg[i],
-            "mrr": None if failed else rr[i],
-            "p_at_k": None if failed else p[i],
-            "empty": empty[i],
-            "lt3": lt3[i],
-            "n": n[i],
-            "duplicates": duplicates[i],
-            "judged_at_k": None if judged[i] != judged[i] else judged[i],  # NaN: undefined
-            "error": error,
-            "tier": query.tier,
-            "stratum": query.stratum,
-            "traffic_band": query.traffic_band,
-            "failure_mode": query.failure_mode,
-            "locale": query.locale,
-            "has_filters": bool(query.filters),
-            "weight": query.weight,
-            "expect_empty": query.expect_empty,
-            "critical": query.critical,
-            "ids": matched.top_ids[i],
-            "ranks": ranks,
-            # Lets the gate show each graded document's grade beside its rank change.
-            "grades": graded_grades,
-        }
-        rows.append(row)
-        if query.critical:
-            critical.append(
-                _critical_entry(query, docs[start:end], grades[start:end], first[start:end], critical_rank)
-            )
+        rows.append(
+            {
+                "id": query.id,
+                "text": query.text,
+                "ndcg": None if failed else ndcg[i],
+                "mrr": None if failed else rr[i],
+                "p_at_k": None if failed else p[i],
+                "empty": empty[i],
+                "lt3": lt3[i],
+                "n": n[i],
+                "duplicates": duplicates[i],
+                "judged_at_k": None if judged[i] != judged[i] else judged[i],  # NaN: undefined
+                "error": error,
+                "tier": query.tier,
+                "stratum": query.stratum,
+                "traffic_band": query.traffic_band,
+                "failure_mode": query.failure_mode,
+                "locale": query.locale,
+                "has_filters": bool(query.filters),
+                "weight": query.weight,
+                "expect_empty": query.expect_empty,
+                "critical": query.critical,
+                "ids": matched.top_ids[i],
+                "ranks": dict(zip(shown_docs[start:end], shown_ranks[start:end], strict=True)),
+                # Lets the gate show each graded document's grade beside its rank change.
+                "grades": dict(zip(shown_docs[start:end], shown_grades[start:end], strict=True)),
+            }
+        )
+    critical: list[dict[str, Any]] = []
+    if any(q.critical for q in columns.queries):
+        ends = columns.bounds.tolist()
+        grades, first = columns.grades.tolist(), matched.first_rank.tolist()
+        for i, query in enumerate(columns.queries):
+            if query.critical:
+                start, end = ends[i], ends[i + 1]
+                critical.append(
+                    _critical_entry(
+                        query, columns.doc_ids[start:end], grades[start:end], first[start:end], critical_rank
+                    )
+                )
     return rows, critical
 
 

@@ -13,10 +13,9 @@ both accept (tests/assay/golden/test_fast.py).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from operator import attrgetter
 from typing import Any
 
@@ -31,12 +30,14 @@ from assay.golden.fields import HEADER_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural
 from assay.golden.model import GoldenFile, GoldenQuery, Scale
 from assay.memory import gc_paused
 
-_DIGITS = frozenset("0123456789")
-# In comma-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
-_LEADING_ZERO = re.compile(r"(?:^|,)0[0-9]")
+# In space-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
+_LEADING_ZERO = re.compile(r" 0[0-9]")
+_PREFIX = re.compile(r"[^0-9]*")
 _SIMPLE = ("id", "text", "judgments")
 _RICH = tuple(field for field in QUERY_FIELDS if field not in _SIMPLE)
 _rich = attrgetter(*_RICH)
+_ID, _TEXT, _JUDGMENTS = attrgetter("id"), attrgetter("text"), attrgetter("judgments")
+_DOC_ID, _GRADE, _KEY = attrgetter("doc_id"), attrgetter("grade"), attrgetter("key")
 _NONE_RICH = (UNSET,) * len(_RICH)
 
 
@@ -81,32 +82,46 @@ def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
     if strings and max(map(len, strings)) > MAX_LENGTH[field]:
         return False
     joined = "".join(strings)
-    if _SURROGATE.search(joined) or _CONTROL.search(joined) or (ident and _NOT_IN_ID.search(joined)):
+    # Printable ASCII (the usual case) holds no surrogate or control character: one C pass, no regex.
+    plain = joined.isascii() and joined.isprintable()
+    if not plain and (_SURROGATE.search(joined) or _CONTROL.search(joined)):
         return False
     if ident:  # no whitespace in them: non-blank is non-empty
+        if (" " in joined) if plain else _NOT_IN_ID.search(joined):
+            return False
         return min(map(len, strings), default=1) > 0
     return all(map(str.strip, strings))
 
 
 def _sort_keys(values: list[str]) -> list[Any]:
-    """Sort keys ordering distinct `values` as `natural_key` does: when every value is one shared
+    """Sort keys ordering distinct ids `values` as `natural_key` does: when every value is one shared
     digit-free prefix and a number without leading zeros (q1, q2, ... or plain numbers), the number."""
-    prefix = os.path.commonprefix(values)  # noqa: RUF071 (strings, not paths: character by character)
-    for i, ch in enumerate(prefix):
-        if ch in _DIGITS:
-            prefix = prefix[:i]
-            break
-    cut = len(prefix)
-    tails = [value[cut:] for value in values]
-    digits = "".join(tails)
-    if (
-        digits.isascii()
-        and digits.isdigit()
-        and min(map(len, tails), default=1) > 0
-        and not _LEADING_ZERO.search(",".join(tails))
-    ):
-        return list(map(int, tails))
-    return list(map(natural_key, values))
+    numbers = _numbers(values)
+    return numbers.tolist() if numbers is not None else list(map(natural_key, values))
+
+
+def _numbers(values: list[str]) -> NDArray[np.int64] | None:
+    """The number after each id's shared digit-free prefix, when natural order is that number's order
+    (every id is the prefix and a number without leading zeros); None otherwise."""
+    if not values:
+        return None
+    prefix = _PREFIX.match(values[0]).group()  # type: ignore[union-attr]  # matches every string
+    # Ids hold no whitespace, so a space separates them.
+    joined = " ".join(values)
+    if prefix:
+        # Every id starts with the prefix (a space before each but the first) and holds it nowhere else.
+        if (" " + joined).count(" " + prefix) != len(values) or joined.count(prefix) != len(values):
+            return None
+        joined = joined.replace(prefix, "")
+    digits = joined.replace(" ", "")
+    if not (digits.isascii() and digits.isdigit()) or "  " in joined or joined.endswith(" "):
+        return None  # something other than digits, or an id that is the prefix alone
+    if joined.startswith(" ") or _LEADING_ZERO.search(" " + joined):
+        return None
+    if max(map(len, values)) - len(prefix) > 18:
+        return None  # beyond int64
+    # Checked above: digit runs of at most 18 digits, one space apart, which numpy's text reader takes.
+    return np.fromstring(joined, dtype=np.int64, sep=" ")
 
 
 def _colons(value: Any) -> tuple[int, int]:
@@ -218,11 +233,18 @@ def _in_order(
         scale=scale,
         rubric=rubric,
         queries=tuple(queries[i] for i in query_order.tolist()),
-        doc_ids=[docs[i] for i in perm],
+        doc_ids=_taken(docs, perm),
         grades=np.asarray(grades, dtype=np.int64)[perm],
-        keys=[keys[i] for i in perm] if any(key is not None for key in keys) else None,
+        keys=_taken(keys, perm) if keys.count(None) < len(keys) else None,
         bounds=offsets(np.asarray(sizes, dtype=np.int64)[query_order]),
     )
+
+
+def _taken(values: list[Any], order: NDArray[np.intp]) -> list[Any]:
+    """`values` in `order` (a permutation of their indices)."""
+    if bool((order[1:] > order[:-1]).all()):
+        return values  # the identity
+    return np.array(values, dtype=object)[order].tolist()
 
 
 def _simple_columns(
@@ -230,20 +252,21 @@ def _simple_columns(
 ) -> tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[int], int, int] | None:
     """Queries with only id, text and judgments, checked in bulk: (queries, doc ids, grades, keys, judgments
     per query, members, colons) in the file's order; None when not valid."""
-    ids = [item.id for item in items]
-    texts = [item.text for item in items]
-    lists = [[] if item.judgments is UNSET else item.judgments for item in items]
+    ids = list(map(_ID, items))
+    texts = list(map(_TEXT, items))
+    lists = [[] if judgments is UNSET else judgments for judgments in map(_JUDGMENTS, items)]
     if not _clean(ids, ident=True, field="id") or not _clean(texts, ident=False, field="text"):
         return None
-    flat = [j for judgments in lists for j in judgments]
-    docs = [j.doc_id for j in flat]
-    grades = [j.grade for j in flat]
-    keys: list[Any] = [j.key for j in flat]
+    flat = list(chain.from_iterable(lists))
+    docs = list(map(_DOC_ID, flat))
+    grades = list(map(_GRADE, flat))
+    keys: list[Any] = list(map(_KEY, flat))
     if grades and (min(grades) < scale.min or max(grades) > scale.max):
         return None
     if not _clean(docs, ident=True, field="doc_id"):
         return None
-    given = [key for key in keys if key is not UNSET]
+    absent = keys.count(UNSET)
+    given = [key for key in keys if key is not UNSET] if absent < len(keys) else []
     present = [key for key in given if key is not None]
     if present and not _clean(present, ident=False, field="key"):
         return None
@@ -252,37 +275,33 @@ def _simple_columns(
     sizes = list(map(len, lists))
     if present and _keys_repeat(keys, np.repeat(np.arange(len(lists)), sizes)):
         return None
-    queries = [GoldenQuery(id=qid, text=text) for qid, text in zip(ids, texts, strict=True)]
-    members = 2 * len(items) + sum(item.judgments is not UNSET for item in items)
+    queries = list(map(GoldenQuery, ids, texts))
+    members = 2 * len(items) + len(items) - list(map(_JUDGMENTS, items)).count(UNSET)
     members += 2 * len(flat) + len(given)
     colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(docs).count(":")
     colons += "".join(present).count(":")
-    return (
-        queries,
-        docs,
-        grades,
-        keys,
-        sizes,
-        members,
-        colons,
-    )
+    return queries, docs, grades, keys, sizes, members, colons
 
 
-def _judgment_order(owner: NDArray[np.int64], docs: list[str]) -> list[int] | None:
+def _judgment_order(owner: NDArray[np.int64], docs: list[str]) -> NDArray[np.intp] | None:
     """Indices putting the judgments in order of their query's place (`owner`), then natural doc id order,
     or None when a query holds a doc id twice."""
-    order = _sort_keys(docs)
-    if order and isinstance(order[0], int) and max(order) < 2**63:
-        number = np.asarray(order, dtype=np.int64)  # one shared prefix: equal numbers are equal doc ids
-        perm = np.lexsort((number, owner))
-        repeated = (owner[perm][1:] == owner[perm][:-1]) & (number[perm][1:] == number[perm][:-1])
-        return None if repeated.any() else perm.tolist()
+    numbers = _numbers(docs)
+    if numbers is not None and (not numbers.size or int(numbers.max()) < 2**62 // max(len(owner), 1)):
+        # One shared prefix: equal numbers are equal doc ids. One integer key per judgment, sorted.
+        key = owner * (int(numbers.max(initial=0)) + 1) + numbers
+        if bool((key[1:] > key[:-1]).all()):
+            return np.arange(len(key))  # already in canonical order (a file Assay wrote)
+        perm = np.argsort(key)
+        ordered = key[perm]
+        return None if bool((ordered[1:] == ordered[:-1]).any()) else perm
+    order = list(map(natural_key, docs))
     owners = owner.tolist()
-    ordered = sorted(range(len(docs)), key=lambda i: (owners[i], order[i]))
-    for a, b in pairwise(ordered):
+    ranked = sorted(range(len(docs)), key=lambda i: (owners[i], order[i]))
+    for a, b in pairwise(ranked):
         if owners[a] == owners[b] and docs[a] == docs[b]:
             return None
-    return ordered
+    return np.asarray(ranked, dtype=np.intp)
 
 
 def _keys_repeat(keys: list[str | None], owner: Any) -> bool:

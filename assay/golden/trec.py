@@ -168,9 +168,9 @@ def read_run(text: str) -> TrecRun:
 
 # Below this the line-by-line reading is as quick as importing pyarrow.
 _ARROW_MIN_CHARS = 1 << 20
-_BLOCK = 8 << 20  # pyarrow's CSV block: a few large blocks read quicker than many small ones
-# Bytes of a run file in the plain shape: printable ASCII but for tabs, carriage returns and the like.
-_PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
+# pyarrow's CSV reader on one thread, in large blocks: `assay score` decodes the golden file on the other
+# core meanwhile, and the reader's own threads cost more in memory and page faults than they save here.
+_BLOCK = 8 << 20
 # Arrow reads a score as float() does, or refuses it (then the line-by-line reading names it): checked
 # on "1_0", "0x10", "1e", ".5", "inf", "nan" and padded numbers in tests/assay/golden/test_trec.py.
 
@@ -184,13 +184,13 @@ class RunTable:
     topics: list[str]
     topic: NDArray[np.int64]
     bounds: NDArray[np.int64]
-    docnos: Any  # pyarrow StringArray: the distinct docnos
+    docnos: list[str]  # the distinct docnos
     doc: NDArray[np.int64]
     tags: tuple[str, ...]
 
     def ranked(self) -> TrecRun:
         """The run as a mapping, qid -> docnos best first (one str per distinct docno, shared)."""
-        names = np.array(self.docnos.to_pylist(), dtype=object)[self.doc].tolist()
+        names = np.array(self.docnos, dtype=object)[self.doc].tolist()
         ends = self.bounds.tolist()
         return TrecRun(
             {
@@ -210,75 +210,83 @@ def _read_run_arrow(text: str) -> TrecRun | None:
     return None if table is None else table.ranked()
 
 
-def read_run_table(raw: bytes) -> RunTable | None:
-    """A run file in the plain shape (ASCII, one space between exactly six columns) read by pyarrow's CSV
-    reader into a `RunTable`; None when the file is not in that shape or has any problem (a docno twice
-    in a topic, a score that is not a number): `read_run`'s line-by-line reading then names it."""
-    if not raw.isascii() or raw.translate(None, _PLAIN):
-        return None  # tabs, carriage returns and the like: split() reads them as separators
+def read_run_table(source: bytes | str) -> RunTable | None:
+    """A run file in the plain shape (printable ASCII, one space between exactly six columns), its bytes or
+    its path, read by pyarrow's CSV reader into a `RunTable`; None when the file is not in that shape or
+    has any problem (a docno twice in a topic, a score that is not a number): `read_run`'s line-by-line
+    reading then names it."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as csv
 
     names = ["qid", "q0", "docno", "rank", "score", "tag"]
-    used = ["qid", "docno", "score", "tag"]
+    words = pa.dictionary(pa.int32(), pa.string())  # each distinct value once, rows as codes
     try:
         table = csv.read_csv(
-            pa.py_buffer(raw),
-            read_options=csv.ReadOptions(column_names=names, block_size=_BLOCK),
+            pa.py_buffer(source) if isinstance(source, bytes) else source,
+            read_options=csv.ReadOptions(column_names=names, block_size=_BLOCK, use_threads=False),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
             convert_options=csv.ConvertOptions(
-                column_types={**dict.fromkeys(used, pa.string()), "score": pa.float64()},
+                column_types={**dict.fromkeys(names, words), "score": pa.float64()},
                 null_values=[],  # "nan", "NA", "null" are not missing values here but bad scores
                 strings_can_be_null=False,
-                include_columns=used,
             ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        ).unify_dictionaries()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         return None  # a row of another width, mostly: the line-by-line reading names its line
-    if not table.num_rows or any(
-        pc.min(pc.utf8_length(table[name])).as_py() == 0 for name in ("qid", "docno", "tag")
-    ):
-        return None  # an empty column: two spaces, or a space at either end of a line
-    qids = pc.dictionary_encode(table["qid"]).combine_chunks()
-    docs = pc.dictionary_encode(table["docno"]).combine_chunks()
-    topic = qids.indices.to_numpy().astype(np.int64)
-    doc = docs.indices.to_numpy().astype(np.int64)
-    score = table["score"].combine_chunks().to_numpy(zero_copy_only=False) + 0.0  # -0.0 ties 0.0
+    if not table.num_rows:
+        return None
+    columns = {name: table[name].combine_chunks() for name in names if name != "score"}
+    for column in columns.values():
+        values = column.dictionary.to_pylist()
+        joined = "".join(values)
+        # The line-by-line reading splits on any whitespace: only printable ASCII without spaces reads the
+        # same both ways (an empty value is two spaces, or one at either end of a line).
+        if not (joined.isascii() and joined.isprintable()) or " " in joined or "" in values:
+            return None
+    qids, docs = columns["qid"], columns["docno"]
+    topic = _numbers(qids.indices, np.int32).astype(np.int64)
+    doc = _numbers(docs.indices, np.int32).astype(np.int64)
+    score = _numbers(table["score"].combine_chunks(), np.float64) + 0.0  # -0.0 ties 0.0
     if np.isnan(score).any():
         return None
-    tags = tuple(pc.unique(table["tag"]).to_pylist())
-    del table
-    if not _in_trec_order(topic, score, doc, docs.dictionary):
+    tags = tuple(columns["tag"].dictionary.to_pylist())  # in order of first appearance
+    del table, columns
+    docnos = docs.dictionary.to_pylist()
+    if not _in_trec_order(topic, score, doc, docnos):
+        import pyarrow.compute as pc
+
         order = pc.sort_indices(
-            pa.table({"topic": topic, "score": score, "docno": docs.dictionary.take(doc)}),
+            pa.table({"topic": topic, "score": score, "docno": pa.array(docnos).take(doc)}),
             sort_keys=[("topic", "ascending"), ("score", "descending"), ("docno", "descending")],
         ).to_numpy()
         topic, doc = topic[order], doc[order]
     width = len(docs.dictionary)
-    if pc.count_distinct(pa.array(topic * width + doc)).as_py() != len(doc):
+    pairs = np.sort(topic * width + doc)
+    if (pairs[1:] == pairs[:-1]).any():
         return None  # a docno twice in a topic: reported with both lines
     counts = np.bincount(topic, minlength=len(qids.dictionary))
     bounds = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
-    return RunTable(qids.dictionary.to_pylist(), topic, bounds, docs.dictionary, doc, tags)
+    return RunTable(qids.dictionary.to_pylist(), topic, bounds, docnos, doc, tags)
+
+
+def _numbers(array: Any, dtype: type[np.generic]) -> NDArray[Any]:
+    """A pyarrow array of numbers without nulls, viewed as numpy's (its `to_numpy` imports pandas)."""
+    return np.frombuffer(
+        array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * np.dtype(dtype).itemsize
+    )
 
 
 def _in_trec_order(
-    topic: NDArray[np.int64], score: NDArray[np.float64], doc: NDArray[np.int64], docnos: Any
+    topic: NDArray[np.int64], score: NDArray[np.float64], doc: NDArray[np.int64], docnos: list[str]
 ) -> bool:
     """Whether rows already stand in trec_eval's order (most run files are written that way): topics in
     order of first appearance, scores descending, ties by docno descending."""
-    import pyarrow.compute as pc
-
     same = topic[1:] == topic[:-1]
-    if not ((topic[1:] >= topic[:-1]).all() and (score[1:][same] <= score[:-1][same]).all()):
+    if (topic[1:] < topic[:-1]).any() or (same & (score[1:] > score[:-1])).any():
         return False
-    tied = np.flatnonzero(same & (score[1:] == score[:-1]))
-    if not tied.size:
-        return True
-    before, after = docnos.take(doc[tied]), docnos.take(doc[tied + 1])
-    return bool(pc.all(pc.greater(before, after)).as_py())
+    tied = np.flatnonzero(same & (score[1:] == score[:-1])).tolist()
+    return all(docnos[doc[i]] > docnos[doc[i + 1]] for i in tied)
 
 
 def write_run(ranked: Mapping[str, Sequence[str]], tag: str = "assay") -> str:
