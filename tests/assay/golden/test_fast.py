@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from assay.golden.fast import _sort_keys, fast_parse
@@ -147,6 +147,7 @@ def test_parse_reports_exactly_the_careful_walks_problems(text: str) -> None:
 
 
 @given(st.lists(st.text("ab0123456789", max_size=5), unique=True, max_size=8))
+@example(["ab1", "abab1"])  # the shared prefix again inside an id
 def test_the_fast_sort_keys_order_ids_as_the_natural_key_does(values: list[str]) -> None:
     keys = _sort_keys(values)
     order = sorted(range(len(values)), key=keys.__getitem__)
