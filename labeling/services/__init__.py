@@ -38,6 +38,7 @@ from labeling.services.done import (
 )
 from labeling.services.grading import (
     BUSY_MESSAGE,
+    DONE_BUSY_MESSAGE,
     LOCKED_MESSAGE,
     MAX_NOTE,
     MAX_TIME_PER_SAVE_MS,
@@ -52,6 +53,7 @@ from labeling.services.grading import (
     Retired,
     SubmitResult,
     judgment_submit,
+    retried_when_locked,
 )
 from labeling.services.imports import SamplingOptions, documents_import, query_log_import, rubric_import
 from labeling.services.pools import (
@@ -84,6 +86,7 @@ from labeling.services.review import (
 
 __all__ = [
     "BUSY_MESSAGE",
+    "DONE_BUSY_MESSAGE",
     "JUDGED_SYSTEM",
     "LABEL_KINDS",
     "LOCKED_MESSAGE",
@@ -140,6 +143,7 @@ __all__ = [
     "query_move_tier",
     "query_retire",
     "retired_work_reopen",
+    "retried_when_locked",
     "rubric_import",
     "single_rater",
     "thresholds_of",

@@ -13,7 +13,14 @@ from django.utils import timezone
 from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
 from labeling.selectors import DUAL_KINDS
 from labeling.services.assignments import assignment_progress
-from labeling.services.grading import GradingError, NotFound, Reassigned, Retired
+from labeling.services.grading import (
+    DONE_BUSY_MESSAGE,
+    GradingError,
+    NotFound,
+    Reassigned,
+    Retired,
+    retried_when_locked,
+)
 from labeling.services.review import query_dispute_check
 
 
@@ -57,6 +64,7 @@ class DoneResult:
         return sum(1 for o in self.overturns if not o.note)
 
 
+@retried_when_locked(DONE_BUSY_MESSAGE)
 @transaction.atomic
 def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
     """The rater marks the query done: every candidate must be graded; the grades are locked from now on.

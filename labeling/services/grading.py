@@ -95,6 +95,9 @@ class Retired(GradingError):
 REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
 RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
 BUSY_MESSAGE = "the database is busy with other saves; your grade was not saved yet, try again in a moment"
+DONE_BUSY_MESSAGE = (
+    "the database is busy with other saves; the query was not marked done yet, try again in a moment"
+)
 # Seconds between attempts when SQLite answers "database is locked" (after its own busy timeout: this is
 # the rare case of a writer holding the file longer, such as a worker finalizing a large run).
 LOCKED_RETRY_DELAYS = (0.1, 0.3, 1.0)
@@ -108,27 +111,32 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _retried_when_locked(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run `func` (a whole transaction) again when SQLite says the database is locked, then give up with
-    Busy. Inside a caller's transaction nothing is retried: only the caller can start it again."""
+def retried_when_locked(message: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Run the decorated function (a whole transaction: a rater's write) again when SQLite says the
+    database is locked, then give up with Busy(message), which the grading endpoints answer 503 with
+    Retry-After and the grading page sends again. Inside a caller's transaction nothing is retried: only
+    the caller can start it again. PostgreSQL never answers "locked": a write there waits its turn."""
 
-    @functools.wraps(func)
-    def attempt(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        for delay in (*LOCKED_RETRY_DELAYS, None):
-            try:
-                return func(*args, **kwargs)
-            except OperationalError as exc:
-                if "database is locked" not in str(exc) and "database table is locked" not in str(exc):
-                    raise
-                if delay is None or connection.in_atomic_block:
-                    raise Busy(BUSY_MESSAGE) from exc
-            time.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+    def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(func)
+        def attempt(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            for delay in (*LOCKED_RETRY_DELAYS, None):
+                try:
+                    return func(*args, **kwargs)
+                except OperationalError as exc:
+                    if "database is locked" not in str(exc) and "database table is locked" not in str(exc):
+                        raise
+                    if delay is None or connection.in_atomic_block:
+                        raise Busy(message) from exc
+                time.sleep(delay)
+            raise AssertionError("unreachable: the last attempt returns or raises")
 
-    return attempt
+        return attempt
+
+    return decorate
 
 
-@_retried_when_locked
+@retried_when_locked(BUSY_MESSAGE)
 @transaction.atomic
 def judgment_submit(
     *,

@@ -78,6 +78,15 @@ def _json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": code, "message": message}, status=status)
 
 
+def _refused(exc: services.GradingError) -> JsonResponse:
+    """A rater write the service refused; `busy` (SQLite stayed locked through the service's retries)
+    says when to send it again, and the grading page does."""
+    response = _json_error(exc.status, exc.code, exc.message)
+    if isinstance(exc, services.Busy):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 def grades(request: HttpRequest, pk: int) -> JsonResponse:
     """GET: the rater's saved grades. POST JSON {candidate, grade, note?, time_spent_ms?}: save one grade.
@@ -111,12 +120,8 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
             note=body.get("note") or "",
             time_spent_ms=body.get("time_spent_ms") or 0,
         )
-    except services.Busy as exc:
-        response = _json_error(exc.status, exc.code, exc.message)
-        response["Retry-After"] = str(exc.retry_after)  # the grading page waits this long, then resends
-        return response
     except services.GradingError as exc:
-        return _json_error(exc.status, exc.code, exc.message)
+        return _refused(exc)
     return JsonResponse(
         {
             "saved": True,
@@ -134,11 +139,12 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
 @require_POST
 def done(request: HttpRequest, pk: int) -> JsonResponse:
     """Mark the query done (the `d` key): 200 with the grades that overturn a frozen label, each to get
-    a note; 422 `incomplete` while a document is ungraded; 404/409 as for a grade."""
+    a note; 422 `incomplete` while a document is ungraded; 404/409 and 503 `busy` with Retry-After as
+    for a grade (marking done again answers the same, so the page may resend it)."""
     try:
         result = services.assignment_done(assignment_id=pk, rater=request.user)  # type: ignore[arg-type]
     except services.GradingError as exc:
-        return _json_error(exc.status, exc.code, exc.message)
+        return _refused(exc)
     return JsonResponse(
         {
             "done": True,

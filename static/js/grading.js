@@ -214,6 +214,10 @@
     }
     if (current >= 0) banked(items[current]);
     flow.textContent = "Marking done…";
+    await sendDone();
+  }
+
+  async function sendDone() {
     let response, data;
     try {
       ({ response, data } = await post(doneUrl, {}));
@@ -223,6 +227,13 @@
     }
     if (response.ok) {
       window.location.reload();
+      return;
+    }
+    if (response.status === 503) {
+      // The database was busy (SQLite under many raters): marked done again, as a grade is saved again.
+      const wait = Math.max(1, Number(response.headers.get("Retry-After")) || 2);
+      flow.textContent = "Not marked done yet: the server is busy. Trying again in " + wait + " s…";
+      setTimeout(sendDone, wait * 1000);
       return;
     }
     flow.textContent = "Not marked done: " + (data.message || "error " + response.status);

@@ -242,3 +242,35 @@ def test_every_grade_key_answers_alike_on_a_labelled_document_and_done_asks_for_
     page.keyboard.press("3")
     expect(item.locator(".save-state")).to_contain_text("Locked")
     assert Judgment.objects.get(pk=judgment.pk).grade == 0
+
+
+def test_marking_done_while_the_server_is_busy_says_so_and_marks_it_done_after_the_wait(
+    page: Page, live_server: Any, login: Login, work: dict[str, Assignment]
+) -> None:
+    assignment = work["alice_next"]
+    for candidate in Candidate.objects.filter(query=assignment.query):
+        factories.JudgmentFactory.create(assignment=assignment, document=candidate.document, grade=1)
+    login(page, "alice")
+    _open(page, live_server, assignment)
+    # The first "done" finds the database locked (SQLite, docs/deployment.md): 503 with Retry-After.
+    answered: list[int] = []
+
+    def busy_once(route: Any) -> None:
+        if not answered:
+            answered.append(503)
+            route.fulfill(
+                status=503,
+                headers={"Retry-After": "1", "Content-Type": "application/json"},
+                body='{"error": "busy", "message": "the database is busy"}',
+            )
+        else:
+            answered.append(0)
+            route.continue_()
+
+    page.route(f"**/assignments/{assignment.pk}/done/", busy_once)
+    page.keyboard.press("d")
+    expect(page.locator("#flow-message")).to_contain_text("the server is busy. Trying again in 1 s")
+    expect(page.locator("#mark-done")).to_have_count(0)  # the page reloaded, done
+    assert answered == [503, 0]
+    assignment.refresh_from_db()
+    assert assignment.status == "done"
