@@ -10,6 +10,7 @@
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.results`: calling a search
   system, and the addresses a target may reach;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
+- `assay.display`: how params, a dispute's grades, gate findings and numbers read on every page;
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command,
   its client for an Assay server, their shared option parsing, atomic artifact writing, and imports on a
   helper thread (so `assay run` loads its transport and its scoring beside other work).

@@ -8,24 +8,14 @@ tasks claim work with conditional updates on its `status`, and `QueryRunResult` 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from assay.adapters import ADAPTER_NAMES
+from assay.display import params_text
 from assay.targets import TargetSpec, target_spec
-
-
-def params_text(params: Mapping[str, Any] | None) -> str:
-    """`rewrite=true size=10`: parameters as a user types them (JSON values); "none" when empty."""
-    if not params:
-        return "none"
-    return " ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in params.items())
 
 
 class SearchTarget(models.Model):

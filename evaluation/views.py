@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.charts import TREND_CHART, trend_charts
+from assay.display import overrides_text, params_text
 from assay.drift import BudgetsError
 from assay.harness import redact_url
 from assay.jsonin import JsonInputError, json_loads
@@ -37,7 +38,7 @@ from evaluation.forms import (
     TokenForm,
     problems_to_form,
 )
-from evaluation.models import ApiToken, EvaluationRun, SearchTarget, params_text
+from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.report_page import (
     compare_choices,
     compare_rows,
@@ -173,6 +174,12 @@ def run_new(request: HttpRequest) -> HttpResponse:
 # ------------------------------------------------------------------------------------- runs: report
 
 
+def _target_sends(run: EvaluationRun) -> dict[str, Any]:
+    """The params and stage toggles the target itself sent when the run started (its snapshot)."""
+    snapshot = run.target_snapshot or {}
+    return {**(snapshot.get("params") or {}), **(snapshot.get("stages") or {})}
+
+
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
@@ -190,7 +197,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "git_export": GitExportConfig.objects.filter(golden_set=golden_set).first(),
         "snapshot": run_snapshot(run),
         "params": params_text(run.effective_params),
-        "overrides": params_text(run.params) if run.params else "",
+        "overrides": overrides_text(_target_sends(run), run.params),
         "deliveries": list(run.notifications.all()),  # who was told of its verdict (docs/runs.md)
     }
     if run.report is not None:

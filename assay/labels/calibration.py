@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from assay import display
 from assay.golden.model import DEFAULT_RELEVANT_MIN_GRADE, Scale
 from assay.labels.agreement import (
     DEFAULT_CONFIDENCE,
@@ -101,7 +102,7 @@ class UnitMedian:
             return None
         n = len(self.grades)
         low, high = self.grades[n // 2 - 1], self.grades[n // 2]
-        return f"grades {self.grades_text} tie between {low} and {high}: a reviewer decides"
+        return f"grades {display.grades_text(self.grades)} tie between {low} and {high}: a reviewer decides"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from assay.display import grades_text
 from assay.golden.model import DEFAULT_RELEVANT_MIN_GRADE, Scale
 from assay.labels.agreement import (
     DEFAULT_HARD_DIFF,
@@ -168,10 +169,6 @@ class Consolidation:
         }
 
 
-def _grades_text(grades: Sequence[int]) -> str:
-    return " vs ".join(str(g) for g in grades)
-
-
 def _share(count: int, n: int, value: float) -> str:
     return f"{count}/{n} = {value:.4f}".rstrip("0").rstrip(".")
 
@@ -224,7 +221,7 @@ def query_dispute(
     for d in agreement.disagreements:
         if d.doc_id not in top:
             continue
-        grades = _grades_text(d.grades)
+        grades = grades_text(d.grades)
         if d.doc_id in hard and d.doc_id in flips:
             reasons.append(f"hard disagreement and relevance flip on {d.doc_id}: {grades}{cutoff}")
         elif d.doc_id in hard:
@@ -306,9 +303,9 @@ def consolidate(
     if ordered[0] == ordered[-1]:
         return Final(ordered[0], "agreed")
     if n == 2:
-        text = _grades_text(grades)
+        text = grades_text(grades)
         return Final(None, None, f"two grades disagree ({text}): awaiting third rater", "third_rater")
-    text = ", ".join(map(str, ordered))
+    text = grades_text(ordered)
     spread = ordered[-1] - ordered[0]
     if spread >= REVIEW_SPREAD:
         return Final(None, None, f"grades {text} are {spread} apart: a reviewer decides", "reviewer")

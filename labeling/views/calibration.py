@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.display import grades_text
 from labeling import rounds
 from labeling.forms import CalibrationRoundForm, form_errors
 from labeling.models import CalibrationRound
@@ -100,7 +101,7 @@ def calibration_promote(request: HttpRequest, slug: str, pk: int) -> HttpRespons
         " are the final labels now.",
     )
     if result.ties:
-        shown = "; ".join(f"{t.query_id}/{t.doc_id} ({t.grades_text})" for t in result.ties[:20])
+        shown = "; ".join(f"{t.query_id}/{t.doc_id} ({grades_text(t.grades)})" for t in result.ties[:20])
         more = f" and {len(result.ties) - 20} more" if len(result.ties) > 20 else ""
         ties = f"{len(result.ties)} tie{'s' if len(result.ties) != 1 else ''}"
         messages.warning(request, f"{ties} left to a reviewer: {shown}{more}.")

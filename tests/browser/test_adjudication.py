@@ -92,7 +92,7 @@ def test_a_two_grade_disagreement_is_quarantined_queued_and_resolved_by_the_revi
     expect(page.locator("#disputed-queries tr[data-query='q-88']")).to_contain_text("hard disagreement")
     expect(page.locator("#shadow tr[data-query='q-88']")).to_be_visible()
     row = page.locator(f"#needs-reviewer tr[data-doc='{target.document.doc_id}']")
-    expect(row).to_contain_text("two grades disagree (3 vs 1)")
+    expect(row).to_contain_text("two grades disagree (1 vs 3)")
     row.get_by_role("link", name="Decide").click()
 
     # Side by side, without systems or ranks; the reviewer sets 2 with a rationale.

@@ -6,7 +6,7 @@ import pytest
 
 from assay.charts import PLOT_HEIGHT, TOP, bar_chart
 from assay.labels.agreement import Undefined
-from labeling.templatetags.labeling_tags import figure, interval, seconds
+from labeling.templatetags.display import figure, interval, seconds
 
 
 def test_bars_scale_to_the_largest_count_and_carry_their_numbers() -> None:

@@ -188,7 +188,7 @@ def test_ties_are_listed_with_their_grades_for_a_reviewer() -> None:
     assert promotion.promotable == (UnitMedian("q", "d2", (1, 2, 2, 2), 2),)
     (tie,) = promotion.ties
     assert (tie.doc_id, tie.grades, tie.grade) == ("d1", (1, 1, 2, 2), None)
-    assert tie.reason == "grades 1, 1, 2, 2 tie between 1 and 2: a reviewer decides"
+    assert tie.reason == "grades 1 vs 1 vs 2 vs 2 tie between 1 and 2: a reviewer decides"
     assert promotion.to_dict()["units"][0]["reason"] == tie.reason
 
 

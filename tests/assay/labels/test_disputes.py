@@ -242,13 +242,13 @@ def test_it_never_picks_the_first_two_and_breaks_ties_by_id(
             (2, 1),
             None,
             2,
-            Final(None, None, "two grades disagree (2 vs 1): awaiting third rater", "third_rater"),
+            Final(None, None, "two grades disagree (1 vs 2): awaiting third rater", "third_rater"),
         ),
         (
             (2, 1),
             None,
             1,
-            Final(None, None, "two grades disagree (2 vs 1): awaiting third rater", "third_rater"),
+            Final(None, None, "two grades disagree (1 vs 2): awaiting third rater", "third_rater"),
         ),
         ((1, 2, 2), None, 2, Final(2, "median")),
         ((1, 2, 1), None, 2, Final(1, "median")),
@@ -258,19 +258,19 @@ def test_it_never_picks_the_first_two_and_breaks_ties_by_id(
             (0, 3, 0),
             None,
             2,
-            Final(None, None, "grades 0, 0, 3 are 3 apart: a reviewer decides", "reviewer"),
+            Final(None, None, "grades 0 vs 0 vs 3 are 3 apart: a reviewer decides", "reviewer"),
         ),
         (
             (0, 2, 1),
             None,
             2,
-            Final(None, None, "grades 0, 1, 2 are 2 apart: a reviewer decides", "reviewer"),
+            Final(None, None, "grades 0 vs 1 vs 2 are 2 apart: a reviewer decides", "reviewer"),
         ),
         (
             (1, 1, 2, 2),
             None,
             2,
-            Final(None, None, "grades 1, 1, 2, 2 tie between 1 and 2: a reviewer decides", "reviewer"),
+            Final(None, None, "grades 1 vs 1 vs 2 vs 2 tie between 1 and 2: a reviewer decides", "reviewer"),
         ),
         ((1, 1, 1, 2), None, 2, Final(1, "median")),
         # An adjudication always wins, whatever the raters said or have not said yet.
@@ -312,7 +312,7 @@ def test_it_consolidates_a_golden_set_and_lists_what_is_unresolved() -> None:
     ]
     data = result.to_dict()
     assert [row["method"] for row in data["labels"]] == ["single", "median", "adjudicated"]
-    assert data["unresolved"][1]["unresolved_reason"] == "grades 0, 3, 3 are 3 apart: a reviewer decides"
+    assert data["unresolved"][1]["unresolved_reason"] == "grades 0 vs 3 vs 3 are 3 apart: a reviewer decides"
 
 
 def test_it_names_every_bad_item_when_consolidating_a_set() -> None:

@@ -1,0 +1,77 @@
+"""How values read wherever a person sees them (pure: no Django): params and stage toggles, a document's
+grades in a dispute, a gate finding's scope, numbers. Every page formats through the template filters of
+`labeling/templatetags/display.py`, which are these functions; the dispute rules write their reasons with
+`grades_text`, so a stored reason and a page say the same.
+
+The vocabulary:
+- params and stage toggles: `rewrite=true size=10`, each value as JSON (what a person types into the run
+  and nightly forms, `--param rewrite=true` on the command line); `none` for no params;
+- grades in a dispute: lowest first, `1 vs 3` (the same pair reads the same whoever graded first);
+- numbers: `assay.metric_table.format_number` (4 decimals, a sign on a change, `—` for undefined).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from assay.metric_table import UNDEFINED, format_number
+
+NO_PARAMS = "none"
+
+
+def param_value(value: Any) -> str:
+    """One param's value as typed: JSON (`true`, `3`, `"text"`)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def params_text(params: Mapping[str, Any] | None) -> str:
+    """`rewrite=true size=10`: params or stage toggles as a person types them; `none` when empty."""
+    if not params:
+        return NO_PARAMS
+    return " ".join(f"{key}={param_value(value)}" for key, value in params.items())
+
+
+def overrides_text(target: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None) -> str:
+    """Which params a run overrides and what its target sends for each, to read beside the params sent
+    (which already hold the overriding values): `rewrite (target: false), size (target: not set)`;
+    "" for no overrides."""
+    target = target or {}
+    return ", ".join(
+        f"{key} (target: {param_value(target[key]) if key in target else 'not set'})"
+        for key in overrides or {}
+    )
+
+
+def grades_text(grades: Iterable[int]) -> str:
+    """A document's grades in a dispute, lowest first: `1 vs 3`, `0 vs 0 vs 3`."""
+    return " vs ".join(str(g) for g in sorted(grades))
+
+
+def finding_text(scope: str | None, message: str) -> str:
+    """A gate finding's message without its scope when it starts with it: the page shows the scope
+    beside the message once (`stratum billing: nDCG@k drop ...`, not `stratum billing: stratum billing
+    nDCG@k drop ...`)."""
+    if scope and message.startswith(f"{scope} "):
+        return message[len(scope) + 1 :]
+    return message
+
+
+def number(value: object, decimals: int = 4) -> str:
+    """A metric's value as every page shows it (`format_number`): `0.8027`, `—` when undefined."""
+    return format_number(value, decimals=decimals)
+
+
+def signed(value: object, decimals: int = 4) -> str:
+    """A change: `+0.0968`, `-0.1902`, never `-0.0000`."""
+    return format_number(value, signed=True, decimals=decimals)
+
+
+def threshold(value: object) -> str:
+    """A budget threshold as the budgets file holds it (`0.025`, not rounded), or `off`."""
+    if value is None:
+        return "off"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return UNDEFINED
+    return str(value) if isinstance(value, int) else repr(value)  # the shortest text that reads back
