@@ -26,7 +26,7 @@ import orjson
 
 from assay.artifacts import artifact_bytes, write_atomic
 from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
-from assay.memory import gc_paused
+from assay.memory import gc_paused, no_huge_pages
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
 from assay.problems import MAX_SHOWN, capped, more_text
 from assay.problems import problems_csv as csv_of_problems
@@ -87,14 +87,15 @@ def _load_golden(path: str, problems_csv: str | None = None) -> Any:
     return _load_golden_columns(path, problems_csv).to_file()
 
 
-def _load_golden_columns(path: str, problems_csv: str | None = None) -> Any:
-    """`_load_golden` as columns (`assay.golden.columns`): what `score` and `validate` read."""
+def _load_golden_columns(path: str, problems_csv: str | None = None, *, canonical: bool = True) -> Any:
+    """`_load_golden` as columns (`assay.golden.columns`): what `score` and `validate` read; `validate`
+    only counts, so it takes them in the file's order (`canonical=False`)."""
     from assay.golden.format import GoldenFormatError, golden_warnings, parse_columns
 
     raw = _read_bytes(path, "golden file")
     try:
         try:
-            golden = parse_columns(raw)
+            golden = parse_columns(raw, canonical=canonical)
         except GoldenFormatError:
             # The careful walk named the problems; the command's own words for a file that is not UTF-8.
             _decode(raw, path, "golden file")
@@ -386,6 +387,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from assay.ranked import match_table
     from assay.report import build_report
 
+    no_huge_pages()
     # The run file is read (pyarrow's reader works outside the GIL) while the golden file is decoded.
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_read_run, args.run)
@@ -606,7 +608,8 @@ def _suggest_budgets(args: argparse.Namespace) -> int:
 @gc_paused()
 def cmd_validate(args: argparse.Namespace) -> int:
     # Problems -> UsageError (exit 2), the first MAX_SHOWN listed; warnings printed there.
-    golden = _load_golden_columns(args.golden, args.problems_csv)
+    no_huge_pages()
+    golden = _load_golden_columns(args.golden, args.problems_csv, canonical=False)
     tiers: dict[str, int] = {}
     for query in golden.queries:
         tiers[query.tier] = tiers.get(query.tier, 0) + 1

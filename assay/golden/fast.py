@@ -156,9 +156,10 @@ def _as_dict(query: _Query) -> dict[str, Any]:
 
 
 @gc_paused()
-def fast_columns(raw: bytes) -> GoldenColumns | None:
+def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     """The columns of the JSON golden file `raw` (UTF-8), or None when it is not valid or not in a shape
-    checked here (the caller then runs the careful walk, which names every problem)."""
+    checked here (the caller then runs the careful walk, which names every problem). `canonical=False`
+    checks as much but leaves queries and judgments in the file's order (enough to count them)."""
     if b"\\u003a" in raw or b"\\u003A" in raw:
         return None  # an escaped colon would upset the count of object members below
     try:
@@ -202,7 +203,7 @@ def fast_columns(raw: bytes) -> GoldenColumns | None:
     if len(set(ids)) != len(ids):
         return None
     assert version is not None and k is not None and rmg is not None
-    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sizes)
+    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sizes, canonical)
 
 
 def _in_order(
@@ -216,16 +217,24 @@ def _in_order(
     grades: list[int],
     keys: list[str | None],
     sizes: list[int],
+    canonical: bool,
 ) -> GoldenColumns | None:
-    """The columns in canonical order: queries in natural id order, each query's judgments in natural doc
-    id order; None when a query holds a doc id twice."""
-    query_order = np.asarray(sorted(range(len(queries)), key=_sort_keys([q.id for q in queries]).__getitem__))
+    """The columns in canonical order (with `canonical`: else in the file's): queries in natural id order,
+    each query's judgments in natural doc id order; None when a query holds a doc id twice."""
+    if canonical:
+        query_order = np.asarray(
+            sorted(range(len(queries)), key=_sort_keys([q.id for q in queries]).__getitem__)
+        )
+    else:
+        query_order = np.arange(len(queries))
     place = np.empty(len(queries), dtype=np.int64)
     place[query_order] = np.arange(len(queries))
     owner = place[np.repeat(np.arange(len(queries)), sizes)]
     perm = _judgment_order(owner, docs)
     if perm is None:
         return None
+    if not canonical:
+        perm = np.arange(len(docs))
     return GoldenColumns(
         version=version,
         k=k,

@@ -156,7 +156,9 @@ def _decode_document(text: str) -> tuple[Any, Problem | None]:
     return _decode_json(text, line=None)
 
 
-def _fast_columns(data: str | bytes | bytearray | memoryview) -> GoldenColumns | None:
+def _fast_columns(
+    data: str | bytes | bytearray | memoryview, *, canonical: bool = True
+) -> GoldenColumns | None:
     """A valid JSON file decoded and checked in bulk (`assay.golden.fast`); None sends the data through
     the careful walk, which names every problem."""
     if isinstance(data, str):
@@ -168,7 +170,7 @@ def _fast_columns(data: str | bytes | bytearray | memoryview) -> GoldenColumns |
         raw = bytes(data).removeprefix(b"\xef\xbb\xbf")
     else:
         return None
-    return fast_columns(raw)
+    return fast_columns(raw, canonical=canonical)
 
 
 def parse_json(data: str | bytes) -> GoldenFile:
@@ -261,10 +263,11 @@ def parse(data: str | bytes, *, fmt: Format | None = None) -> GoldenFile:
     return _careful(data)
 
 
-def parse_columns(data: str | bytes) -> GoldenColumns:
+def parse_columns(data: str | bytes, *, canonical: bool = True) -> GoldenColumns:
     """`parse` as columns (`assay.golden.columns`): what scoring a large run reads, without an object per
-    judgment. Same problems, same content."""
-    fast = _fast_columns(data)
+    judgment. Same problems, same content; with `canonical=False` maybe in the file's order (enough to
+    count what it holds, as `assay validate` does)."""
+    fast = _fast_columns(data, canonical=canonical)
     return fast if fast is not None else GoldenColumns.from_file(_careful(data))
 
 

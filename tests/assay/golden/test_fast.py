@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from assay.golden.fast import _sort_keys, fast_parse
+from assay.golden.fast import _sort_keys, fast_columns, fast_parse
 from assay.golden.fields import natural_key
 from assay.golden.format import GoldenFormatError, _loads, from_dict, parse
 from assay.golden.model import GoldenFile
@@ -221,3 +221,22 @@ def test_deep_nesting_that_orjson_reads_is_reported_by_the_careful_walk_not_a_re
     with pytest.raises(GoldenFormatError) as caught:
         parse(text)
     assert "filters" in str(caught.value)
+
+
+@SETTINGS
+@given(damaged())
+def test_the_files_order_is_checked_like_the_canonical_one(text: str) -> None:
+    """`assay validate` reads the columns in the file's order: the same verdict, the same judgments."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    canonical, as_filed = fast_columns(raw), fast_columns(raw, canonical=False)
+    assert (canonical is None) == (as_filed is None)
+    if canonical is not None and as_filed is not None:
+        assert sorted(q.id for q in canonical.queries) == sorted(q.id for q in as_filed.queries)
+        pairs = sorted(
+            zip(canonical.doc_ids, canonical.grades.tolist(), canonical.owner.tolist(), strict=True)
+        )
+        assert len(pairs) == len(as_filed.doc_ids)
+        assert sorted(as_filed.grades.tolist()) == sorted(canonical.grades.tolist())
