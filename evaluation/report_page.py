@@ -573,6 +573,8 @@ def compare_choices(run_a: EvaluationRun, run_b: EvaluationRun) -> list[dict[str
                     metric="ndcg",
                 ),
                 "sort": change if change is not None else 0.0,
+                "change_value": change,  # the picker's filters and sorts (evaluation.list_specs)
+                "b_value": b,
             }
         )
     choices.sort(key=lambda c: (c["sort"], c["id"]))

@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -38,6 +37,7 @@ from evaluation.forms import (
     TokenForm,
     problems_to_form,
 )
+from evaluation.list_specs import picker_spec, runs_spec, targets_spec
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.report_page import (
     compare_choices,
@@ -51,11 +51,9 @@ from evaluation.report_page import (
 )
 from evaluation.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 from golden_io.models import GitExportConfig, GoldenVersion
+from labeling.lists import list_page
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
-
-Status = EvaluationRun.Status
-
 
 # ------------------------------------------------------------------------------------- access helpers
 
@@ -87,37 +85,19 @@ def _problems_message(request: HttpRequest, what: str, problems: Iterable[str]) 
 # ------------------------------------------------------------------------------------- runs: list
 
 
-RUN_LIST_PAGE = 50
-
-
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     _require_evaluation_user(request)
-    runs = access.runs_for(request.user)
     sets = list(access.golden_sets_for(request.user))
     targets = list(access.targets_for(request.user))
-    chosen = {
-        "set": request.GET.get("set", ""),
-        "target": request.GET.get("target", ""),
-        "status": request.GET.get("status", ""),
-    }
-    if chosen["set"]:
-        runs = runs.filter(golden_version__golden_set__slug=chosen["set"])
-    if chosen["target"].isdigit():
-        runs = runs.filter(target_id=int(chosen["target"]))
-    if chosen["status"] in Status.values:
-        runs = runs.filter(status=chosen["status"])
-    page = Paginator(access.run_rows(runs), RUN_LIST_PAGE).get_page(request.GET.get("page"))
+    runs = list_page(
+        request, access.run_rows(access.runs_for(request.user)), runs_spec(sets=sets, targets=targets)
+    )
     return render(
         request,
         "evaluation/run_list.html",
         {
-            "page": page,
-            "runs": page.object_list,
-            "sets": sets,
-            "targets": targets,
-            "statuses": Status.values,
-            "chosen": chosen,
+            "runs": runs,
             "may_trigger": any(access.may_trigger(request.user, s) for s in sets),
         },
     )
@@ -332,19 +312,24 @@ def run_compare(request: HttpRequest) -> HttpResponse:
             for moved, css in [movement(d["rank_a"], d["rank_b"])]
         ]
     else:
-        context["choices"] = compare_choices(run_a, run_b)
+        choices = compare_choices(run_a, run_b)
+        context["choices"] = list_page(request, choices, picker_spec(choices))
     return render(request, "evaluation/compare.html", context)
 
 
 @require_GET
 def target_list(request: HttpRequest) -> HttpResponse:
     _require_evaluation_user(request)
-    targets = list(access.targets_for(request.user))
+    spec = targets_spec(
+        sets=list(access.golden_sets_for(request.user)), adapters=SearchTarget.Adapter.choices
+    )
+    targets = list_page(request, access.targets_for(request.user).distinct(), spec)
     return render(
         request,
         "evaluation/target_list.html",
         {
-            "targets": [(t, redact_url(t.url), access.may_edit_target(request.user, t)) for t in targets],
+            "targets": targets,
+            "rows": [(t, redact_url(t.url), access.may_edit_target(request.user, t)) for t in targets.items],
             "may_create": access.may_create_target(request.user),
         },
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.db.models import Exists, OuterRef, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -22,12 +23,14 @@ from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
 from assay.problems import problems_csv
 from golden_io import selectors, services
-from golden_io.models import GitExportConfig, GoldenVersion
+from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.forms import UploadForm
+from labeling.lists import Filter, ListSpec, Sort, contains, list_page, ordered, where
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
 from labeling.views.imports import import_page_render, import_report_render
+from labeling.views.sets import SETS_SPEC
 
 # --- access helpers -----------------------------------------------------------------------------
 
@@ -92,14 +95,46 @@ class ExportConfigForm(forms.ModelForm):
 def set_list(request: HttpRequest) -> HttpResponse:
     if not is_reviewer(request.user):
         raise Http404("no golden sets")
-    sets = labeling_selectors.golden_set_list(user=request.user)
+    sets = list_page(request, labeling_selectors.golden_set_list(user=request.user), SETS_SPEC)
     return render(request, "golden_io/set_list.html", {"sets": sets})
+
+
+VERSION_PAGE = 50
+# Committed and tagged in git at least once (exported, or unchanged because the tag held it already).
+_EXPORTED = Q(
+    Exists(
+        GitExport.objects.filter(
+            version_id=OuterRef("pk"), status__in=[GitExport.Status.EXPORTED, GitExport.Status.UNCHANGED]
+        )
+    )
+)
+
+VERSIONS_SPEC = ListSpec(
+    noun="versions",
+    search=contains("name", "notes", "sha256", "created_by__username"),
+    search_hint="name, notes, sha256 or who",
+    filters=[
+        Filter(
+            "exported",
+            "Git export",
+            [("yes", "exported"), ("no", "not exported")],
+            where(lookup=lambda v: _EXPORTED if v == "yes" else ~_EXPORTED),
+        )
+    ],
+    sorts=[
+        Sort("new", "newest first", ordered("-created", "-pk")),
+        Sort("old", "oldest first", ordered("created", "pk")),
+        Sort("name", "name", ordered("name")),
+    ],
+    per_page=VERSION_PAGE,
+    anchor="versions",
+)
 
 
 @require_GET
 def version_list(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = _get_set(request, slug)
-    versions = list(selectors.version_list(golden_set=golden_set))
+    versions = list_page(request, selectors.version_list(golden_set=golden_set), VERSIONS_SPEC)
     return render(
         request,
         "golden_io/version_list.html",

@@ -45,7 +45,6 @@ from labeling.selectors.proposals import (
 )
 from labeling.selectors.review import (
     COLUMN_NAMES,
-    QUEUE_ROWS,
     AdjudicationPage,
     AdjudicationRow,
     AgreementDashboard,
@@ -60,7 +59,13 @@ from labeling.selectors.review import (
     ratings_list,
     review_queue_get,
 )
-from labeling.selectors.sets import ReviewRow, golden_set_list, golden_set_queries, query_review_get
+from labeling.selectors.sets import (
+    QUERY_PROGRESS,
+    ReviewRow,
+    golden_set_list,
+    golden_set_queries,
+    query_review_get,
+)
 
 __all__ = [
     "COLUMN_NAMES",
@@ -68,7 +73,7 @@ __all__ = [
     "DUAL_KINDS",
     "FROZEN",
     "OTHER_GRADE_NAMES",
-    "QUEUE_ROWS",
+    "QUERY_PROGRESS",
     "REJUDGE",
     "AdjudicationPage",
     "AdjudicationRow",

@@ -204,14 +204,9 @@ class QueueItem:
 @dataclass(frozen=True, slots=True)
 class ReviewQueue:
     disputed: list[DisputedQuery]
-    needs_reviewer: list[QueueItem]  # documents only a reviewer can settle now (the first QUEUE_ROWS)
-    awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading (the first QUEUE_ROWS)
+    needs_reviewer: list[QueueItem]  # documents only a reviewer can settle now
+    awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading
     shadow: list[Query]  # every active shadow query, with its quarantine reason
-    n_needs_reviewer: int
-    n_awaiting_third: int
-
-
-QUEUE_ROWS = 200  # documents listed per table; the page says how many more there are
 
 
 @gc_paused()
@@ -232,13 +227,12 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
         counts.setdefault(u.query_id, [0, 0])[0 if u.awaiting == "reviewer" else 1] += 1
     reviewer = [u for u in pending if u.awaiting == "reviewer"]
     third = [u for u in pending if u.awaiting == "third_rater"]
-    shown = reviewer[:QUEUE_ROWS] + third[:QUEUE_ROWS]
-    documents = Document.objects.in_bulk([u.document_id for u in shown])
+    # Every pending document (the pages list them a page at a time): their ids and titles only.
+    documents = Document.objects.only("pk", "doc_id", "title").in_bulk([u.document_id for u in pending])
 
     def items(unresolved: list[Unresolved]) -> list[QueueItem]:
         out = [
-            QueueItem(queries[u.query_id], documents[u.document_id], u.reason, u.awaiting)
-            for u in unresolved[:QUEUE_ROWS]
+            QueueItem(queries[u.query_id], documents[u.document_id], u.reason, u.awaiting) for u in unresolved
         ]
         return sorted(out, key=lambda i: (i.query.external_id, i.document.doc_id))
 
@@ -255,8 +249,6 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
         needs_reviewer=items(reviewer),
         awaiting_third=items(third),
         shadow=[q for q in queries.values() if q.tier == Query.Tier.SHADOW],
-        n_needs_reviewer=len(reviewer),
-        n_awaiting_third=len(third),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, F, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
 from labeling.models import Assignment, Candidate, FrozenLabel, GoldenSet, GoldItem, Judgment, Query
 from labeling.roles import is_admin
@@ -20,6 +20,16 @@ def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
     if is_admin(user):
         return sets.order_by("slug")
     return sets.filter(reviewers=user).order_by("slug")
+
+
+_LIVE = Assignment.objects.filter(query_id=OuterRef("pk")).exclude(status=Assignment.Status.REASSIGNED)
+_OPEN = _LIVE.filter(status=Assignment.Status.OPEN)
+# The set page's "Assignments" filter: what a query's live (not reassigned) assignments say.
+QUERY_PROGRESS: dict[str, tuple[str, Q]] = {
+    "unassigned": ("unassigned", ~Q(Exists(_LIVE))),
+    "open": ("being graded", Q(Exists(_OPEN))),
+    "done": ("all done", Q(Exists(_LIVE)) & ~Q(Exists(_OPEN))),
+}
 
 
 def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:

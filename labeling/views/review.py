@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -21,7 +22,8 @@ from labeling.forms import (
     TierMoveForm,
     form_errors,
 )
-from labeling.models import LabelProposal, Query
+from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered
+from labeling.models import GoldenSet, LabelProposal, Query
 from labeling.views.access import back, get_document_of_query, get_query_for_reviewer, get_set_for_reviewer
 
 
@@ -63,13 +65,98 @@ def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
     return back(target)
 
 
+QUEUE_PAGE = 25  # rows per page of each of the review queue's lists
+
+
+def _documents_spec(prefix: str, anchor: str, noun: str, strata: set[str]) -> ListSpec:
+    """The review queue's document lists: what a reviewer decides, what a third rater grades."""
+    return ListSpec(
+        noun=noun,
+        search=contains("query__external_id", "query__text", "document__doc_id", "document__title"),
+        search_hint="query or document",
+        filters=[
+            Filter(
+                f"{prefix}stratum", "Stratum", choices_of(strata, blank="(none)"), equals("query__stratum")
+            )
+        ],
+        sorts=[
+            Sort("query", "query id", ordered("query__external_id", "document__doc_id")),
+            Sort("document", "document id", ordered("document__doc_id", "query__external_id")),
+            Sort("reason", "reason", ordered("reason", "query__external_id", "document__doc_id")),
+        ],
+        per_page=QUEUE_PAGE,
+        prefix=prefix,
+        anchor=anchor,
+    )
+
+
+def _queue_lists(request: HttpRequest, golden_set: GoldenSet, queue: selectors.ReviewQueue) -> dict[str, Any]:
+    """The review queue's four lists, each searched, filtered, sorted and paged on its own."""
+    strata = set(golden_set.queries.order_by().values_list("stratum", flat=True).distinct())
+    return {
+        "disputed": list_page(
+            request,
+            queue.disputed,
+            ListSpec(
+                noun="disputed queries",
+                search=contains("query__external_id", "query__text"),
+                search_hint="query id or text",
+                filters=[
+                    Filter("d-tier", "Tier", Query.Tier.choices, equals("query__tier")),
+                    Filter(
+                        "d-stratum", "Stratum", choices_of(strata, blank="(none)"), equals("query__stratum")
+                    ),
+                ],
+                sorts=[
+                    Sort("query", "query id", ordered("query__external_id")),
+                    Sort(
+                        "waiting",
+                        "most documents to decide",
+                        ordered("-needs_reviewer", "query__external_id"),
+                    ),
+                    Sort("checked", "newest dispute decision", ordered("-check__at", "query__external_id")),
+                ],
+                per_page=QUEUE_PAGE,
+                prefix="d-",
+                anchor="disputed-queries",
+            ),
+        ),
+        "needs_reviewer": list_page(
+            request, queue.needs_reviewer, _documents_spec("r-", "needs-reviewer", "documents", strata)
+        ),
+        "awaiting_third": list_page(
+            request, queue.awaiting_third, _documents_spec("t-", "awaiting-third", "documents", strata)
+        ),
+        "shadow": list_page(
+            request,
+            queue.shadow,
+            ListSpec(
+                noun="shadow queries",
+                search=contains("external_id", "text", "quarantine_reason"),
+                search_hint="query or reason",
+                filters=[
+                    Filter("s-stratum", "Stratum", choices_of(strata, blank="(none)"), equals("stratum"))
+                ],
+                sorts=[
+                    Sort("query", "query id", ordered("external_id")),
+                    Sort("text", "text", ordered("text")),
+                ],
+                per_page=QUEUE_PAGE,
+                prefix="s-",
+                anchor="shadow",
+            ),
+        ),
+    }
+
+
 @require_GET
 def disputes(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set_for_reviewer(request, slug)
+    queue = selectors.review_queue_get(golden_set=golden_set)
     return render(
         request,
         "labeling/disputes.html",
-        {"golden_set": golden_set, "queue": selectors.review_queue_get(golden_set=golden_set)},
+        {"golden_set": golden_set, **_queue_lists(request, golden_set, queue)},
     )
 
 

@@ -11,6 +11,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from labeling import selectors, services
 from labeling.forms import ReassignForm
+from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered, where
+from labeling.models import GoldenSet, Query
 from labeling.views.access import (
     get_assignment_for_reviewer,
     get_query_for_reviewer,
@@ -18,17 +20,66 @@ from labeling.views.access import (
     require_reviewer,
 )
 
+# The golden sets a reviewer reviews (this page and the golden versions' set list).
+SETS_SPEC = ListSpec(
+    noun="golden sets",
+    search=contains("name", "slug", "surface"),
+    search_hint="name or surface",
+    sorts=[
+        Sort("name", "name", ordered("name", "slug")),
+        Sort("queries", "most queries", ordered("-n_queries", "slug")),
+        Sort("new", "newest first", ordered("-created", "-pk")),
+    ],
+    anchor="sets",
+)
+
 
 @require_GET
 def set_list(request: HttpRequest) -> HttpResponse:
     require_reviewer(request)
-    return render(request, "labeling/set_list.html", {"sets": selectors.golden_set_list(user=request.user)})
+    sets = list_page(request, selectors.golden_set_list(user=request.user), SETS_SPEC)
+    return render(request, "labeling/set_list.html", {"sets": sets})
+
+
+def _queries_spec(golden_set: GoldenSet) -> ListSpec:
+    """The set page's query list: search by id and text, filter by tier, status, stratum, locale and
+    assignment progress."""
+    fields = golden_set.queries.order_by().values_list("stratum", "locale").distinct()
+    strata, locales = {s for s, _ in fields}, {loc for _, loc in fields}
+    return ListSpec(
+        noun="queries",
+        search=contains("external_id", "text"),
+        search_hint="id or text",
+        filters=[
+            Filter("tier", "Tier", Query.Tier.choices, equals("tier")),
+            Filter("status", "Status", Query.Status.choices, equals("status")),
+            Filter("stratum", "Stratum", choices_of(strata, blank="(none)"), equals("stratum")),
+            Filter("locale", "Locale", choices_of(locales, blank="(no locale)"), equals("locale")),
+            Filter(
+                "progress",
+                "Assignments",
+                [(key, label) for key, (label, _) in selectors.QUERY_PROGRESS.items()],
+                where(lookup=lambda v: selectors.QUERY_PROGRESS[v][1]),
+            ),
+        ],
+        sorts=[
+            Sort("id", "id", ordered("external_id")),
+            Sort("text", "query text", ordered("text", "external_id")),
+            Sort("stratum", "stratum", ordered("stratum", "external_id")),
+            Sort("tier", "tier", ordered("tier", "external_id")),
+            Sort("pool", "largest pool", ordered("-n_pool", "external_id")),
+            Sort("frozen", "fewest frozen labels", ordered("n_frozen", "external_id")),
+            Sort("new", "newest", ordered("-created", "-pk")),
+        ],
+        anchor="queries",
+    )
 
 
 @require_GET
 def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set_for_reviewer(request, slug)
-    queries = list(selectors.golden_set_queries(golden_set=golden_set))
+    rows = selectors.golden_set_queries(golden_set=golden_set)
+    queries = list_page(request, rows, _queries_spec(golden_set))
     return render(
         request,
         "labeling/set_detail.html",

@@ -1,0 +1,121 @@
+"""How the evaluation pages' long lists are searched, filtered and sorted (`labeling.lists`: the one list
+helper, and `templates/_list_controls.html`): runs, targets and the side-by-side's query picker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Q
+
+from evaluation.models import EvaluationRun, SearchTarget
+from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, ordered, where
+from labeling.models import GoldenSet
+
+RUN_PAGE = 50
+TARGET_PAGE = 50
+PICKER_PAGE = 50
+SET_SLUG = "golden_version__golden_set__slug"
+TRIGGERS = [("web", "the web page"), ("api", "the API"), ("ci", "CI"), ("schedule", "a nightly schedule")]
+
+
+def runs_spec(*, sets: Sequence[GoldenSet], targets: Sequence[SearchTarget]) -> ListSpec:
+    """The runs list: the filters keep the names `set`, `target` and `status` that links from the report
+    and the target page use."""
+    return ListSpec(
+        noun="runs",
+        search=contains(
+            "target__name",
+            "golden_version__name",
+            "golden_version__golden_set__slug",
+            "triggered_by__username",
+        ),
+        search_hint="target, version, set or who",
+        filters=[
+            Filter(
+                "set",
+                "Golden set",
+                [(s.slug, s.slug) for s in sets],
+                equals("golden_version__golden_set__slug"),
+            ),
+            Filter("target", "Target", [(str(t.pk), t.name) for t in targets], equals("target_id", int)),
+            Filter("status", "Status", EvaluationRun.Status.choices, equals("status")),
+            Filter("verdict", "Verdict", EvaluationRun.Verdict.choices, equals("verdict")),
+            Filter("trigger", "Started from", TRIGGERS, equals("trigger")),
+            Filter(
+                "overrides",
+                "Params",
+                [("yes", "with overrides"), ("no", "the target's")],
+                where(lookup=lambda v: ~Q(params={}) if v == "yes" else Q(params={})),
+            ),
+        ],
+        sorts=[
+            Sort("new", "newest first", ordered("-created", "-pk")),
+            Sort("old", "oldest first", ordered("created", "pk")),
+            Sort("target", "target", ordered("target__name", "-created", "-pk")),
+            Sort("errors", "most errors", ordered("-errors", "-created", "-pk")),
+        ],
+        per_page=RUN_PAGE,
+        anchor="runs",
+    )
+
+
+def targets_spec(*, sets: Sequence[GoldenSet], adapters: Sequence[tuple[str, str]]) -> ListSpec:
+    return ListSpec(
+        noun="targets",
+        search=contains("name", "description", "url"),
+        search_hint="name, description or URL",
+        filters=[
+            Filter("adapter", "Adapter", adapters, equals("adapter")),
+            Filter("set", "Golden set", [(s.slug, s.slug) for s in sets], equals("golden_sets__slug")),
+        ],
+        sorts=[
+            Sort("name", "name", ordered("name")),
+            Sort("new", "newest first", ordered("-created", "-pk")),
+            Sort("updated", "recently changed", ordered("-updated", "-pk")),
+        ],
+        per_page=TARGET_PAGE,
+        anchor="targets",
+    )
+
+
+def _changed(row: dict[str, Any], value: str) -> bool:
+    change = row.get("change_value")
+    if value == "worse":
+        return change is not None and change < 0
+    if value == "better":
+        return change is not None and change > 0
+    if value == "same":
+        return change == 0
+    return change is None  # "missing": no nDCG on one side
+
+
+def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
+    """The side-by-side's query picker (`report_page.compare_choices` rows)."""
+    return ListSpec(
+        noun="queries",
+        search=contains("id", "text"),
+        search_hint="query id or text",
+        filters=[
+            Filter(
+                "stratum",
+                "Stratum",
+                choices_of((c["stratum"] for c in choices), blank="(none)"),
+                equals("stratum"),
+            ),
+            Filter(
+                "change",
+                "nDCG from A to B",
+                [("worse", "lost"), ("better", "gained"), ("same", "unchanged"), ("missing", "not in both")],
+                where(_changed),
+            ),
+        ],
+        sorts=[
+            Sort("loss", "largest loss first", ordered("change_value", "id")),
+            Sort("gain", "largest gain first", ordered("-change_value", "id")),
+            Sort("id", "query id", ordered("id")),
+            Sort("b", "lowest nDCG in B", ordered("b_value", "id")),
+        ],
+        per_page=PICKER_PAGE,
+        anchor="choices",
+    )
