@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+from csp.constants import HEADER as CSP_HEADER
+from csp.utils import build_policy
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 
+from config import views
 from config.refusals import API_PREFIX, body_too_large_message, refusal
 
 # What a multipart body may hold besides its file: the form's other fields (Django bounds them by
@@ -74,3 +79,64 @@ def body_limit(content_type: str) -> int | None:
     if content_type == "multipart/form-data":
         return settings.ASSAY_MAX_UPLOAD_BYTES + (fields or 0) + MULTIPART_SLACK
     return fields
+
+
+class HideTechnicalPages:
+    """Under DEBUG (`make run`), Django answers a 404 and an uncaught exception with its technical pages:
+    every URL pattern of the project, the view that raised, the settings, a traceback. Those are for whoever
+    develops Assay, so only a superuser gets them; everyone else (a rater above all, who must not learn the
+    reviewers' addresses) gets the app's own 404 and 500 pages (config/views.py), the same as with DEBUG
+    off, and the exception still goes to the log with its traceback. A 403 needs nothing here: Django
+    answers it with handler403 under DEBUG too.
+
+    A middleware rather than DEBUG off under `make run` because DEBUG is what `make run` wants elsewhere
+    (mail printed, not sent; runserver serving static files). Django gives no hook into its technical 404,
+    so this middleware catches what it would answer: an Http404 a view raised (process_exception), and an
+    address no URL pattern matches (a 404 whose request never resolved, seen on the way out). It sits
+    outside CommonMiddleware, so an address that only lacks its slash is still redirected, and inside the
+    CSP middleware, so its pages carry the policy."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code == 404 and request.resolver_match is None and _technical(request):
+            response = _ours(views.page_not_found(request))
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, PermissionDenied) or not _technical(request):
+            return None  # handler403 answers under DEBUG too
+        if isinstance(exception, Http404):
+            return _ours(views.page_not_found(request, exception), logged=False)
+        if isinstance(exception, SuspiciousOperation | BadRequest):
+            # Logged as Django logs them (django.security.* for a suspicious one), answered as handler400.
+            name = f"django.security.{type(exception).__name__}"
+            bad = isinstance(exception, SuspiciousOperation)
+            logging.getLogger(name if bad else "django.request").error(str(exception), exc_info=exception)
+            response = views.bad_request(request, exception)
+        else:
+            logger.error("Internal Server Error: %s", request.path, exc_info=exception)
+            response = views.server_error(request)
+        return _ours(response)
+
+
+logger = logging.getLogger("django.request")
+
+
+def _ours(response: HttpResponse, *, logged: bool = True) -> HttpResponse:
+    """One of the app's error pages in place of a technical one. It carries the Content-Security-Policy
+    itself: under DEBUG django-csp leaves every 404 and 500 without one (for Django's technical pages,
+    which style inline). `logged`: the error is in the log already, Django must not log the page again."""
+    response[CSP_HEADER] = build_policy()
+    if logged:
+        response._has_been_logged = True  # type: ignore[attr-defined]  # Django's own flag
+    return response
+
+
+def _technical(request: HttpRequest) -> bool:
+    """Whether Django would show this request its technical error pages, and must not: DEBUG is on and the
+    user is not a superuser."""
+    user = getattr(request, "user", None)
+    return settings.DEBUG and not (user is not None and user.is_superuser)

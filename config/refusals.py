@@ -1,11 +1,13 @@
-"""Worded refusals of a request that no view answers (a body too large, a form Django cannot read): the
-API's error shape under /api/, the grading page's JSON for a script, a page for a person."""
+"""Worded refusals of a request that no view answers (a body too large, a form Django cannot read, no such
+page, a server error): the API's error shape under /api/, the grading page's JSON for a script, a page in
+the app's layout for a person."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from assay.problems import size_text
 
@@ -14,14 +16,24 @@ API_PREFIX = "/api/"
 NOTHING_IMPORTED = "Nothing was imported."
 
 
-def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+# The `error` a script reads from a refusal's JSON, by status.
+ERROR_CODES = {400: "bad_request", 403: "forbidden", 404: "not_found", 413: "too_large", 500: "server_error"}
+
+
+def refusal(
+    request: HttpRequest, status: int, title: str, message: str, *, hint: str = "", plain: bool = False
+) -> HttpResponse:
+    """`hint`: what the person can do (the page's default says go back and try again). `plain`: render the
+    page without the request's context (no user, no session): a server error must not depend on what may
+    have failed, as Django's own 500 handler does."""
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": title.lower(), "problems": [message]}, status=status)
     if "application/json" in request.headers.get("Accept", "") or request.content_type == "application/json":
-        code = "too_large" if status == 413 else "bad_request"
-        return JsonResponse({"error": code, "message": message}, status=status)
-    context = {"title": title, "status": status, "message": message}
-    return render(request, "refused.html", context, status=status)
+        return JsonResponse({"error": ERROR_CODES.get(status, "error"), "message": message}, status=status)
+    context = {"title": title, "status": status, "message": message, "hint": hint}
+    if plain:
+        return HttpResponse(render_to_string("error.html", context), status=status)
+    return render(request, "error.html", context, status=status)
 
 
 def body_too_large_message(request: HttpRequest, length: int | None, *, fields: bool = False) -> str:

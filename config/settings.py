@@ -65,6 +65,9 @@ MIDDLEWARE = [
     # A NUL byte in a page's address, query or form is a worded 400, never a database error.
     "config.middleware.RefuseNulBytes",
     "csp.middleware.CSPMiddleware",
+    # Under DEBUG, the app's 404 and 500 pages for everyone but a superuser, never Django's technical ones
+    # (every URL pattern, settings, a traceback). Outside CommonMiddleware: its slash redirects stay.
+    "config.middleware.HideTechnicalPages",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

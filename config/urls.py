@@ -16,12 +16,18 @@ swagger_ui = csp_update({"style-src": [UNSAFE_INLINE]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 )
 
-# Django's refusals of a request it cannot read (a body too large, too many fields), in words.
+# Django's refusals of a request it cannot read (a body too large, too many fields), in words; the error
+# pages in the app's layout (the API's error shape under /api/), also under DEBUG for everyone but a
+# superuser (config.middleware.HideTechnicalPages).
 handler400 = "config.views.bad_request"
+handler403 = "config.views.permission_denied"
+handler404 = "config.views.page_not_found"
+handler500 = "config.views.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/", views.health, name="health"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -4,10 +4,12 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
+from assay.paths import BASE_DIR
 from config.refusals import body_too_large_message, refusal
 
 
@@ -58,3 +60,48 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     else:
         message = "The request could not be read (a malformed address, header or body). Nothing was saved."
     return refusal(request, 400, "Bad request", message)
+
+
+# --- The error pages (handler403, handler404, handler500 in config/urls.py), in the app's layout. Under
+# DEBUG too: config.middleware.HideTechnicalPages sends everyone but a superuser here instead of Django's
+# technical pages.
+
+
+def _said(exception: Exception | None, otherwise: str) -> str:
+    """The message a view raised Http404 or PermissionDenied with, as a sentence (ours are short and worded
+    for people), else `otherwise`: never the URL resolver's dictionary of the patterns it tried."""
+    said = exception.args[0] if exception is not None and exception.args else None
+    if not isinstance(said, str) or not said.strip():
+        return otherwise
+    said = said.strip()
+    return said[:1].upper() + said[1:] + ("" if said.endswith((".", "!", "?")) else ".")
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    message = _said(exception, f"There is no page at {request.path}.")
+    hint = "Check the address, or start again from the home page."
+    return refusal(request, 404, "Page not found", message, hint=hint)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    message = _said(exception, "Your account may not open this page.")
+    hint = "Ask a reviewer of the golden set or an admin if you need it."
+    return refusal(request, 403, "Not allowed", message, hint=hint)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    message = "Something went wrong on the server; it was logged for whoever runs Assay."
+    hint = "Nothing you did caused it. Go back and try again in a moment."
+    return refusal(request, 500, "Server error", message, hint=hint, plain=True)
+
+
+FAVICON = BASE_DIR / "static" / "favicon.ico"
+
+
+@login_not_required
+@require_GET
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> FileResponse:
+    """/favicon.ico, for the pages that do not link the icon (the admin, Swagger UI, files opened in the
+    browser): browsers ask for it at the root."""
+    return FileResponse(FAVICON.open("rb"), content_type="image/vnd.microsoft.icon")

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -203,7 +204,7 @@ def run_report_download(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
     if not access.may_manage_run(request.user, run):
-        return HttpResponseForbidden("only who started the run, its set's reviewers and admins cancel it")
+        raise PermissionDenied("only who started the run, its set's reviewers and admins cancel it")
     if services.run_cancel(run=run, by=request.user):
         messages.success(request, f"Run {run.pk} cancelled.")
     else:
@@ -243,7 +244,7 @@ def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     """Re-score the baseline the run was gated against on the run's golden version, and gate it again."""
     run = _get_run(request, run_id)
     if not services.can_review(request.user, run.golden_version.golden_set):
-        return HttpResponseForbidden("only the set's reviewers re-score its baseline")
+        raise PermissionDenied("only the set's reviewers re-score its baseline")
     try:
         run = services.run_regate_rescored(run=run, by=request.user)
     except services.RunError as exc:
@@ -261,7 +262,7 @@ def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
     if not services.can_review(request.user, run.golden_version.golden_set):
-        return HttpResponseForbidden("only the set's reviewers queue documents for rating")
+        raise PermissionDenied("only the set's reviewers queue documents for rating")
     outcome = services.unjudged_queue(run=run, by=request.user)
     n_docs = sum(len(docs) for docs in outcome.queued.values())
     messages.success(
@@ -433,7 +434,7 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     if target is None and not access.may_create_target(request.user):
         raise Http404("nothing here")
     if target is not None and not access.may_edit_target(request.user, target):
-        return HttpResponseForbidden("only admins, its owner or the reviewers of every set it lists edit it")
+        raise PermissionDenied("only admins, its owner or the reviewers of every set it lists edit it")
     initial = TargetForm.initial_for(target) if target is not None else {}
     form = TargetForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():

@@ -12,8 +12,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 pytestmark = pytest.mark.django_db
 
-# Open by design: the health check, and the login page itself.
-PUBLIC = {"health/", "accounts/login/"}
+# Open by design: the health check, the login page itself and the site's icon.
+PUBLIC = {"health/", "accounts/login/", "favicon.ico"}
 SAMPLE = {"int": "1", "slug": "help-center", "str": "x", "path": "x"}
 
 
