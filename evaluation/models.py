@@ -27,7 +27,8 @@ class SearchTarget(models.Model):
         OPENSEARCH = "opensearch", "OpenSearch"
         SOLR = "solr", "Solr"
 
-    name = models.CharField(max_length=100, unique=True)
+    # Unique among the targets of each golden set, not site-wide (evaluation.services.target_name_problems).
+    name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     adapter = models.CharField(max_length=20, choices=Adapter.choices, default=Adapter.HTTP_JSON)
     url = models.CharField(max_length=1000, help_text="search endpoint, index URL or Solr core URL")

@@ -448,7 +448,9 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                 # Sets this user cannot see stay listed: only their reviewers or an admin take them off.
                 visible = set(access.golden_sets_for(request.user).values_list("pk", flat=True))
                 kept = [s for s in target.golden_sets.all() if s.pk not in visible]
-                saved = services.target_update(target=target, golden_sets=[*chosen, *kept], **values)
+                saved = services.target_update(
+                    target=target, golden_sets=[*chosen, *kept], hidden_sets=kept, **values
+                )
         except TargetError as exc:
             problems_to_form(form, exc.problems, TARGET_PROBLEM_FIELDS)
         else:

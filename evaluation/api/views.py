@@ -286,7 +286,10 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
         golden_set = _golden_set(request, values["golden_set"])
         if not access.may_trigger(request.user, golden_set):
             return _problems("not allowed", [f"only reviewers of {golden_set.slug} start runs on it"], 403)
-        target = access.targets_for(request.user).filter(name=values["target"]).first()
+        # A name is unique among a set's targets (evaluation.services.target_name_problems): the set's own
+        # first; else one set up elsewhere, which run_create refuses as not set up for this set.
+        named = access.targets_for(request.user).filter(name=values["target"])
+        target = named.filter(golden_sets=golden_set).first() or named.first()
         if target is None:
             raise Http404(f"no target named {values['target']!r}")
         if values.get("version"):

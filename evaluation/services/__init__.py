@@ -69,7 +69,13 @@ from evaluation.services.schedules import (
     schedules_due,
 )
 from evaluation.services.sweep import MAX_LEASE_LOSSES, SweepActions, runs_sweep
-from evaluation.services.targets import TARGET_FIELDS, target_create, target_update, webhook_problems
+from evaluation.services.targets import (
+    TARGET_FIELDS,
+    target_create,
+    target_name_problems,
+    target_update,
+    webhook_problems,
+)
 from evaluation.services.unjudged import UnjudgedQueued, unjudged_queue
 
 __all__ = [
@@ -118,6 +124,7 @@ __all__ = [
     "schedule_set",
     "schedules_due",
     "target_create",
+    "target_name_problems",
     "target_update",
     "unjudged_queue",
     "verdict_message",

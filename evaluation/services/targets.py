@@ -60,15 +60,38 @@ def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) 
     problems = spec_problems(target.spec())
     target.webhook_env = (target.webhook_env or "").strip()
     problems += webhook_problems(target.webhook_env)
-    clash = SearchTarget.objects.filter(name=target.name).exclude(pk=target.pk)
-    if target.name and clash.exists():
-        problems.insert(0, f"name: a target named {target.name!r} exists")
+    sets = list(golden_sets) if golden_sets is not None else list(target.golden_sets.all())
+    # The sets' rows locked first: two saves giving one set the same name take turns, not both pass.
+    list(GoldenSet.objects.select_for_update().filter(pk__in=[s.pk for s in sets]).order_by("pk"))
+    problems[:0] = target_name_problems(name=target.name, golden_sets=sets, exclude=target.pk)
     if problems:
         raise TargetError(problems)
     target.save()
     if golden_sets is not None:
-        target.golden_sets.set(list(golden_sets))
+        target.golden_sets.set(sets)
     return target
+
+
+def target_name_problems(*, name: str, golden_sets: Iterable[GoldenSet], exclude: int | None) -> list[str]:
+    """A target's name is unique among the targets of each golden set it lists, not site-wide.
+
+    Why per set: a site-wide rule answers "a target named X exists" for a name some other team's set
+    uses, which tells a reviewer that a target they cannot see exists; and two teams may well both want
+    `staging-search`. Within a set the name is what CI and the API call the target by (a run is started
+    with the set and the target's name), so there it must be unique; and the sets a person may list on a
+    target are the ones they review, whose targets they can all see, so the refusal tells them nothing
+    new. A target evaluated on sets its editor does not review keeps its name (`target_update`'s
+    `hidden_sets`). The admin's target form asks the same.
+    """
+    sets = list(golden_sets)
+    if not name or not sets:
+        return []
+    others = SearchTarget.objects.filter(name=name, golden_sets__in=sets)
+    if exclude is not None:
+        others = others.exclude(pk=exclude)
+    clashes = others.values_list("golden_sets__slug", flat=True)
+    taken = sorted(set(clashes) & {s.slug for s in sets})
+    return [f"name: golden set {slug} has a target named {name!r} already" for slug in taken]
 
 
 @transaction.atomic
@@ -89,11 +112,26 @@ def target_create(
 
 @transaction.atomic
 def target_update(
-    *, target: SearchTarget, golden_sets: Iterable[GoldenSet] | None = None, **changes: Any
+    *,
+    target: SearchTarget,
+    golden_sets: Iterable[GoldenSet] | None = None,
+    hidden_sets: Iterable[GoldenSet] = (),
+    **changes: Any,
 ) -> SearchTarget:
-    """Change settings of a target (runs already created keep the snapshot they were created with)."""
+    """Change settings of a target (runs already created keep the snapshot they were created with).
+    `hidden_sets`: the sets it lists that the editor does not review; then its name stays (their CI calls
+    it by name, and a clash there would tell of a target the editor cannot see)."""
     values = _target_values(changes)
     locked = SearchTarget.objects.select_for_update().get(pk=target.pk)
+    hidden = list(hidden_sets)
+    renamed = "name" in values and str(values["name"]).strip() != locked.name
+    if hidden and renamed:
+        raise TargetError(
+            [
+                f"name: {locked.name} is also evaluated on {len(hidden)} golden set(s) you do not review, "
+                "whose runs call it by its name: only an admin or those sets' reviewers can rename it"
+            ]
+        )
     for name, value in values.items():
         setattr(locked, name, value.strip() if name in ("name", "url") and isinstance(value, str) else value)
     saved = _target_save(locked, golden_sets)

@@ -180,7 +180,9 @@ def test_create_refuses_a_bad_target_and_stores_nothing(golden_set: GoldenSet) -
 def test_create_refuses_a_taken_name_and_an_unknown_setting(golden_set: GoldenSet) -> None:
     make_target("http://127.0.0.1:9/search", golden_set)
 
-    with pytest.raises(TargetError, match="name: a target named 'staging' exists"):
+    with pytest.raises(
+        TargetError, match="name: golden set help-center has a target named 'staging' already"
+    ):
         make_target("http://127.0.0.1:9/other", golden_set)
     with pytest.raises(TargetError, match="colour: not a target setting"):
         make_target("http://127.0.0.1:9/search", golden_set, name="x", colour="red")

@@ -105,7 +105,8 @@ class Command(BaseCommand):
         return version
 
     def _target(self, golden_set: GoldenSet, search_url: str) -> SearchTarget:
-        target = SearchTarget.objects.filter(name=TARGET_NAME).first()
+        # Names are unique per golden set: the demo set's own demo-search (another team's is left alone).
+        target = SearchTarget.objects.filter(name=TARGET_NAME, golden_sets=golden_set).first()
         if target is None:
             target = services.target_create(
                 name=TARGET_NAME,
@@ -119,9 +120,8 @@ class Command(BaseCommand):
                 retries=2,
             )
             self.stdout.write(f"Created target {TARGET_NAME} -> {search_url}.")
-        elif target.url != search_url or not target.golden_sets.filter(pk=golden_set.pk).exists():
-            sets = [*target.golden_sets.all(), golden_set]
-            target = services.target_update(target=target, url=search_url, golden_sets=sets)
+        elif target.url != search_url:
+            target = services.target_update(target=target, url=search_url)
             self.stdout.write(f"Target {TARGET_NAME} now calls {search_url}.")
         return target
 
@@ -160,7 +160,8 @@ class Command(BaseCommand):
         shown, hinted = "", False
         while True:
             run.refresh_from_db()
-            counts = f" {run.done}/{run.total}" if run.total else ""
+            # A line when the status changes (the run page has the live progress), the counts at the end.
+            counts = f" {run.done}/{run.total}" if run.total and not run.is_active else ""
             line = f"  run {run.pk} ({what}): {run.status}{counts}"
             if line != shown:
                 self.stdout.write(line)
