@@ -16,11 +16,14 @@ from __future__ import annotations
 from labeling.selectors.grading import (
     GradingItem,
     GradingPage,
+    RaterDay,
     assignment_list,
     assignment_next,
+    assignment_previous,
     count_subquery,
     grades_get,
     grading_page_get,
+    rater_day_get,
     shuffle_key,
 )
 from labeling.selectors.labels import (
@@ -44,6 +47,7 @@ from labeling.selectors.proposals import (
     proposals_pending_count,
 )
 from labeling.selectors.review import (
+    ADJUDICATION_STATES,
     COLUMN_NAMES,
     AdjudicationPage,
     AdjudicationRow,
@@ -53,6 +57,7 @@ from labeling.selectors.review import (
     RaterGrade,
     RaterRow,
     ReviewQueue,
+    adjudication_order,
     adjudication_page_get,
     agreement_dashboard_get,
     labels_summary_get,
@@ -68,6 +73,7 @@ from labeling.selectors.sets import (
 )
 
 __all__ = [
+    "ADJUDICATION_STATES",
     "COLUMN_NAMES",
     "DECIDED_ROWS",
     "DUAL_KINDS",
@@ -88,15 +94,18 @@ __all__ = [
     "ProposalRow",
     "ProposalsPage",
     "QueueItem",
+    "RaterDay",
     "RaterGrade",
     "RaterRow",
     "ReviewQueue",
     "ReviewRow",
     "Unresolved",
+    "adjudication_order",
     "adjudication_page_get",
     "agreement_dashboard_get",
     "assignment_list",
     "assignment_next",
+    "assignment_previous",
     "count_subquery",
     "golden_set_list",
     "golden_set_queries",
@@ -107,6 +116,7 @@ __all__ = [
     "proposals_page_get",
     "proposals_pending_count",
     "query_review_get",
+    "rater_day_get",
     "ratings_list",
     "review_queue_get",
     "shuffle_key",

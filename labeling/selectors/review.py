@@ -208,6 +208,13 @@ class ReviewQueue:
     awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading
     shadow: list[Query]  # every active shadow query, with its quarantine reason
 
+    def next_dispute(self, after: Query) -> DisputedQuery | None:
+        """The disputed query after `after` in the queue's order (from the first again at the end), or
+        None when no other query is disputed: where "Next dispute" goes."""
+        others = [d for d in self.disputed if d.query.pk != after.pk]
+        later = [d for d in others if d.query.external_id > after.external_id]
+        return (later or others or [None])[0]
+
 
 @gc_paused()
 def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None = None) -> ReviewQueue:
@@ -274,6 +281,31 @@ class AdjudicationRow:
     def disagree(self) -> bool:
         return len(set(self.final.grades)) > 1
 
+    @property
+    def disputed(self) -> bool:
+        """Shown open on the adjudication page: the raters disagree, or there is no final grade yet.
+        The others (agreed, single, frozen) are folded away."""
+        return self.disagree or self.final.grade is None
+
+    @property
+    def state(self) -> str:
+        """The page's filter: `decide` (a reviewer decides), `third` (a third rater grades it), `open`
+        (no final grade otherwise), `decided` (adjudicated), `disagree` (settled by the rules), `agreed`."""
+        if self.needs_reviewer:
+            return "decide"
+        if self.final.awaiting == "third_rater":
+            return "third"
+        if self.final.grade is None:
+            return "open"
+        if self.final.method == "adjudicated":
+            return "decided"
+        return "disagree" if self.disagree else "agreed"
+
+    @property
+    def spread(self) -> int:
+        """Highest grade minus lowest (0 with fewer than two)."""
+        return max(self.final.grades) - min(self.final.grades) if self.final.grades else 0
+
 
 @dataclass(frozen=True, slots=True)
 class AdjudicationPage:
@@ -282,6 +314,22 @@ class AdjudicationPage:
     rows: list[AdjudicationRow]
     checks: list[DisputeCheck]  # newest first
     moves: list[TierMove]  # newest first
+
+
+def adjudication_order(row: AdjudicationRow) -> tuple[bool, bool, bool, str]:
+    """Documents awaiting a reviewer first, then those without a final grade, then the other
+    disagreements; within those, by document id (never by rank, which would hint at the systems)."""
+    return (not row.needs_reviewer, row.final.grade is not None, not row.disagree, row.document.doc_id)
+
+
+ADJUDICATION_STATES: dict[str, str] = {
+    "decide": "a reviewer decides",
+    "third": "with a third rater",
+    "open": "no final grade yet",
+    "decided": "adjudicated",
+    "disagree": "raters disagree, settled",
+    "agreed": "raters agree",
+}
 
 
 COLUMN_NAMES: dict[str, str] = {
@@ -344,9 +392,7 @@ def adjudication_page_get(*, query: Query) -> AdjudicationPage:
         )
         for d in wanted
     ]
-    rows.sort(
-        key=lambda r: (not r.needs_reviewer, r.final.grade is not None, not r.disagree, r.document.doc_id)
-    )
+    rows.sort(key=adjudication_order)
     return AdjudicationPage(
         query=query,
         columns=columns,

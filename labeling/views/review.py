@@ -22,7 +22,7 @@ from labeling.forms import (
     TierMoveForm,
     form_errors,
 )
-from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered
+from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered, where
 from labeling.models import GoldenSet, LabelProposal, Query
 from labeling.views.access import back, get_document_of_query, get_query_for_reviewer, get_set_for_reviewer
 
@@ -228,19 +228,55 @@ def proposals_decide_query(request: HttpRequest, slug: str, pk: int) -> HttpResp
     return _decision_post(request, slug, decide)
 
 
+ADJUDICATION_PAGE = 20  # documents per page of the adjudication page
+
+ADJUDICATION_SPEC = ListSpec(
+    noun="documents",
+    search=contains("document__doc_id", "document__title"),
+    search_hint="document id or title",
+    filters=[
+        Filter(
+            "state",
+            "Documents",
+            list(selectors.ADJUDICATION_STATES.items()),
+            where(lambda row, value: row.state == value),
+        )
+    ],
+    sorts=[
+        Sort("disputed", "disputed first", lambda rows: sorted(rows, key=selectors.adjudication_order)),
+        Sort("spread", "widest disagreement", ordered("-spread", "document__doc_id")),
+        Sort("document", "document id", ordered("document__doc_id")),
+    ],
+    per_page=ADJUDICATION_PAGE,
+    anchor="documents",
+)
+
+
 @require_GET
 def adjudicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One query's judged documents, the disputed ones first and open, the agreed ones folded; the
+    verdict, the tier move ("Return to core") and the next disputed query at the top."""
     query = get_query_for_reviewer(request, slug, pk)
+    page = selectors.adjudication_page_get(query=query)
+    documents = list_page(request, page.rows, ADJUDICATION_SPEC)
+    queue = selectors.review_queue_get(golden_set=query.golden_set)
     return render(
         request,
         "labeling/adjudicate.html",
         {
             "golden_set": query.golden_set,
             "query": query,
-            "page": selectors.adjudication_page_get(query=query),
+            "page": page,
+            "documents": documents,
+            "disputed_rows": [r for r in documents.items if r.disputed],
+            "agreed_rows": [r for r in documents.items if not r.disputed],
+            "to_decide": sum(1 for r in page.rows if r.needs_reviewer),
+            "next_dispute": queue.next_dispute(query),
             "scale": list(query.golden_set.rubric.scale),
-            "tier_form": TierMoveForm(initial={"tier": "core" if query.tier != "core" else "shadow"}),
-            "retire_form": RetireForm(),
+            "tier_form": TierMoveForm(
+                initial={"tier": "core" if query.tier != "core" else "shadow"}, auto_id="tier_%s"
+            ),
+            "retire_form": RetireForm(auto_id="retire_%s"),
         },
     )
 
@@ -269,7 +305,8 @@ def adjudication_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.error(request, f"Not saved: {exc}")
         return back(_adjudicate_url(query))
     messages.success(request, f"{document.doc_id}: final grade {adjudication.grade} (adjudicated).")
-    return back(_adjudicate_url(query) + f"#d-{document.pk}")
+    # Back to the top of the page, where the message, what is left to decide and "Next dispute" are.
+    return back(_adjudicate_url(query))
 
 
 @require_POST

@@ -103,6 +103,11 @@ def test_a_two_grade_disagreement_is_quarantined_queued_and_resolved_by_the_revi
     article.locator("input[name='grade'][value='2']").check()
     article.locator("textarea[name='rationale']").fill("covers cancelling, but not the annual refund")
     article.get_by_role("button", name="Set final grade").click()
+    # Back at the top of the page: the message in view, nothing left to decide, the way back to core.
+    expect(page.locator(".messages")).to_contain_text(f"{target.document.doc_id}: final grade 2 (adjudicated)")
+    expect(page.locator(".messages")).to_be_in_viewport()
+    expect(page.locator("#to-decide")).to_contain_text("Nothing left for a reviewer to decide here")
+    assert page.evaluate("window.scrollY") == 0
     article = page.locator(f"#d-{target.document_id}")
     expect(article.locator("td.final")).to_have_text("2 adjudicated")
     expect(article.locator(".adjudications")).to_contain_text(
@@ -123,9 +128,8 @@ def test_a_two_grade_disagreement_is_quarantined_queued_and_resolved_by_the_revi
 
     # Nothing waits any more: back to core, recorded with who and why.
     page.goto(f"{live_server.url}/sets/{golden_set.slug}/queries/{query.pk}/adjudicate/")
-    page.locator("#tier select[name='tier']").select_option("core")
-    page.locator("#tier textarea[name='reason']").fill("resolved by adjudication")
-    page.locator("#tier").get_by_role("button", name="Move").click()
+    page.locator("#return-to-core textarea[name='reason']").fill("resolved by adjudication")
+    page.get_by_role("button", name="Return to core").click()
     expect(page.locator("#query-tier")).to_have_text("core")
     move = TierMove.objects.filter(by=rita).get()
     assert (move.from_tier, move.to_tier, move.reason) == ("shadow", "core", "resolved by adjudication")
