@@ -94,3 +94,10 @@ def resolved_problem(host: str, resolved: str) -> str | None:
         return f"host {host} resolved to {resolved!r}, which is not an IP address"
     kind = address_kind(address)
     return _refusal(f"host {host} resolves to {resolved}, which", kind) if kind else None
+
+
+def body_shape(content_type: str | None, size: int) -> str:
+    """What an error says of a reply's body: its content type and size, never its text. The text is
+    whatever the address answered (an admin page, a metadata service's keys, a webhook's echo of what
+    it was sent), and errors are shown on pages: `text/html, 1543 bytes`."""
+    return f"{content_type or 'no content type'}, {size} bytes"

@@ -36,6 +36,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from assay.netpolicy import body_shape
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -51,8 +52,6 @@ NOTIFY_VERDICTS = (EvaluationRun.Verdict.FAIL, EvaluationRun.Verdict.WARN)
 # gets the verdict. A delay never exceeds MAX_RETRY_DELAY_S, well inside Redis's visibility timeout.
 NOTIFY_ATTEMPTS = 6
 MAX_RETRY_DELAY_S = 15 * 60
-# What of an error reply's body is kept in `last_error`.
-REPLY_EXCERPT = 200
 
 
 class NotificationRetry(Exception):
@@ -261,8 +260,10 @@ def _post_webhook(message: VerdictMessage, variable: str) -> None:
         raise _Refused(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
     if reply.is_success:
         return
-    said = reply.text[:REPLY_EXCERPT].strip()
-    text = hidden(f"webhook: HTTP {reply.status_code}" + (f": {said}" if said else ""))
+    # Its status, content type and size, never its body (assay.netpolicy.body_shape): `last_error` is shown
+    # on the run page, and the body is whatever the webhook's address answered.
+    shape = body_shape(reply.headers.get("content-type"), len(reply.content))
+    text = f"webhook: HTTP {reply.status_code} ({shape})"
     # A 429 says "later" as plainly as a 5xx; other 4xx (and redirects, not followed) would not change.
     if reply.status_code >= 500 or reply.status_code == 429:
         raise _Transient(text)

@@ -39,6 +39,7 @@ from evaluation.services import (
 from evaluation.services.notifications import MAX_RETRY_DELAY_S, retry_delay
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from tests.support.evaluation import logged_in
 from tests.support.processes import free_port, refused_url
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     RunFactory,
@@ -161,7 +162,9 @@ def test_a_failing_run_mails_the_reviewers_once_and_posts_to_the_webhook_after_a
     )
     webhook = rows["webhook"]
     assert (webhook.status, webhook.attempts, webhook.recipients) == (Status.SENT, 2, HOOK_VAR)
-    assert webhook.last_error == "webhook: HTTP 500: upstream down" and webhook.sent_at is not None
+    # Never the reply's body (it may be anything the address answered): its status, type and size.
+    assert webhook.last_error == "webhook: HTTP 500 (text/html; charset=utf-8, 13 bytes)"
+    assert webhook.sent_at is not None
 
 
 def test_telling_again_or_finalizing_again_sends_nothing_more(
@@ -288,9 +291,24 @@ def test_a_4xx_is_a_recorded_failure_without_a_retry(
 
     webhook = _rows(run)["webhook"]
     assert (webhook.status, webhook.attempts) == (Status.FAILED, 1)
-    assert webhook.last_error == "webhook: HTTP 404: no_service"
+    assert webhook.last_error == "webhook: HTTP 404 (text/html; charset=utf-8, 10 bytes)"
     assert len(hook.requests) == 1
     assert _rows(run)["email"].status == Status.SENT  # one channel's failure is not the other's
+
+
+def test_a_webhooks_reply_body_is_never_kept_or_shown(
+    finished: RunFactory, stub: StubServer, hooked: SearchTarget, hook: StubServer, rita: User
+) -> None:
+    # Whatever the address answers (an internal page, an echo of a token) stays out of the record.
+    said = '{"error": "forbidden", "internal": "db-admin.corp:5432", "token": "xoxb-123"}'
+    hook.on("/hook", Reply(status=403, text=said, content_type="application/json"))
+
+    run = _failing(finished, stub)
+
+    webhook = _rows(run)["webhook"]
+    assert webhook.last_error == f"webhook: HTTP 403 (application/json, {len(said)} bytes)"
+    page = logged_in(rita).get(f"/runs/{run.pk}/").content.decode()
+    assert "webhook: HTTP 403 (application/json" in page and "db-admin" not in page and "xoxb" not in page
 
 
 def test_a_429_is_retried_like_a_5xx(

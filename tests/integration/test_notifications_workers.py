@@ -95,7 +95,7 @@ def test_a_failing_run_on_a_worker_mails_once_and_posts_once_after_a_retry(
         "rita@example.org",
     )
     assert (rows["webhook"].status, rows["webhook"].attempts) == ("sent", 2)
-    assert rows["webhook"].last_error == "webhook: HTTP 500: upstream down"
+    assert rows["webhook"].last_error == "webhook: HTTP 500 (text/html; charset=utf-8, 13 bytes)"
     posts = hook.requests_for("/hook")
     assert len(posts) == 2
     assert posts[1].json["run_id"] == run.pk and posts[1].json["verdict"] == "fail"
