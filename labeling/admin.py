@@ -130,7 +130,18 @@ class AssignmentAdmin(_RecordAdmin, admin.ModelAdmin):
 class JudgmentEventInline(_RecordAdmin, admin.TabularInline):
     model = models.JudgmentEvent
     extra = 0
-    fields = ("rater", "at", "old_grade", "new_grade", "note", "time_spent_ms", "content_hash")
+    fields = (
+        "rater",
+        "at",
+        "old_grade",
+        "new_grade",
+        "old_cant_judge",
+        "new_cant_judge",
+        "undo",
+        "note",
+        "time_spent_ms",
+        "content_hash",
+    )
 
 
 @admin.register(models.Judgment)
@@ -142,7 +153,15 @@ class JudgmentAdmin(_RecordAdmin, admin.ModelAdmin):
 
 @admin.register(models.JudgmentEvent)
 class JudgmentEventAdmin(_RecordAdmin, admin.ModelAdmin):
-    list_display = ("judgment", "rater", "at", "old_grade", "new_grade")
+    list_display = ("assignment", "document", "rater", "at", "old_state", "new_state", "undo")
+    list_select_related = ("assignment", "document", "rater")
+
+
+@admin.register(models.CantJudgeMark)
+class CantJudgeMarkAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Set and cleared by services.judgment_submit, which writes its JudgmentEvent; never a grade.
+    list_display = ("assignment", "document", "reason", "note", "updated")
+    list_filter = ("reason", "assignment__query__golden_set")
 
 
 @admin.register(models.TierMove)

@@ -1,18 +1,22 @@
-"""Rater reads: the queue, the next open assignment, the grading page and the saved grades.
+"""Rater reads: the queue, the next and previous assignment, the grading page, the saved grades and the
+rater's own progress (today's count and pace, the queue's done and remaining).
 
 Blind: nothing here fetches a frozen label, an adjudication or another rater's grade.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from labeling.models import Assignment, Candidate, Document, Judgment, Query
+from assay.labels.pace import first_saves, pace_seconds
+from labeling.models import Assignment, Candidate, CantJudgeMark, Document, Judgment, JudgmentEvent, Query
 
 
 def shuffle_key(*, rater_id: int, query_id: int, candidate_id: int) -> str:
@@ -60,12 +64,65 @@ def assignment_next(*, rater: Any, after: int | None = None) -> Assignment | Non
     return open_.first()
 
 
+def assignment_previous(*, rater: Any, before: Assignment) -> Assignment | None:
+    """Where `p` on the grading page goes: the rater's assignment just before `before` in queue order
+    (oldest first; done ones too, to read or add a note), skipping reassigned and retired work."""
+    return (
+        Assignment.objects.filter(rater=rater, query__status=Query.Status.ACTIVE)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .filter(Q(created__lt=before.created) | Q(created=before.created, id__lt=before.pk))
+        .order_by("-created", "-id")
+        .only("id")
+        .first()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RaterDay:
+    """The progress strip's own figures: documents saved today, the median seconds per document (None
+    before two), the (assignment, document) pairs saved today, and the queue's done and remaining."""
+
+    count: int
+    pace: float | None
+    saved: frozenset[tuple[int, int]]
+    queue_done: int
+    queue_remaining: int
+
+
+def rater_day_get(*, rater: Any, now: dt.datetime | None = None) -> RaterDay:
+    """Today (in the server's time zone) from the rater's own save events, and their queue's counts: two
+    queries, whatever the day held. Nobody else's saves, and no label, are read."""
+    now = now or timezone.now()
+    start = timezone.make_aware(dt.datetime.combine(timezone.localdate(now), dt.time.min))
+    rows = JudgmentEvent.objects.filter(rater=rater, at__gte=start, at__lte=now).values_list(
+        "assignment_id", "document_id", "at"
+    )
+    saves = [((a, d), at.timestamp()) for a, d, at in rows]
+    queue = (
+        Assignment.objects.filter(rater=rater, query__status=Query.Status.ACTIVE)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .aggregate(
+            done=Count("id", filter=Q(status=Assignment.Status.DONE)),
+            remaining=Count("id", filter=Q(status=Assignment.Status.OPEN)),
+        )
+    )
+    saved = frozenset(key for key, _ in saves)
+    return RaterDay(
+        count=len(saved),
+        pace=pace_seconds(first_saves(saves)),
+        saved=saved,
+        queue_done=queue["done"],
+        queue_remaining=queue["remaining"],
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GradingItem:
     candidate_id: int
     document: Document
     grade: int | None  # the rater's own saved grade, nothing else
-    note: str
+    note: str  # the note of the rater's own grade or can't-judge mark
+    cant_judge: str = ""  # the rater's own can't-judge reason, when the document is marked so
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +132,7 @@ class GradingPage:
     items: list[GradingItem]
     graded: int
     total: int
+    cant_judged: int = 0
 
 
 def grading_page_get(*, assignment: Assignment) -> GradingPage:
@@ -93,32 +151,58 @@ def grading_page_get(*, assignment: Assignment) -> GradingPage:
         j.document_id: j
         for j in Judgment.objects.filter(assignment=assignment).only("document_id", "grade", "note")
     }
+    marks = {
+        m.document_id: m
+        for m in CantJudgeMark.objects.filter(assignment=assignment).only("document_id", "reason", "note")
+    }
     candidates.sort(
         key=lambda c: shuffle_key(
             rater_id=assignment.rater_id, query_id=assignment.query_id, candidate_id=c.pk
         )
     )
-    items = [
-        GradingItem(
-            candidate_id=c.pk,
-            document=c.document,
-            grade=own[c.document_id].grade if c.document_id in own else None,
-            note=own[c.document_id].note if c.document_id in own else "",
+    items = []
+    for c in candidates:
+        judgment, mark = own.get(c.document_id), marks.get(c.document_id)
+        saved = judgment or mark
+        items.append(
+            GradingItem(
+                candidate_id=c.pk,
+                document=c.document,
+                grade=judgment.grade if judgment else None,
+                note=saved.note if saved else "",
+                cant_judge=mark.reason if mark and not judgment else "",
+            )
         )
-        for c in candidates
-    ]
-    graded = sum(1 for item in items if item.grade is not None)
     return GradingPage(
-        assignment=assignment, query=assignment.query, items=items, graded=graded, total=len(items)
+        assignment=assignment,
+        query=assignment.query,
+        items=items,
+        graded=sum(1 for item in items if item.grade is not None),
+        total=len(items),
+        cant_judged=sum(1 for item in items if item.cant_judge),
     )
 
 
-def grades_get(*, assignment: Assignment) -> dict[str, dict[str, Any]]:
-    """The rater's saved grades by candidate id (a second tab refreshes itself from this)."""
+def grades_get(*, assignment: Assignment) -> dict[str, Any]:
+    """The rater's saved grades by candidate id, and (only when there are some) their can't-judge marks
+    by candidate id under `cant_judge` (a second tab refreshes itself from this)."""
     rows = Judgment.objects.filter(assignment=assignment).values_list("document_id", "grade", "note")
     by_document = {doc: (grade, note) for doc, grade, note in rows}
-    candidates = Candidate.objects.filter(query_id=assignment.query_id, document_id__in=list(by_document))
-    return {
-        str(c.pk): {"grade": by_document[c.document_id][0], "note": by_document[c.document_id][1]}
-        for c in candidates.only("id", "document_id")
+    marked = {
+        doc: (reason, note)
+        for doc, reason, note in CantJudgeMark.objects.filter(assignment=assignment).values_list(
+            "document_id", "reason", "note"
+        )
     }
+    candidates = Candidate.objects.filter(
+        query_id=assignment.query_id, document_id__in=[*by_document, *marked]
+    ).only("id", "document_id")
+    out: dict[str, Any] = {"status": assignment.status, "grades": {}}
+    for c in candidates:
+        if c.document_id in by_document:
+            grade, note = by_document[c.document_id]
+            out["grades"][str(c.pk)] = {"grade": grade, "note": note}
+        elif c.document_id in marked:
+            reason, note = marked[c.document_id]
+            out.setdefault("cant_judge", {})[str(c.pk)] = {"reason": reason, "note": note}
+    return out

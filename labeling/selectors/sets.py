@@ -8,7 +8,17 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
-from labeling.models import Assignment, Candidate, FrozenLabel, GoldenSet, GoldItem, Judgment, Query
+from labeling.models import (
+    Assignment,
+    Candidate,
+    CantJudgeMark,
+    FrozenLabel,
+    GoldenSet,
+    GoldItem,
+    Judgment,
+    JudgmentEvent,
+    Query,
+)
 from labeling.roles import is_admin
 from labeling.selectors.grading import count_subquery
 from labeling.selectors.labels import PairLabel, _pair_labels
@@ -56,22 +66,35 @@ class ReviewRow:
     judgments: list[Judgment]
     final: PairLabel | None = None  # the consolidated label and how it was reached (None: not judged)
     gold: int | None = None  # the known answer, when the document is a gold item of the query
+    cant_judge: tuple[CantJudgeMark, ...] = ()  # raters' can't-judge marks with reasons: not grades
 
 
 def query_review_get(*, query: Query) -> list[ReviewRow]:
     """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
-    and note with its history, the consolidated label and the gold answer."""
+    or can't-judge mark and note with its history (`history` on each: the document's events in that
+    assignment, grades a mark or an undo replaced included), the consolidated label and the gold answer."""
     frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
     finals = {d: label for (_, d), label in _pair_labels(query.golden_set, [query.pk]).items()}
     gold = dict(GoldItem.objects.filter(query=query).values_list("document_id", "grade"))
+    history: dict[tuple[int, int], list[JudgmentEvent]] = {}
+    for event in JudgmentEvent.objects.filter(assignment__query=query).order_by("at", "id"):
+        history.setdefault((event.assignment_id, event.document_id), []).append(event)
     judgments: dict[int, list[Judgment]] = {}
     for j in (
         Judgment.objects.filter(assignment__query=query)
         .select_related("assignment__rater")
-        .prefetch_related("events")
         .order_by("assignment__kind", "assignment_id")
     ):
+        j.history = history.get((j.assignment_id, j.document_id), [])  # type: ignore[attr-defined]
         judgments.setdefault(j.document_id, []).append(j)
+    marks: dict[int, list[CantJudgeMark]] = {}
+    for m in (
+        CantJudgeMark.objects.filter(assignment__query=query)
+        .select_related("assignment__rater")
+        .order_by("assignment__kind", "assignment_id")
+    ):
+        m.history = history.get((m.assignment_id, m.document_id), [])  # type: ignore[attr-defined]
+        marks.setdefault(m.document_id, []).append(m)
     candidates = (
         Candidate.objects.filter(query=query)
         .select_related("document")
@@ -84,6 +107,7 @@ def query_review_get(*, query: Query) -> list[ReviewRow]:
             judgments.get(c.document_id, []),
             finals.get(c.document_id),
             gold.get(c.document_id),
+            tuple(marks.get(c.document_id, ())),
         )
         for c in candidates
     ]

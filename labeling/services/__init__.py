@@ -18,7 +18,9 @@ from labeling.services.assignments import (
     SCOPED_KINDS,
     AssignmentError,
     AssignReport,
+    Progress,
     assignment_candidates,
+    assignment_counts,
     assignment_progress,
     assignment_reassign,
     assignments_create,
@@ -38,6 +40,7 @@ from labeling.services.done import (
 )
 from labeling.services.grading import (
     BUSY_MESSAGE,
+    CANT_JUDGE_REASONS,
     DONE_BUSY_MESSAGE,
     LOCKED_MESSAGE,
     MAX_NOTE,
@@ -49,6 +52,7 @@ from labeling.services.grading import (
     Locked,
     NotFound,
     OffScale,
+    OnRecord,
     Reassigned,
     Retired,
     SubmitResult,
@@ -86,6 +90,7 @@ from labeling.services.review import (
 
 __all__ = [
     "BUSY_MESSAGE",
+    "CANT_JUDGE_REASONS",
     "DONE_BUSY_MESSAGE",
     "JUDGED_SYSTEM",
     "LABEL_KINDS",
@@ -105,8 +110,10 @@ __all__ = [
     "Locked",
     "NotFound",
     "OffScale",
+    "OnRecord",
     "Overturn",
     "PoolEntry",
+    "Progress",
     "Reassigned",
     "ReopenError",
     "Retired",
@@ -115,6 +122,7 @@ __all__ = [
     "SubmitResult",
     "adjudication_create",
     "assignment_candidates",
+    "assignment_counts",
     "assignment_done",
     "assignment_progress",
     "assignment_reassign",

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
-from labeling.models import Assignment, Candidate, GoldenSet, GoldItem, Judgment, Query
+from labeling.models import Assignment, Candidate, CantJudgeMark, GoldenSet, GoldItem, Judgment, Query
 from labeling.selectors import count_subquery
 
 # Kinds scoped to some candidates of the pool, always given to a rater who never held the query.
@@ -137,15 +138,16 @@ def assignment_reassign(*, assignment: Assignment, rater: User) -> Assignment:
 
 
 def _refresh_completion(assignment: Assignment) -> tuple[int, int]:
-    """(graded, total) for the assignment; a done one whose work grew (its pool or scope) is open again.
+    """(handled, total) for the assignment; a done one whose work grew (its pool or scope) is open again.
     Only the rater marks a query done (`assignment_done`)."""
-    graded, total = assignment_progress(assignment=assignment)
-    complete = total > 0 and graded >= total
+    handled, total = assignment_progress(assignment=assignment)
+    complete = total > 0 and handled >= total
     if not complete and assignment.status == Assignment.Status.DONE:
         assignment.status = Assignment.Status.OPEN
         assignment.completed = None
-        assignment.save(update_fields=["status", "completed"])
-    return graded, total
+        assignment.reopened = timezone.now()
+        assignment.save(update_fields=["status", "completed", "reopened"])
+    return handled, total
 
 
 def assignment_candidates(*, assignment: Assignment, scoped: bool | None = None) -> Q:
@@ -156,19 +158,44 @@ def assignment_candidates(*, assignment: Assignment, scoped: bool | None = None)
     return Q(scoped_assignments=assignment) if scoped else Q(query_id=assignment.query_id)
 
 
-def assignment_progress(*, assignment: Assignment, scoped: bool | None = None) -> tuple[int, int]:
-    """(graded, total), in one query."""
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """An assignment's documents: graded, marked can't judge (not a grade), and all it covers."""
+
+    graded: int
+    cant_judge: int
+    total: int
+
+    @property
+    def handled(self) -> int:
+        """Graded or marked can't judge: what marking the query done needs of every document."""
+        return self.graded + self.cant_judge
+
+    def describe(self) -> str:
+        marked = f", {self.cant_judge} can't judge" if self.cant_judge else ""
+        return f"{self.graded} of {self.total} graded{marked}"
+
+
+def assignment_counts(*, assignment: Assignment, scoped: bool | None = None) -> Progress:
+    """The assignment's `Progress`, in one query."""
     pool = Candidate.objects.filter(assignment_candidates(assignment=assignment, scoped=scoped))
-    graded, total = (
+    graded, marked, total = (
         Assignment.objects.filter(pk=assignment.pk)
         .annotate(
             n_graded=count_subquery(Judgment.objects.filter(assignment_id=assignment.pk)),
+            n_marked=count_subquery(CantJudgeMark.objects.filter(assignment_id=assignment.pk)),
             n_total=count_subquery(pool),
         )
-        .values_list("n_graded", "n_total")
+        .values_list("n_graded", "n_marked", "n_total")
         .get()
     )
-    return graded, total
+    return Progress(graded=graded, cant_judge=marked, total=total)
+
+
+def assignment_progress(*, assignment: Assignment, scoped: bool | None = None) -> tuple[int, int]:
+    """(handled, total): the documents graded or marked can't judge, and all the assignment covers."""
+    progress = assignment_counts(assignment=assignment, scoped=scoped)
+    return progress.handled, progress.total
 
 
 def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = None) -> int:

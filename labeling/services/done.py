@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
 from labeling.selectors import DUAL_KINDS
-from labeling.services.assignments import assignment_progress
+from labeling.services.assignments import assignment_counts
 from labeling.services.grading import (
     DONE_BUSY_MESSAGE,
     GradingError,
@@ -67,7 +67,8 @@ class DoneResult:
 @retried_when_locked(DONE_BUSY_MESSAGE)
 @transaction.atomic
 def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
-    """The rater marks the query done: every candidate must be graded; the grades are locked from now on.
+    """The rater marks the query done: every candidate must be graded or marked can't judge; the grades
+    and marks are locked from now on.
 
     This is where the overturn rule applies: the answer lists the grades that differ from the frozen
     labels, each to be explained by a note (a save of the same grade with a note, still allowed). On
@@ -90,13 +91,11 @@ def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
         raise Reassigned("this assignment was reassigned to another rater: it was not marked done")
     already = assignment.status == Assignment.Status.DONE
     if not already:
-        graded, total = assignment_progress(assignment=assignment)
-        if total == 0:
+        progress = assignment_counts(assignment=assignment)
+        if progress.total == 0:
             raise Incomplete("this query has no documents to grade yet")
-        if graded < total:
-            raise Incomplete(
-                f"{graded} of {total} graded: grade every document before marking the query done"
-            )
+        if progress.handled < progress.total:
+            raise Incomplete(f"{progress.describe()}: grade every document before marking the query done")
         assignment.status = Assignment.Status.DONE
         assignment.completed = timezone.now()
         assignment.save(update_fields=["status", "completed"])
@@ -211,6 +210,6 @@ def assignment_reopen(*, assignment: Assignment, by: User) -> Assignment:
         raise ReopenError(f"the assignment is {locked.status}, not done: there is nothing to reopen")
     if locked.query.status != Query.Status.ACTIVE:
         raise ReopenError(f"query {locked.query.external_id} is retired: nothing to reopen")
-    locked.status, locked.completed = Assignment.Status.OPEN, None
-    locked.save(update_fields=["status", "completed"])
+    locked.status, locked.completed, locked.reopened = Assignment.Status.OPEN, None, timezone.now()
+    locked.save(update_fields=["status", "completed", "reopened"])
     return locked

@@ -1,5 +1,7 @@
 """Saving a grade: the grading endpoint's service, the app's hot path (docs/labeling.md, "Grading").
 
+The same save sets a document's other states: a can't-judge mark with its reason (kept apart from
+grades, `CantJudgeMark`), or neither (what the grading page's undo restores when there was nothing).
 Blind: nothing here reads an earlier label. The errors carry the HTTP status and code the endpoint
 answers with.
 """
@@ -20,6 +22,7 @@ from assay.storable import text_problem
 from labeling.models import (
     Assignment,
     Candidate,
+    CantJudgeMark,
     Document,
     GoldenSet,
     Judgment,
@@ -63,6 +66,13 @@ class Locked(GradingError):
     code = "done"
 
 
+class OnRecord(GradingError):
+    """A grade that a proposed label change was made from stays on record: it may change, not go."""
+
+    status = 409
+    code = "on_record"
+
+
 class Busy(GradingError):
     """The database stayed locked by other writers (SQLite only) through every retry; the client waits
     `retry_after` seconds and sends the same save again (it is idempotent)."""
@@ -74,10 +84,11 @@ class Busy(GradingError):
 
 @dataclass(frozen=True, slots=True)
 class SubmitResult:
-    """The judgment as saved (its current grade, note and total time) and the assignment's progress."""
+    """The document's state as saved (its grade, or its can't-judge reason, or neither; the note and
+    total time) and the assignment's progress. `judgment_id` is None unless the state is a grade."""
 
-    judgment_id: int
-    grade: int
+    judgment_id: int | None
+    grade: int | None
     note: str
     time_spent_ms: int
     created: bool
@@ -85,6 +96,8 @@ class SubmitResult:
     graded: int
     total: int
     status: str
+    cant_judge: str = ""  # the mark's reason when the state is can't judge
+    cant_judged: int = 0  # the assignment's documents marked can't judge
 
 
 class Retired(GradingError):
@@ -105,6 +118,11 @@ LOCKED_MESSAGE = (
     "you marked this query done, so its grades are locked (a reviewer can reopen it); your grade was not"
     " saved"
 )
+ON_RECORD_MESSAGE = (
+    "this grade was proposed to the set's reviewers as a label change, so it stays on record: give the"
+    " document another grade instead; nothing was changed"
+)
+CANT_JUDGE_REASONS = tuple(CantJudgeMark.Reason.values)
 
 
 _P = ParamSpec("_P")
@@ -143,20 +161,29 @@ def judgment_submit(
     assignment_id: int,
     rater: User,
     candidate_id: int,
-    grade: int,
+    grade: int | None,
     note: str = "",
     time_spent_ms: int = 0,
+    cant_judge: str = "",
+    undo: bool = False,
 ) -> SubmitResult:
-    """Save one grade: insert or update the rater's judgment and append its history event.
+    """Save one document's state: a grade (insert or update the rater's judgment), a can't-judge mark
+    (`cant_judge`, one of `CANT_JUDGE_REASONS`, with `grade` None), or neither (`grade` None and no
+    reason: the grade or mark goes); append its history event, flagged `undo` when the grading page's `u`
+    restored an earlier state. A document holds a grade or a mark, never both: either replaces the other.
 
     Blind: nothing here reads an earlier label (frozen, adjudicated or another rater's), so what a save
     answers, and how long it takes, cannot tell the rater anything about them. Overturns are looked at
-    when the rater marks the query done (`assignment_done`); from then on the grades are locked and only
-    a note may still be added to a grade.
+    when the rater marks the query done (`assignment_done`); from then on the grades and marks are locked
+    and only a note may still be added to one.
 
     The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
     reassignment (which takes the same lock) cannot slip between the check and the write.
     """
+    if grade is not None and cant_judge:
+        raise GradingError("a document is graded or marked can't judge, not both")
+    if cant_judge and cant_judge not in CANT_JUDGE_REASONS:
+        raise GradingError(f"can't judge needs one of the reasons {', '.join(CANT_JUDGE_REASONS)}")
     row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
     if row is None:
         raise NotFound("no such assignment")
@@ -167,29 +194,37 @@ def judgment_submit(
     scoped = row["n_scope"] > 0
     if row["document_id"] is None or (scoped and not row["in_scope"]):
         raise NotFound(f"candidate {candidate_id} is not part of this assignment")
-    if not row["scale_min"] <= grade <= row["scale_max"]:
+    if grade is not None and not row["scale_min"] <= grade <= row["scale_max"]:
         raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
-    note = note.strip()
+    note = note.strip() if grade is not None or cant_judge else ""  # a note belongs to a grade or a mark
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
     unstorable = text_problem(note, free_text=True)
     if unstorable:
         raise GradingError(f"the note {unstorable}; your grade was not saved")
-    if row["status"] == Assignment.Status.DONE and (row["judgment_id"] is None or row["old_grade"] != grade):
+    old_grade = row["old_grade"] if row["judgment_id"] is not None else None
+    old_mark = row["old_cant_judge"] or ""
+    if row["status"] == Assignment.Status.DONE and (old_grade, old_mark) != (grade, cant_judge):
         raise Locked(LOCKED_MESSAGE)
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
+    if grade is None:
+        return _ungraded_submit(row, rater=rater, cant_judge=cant_judge, note=note, spent=spent, undo=undo)
     digest = row["content_hash"] or ""  # the content this grade is given on (stale detection)
     old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
+    carried = 0  # the time spent on a can't-judge mark this grade replaces
+    if row["mark_id"] is not None:
+        CantJudgeMark.objects.filter(pk=row["mark_id"]).delete()
+        carried = row["mark_time_spent_ms"]
     if row["judgment_id"] is not None:
         judgment_id, created = row["judgment_id"], False
         old = (row["old_grade"], row["old_note"], row["old_time_spent_ms"])
     else:
         judgment_id, created = _judgment_insert(
-            assignment_id, row["document_id"], grade=grade, note=note, spent=spent, digest=digest
+            assignment_id, row["document_id"], grade=grade, note=note, spent=spent + carried, digest=digest
         )
         old = None if created else _judgment_current(judgment_id)
     if old is None:
-        changed, time_total, saved = True, spent, (grade, note)
+        changed, time_total, saved = True, spent + carried, (grade, note)
     else:
         changed = old[0] != grade or old[1] != note
         time_total = old[2] + spent
@@ -206,12 +241,16 @@ def judgment_submit(
     if changed:
         JudgmentEvent.objects.create(
             judgment_id=judgment_id,
+            assignment_id=assignment_id,
+            document_id=row["document_id"],
             rater=rater,
             old_grade=None if old is None else old[0],
             new_grade=grade,
+            old_cant_judge=old_mark,
             note=note,
             time_spent_ms=spent,
             content_hash=digest,
+            undo=undo,
         )
         if row["n_pending"]:
             _proposals_follow(judgment_id=judgment_id, grade=grade, note=note)
@@ -229,13 +268,90 @@ def judgment_submit(
         graded=graded,
         total=total,
         status=status,
+        cant_judged=row["n_cant_judge"] - (row["mark_id"] is not None),
+    )
+
+
+def _ungraded_submit(
+    row: dict[str, Any], *, rater: User, cant_judge: str, note: str, spent: int, undo: bool
+) -> SubmitResult:
+    """`judgment_submit` without a grade: the document is marked can't judge (`cant_judge`) or left with
+    neither; a grade it had goes (its history stays in `JudgmentEvent`, by assignment and document)."""
+    assignment_id, document_id = row["assignment_id"], row["document_id"]
+    digest = row["content_hash"] or ""
+    graded, cant_judged = row["n_graded"], row["n_cant_judge"]
+    old_grade = row["old_grade"] if row["judgment_id"] is not None else None
+    old_mark, old_note = row["old_cant_judge"] or "", row["mark_note"] or ""
+    time_total = spent
+    if row["judgment_id"] is not None:
+        if LabelProposal.objects.filter(judgment_id=row["judgment_id"]).exists():
+            raise OnRecord(ON_RECORD_MESSAGE)
+        time_total += row["old_time_spent_ms"]
+        Judgment.objects.filter(pk=row["judgment_id"]).delete()
+        graded -= 1
+        old_note = row["old_note"]
+    created = False
+    if row["mark_id"] is not None:
+        time_total += row["mark_time_spent_ms"]
+        if cant_judge:
+            CantJudgeMark.objects.filter(pk=row["mark_id"]).update(
+                reason=cant_judge,
+                note=note,
+                time_spent_ms=time_total,
+                content_hash=digest,
+                updated=timezone.now(),
+            )
+        else:
+            CantJudgeMark.objects.filter(pk=row["mark_id"]).delete()
+            cant_judged -= 1
+    elif cant_judge:
+        # The assignment row is locked: no other save of this document can insert a mark meanwhile.
+        CantJudgeMark.objects.create(
+            assignment_id=assignment_id,
+            document_id=document_id,
+            reason=cant_judge,
+            note=note,
+            time_spent_ms=time_total,
+            content_hash=digest,
+        )
+        created = True
+        cant_judged += 1
+    changed = (old_grade, old_mark, old_note) != (None, cant_judge, note)
+    if changed:
+        JudgmentEvent.objects.create(
+            judgment_id=None,
+            assignment_id=assignment_id,
+            document_id=document_id,
+            rater=rater,
+            old_grade=old_grade,
+            new_grade=None,
+            old_cant_judge=old_mark,
+            new_cant_judge=cant_judge,
+            note=note,
+            time_spent_ms=spent,
+            content_hash=digest,
+            undo=undo,
+        )
+    return SubmitResult(
+        judgment_id=None,
+        grade=None,
+        note=note,
+        time_spent_ms=time_total if cant_judge else 0,
+        created=created,
+        changed=changed,
+        graded=graded,
+        total=row["n_scope"] if row["n_scope"] > 0 else row["n_pool"],
+        status=row["status"],
+        cant_judge=cant_judge,
+        cant_judged=cant_judged,
     )
 
 
 def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
-    content hash, scope membership and the rater's current judgment of it (no label: grading is blind),
+    content hash, scope membership and the rater's current judgment or can't-judge mark of it (no label:
+    grading is blind),
     and whether that judgment has a pending proposal (only after the rater marked the query done and saw
     its overturns), so a regrade touches proposals only when there is one. Every writer of an
     assignment's judgments holds this lock, so what is read cannot change before the save commits.
@@ -250,20 +366,34 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
     qn = connection.ops.quote_name
     t = {
         m.__name__: qn(m._meta.db_table)
-        for m in (Assignment, Query, GoldenSet, Rubric, Candidate, Document, Judgment, LabelProposal)
+        for m in (
+            Assignment,
+            Query,
+            GoldenSet,
+            Rubric,
+            Candidate,
+            Document,
+            Judgment,
+            LabelProposal,
+            CantJudgeMark,
+        )
     }
     through = qn(scope.m2m_db_table())
     scope_a, scope_c = qn(scope.m2m_column_name()), qn(scope.m2m_reverse_name())
     # Only table and column names (from the models, quoted) are interpolated; every value is a parameter.
     sql = f"""
-        SELECT a.status, a.kind, a.query_id, q.status AS query_status, r.scale_min, r.scale_max,
+        SELECT a.id AS assignment_id, a.status, a.kind, a.query_id, q.status AS query_status,
+               r.scale_min, r.scale_max,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id) AS n_scope,
                (SELECT COUNT(*) FROM {t["Candidate"]} p WHERE p.query_id = a.query_id) AS n_pool,
                (SELECT COUNT(*) FROM {t["Judgment"]} j WHERE j.assignment_id = a.id) AS n_graded,
+               (SELECT COUNT(*) FROM {t["CantJudgeMark"]} m WHERE m.assignment_id = a.id) AS n_cant_judge,
                c.document_id, d.content_hash,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
                jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
                jd.time_spent_ms AS old_time_spent_ms,
+               cj.id AS mark_id, cj.reason AS old_cant_judge, cj.note AS mark_note,
+               cj.time_spent_ms AS mark_time_spent_ms,
                (SELECT COUNT(*) FROM {t["LabelProposal"]} lp
                  WHERE lp.judgment_id = jd.id AND lp.status = %s) AS n_pending
           FROM {t["Assignment"]} a
@@ -273,6 +403,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
           LEFT JOIN {t["Candidate"]} c ON c.id = %s AND c.query_id = a.query_id
           LEFT JOIN {t["Document"]} d ON d.id = c.document_id
           LEFT JOIN {t["Judgment"]} jd ON jd.assignment_id = a.id AND jd.document_id = c.document_id
+          LEFT JOIN {t["CantJudgeMark"]} cj ON cj.assignment_id = a.id AND cj.document_id = c.document_id
          WHERE a.id = %s AND a.rater_id = %s"""  # noqa: S608
     with connection.cursor() as cursor:
         if connection.features.has_select_for_update:

@@ -448,8 +448,9 @@ def gold_mark(*, query: Query, document: Document, grade: int, by: User) -> Gold
 
 @transaction.atomic
 def gold_unmark(*, query: Query, document: Document) -> bool:
-    """No longer a gold item. Gold assignments not yet graded on it lose it (an emptied one is
-    removed); grades already given stay. False when it was not a gold item."""
+    """No longer a gold item. Gold assignments not yet graded (or marked can't judge) on it lose it; an
+    emptied one is removed, or closed (`reassigned`) when it has a history to keep; grades and marks
+    already given stay. False when it was not a gold item."""
     deleted, _ = GoldItem.objects.filter(query=query, document=document).delete()
     if not deleted:
         return False
@@ -461,13 +462,20 @@ def gold_unmark(*, query: Query, document: Document) -> bool:
         kinds.append(Assignment.Kind.THIRD)
     holders = Assignment.objects.select_for_update().filter(query=query, kind__in=kinds, scope=candidate)
     for assignment in holders:
-        if Judgment.objects.filter(assignment=assignment, document=document).exists():
+        if (
+            Judgment.objects.filter(assignment=assignment, document=document).exists()
+            or assignment.cant_judge_marks.filter(document=document).exists()
+        ):
             continue
         assignment.scope.remove(candidate)
-        if not assignment.scope.exists() and not assignment.judgments.exists():
-            assignment.delete()
-        else:
+        if assignment.scope.exists() or assignment.judgments.exists() or assignment.cant_judge_marks.exists():
             _refresh_completion(assignment)
+        elif assignment.events.exists():
+            # A grade given and undone: nothing to grade any more, but its history stays.
+            assignment.status = Assignment.Status.REASSIGNED
+            assignment.save(update_fields=["status"])
+        else:
+            assignment.delete()
     return True
 
 

@@ -89,18 +89,19 @@ def _refused(exc: services.GradingError) -> JsonResponse:
 
 @require_http_methods(["GET", "POST"])
 def grades(request: HttpRequest, pk: int) -> JsonResponse:
-    """GET: the rater's saved grades. POST JSON {candidate, grade, note?, time_spent_ms?}: save one grade.
+    """GET: the rater's saved grades (and can't-judge marks, when there are some). POST JSON
+    {candidate, grade, note?, time_spent_ms?, undo?}: save one grade; `grade: null` with
+    `cant_judge: <reason>` marks the document can't judge, `grade: null` alone leaves it with neither.
 
     Statuses: 200 saved; 400 malformed body or off-scale grade; 403 missing CSRF token (middleware);
-    404 not your assignment or a candidate outside it; 409 reassigned, the query retired, or marked done
-    (grades locked; a note on the saved grade still saves); 503 `busy` with Retry-After when SQLite stayed
-    locked through the service's retries. Nothing here depends on earlier labels.
+    404 not your assignment or a candidate outside it; 409 reassigned, the query retired, marked done
+    (grades locked; a note on the saved grade still saves), or a grade on record as a proposal cleared;
+    503 `busy` with Retry-After when SQLite stayed locked through the service's retries. Nothing here
+    depends on earlier labels.
     """
     if request.method == "GET":
         assignment = get_assignment_for_rater(request, pk)
-        return JsonResponse(
-            {"status": assignment.status, "grades": selectors.grades_get(assignment=assignment)}
-        )
+        return JsonResponse(selectors.grades_get(assignment=assignment))
     # The service looks the assignment up itself, locked, and answers 404 for anyone else's.
     try:
         body = json_loads(request.body or b"null")
@@ -119,21 +120,27 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
             grade=body["grade"],
             note=body.get("note") or "",
             time_spent_ms=body.get("time_spent_ms") or 0,
+            cant_judge=body.get("cant_judge") or "",
+            undo=bool(body.get("undo")),
         )
     except services.GradingError as exc:
         return _refused(exc)
-    return JsonResponse(
-        {
-            "saved": True,
-            "candidate": body["candidate"],
-            "grade": result.grade,
-            "note": result.note,
-            "changed": result.changed,
-            "graded": result.graded,
-            "total": result.total,
-            "status": result.status,
-        }
-    )
+    saved: dict[str, Any] = {
+        "saved": True,
+        "candidate": body["candidate"],
+        "grade": result.grade,
+        "note": result.note,
+        "changed": result.changed,
+        "graded": result.graded,
+        "total": result.total,
+        "status": result.status,
+    }
+    # Only when there is a mark to tell of: a plain grade's answer keeps its shape.
+    if result.cant_judge:
+        saved["cant_judge"] = result.cant_judge
+    if result.cant_judged:
+        saved["cant_judged"] = result.cant_judged
+    return JsonResponse(saved)
 
 
 @require_POST
@@ -164,8 +171,17 @@ def _grade_body_problem(body: Any) -> str | None:
         return "the body must be a JSON object: {candidate, grade, note?, time_spent_ms?}"
     for name in ("candidate", "grade"):
         value = body.get(name)
+        if name == "grade" and value is None and "grade" in body:
+            continue  # null: no grade (a can't-judge mark, or neither)
         if not isinstance(value, int) or isinstance(value, bool):
             return f"{name} must be an integer, got {value!r}"
+    reason = body.get("cant_judge")
+    if reason not in (None, "", *services.CANT_JUDGE_REASONS):
+        return f"cant_judge must be one of {', '.join(services.CANT_JUDGE_REASONS)}, got {reason!r}"
+    if reason and body["grade"] is not None:
+        return "a document is graded or marked can't judge, not both: send grade null with cant_judge"
+    if not isinstance(body.get("undo", False), bool):
+        return "undo must be true or false"
     if not isinstance(body.get("note", ""), str | None):
         return "note must be text"
     spent = body.get("time_spent_ms", 0)

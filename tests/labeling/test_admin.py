@@ -33,6 +33,7 @@ READ_ONLY: frozenset[type[db.Model]] = frozenset(
     {
         models.Judgment,
         models.JudgmentEvent,
+        models.CantJudgeMark,
         models.Adjudication,
         models.LabelProposal,
         models.FrozenLabel,
@@ -149,7 +150,7 @@ def as_root(client: Client, root: User) -> Client:
 def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[type[db.Model], db.Model]:
     """One real object of every labeling model, all on alice's query: its first document carries a frozen 3,
     alice graded it 2 through the grading service (so it has an event), proposed that as a new label,
-    and a reviewer adjudicated it."""
+    and a reviewer adjudicated it; she marked the second document can't judge."""
     query = assignment.query
     golden_set = query.golden_set
     candidate = query.candidates.order_by("best_rank")[0]
@@ -171,6 +172,12 @@ def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[ty
         assignment,
         judgment,
         judgment.events.get(),
+        models.CantJudgeMark.objects.create(
+            assignment=assignment,
+            document=query.candidates.order_by("best_rank")[1].document,
+            reason="broken",
+            note="404 page",
+        ),
         query.tier_moves.get(),
         factories.AdjudicationFactory.create(query=query, document=document, reviewer=rita, grade=2),
         models.DisputeCheck.objects.create(query=query, fingerprint="f" * 64, disputed=False),
