@@ -8,15 +8,13 @@ again); the budgets are the set's, so the page shows one target's floor at a tim
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.http import Http404
 
-from assay.budgets import Budget, Budgets, BudgetsError, load_budgets
-from assay.jsonin import JsonInputError, json_loads
+from assay.budgets import Budget, Budgets
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget
 from assay.noise import NOT_ENOUGH_RUNS, MetricNoise, below_floor, suggest_budgets
 from evaluation import selectors
@@ -114,15 +112,9 @@ def noise_panel(*, golden_set: GoldenSet, budgets: Budgets, target_id: str | Non
     return panel
 
 
-def suggestion_text(panel: NoisePanel, text: str) -> tuple[str, list[str]]:
-    """The form's budgets (`text`) with the suggestion filled in, as JSON for the form (nothing is saved),
-    or the problems: the text is not valid budgets, or there is no floor."""
+def suggested_budgets(panel: NoisePanel, budgets: Budgets) -> tuple[Budgets | None, list[str]]:
+    """`budgets` (the form's, unsaved) with the suggestions of the noise floor filled in, or why there are
+    none: no floor to suggest from."""
     if panel.measure is None or panel.measure.floor is None:
-        return text, [f"no noise floor to suggest budgets from: {panel.advice}"]
-    try:
-        budgets = load_budgets(json_loads(text))
-    except JsonInputError as exc:
-        return text, [str(exc)]
-    except BudgetsError as exc:
-        return text, exc.problems
-    return json.dumps(suggest_budgets(panel.measure.floor, budgets).to_dict(), indent=2), []
+        return None, [f"no noise floor to suggest budgets from: {panel.advice}"]
+    return suggest_budgets(panel.measure.floor, budgets), []

@@ -24,6 +24,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("targets/<int:pk>/schedules/", views.target_schedule, name="target_schedule"),
     path("targets/<int:pk>/trend/", views.target_trend, name="target_trend"),
     path("sets/<slug:slug>/budgets/", views.budgets_edit, name="budgets"),
+    path("sets/<slug:slug>/budgets.json", views.budgets_download, name="budgets_download"),
     path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),

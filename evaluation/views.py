@@ -21,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.budgets import Budgets, load_budgets
 from assay.charts import TREND_CHART, trend_charts
 from assay.display import overrides_text, params_text
 from assay.drift import BudgetsError
@@ -29,7 +30,8 @@ from assay.jsonin import JsonInputError, json_loads
 from assay.metric_table import WEIGHTED_PREFIX, series_label
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
-from evaluation.budgets_page import noise_panel, suggestion_text
+from evaluation.budgets_form import DEFAULTS_NOTE, budgets_from_post, budgets_grid, slice_names
+from evaluation.budgets_page import noise_panel, suggested_budgets
 from evaluation.forms import (
     TARGET_PROBLEM_FIELDS,
     RunForm,
@@ -52,6 +54,7 @@ from evaluation.report_page import (
 )
 from evaluation.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 from golden_io.models import GitExportConfig, GoldenVersion
+from labeling.forms import UploadForm, form_errors
 from labeling.lists import list_page
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_reviewer
@@ -498,30 +501,65 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
 # ------------------------------------------------------------------------------------- budgets, baselines
 
 
+def _slice_names(golden_set: GoldenSet, budgets: Budgets) -> dict[str, list[str]]:
+    """The strata, traffic bands and failure modes the set's active queries have, and any the budgets
+    name: one row of the budgets form each."""
+    found = golden_set.queries.filter(status="active").values_list("stratum", "traffic_band", "failure_mode")
+    rows = set(found.order_by().distinct())
+    return slice_names(
+        budgets,
+        {
+            "strata": {r[0] for r in rows},
+            "traffic_bands": {r[1] for r in rows},
+            "failure_modes": {r[2] for r in rows},
+        },
+    )
+
+
+def _uploaded_budgets(request: HttpRequest) -> tuple[Any, list[str]]:
+    """A budgets file sent with the upload form (or its JSON as the `budgets` field): the decoded JSON,
+    or what is wrong with it."""
+    if "budgets" in request.POST:
+        text: str | bytes = request.POST["budgets"]
+    else:
+        form = UploadForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return None, [f"budgets file: {form_errors(form)}"]
+        text = form.cleaned_data["file"].read()
+    try:
+        return json_loads(text), []
+    except JsonInputError as exc:
+        return None, [f"budgets file: {exc}"]
+
+
 @require_http_methods(["GET", "POST"])
 def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
-    """The set's budgets as JSON, beside the noise floor of a target's baseline configuration (`?target=`):
-    "Fill in the suggestions" puts the suggested budgets in the form, saved only by "Save budgets"."""
+    """The set's budgets as a form (metric x scope x warn/fail; evaluation.budgets_form) beside the noise
+    floor of a target's baseline configuration (`?target=`). "Fill in the suggestions" puts the suggested
+    budgets in the form, saved only by "Save budgets"; the budgets file downloads (budgets.json) and
+    uploads as it is."""
     golden_set = _get_set(request, slug)
     stored = hasattr(golden_set, "budgets")
     budgets = selectors.budgets_get(golden_set=golden_set)
-    text = json.dumps(budgets.to_dict(), indent=2)
+    names = _slice_names(golden_set, budgets)
     target_id = (request.POST if request.method == "POST" else request.GET).get("target") or None
     noise = noise_panel(golden_set=golden_set, budgets=budgets, target_id=target_id)
+    grid = budgets_grid(budgets, names)
     problems: list[str] = []
     filled = False
-    if request.method == "POST" and request.POST.get("action") == "suggest":
-        text, problems = suggestion_text(noise, request.POST.get("budgets", ""))
-        filled = not problems
-    elif request.method == "POST":
-        text = request.POST.get("budgets", "")
+    action = request.POST.get("action", "upload" if "budgets" in request.POST else "save")
+    if request.method == "POST":
         data: Any = None
-        if request.POST.get("action") != "defaults":
-            try:
-                data = json_loads(text)
-            except JsonInputError as exc:
-                problems = [str(exc)]
-        if not problems:
+        if action == "upload":
+            data, problems = _uploaded_budgets(request)
+        elif action != "defaults":
+            grid, data = budgets_from_post(request.POST, names)
+            problems = list(grid.errors)
+        if action == "suggest" and not problems:
+            suggested, problems = suggested_budgets(noise, load_budgets(data))
+            if suggested is not None:
+                grid, filled = budgets_grid(suggested, slice_names(suggested, names)), True
+        elif not problems:
             try:
                 services.budgets_set(golden_set=golden_set, data=data, by=request.user)
             except BudgetsError as exc:
@@ -537,14 +575,27 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
         "evaluation/budgets.html",
         {
             "golden_set": golden_set,
-            "text": text,
+            "grid": grid,
             "problems": problems,
             "stored": stored,
             "noise": noise,
             "filled": filled,
+            "upload_form": UploadForm(),
+            "defaults_note": DEFAULTS_NOTE,
         },
         status=422 if problems else 200,
     )
+
+
+@require_GET
+def budgets_download(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's budgets file (the stored budgets in full, or the defaults): what `assay gate --budgets`
+    reads and the budgets page uploads."""
+    golden_set = _get_set(request, slug)
+    text = json.dumps(selectors.budgets_get(golden_set=golden_set).to_dict(), indent=2) + "\n"
+    response = HttpResponse(text, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="budgets-{golden_set.slug}.json"'
+    return response
 
 
 @require_GET

@@ -17,7 +17,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from assay.budgets import load_budgets
 from assay.metric_table import format_number
 from assay.noise import suggest_budgets
 from evaluation import selectors, services
@@ -25,7 +24,7 @@ from evaluation.models import Baseline, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from golden_io.services import golden_version_freeze
 from labeling.models import GoldenSet
-from tests.support.evaluation import logged_in, page_text, section_text
+from tests.support.evaluation import form_fields, logged_in, page_text, section_text
 from tests.support.processes import serving
 from tests.support.runs import eager_celery
 
@@ -149,16 +148,16 @@ def test_an_a_a_pair_on_the_demo_gives_a_floor_the_pages_show_and_the_gate_holds
     assert "below the noise floor" in _row(page, "stratum billing", "ndcg")  # gated with the core's budgets
 
     # "Fill in the suggestions" puts them in the form; nothing is saved until the user saves.
-    filled = reviewer_client.post(
-        budgets_url,
-        {"action": "suggest", "target": str(target.pk), "budgets": json.dumps(budgets.to_dict())},
-    )
+    fields = form_fields(page.content.decode(), "budgets-form")
+    filled = reviewer_client.post(budgets_url, {**fields, "action": "suggest"})
     assert filled.status_code == 200
     assert "not saved until you save them" in page_text(filled)
-    form_text = re.search(r'<textarea id="budgets"[^>]*>(.*?)</textarea>', filled.content.decode(), re.S)
-    assert form_text is not None
-    assert load_budgets(json.loads(form_text.group(1).replace("&quot;", '"'))) == suggested
+    # Saving the filled-in form stores exactly the suggestion.
     assert selectors.budgets_get(golden_set=demo) == budgets
+    saved = reviewer_client.post(budgets_url, {**form_fields(filled.content.decode(), "budgets-form")})
+    assert saved.status_code == 302
+    assert selectors.budgets_get(golden_set=demo) == suggested
+    services.budgets_set(golden_set=demo, data=budgets.to_dict(), by=reviewer)
 
     # The next run of the configuration: its gate warns about the budget (a warning, never a silent pass).
     third = run()
@@ -196,7 +195,7 @@ def test_the_budgets_page_without_a_baseline_says_what_to_do_and_refuses_unknown
     assert client.get(f"/sets/{demo.slug}/budgets/?target={target.pk}").status_code == 404
     assert client.get(f"/sets/{demo.slug}/budgets/?target=abc").status_code == 404
     # Asking for suggestions without a floor is refused in words, and nothing is saved.
-    refused = client.post(f"/sets/{demo.slug}/budgets/", {"action": "suggest", "budgets": "{}"})
+    refused = client.post(f"/sets/{demo.slug}/budgets/", {"action": "suggest"})
     assert refused.status_code == 422
     assert "no noise floor to suggest budgets from: No baseline in this set yet" in section_text(
         refused, "problems"

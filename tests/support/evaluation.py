@@ -138,3 +138,18 @@ def section_text(response: Any, element_id: str) -> str:
     start = markup.index(f'id="{element_id}"')
     end = markup.find("<section", start)
     return html_text(markup[start : end if end != -1 else None])
+
+
+def form_fields(markup: str, form_id: str) -> dict[str, str]:
+    """What the form with this id would post as it stands: its text and hidden inputs and its ticked
+    checkboxes (buttons left out)."""
+    start = markup.index(f'id="{form_id}"')
+    form = markup[start : markup.index("</form>", start)]
+    fields: dict[str, str] = {}
+    for tag in re.findall(r"<input\b[^>]*>", form):
+        attrs = dict(re.findall(r'(\w[\w-]*)="([^"]*)"', tag))
+        kind, name = attrs.get("type", "text"), attrs.get("name")
+        if name is None or kind in ("submit", "file") or (kind == "checkbox" and " checked" not in tag):
+            continue
+        fields[name] = html.unescape(attrs.get("value", "on" if kind == "checkbox" else ""))
+    return fields
