@@ -18,16 +18,18 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	# (setuptools' notice on every editable install, about folders named like the package: here they are it)
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # The demo's search service listens on loopback, which targets may reach only when allowed
 # (docs/deployment.md, "Target addresses").
 run: export ASSAY_TARGET_ALLOW_PRIVATE ?= true
+# Quiet: runstack ends with the address and the logins (README, "Configuration" for what shows more).
 run: install
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py demo_load
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py runstack --host $(HOST) --port $(PORT)
+	@DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput --verbosity 0
+	@DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py demo_load --no-logins
+	@DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py runstack --host $(HOST) --port $(PORT)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -109,7 +109,7 @@ class HideTechnicalPages:
         if isinstance(exception, PermissionDenied) or not _technical(request):
             return None  # handler403 answers under DEBUG too
         if isinstance(exception, Http404):
-            return _ours(views.page_not_found(request, exception), logged=False)
+            return _ours(views.page_not_found(request, exception))
         if isinstance(exception, SuspiciousOperation | BadRequest):
             # Logged as Django logs them (django.security.* for a suspicious one), answered as handler400.
             name = f"django.security.{type(exception).__name__}"
@@ -119,16 +119,17 @@ class HideTechnicalPages:
         else:
             logger.error("Internal Server Error: %s", request.path, exc_info=exception)
             response = views.server_error(request)
-        return _ours(response)
+        return _ours(response, logged=True)
 
 
 logger = logging.getLogger("django.request")
 
 
-def _ours(response: HttpResponse, *, logged: bool = True) -> HttpResponse:
+def _ours(response: HttpResponse, *, logged: bool = False) -> HttpResponse:
     """One of the app's error pages in place of a technical one. It carries the Content-Security-Policy
     itself: under DEBUG django-csp leaves every 404 and 500 without one (for Django's technical pages,
-    which style inline). `logged`: the error is in the log already, Django must not log the page again."""
+    which style inline). `logged`: the error is in the log already (a 500's traceback), Django must not log
+    the page again; a 404 is logged once as Django logs any, from the response."""
     response[CSP_HEADER] = build_policy()
     if logged:
         response._has_been_logged = True  # type: ignore[attr-defined]  # Django's own flag

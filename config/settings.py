@@ -317,13 +317,49 @@ if ASSAY_MAX_UPLOAD_MB < 1:
 ASSAY_MAX_UPLOAD_BYTES = ASSAY_MAX_UPLOAD_MB * 1024 * 1024
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
+# `make run`'s Celery worker and beat log at this level; at info or debug they also print their banners.
+ASSAY_CELERY_LOG_LEVEL = env.str("ASSAY_CELERY_LOG_LEVEL", default="warning").lower()
 # Notifications: seconds a webhook call may take, and the delay before the first retry (doubling after).
 ASSAY_NOTIFY_TIMEOUT = env.float("ASSAY_NOTIFY_TIMEOUT", default=10.0)
 ASSAY_NOTIFY_RETRY_DELAY = env.float("ASSAY_NOTIFY_RETRY_DELAY", default=30.0)
 
+# One line per event, on stderr. The development server's line per request (`make run`) only when asked:
+# ASSAY_LOG_REQUESTS=true. A 4xx is then that line alone; otherwise django.request's "Not Found: /x" is
+# its one line. Django's own console handler is left out (under DEBUG it printed django.* a second time).
+ASSAY_LOG_REQUESTS = env.bool("ASSAY_LOG_REQUESTS", default=False)
+
+
+def _server_errors_only(record: object) -> bool:
+    return int(getattr(record, "status_code", 500) or 500) >= 500
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {
+        "server_errors_only": {"()": "django.utils.log.CallbackFilter", "callback": _server_errors_only}
+    },
+    "formatters": {
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": env.str("ASSAY_LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO" if ASSAY_LOG_REQUESTS else "CRITICAL",
+            "propagate": False,
+        },
+        "django.request": {"filters": ["server_errors_only"] if ASSAY_LOG_REQUESTS else []},
+        # Its start-up line ("AXES: BEGIN ...") in every process, and a line per login; lockouts are warnings.
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -1,15 +1,24 @@
 """`make run`: start the web app, a Celery worker, celery beat and the demo search service in one terminal,
-then, once web and search answer their health checks, play the demo story (`manage.py demo_runs`)."""
+then, once web and search answer their health checks, play the demo story (`manage.py demo_runs`), and
+end with the addresses and the demo logins.
+
+Quiet unless asked, so that what `make run` prints fits one screen: the development server's banner and
+request lines only with ASSAY_LOG_REQUESTS=true, Celery's banners and its root-user warning only with
+ASSAY_CELERY_LOG_LEVEL=info (or debug), the demo service's ready line never (its errors still show), and
+run notifications written to var/mail/ rather than into the worker's log (when EMAIL_BACKEND is not
+set). Errors and warnings of every process still reach the terminal."""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,6 +28,12 @@ from django.core.management.base import BaseCommand
 from labeling.management.demo_users import demo_logins, render_logins
 
 HEALTH_WAIT_S = 90.0
+# Celery warns when its worker runs as root (as in a container or CI): harmless for the demo on loopback
+# with JSON-only tasks (it refuses pickle as root anyway). A message filter because the warning's class is
+# not importable when Python reads -W. Shown when ASSAY_CELERY_LOG_LEVEL asks for more.
+ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
+QUIET_LEVELS = ("warning", "error", "critical", "fatal")
+FILE_MAIL = "django.core.mail.backends.filebased.EmailBackend"
 # httpx logs every request at INFO: the health polls would fill the terminal.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -34,6 +49,22 @@ def wait_healthy(url: str, timeout: float = HEALTH_WAIT_S, stop: threading.Event
             pass
         time.sleep(0.3)
     return False
+
+
+def stack_commands(python: str, address: str, search_port: int, celery_level: str) -> dict[str, list[str]]:
+    """The four processes `make run` starts, Celery's quiet unless `celery_level` asks for more."""
+    quiet = celery_level in QUIET_LEVELS
+    celery = [python, *(["-W", ROOT_WARNING] if quiet else []), "-m", "celery", "-A", "config"]
+    celery += ["--quiet"] if quiet else []  # no banners
+    corpus = ["--corpus", "demo/corpus.jsonl", "--port", str(search_port)]
+    return {
+        "web": [python, "manage.py", "runserver", address, "--noreload"],
+        "worker": [*celery, "worker", "-l", celery_level, "-c", "2"],
+        # Its own process, not the worker's embedded -B: a killed worker never leaves a beat behind, and a
+        # second beat refuses to start (config/beat_lock.py).
+        "beat": [*celery, "beat", "-l", celery_level],
+        "search": [python, "-m", "demo.search_service", *corpus],
+    }
 
 
 class Command(BaseCommand):
@@ -56,29 +87,22 @@ class Command(BaseCommand):
         python = sys.executable
         site = f"http://{host}:{port}"
         search = f"http://127.0.0.1:{search_port}"
-        commands = {
-            "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-            "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "2"],
-            # Its own process, not the worker's embedded -B: a killed worker never leaves a beat behind,
-            # and a second beat refuses to start (config/beat_lock.py).
-            "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "warning"],
-            "search": [
-                python,
-                "-m",
-                "demo.search_service",
-                "--corpus",
-                "demo/corpus.jsonl",
-                "--port",
-                str(search_port),
-            ],
+        commands = stack_commands(python, f"{host}:{port}", search_port, settings.ASSAY_CELERY_LOG_LEVEL)
+        # stdout only: the banners and the ready line. Every error goes to stderr, which stays.
+        hidden: dict[str, IO[bytes] | int | None] = {"search": subprocess.DEVNULL}
+        if not settings.ASSAY_LOG_REQUESTS:
+            hidden["web"] = subprocess.DEVNULL
+        env = dict(os.environ)
+        mail = ""
+        if "EMAIL_BACKEND" not in os.environ and settings.EMAIL_BACKEND.endswith("console.EmailBackend"):
+            env["EMAIL_BACKEND"] = FILE_MAIL  # a notification is a file to open, not a page of the log
+            mail = str(Path(settings.EMAIL_FILE_PATH))
+        procs = {
+            name: subprocess.Popen(cmd, stdout=hidden.get(name), env=env) for name, cmd in commands.items()
         }
-        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
-        self.stdout.write(self.style.SUCCESS(f"\nAssay is up at {site}/"))
-        self.stdout.write(f"Health check: {site}/health/")
-        self.stdout.write(f"Demo search service (http_json contract): {search}/search")
-        self.stdout.write(f"API: {site}/api/v1/ (Swagger UI at {site}/api/docs/)")
-        self.stdout.write(render_logins(demo_logins()))
-        self.stdout.write("Press Ctrl-C to stop.\n")
+        self.stdout.write(
+            f"Starting web ({site}/), a Celery worker and beat, and the demo search service ({search})..."
+        )
         stopping = threading.Event()
         story: list[subprocess.Popen[bytes]] = []
 
@@ -90,19 +114,18 @@ class Command(BaseCommand):
                 and wait_healthy(f"{search}/health", stop=stopping)
             ):
                 if not stopping.is_set():
-                    self.stderr.write("web or demo search did not come up: skipping the demo runs")
+                    self.stderr.write("web or demo search did not come up: see the errors above")
                 return
-            if stopping.is_set():
-                return
-            self.stdout.write("\nPlaying the demo story (manage.py demo_runs)...")
-            story.append(
-                subprocess.Popen(
-                    [python, "manage.py", "demo_runs", "--search-url", f"{search}/search", "--site-url", site]
-                )
-            )
+            if not no_demo_runs and not stopping.is_set():
+                self.stdout.write("Playing the demo story (manage.py demo_runs)...")
+                story_cmd = ["manage.py", "demo_runs", "--search-url", f"{search}/search", "--site-url", site]
+                played = subprocess.Popen([python, *story_cmd], env=env)
+                story.append(played)
+                played.wait()
+            if not stopping.is_set():
+                self.stdout.write(self._up(site, search, mail))
 
-        if not no_demo_runs:
-            threading.Thread(target=play, name="demo-runs", daemon=True).start()
+        threading.Thread(target=play, name="demo-runs", daemon=True).start()
 
         def stop(*_: object) -> None:
             stopping.set()
@@ -126,3 +149,20 @@ class Command(BaseCommand):
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+    def _up(self, site: str, search: str, mail: str) -> str:
+        """The last lines `make run` prints: where everything is, how to see more, the logins."""
+        more = [f"notification mail in {mail}/"] if mail else []
+        if not settings.ASSAY_LOG_REQUESTS:
+            more.append("request lines: ASSAY_LOG_REQUESTS=true")
+        if settings.ASSAY_CELERY_LOG_LEVEL in QUIET_LEVELS:
+            more.append("Celery's log: ASSAY_CELERY_LOG_LEVEL=info")
+        lines = [
+            "",
+            self.style.SUCCESS(f"Assay is up at {site}/") + "  (Ctrl-C stops it all)",
+            f"  API {site}/api/v1/ (Swagger UI {site}/api/docs/) · health {site}/health/",
+            f"  demo search service (the default HTTP JSON contract): {search}/search",
+        ]
+        if more:
+            lines.append("  " + " · ".join(more))
+        return "\n".join([*lines, render_logins(demo_logins())])

@@ -34,14 +34,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--print-logins", action="store_true", help="only print the logins")
+        parser.add_argument(
+            "--no-logins", action="store_true", help="do not print the logins (`make run`: runstack does)"
+        )
         parser.add_argument("--demo-dir", default=str(DEMO_DIR), help="where corpus.jsonl, golden.json are")
 
-    def handle(self, *args: Any, print_logins: bool, demo_dir: str, **options: Any) -> None:
+    def handle(self, *args: Any, print_logins: bool, no_logins: bool, demo_dir: str, **options: Any) -> None:
         logins = demo_logins()
         if not print_logins:
             summary = self._load(Path(demo_dir), logins)
             self.stdout.write(self.style.SUCCESS(summary))
-        self.stdout.write(render_logins(logins))
+        if print_logins or not no_logins:
+            self.stdout.write(render_logins(logins))
 
     @transaction.atomic
     def _load(self, demo: Path, logins: dict[str, str]) -> str:
