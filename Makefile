@@ -11,7 +11,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/assay
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: install chromium run test lint bench clean
+.PHONY: install chromium services run test lint bench clean
 
 install: $(STAMP)
 
@@ -48,7 +48,12 @@ chromium:
 	    || { echo "could not install Chromium: run 'apt-get install chromium' as root, then make test"; exit 1; }; \
 	}
 
-test: install lint chromium
+# PostgreSQL and Redis where the suite expects them: started when installed here and down.
+services:
+	@scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"
+
+# A fresh machine needs nothing else: the services, Chromium, the venv are set up by their targets.
+test: install chromium services lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: install

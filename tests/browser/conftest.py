@@ -45,7 +45,7 @@ def _sync_orm_beside_playwright() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
