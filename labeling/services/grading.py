@@ -282,38 +282,25 @@ def _ungraded_submit(
     graded, cant_judged = row["n_graded"], row["n_cant_judge"]
     old_grade = row["old_grade"] if row["judgment_id"] is not None else None
     old_mark, old_note = row["old_cant_judge"] or "", row["mark_note"] or ""
-    time_total = spent
+    # The time on the document carries over from the grade or mark this replaces (at most one exists).
+    time_total = spent + (row["old_time_spent_ms"] or 0) + (row["mark_time_spent_ms"] or 0)
     if row["judgment_id"] is not None:
         if LabelProposal.objects.filter(judgment_id=row["judgment_id"]).exists():
             raise OnRecord(ON_RECORD_MESSAGE)
-        time_total += row["old_time_spent_ms"]
         Judgment.objects.filter(pk=row["judgment_id"]).delete()
         graded -= 1
         old_note = row["old_note"]
     created = False
+    fields = {"reason": cant_judge, "note": note, "time_spent_ms": time_total, "content_hash": digest}
     if row["mark_id"] is not None:
-        time_total += row["mark_time_spent_ms"]
         if cant_judge:
-            CantJudgeMark.objects.filter(pk=row["mark_id"]).update(
-                reason=cant_judge,
-                note=note,
-                time_spent_ms=time_total,
-                content_hash=digest,
-                updated=timezone.now(),
-            )
+            CantJudgeMark.objects.filter(pk=row["mark_id"]).update(**fields, updated=timezone.now())
         else:
             CantJudgeMark.objects.filter(pk=row["mark_id"]).delete()
             cant_judged -= 1
     elif cant_judge:
         # The assignment row is locked: no other save of this document can insert a mark meanwhile.
-        CantJudgeMark.objects.create(
-            assignment_id=assignment_id,
-            document_id=document_id,
-            reason=cant_judge,
-            note=note,
-            time_spent_ms=time_total,
-            content_hash=digest,
-        )
+        CantJudgeMark.objects.create(assignment_id=assignment_id, document_id=document_id, **fields)
         created = True
         cant_judged += 1
     changed = (old_grade, old_mark, old_note) != (None, cant_judge, note)

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from assay.jsonin import JsonInputError, json_loads
 from labeling import selectors, services
-from labeling.models import Assignment, Query
+from labeling.models import Assignment, CantJudgeMark, Query
 from labeling.views.access import get_assignment_for_rater, require_rater
 
 
@@ -57,6 +57,8 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
     page = selectors.grading_page_get(assignment=assignment)
     rubric = assignment.query.golden_set.rubric
     done = assignment.status == Assignment.Status.DONE
+    day = selectors.rater_day_get(rater=request.user)
+    previous = selectors.assignment_previous(rater=request.user, before=assignment)
     return render(
         request,
         "labeling/grade.html",
@@ -70,6 +72,10 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
             "done": done,
             # Only once the rater has marked the query done: until then nothing here reads a label.
             "overturns": services.overturns_list(assignment=assignment) if done else [],
+            "day": day,
+            "saved_today": {c for a, c in day.saved if a == assignment.pk},
+            "previous": previous,
+            "reasons": CantJudgeMark.Reason.choices,
         },
     )
 

@@ -1,6 +1,8 @@
-// The grading page: keyboard grading, saving each grade at once, notes, marking the query done, time
-// per item. Keys: scale digits grade the highlighted document, m adds a note, j/k (or arrows) move,
-// d marks the query done, n goes to the next query, ? help. Nothing a save answers depends on earlier
+// The grading page: keyboard grading, saving each grade at once, can't judge, undo, notes, marking the
+// query done, time per item, the progress strip. Keys: scale digits grade the highlighted document,
+// x marks it can't judge (with a reason), u undoes the last change on this page, c (or m) opens its note,
+// j/k (or arrows) move, d marks the query done, p and n go to the previous and next query, ? help. What
+// happened is announced in a live region for screen readers. Nothing a save answers depends on earlier
 // labels: the grades that overturn one are listed only once the query is marked done (and locked).
 (function () {
   "use strict";
@@ -9,15 +11,45 @@
   if (!root) return;
   const gradesUrl = root.dataset.gradesUrl;
   const nextUrl = root.dataset.nextUrl;
+  const previousUrl = root.dataset.previousUrl || "";
   const doneUrl = root.dataset.doneUrl;
   const done = root.dataset.done === "true";
   const flow = document.getElementById("flow-message");
+  const announcer = document.getElementById("announcer");
   let warnedUnfinished = false;
   const scale = root.dataset.scale.split(",").filter(Boolean).map(Number);
   const items = Array.from(root.querySelectorAll(".candidate"));
   const help = document.getElementById("help");
   const progress = document.getElementById("progress");
   const progressText = document.getElementById("progress-text");
+  const todayCount = document.getElementById("today-count");
+  const reasons = {};
+  (items[0] ? items[0].querySelectorAll(".cj-form input[name=reason]") : []).forEach(function (input) {
+    reasons[input.value] = input.parentElement.textContent.trim();
+  });
+  const undoStack = []; // {item, before: {grade, cantJudge, note}}: this page's changes, newest last
+
+  // Said once to screen readers (the region is polite and atomic); cleared first so a repeat is heard.
+  function announce(text) {
+    announcer.textContent = "";
+    window.setTimeout(function () {
+      announcer.textContent = text;
+    }, 30);
+  }
+
+  function titleOf(item) {
+    return item.querySelector(".doc-title").textContent.trim();
+  }
+
+  function stateOf(item) {
+    return { grade: item.dataset.grade, cantJudge: item.dataset.cantJudge || "", note: item.dataset.note || "" };
+  }
+
+  function describe(state) {
+    if (state.grade !== "" && state.grade !== null && state.grade !== undefined) return "grade " + state.grade;
+    if (state.cantJudge) return "can't judge (" + (reasons[state.cantJudge] || state.cantJudge) + ")";
+    return "no grade";
+  }
 
   let current = -1;
   let visible = !document.hidden;
@@ -65,6 +97,13 @@
     item.classList.add("focused");
     item.focus({ preventScroll: true });
     item.scrollIntoView({ block: "nearest" });
+    return item;
+  }
+
+  function moveFocus(index) {
+    if (!items.length) return;
+    const item = focusItem(index);
+    announce("Document " + (current + 1) + " of " + items.length + ": " + titleOf(item) + ", " + describe(stateOf(item)));
   }
 
   function setState(item, cls, text) {
@@ -83,6 +122,12 @@
     });
   }
 
+  function showMark(item, reason) {
+    item.dataset.cantJudge = reason || "";
+    item.classList.toggle("marked", item.dataset.cantJudge !== "");
+    item.querySelector(".cj-state").textContent = reason ? "Can't judge: " + (reasons[reason] || reason) : "";
+  }
+
   function showNote(item, note) {
     item.dataset.note = note || "";
     const own = item.querySelector(".own-note");
@@ -90,20 +135,33 @@
     own.querySelector("span").textContent = note || "";
   }
 
-  function updateProgress(graded, total) {
+  function updateProgress(graded, total, cantJudged) {
+    const handled = graded + (cantJudged || 0);
     progress.max = total;
-    progress.value = graded;
+    progress.value = handled;
     progressText.textContent =
-      graded + " of " + total + " graded" + (total && graded >= total ? (done ? "" : " — every document graded: press d to mark the query done") : "");
+      graded + " of " + total + " graded" + (cantJudged ? ", " + cantJudged + " can't judge" : "") +
+      (total && handled >= total ? (done ? "" : " — every document done: press d to mark the query done") : "");
+  }
+
+  function countToday(item) {
+    if (item.dataset.today === "true" || !todayCount) return;
+    item.dataset.today = "true";
+    const n = Number(todayCount.dataset.count || 0) + 1;
+    todayCount.dataset.count = String(n);
+    todayCount.textContent = n + (n === 1 ? " document" : " documents");
   }
 
   function openNotePrompt(item) {
-    if (item.dataset.grade === "") {
-      setState(item, "error", "Grade it first: a note belongs to a grade");
+    if (item.dataset.grade === "" && !item.dataset.cantJudge) {
+      setState(item, "error", "Grade it (or mark it can't judge) first: a note belongs to a grade");
+      announce("No note yet: grade the document first");
       return;
     }
+    closeMarkPrompt(item);
     const form = item.querySelector(".note-form");
     form.dataset.grade = item.dataset.grade;
+    form.dataset.cantJudge = item.dataset.cantJudge || "";
     form.hidden = false;
     const area = form.querySelector("textarea");
     area.value = item.dataset.note || "";
@@ -114,6 +172,30 @@
     const form = item.querySelector(".note-form");
     form.hidden = true;
     delete form.dataset.grade;
+    delete form.dataset.cantJudge;
+  }
+
+  // x: the reasons as radio buttons (arrows choose, Enter saves, Esc cancels), with an optional note.
+  function openMarkPrompt(item) {
+    if (done && !item.dataset.cantJudge) {
+      setState(item, "error", "Locked: you marked this query done (a reviewer can reopen it)");
+      announce("Locked: this query is marked done");
+      return;
+    }
+    closeNotePrompt(item);
+    const form = item.querySelector(".cj-form");
+    const chosen = item.dataset.cantJudge || form.querySelector("input[name=reason]").value;
+    form.querySelectorAll("input[name=reason]").forEach(function (input) {
+      input.checked = input.value === chosen;
+    });
+    form.querySelector("textarea").value = item.dataset.cantJudge ? item.dataset.note || "" : "";
+    form.hidden = false;
+    form.querySelector("input[name=reason]:checked").focus();
+    announce("Can't judge " + titleOf(item) + ": choose a reason with the arrow keys, Enter saves, Escape cancels");
+  }
+
+  function closeMarkPrompt(item) {
+    item.querySelector(".cj-form").hidden = true;
   }
 
   async function post(url, body) {
@@ -134,20 +216,47 @@
 
   async function save(item, grade, note) {
     if (!scale.includes(grade)) return;
-    if (done && item.dataset.grade !== String(grade)) {
+    if (note === undefined) {
+      closeNotePrompt(item); // a grade by button while a prompt was open: the prompt's state is stale
+      closeMarkPrompt(item);
+    }
+    await saveState(item, { grade: grade, cantJudge: "", note: note });
+  }
+
+  // Every change of a document goes through here: a grade, can't judge with a reason, or (undo) neither.
+  async function saveState(item, state, undone) {
+    const undo = Boolean(undone);
+    const grade = state.grade === "" || state.grade === null || state.grade === undefined ? null : Number(state.grade);
+    if (done && (String(grade === null ? "" : grade) !== item.dataset.grade || (state.cantJudge || "") !== (item.dataset.cantJudge || ""))) {
       setState(item, "error", "Locked: you marked this query done (a reviewer can reopen it)");
+      announce("Locked: this query is marked done, nothing changed");
       return;
     }
-    setState(item, "saving", "Saving…");
+    setState(item, "saving", undo ? "Undoing…" : "Saving…");
     const body = { candidate: Number(item.dataset.candidate), grade: grade, time_spent_ms: takeTime(item) };
-    if (note !== undefined) body.note = note;
-    await send(item, body);
+    if (state.cantJudge) body.cant_judge = state.cantJudge;
+    if (state.note !== undefined) body.note = state.note;
+    if (undo) body.undo = true;
+    await send(item, body, stateOf(item), undone);
+  }
+
+  // u: the document of this page's last change goes back to what it was before (through the same save,
+  // so its history records the undo).
+  async function undoLast() {
+    const last = undoStack.pop();
+    if (!last) {
+      flow.textContent = "Nothing to undo on this page.";
+      announce("Nothing to undo");
+      return;
+    }
+    focusItem(items.indexOf(last.item));
+    await saveState(last.item, last.before, last);
   }
 
   // The save last asked for on each item: a busy retry gives way to a newer grade of the same document.
   const latest = new WeakMap();
 
-  async function send(item, body) {
+  async function send(item, body, before, undone) {
     latest.set(item, body);
     let response, data;
     try {
@@ -162,23 +271,38 @@
       const wait = Math.max(1, Number(response.headers.get("Retry-After")) || 2);
       setState(item, "saving", "Not saved yet: the server is busy. Trying again in " + wait + " s…");
       setTimeout(function () {
-        if (latest.get(item) === body) send(item, body);
+        if (latest.get(item) === body) send(item, body, before, undone);
       }, wait * 1000);
       return;
     }
     if (response.ok) {
       showGrade(item, data.grade);
+      showMark(item, data.cant_judge || "");
       showNote(item, data.note);
-      closeNotePrompt(item);
-      setState(item, "saved", "Saved");
-      updateProgress(data.graded, data.total);
+      // A prompt closes with the save it made (or an undo), not with an earlier save still answering.
+      if (body.note !== undefined) closeNotePrompt(item);
+      if (body.cant_judge || body.undo) closeMarkPrompt(item);
+      const now = stateOf(item);
+      const kept = now.grade !== "" || now.cantJudge;
+      setState(item, kept ? "saved" : "", kept ? "Saved" : body.undo ? "Undone" : "");
+      updateProgress(data.graded, data.total, data.cant_judged || 0);
+      if (data.changed) {
+        countToday(item);
+        if (!body.undo) undoStack.push({ item: item, before: before });
+      }
+      let said = body.undo ? "Undone: " + titleOf(item) + " is back to " + describe(now) : "Saved " + describe(now);
+      if (!body.undo && body.note) said = "Saved " + describe(now) + " with your note";
+      announce(said + ". " + progressText.textContent);
       return;
     }
+    if (undone) undoStack.push(undone); // not undone: u tries it again
     if (response.status === 403) {
       setState(item, "error", "Not saved: your session or security token expired. Reload the page and log in.");
+      announce("Not saved: your session expired");
       return;
     }
     setState(item, "error", "Not saved: " + (data.message || "error " + response.status));
+    announce("Not saved: " + (data.message || "error " + response.status));
   }
 
   // A second tab (or this one after sleeping) shows what is saved now.
@@ -191,19 +315,24 @@
     }
     if (!response.ok) return;
     const data = await response.json();
+    const marks = data.cant_judge || {};
     let graded = 0;
+    let marked = 0;
     items.forEach(function (item) {
       const saved = data.grades[item.dataset.candidate];
-      if (saved) {
-        graded += 1;
-        if (item.dataset.grade !== String(saved.grade)) {
-          showGrade(item, saved.grade);
-          setState(item, "saved", "Saved");
-        }
-        showNote(item, saved.note);
+      const mark = marks[item.dataset.candidate];
+      const before = stateOf(item);
+      showGrade(item, saved ? saved.grade : null);
+      showMark(item, mark ? mark.reason : "");
+      showNote(item, saved ? saved.note : mark ? mark.note : "");
+      if (saved) graded += 1;
+      if (mark) marked += 1;
+      const now = stateOf(item);
+      if (now.grade !== before.grade || now.cantJudge !== before.cantJudge) {
+        setState(item, saved || mark ? "saved" : "", saved || mark ? "Saved" : "");
       }
     });
-    updateProgress(graded, items.length);
+    updateProgress(graded, items.length, marked);
   }
 
   // Marking the query done locks the grades; the page then lists the grades that overturn a label.
@@ -245,9 +374,22 @@
       warnedUnfinished = true;
       flow.textContent =
         "This query is not marked done yet. Press d to mark it done, or n again to leave it unfinished for now.";
+      announce(flow.textContent);
       return;
     }
+    announce("Opening the next query");
     window.location.href = nextUrl;
+  }
+
+  function moveBack() {
+    if (current >= 0) banked(items[current]);
+    if (!previousUrl) {
+      flow.textContent = "This is the first query in your queue.";
+      announce(flow.textContent);
+      return;
+    }
+    announce("Opening the previous query");
+    window.location.href = previousUrl;
   }
 
   document.querySelectorAll(".overturn-form").forEach(function (form) {
@@ -291,7 +433,7 @@
 
   items.forEach(function (item, index) {
     item.addEventListener("click", function (event) {
-      if (event.target.closest(".note-form, details")) return;
+      if (event.target.closest(".note-form, .cj-form, details, .fold-toggle")) return;
       if (current !== index) focusItem(index);
     });
     item.querySelectorAll(".grade-btn").forEach(function (btn) {
@@ -304,6 +446,10 @@
       if (current !== index) focusItem(index);
       openNotePrompt(item);
     });
+    item.querySelector(".cj-open").addEventListener("click", function () {
+      if (current !== index) focusItem(index);
+      openMarkPrompt(item);
+    });
     const form = item.querySelector(".note-form");
     form.addEventListener("submit", function (event) {
       event.preventDefault();
@@ -312,17 +458,29 @@
         form.querySelector("textarea").focus();
         return;
       }
-      save(item, Number(form.dataset.grade), note);
+      saveState(item, { grade: form.dataset.grade, cantJudge: form.dataset.cantJudge || "", note: note });
       item.focus({ preventScroll: true });
     });
     form.querySelector(".note-cancel").addEventListener("click", function () {
+      cancelNote(item);
+    });
+    const markForm = item.querySelector(".cj-form");
+    markForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const reason = markForm.querySelector("input[name=reason]:checked").value;
+      saveState(item, { grade: null, cantJudge: reason, note: markForm.querySelector("textarea").value.trim() });
+      item.focus({ preventScroll: true });
+    });
+    markForm.querySelector(".cj-cancel").addEventListener("click", function () {
       cancelNote(item);
     });
   });
 
   function cancelNote(item) {
     closeNotePrompt(item);
+    closeMarkPrompt(item);
     item.focus({ preventScroll: true });
+    announce("Cancelled");
   }
 
   document.getElementById("help-close").addEventListener("click", function () {
@@ -331,7 +489,7 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const inNote = event.target.closest && event.target.closest(".note-form");
+    const inNote = event.target.closest && event.target.closest(".note-form, .cj-form");
     if (inNote) {
       const item = inNote.closest(".candidate");
       if (event.key === "Escape") {
@@ -355,21 +513,33 @@
       return;
     }
     if (!help.hidden) return;
+    if (event.target.closest && event.target.closest("a, button, summary")) {
+      if (key === "Enter" || key === " ") return; // a focused control's own key
+    }
     if (key === "j" || key === "ArrowDown") {
       event.preventDefault();
-      focusItem(current + 1);
+      moveFocus(current + 1);
     } else if (key === "k" || key === "ArrowUp") {
       event.preventDefault();
-      focusItem(current - 1);
+      moveFocus(current - 1);
     } else if (key === "n") {
       event.preventDefault();
       moveOn();
+    } else if (key === "p") {
+      event.preventDefault();
+      moveBack();
     } else if (key === "d") {
       event.preventDefault();
       markDone();
-    } else if (key === "m" && current >= 0) {
+    } else if (key === "u") {
+      event.preventDefault();
+      undoLast();
+    } else if ((key === "c" || key === "m") && current >= 0) {
       event.preventDefault();
       openNotePrompt(items[current]);
+    } else if (key === "x" && current >= 0) {
+      event.preventDefault();
+      openMarkPrompt(items[current]);
     } else if (/^[0-9]$/.test(key) && scale.includes(Number(key)) && current >= 0) {
       event.preventDefault();
       save(items[current], Number(key));
@@ -387,9 +557,45 @@
     }
   });
 
+  // Long texts fold to a few lines with a "more" button (only where they overflow).
+  document.querySelectorAll(".foldable").forEach(function (text) {
+    text.classList.add("folded");
+    if (text.scrollHeight <= text.clientHeight + 2) {
+      text.classList.remove("folded");
+      return;
+    }
+    const toggle = document.createElement("button");
+    toggle.type = "button";
+    toggle.className = "link-button fold-toggle";
+    toggle.textContent = "more";
+    toggle.setAttribute("aria-expanded", "false");
+    if (!text.id) text.id = "fold-" + Math.random().toString(36).slice(2);
+    toggle.setAttribute("aria-controls", text.id);
+    toggle.addEventListener("click", function () {
+      const open = text.classList.toggle("folded") === false;
+      toggle.textContent = open ? "less" : "more";
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+    text.after(toggle);
+  });
+
+  // The rubric and its examples are open beside the list on a wide screen; on a narrow one the rubric
+  // sits above the list, folded, and opens with its summary.
+  const rubricPanel = document.getElementById("rubric-panel");
+  const wide = window.matchMedia("(min-width: 901px)");
+  function placeRubric() {
+    if (!rubricPanel) return;
+    rubricPanel.open = wide.matches;
+    rubricPanel.querySelectorAll(".rubric-examples").forEach(function (examples) {
+      examples.open = wide.matches;
+    });
+  }
+  placeRubric();
+  wide.addEventListener("change", placeRubric);
+
   if (items.length) {
     const firstOpen = items.findIndex(function (item) {
-      return item.dataset.grade === "";
+      return item.dataset.grade === "" && !item.dataset.cantJudge;
     });
     focusItem(firstOpen >= 0 ? firstOpen : 0);
   }
