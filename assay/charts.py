@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from assay.metric_table import format_number, series_label, series_metric
+from assay.display import threshold
+from assay.metric_table import Metric, format_number, series_label, series_metric
 
 BAR_WIDTH = 34
 GAP = 14
@@ -114,8 +115,12 @@ def bar_chart(title: str, counts: Mapping[str, int] | Sequence[tuple[str, int]])
 
 
 TREND_CHART = {"width": 480, "height": 200, "left": 62, "right": 28, "top": 28, "bottom": 24}
+TREND_CHART["plot_width"] = TREND_CHART["width"] - TREND_CHART["left"]
 VERDICT_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "none": "#5b6577"}
 LABEL_ALL_POINTS_UP_TO = 12
+# Tick steps the y axis may take: a few round numbers apart, never more than MAX_TICKS intervals.
+TICK_STEPS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0)
+MAX_TICKS = 5
 
 
 @dataclass
@@ -127,6 +132,25 @@ class TrendPoint:
     label: bool
     colour: str
     title: str
+    baseline: bool = False  # the run is the baseline in force (drawn ringed)
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A budget band across the plot: where the gate would warn (`warn`) or fail (`fail`) against the
+    baseline, from the baseline's mean and the set's budgets."""
+
+    kind: str
+    y: float
+    height: float
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineLine:
+    run_id: int
+    y: float
+    value: str
 
 
 @dataclass
@@ -138,19 +162,73 @@ class TrendChart:
     y_ticks: list[tuple[float, str]]
     x_labels: list[tuple[float, str]]
     empty_why: str = ""
+    bands: list[Band] = field(default_factory=list)
+    baseline: BaselineLine | None = None
+    axis_note: str = ""  # where the y axis starts, said in words ("y from 0.60, not 0")
 
 
-def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[TrendChart]:
+def _step(low: float, high: float) -> float:
+    span = high - low
+    return next((s for s in TICK_STEPS if span / s <= MAX_TICKS), TICK_STEPS[-1])
+
+
+def axis_range(values: Sequence[float]) -> tuple[float, float, float]:
+    """(floor, ceiling, step) of a y axis showing `values`: a margin around them, rounded out to a
+    round step, never below 0 and, for values on a 0 to 1 scale, never above 1."""
+    low, high = min(values), max(values)
+    margin = max((high - low) * 0.1, 0.005)
+    low, high = max(0.0, low - margin), (min(1.0, high + margin) if high <= 1.0 else high + margin)
+    step = _step(low, high)
+    floor = max(0.0, math.floor(round(low / step, 9)) * step)
+    ceiling = math.ceil(round(high / step, 9)) * step
+    if max(values) <= 1.0:
+        ceiling = min(1.0, ceiling)
+    if ceiling <= floor:
+        ceiling = floor + step
+    return floor, ceiling, step
+
+
+def _bands(
+    metric: Metric | None, base: float, budget: tuple[float | None, float | None] | None
+) -> list[tuple[str, float, float, float]]:
+    """(kind, from, to, threshold) in metric values: the warn band between the two thresholds, the fail
+    band beyond the fail threshold (open-ended: the caller clips it to the axis)."""
+    if metric is None or budget is None:
+        return []
+    warn, fail = budget
+    sign = -1.0 if metric.higher_is_better else 1.0  # the direction of worse
+    far = sign * 1e9
+    out = []
+    if warn is not None:
+        out.append(("warn", base + sign * warn, base + sign * fail if fail is not None else far, warn))
+    if fail is not None:
+        out.append(("fail", base + sign * fail, far, fail))
+    return out
+
+
+def trend_charts(
+    points: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str],
+    *,
+    baseline: Mapping[str, Any] | None = None,
+    budgets: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> list[TrendChart]:
     """One inline SVG chart per metric over a target's finished runs, oldest first. The line breaks where
     the golden version changes (values under two versions are not comparable) and at undefined values;
-    each point is coloured by the run's verdict and labelled with its value (all of them up to
-    LABEL_ALL_POINTS_UP_TO runs, else the last and the extremes)."""
+    each point is coloured by the run's verdict, links to its run and is labelled with its value (all of
+    them up to LABEL_ALL_POINTS_UP_TO runs, else the last and the extremes).
+
+    `baseline` (the baseline in force: `run_id` and each series' value) is drawn as a dashed line, and
+    `budgets` (series -> (warn, fail), the set's) as the bands where the gate would warn and fail against
+    it (measured from its mean: the gate compares over the queries both runs counted). The y axis starts
+    at a round floor below what it shows, and `axis_note` says where."""
     c = TREND_CHART
     pad = 24  # keeps the first and last value labels clear of the axis labels
     inner_w = c["width"] - c["left"] - c["right"] - 2 * pad
     inner_h = c["height"] - c["top"] - c["bottom"]
     n = len(points)
     xs = [c["left"] + pad + (inner_w * (i / (n - 1)) if n > 1 else inner_w / 2) for i in range(n)]
+    budgets = budgets or {}
     charts = []
     for metric in metrics:
         label = series_label(metric)
@@ -161,12 +239,17 @@ def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) ->
         if not defined:
             charts.append(TrendChart(metric, label, [], [], [], [], "no defined value yet"))
             continue
-        low, high = min(defined), max(defined)
-        margin = max((high - low) * 0.1, 0.005)
-        low, high = max(0.0, low - margin), min(1.0, high + margin) if high <= 1.0 else high + margin
+        base = baseline.get(metric) if baseline is not None else None
+        base = float(base) if isinstance(base, int | float) and math.isfinite(base) else None
+        bands = _bands(shown, base, budgets.get(metric)) if base is not None else []
+        # The axis shows every point, the baseline and the near edge of each band.
+        low, high, step = axis_range(defined + ([base] if base is not None else []) + [b[1] for b in bands])
 
         def y_of(v: float, low: float = low, high: float = high) -> float:
-            return c["top"] + inner_h * (1 - (v - low) / (high - low if high > low else 1.0))
+            return c["top"] + inner_h * (1 - (v - low) / (high - low))
+
+        def clip(v: float, low: float = low, high: float = high) -> float:
+            return min(max(v, low), high)
 
         chart_points: list[TrendPoint] = []
         lines: list[str] = []
@@ -176,6 +259,7 @@ def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) ->
         if n > LABEL_ALL_POINTS_UP_TO:
             indexed = [(float(v), i) for i, v in enumerate(values) if isinstance(v, int | float)]
             labelled = {min(indexed)[1], max(indexed)[1], indexed[-1][1]}
+        base_run = baseline.get("run_id") if baseline is not None else None
         for i, (point, value) in enumerate(zip(points, values, strict=True)):
             version = point["golden_version"]
             if (value is None or version != previous_version) and len(segment) > 1:
@@ -188,6 +272,7 @@ def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) ->
             x, y = xs[i], y_of(float(value))
             segment.append(f"{x:.1f},{y:.1f}")
             verdict = point.get("verdict") or "none"
+            is_base = point["run_id"] == base_run
             chart_points.append(
                 TrendPoint(
                     run_id=point["run_id"],
@@ -196,13 +281,34 @@ def trend_charts(points: Sequence[Mapping[str, Any]], metrics: Sequence[str]) ->
                     value=show(value),
                     label=n <= LABEL_ALL_POINTS_UP_TO or i in labelled,
                     colour=VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["none"]),
-                    title=f"run {point['run_id']} (golden {version}, verdict {verdict}): {show(value)}",
+                    title=f"run {point['run_id']}{', the baseline' if is_base else ''} (golden {version},"
+                    f" verdict {verdict}): {show(value)}",
+                    baseline=is_base,
                 )
             )
         if len(segment) > 1:
             lines.append(" ".join(segment))
-        ticks = [(round(y_of(v), 1), show(v)) for v in (low, (low + high) / 2, high)]
-        step = max(1, n // 8)
-        x_labels = [(round(xs[i], 1), f"#{points[i]['run_id']}") for i in range(0, n, step)]
-        charts.append(TrendChart(metric, label, lines, chart_points, ticks, x_labels))
+        ticks = []
+        tick = low
+        while tick <= high + step / 1000:
+            ticks.append((round(y_of(tick), 1), show(tick)))
+            tick += step
+        step_x = max(1, n // 8)
+        x_labels = [(round(xs[i], 1), f"#{points[i]['run_id']}") for i in range(0, n, step_x)]
+        drawn_bands = []
+        for kind, start, end, amount in bands:
+            top, bottom = y_of(clip(max(start, end))), y_of(clip(min(start, end)))
+            if bottom - top > 0.05:
+                worse = "drops" if shown is not None and shown.higher_is_better else "rises"
+                title = (
+                    f"{kind}: the mean {worse} {threshold(amount)} or more from the baseline's {show(base)}"
+                )
+                drawn_bands.append(Band(kind, round(top, 1), round(bottom - top, 1), title))
+        line = None
+        if base is not None and isinstance(base_run, int):
+            line = BaselineLine(base_run, round(y_of(base), 1), show(base))
+        note = f"y axis from {show(low)}, not 0" if low > 0 else "y axis from 0"
+        charts.append(
+            TrendChart(metric, label, lines, chart_points, ticks, x_labels, "", drawn_bands, line, note)
+        )
     return charts

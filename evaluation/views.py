@@ -463,6 +463,14 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     return render(request, "evaluation/target_form.html", {"form": form, "target": target}, status=status)
 
 
+def _trend_budgets(budgets: Budgets) -> dict[str, tuple[float | None, float | None]]:
+    """Each trend series' (warn, fail) budget: the core tier's for a metric's mean, the weighted budgets
+    for its traffic-weighted twin (off unless the set's budgets say)."""
+    out = {metric: (b.warn, b.fail) for metric, b in budgets.core.items()}
+    out |= {f"{WEIGHTED_PREFIX}{metric}": (b.warn, b.fail) for metric, b in budgets.weighted.items()}
+    return out
+
+
 @require_GET
 def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
     target = _get_target(request, pk)
@@ -473,6 +481,11 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("this target is not evaluated on that set")
     points = selectors.run_trend(target=target, golden_set=golden_set) if golden_set is not None else []
     metrics = selectors.TREND_METRICS
+    in_force = (
+        selectors.baseline_get(golden_set=golden_set, target=target) if golden_set is not None else None
+    )
+    baseline = next((p for p in points if in_force is not None and p["run_id"] == in_force.run_id), None)
+    budgets = selectors.budgets_get(golden_set=golden_set) if golden_set is not None else Budgets()
     return render(
         request,
         "evaluation/trend.html",
@@ -492,8 +505,9 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
                 for p in points
             ],
             "labels": [series_label(m) for m in metrics],
-            "charts": trend_charts(points, metrics),
+            "charts": trend_charts(points, metrics, baseline=baseline, budgets=_trend_budgets(budgets)),
             "chart": TREND_CHART,
+            "baseline": baseline,
         },
     )
 
