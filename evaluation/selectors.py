@@ -124,20 +124,40 @@ def resolved_golden(run: EvaluationRun) -> ResolvedGolden:
 
 
 def run_results(*, run: EvaluationRun) -> dict[str, QueryResult]:
-    """Query id -> what the engine returned for it in `run` (its stored rows), as the report scores it."""
-    return {
-        row.query_id: QueryResult(
-            query_id=row.query_id,
-            ids=tuple(row.ids),
-            error=row.error,
-            status=row.http_status,
-            latency_ms=row.latency_ms,
-            attempts=row.attempts,
-            index_generation=row.index_generation or None,
-            model_id=row.model_id or None,
-            titles=tuple(row.titles),
+    """Query id -> what the engine returned for it in `run` (its stored rows), as the report scores it.
+
+    Read as tuples, not model instances, in batches: finalize reads every row of a run (100,000 at a
+    time in docs/benchmarks.md's largest run), where building the instances took most of the time."""
+    rows = (
+        QueryRunResult.objects.filter(run=run)
+        .order_by("id")
+        .values_list(
+            "query_id",
+            "ids",
+            "error",
+            "http_status",
+            "latency_ms",
+            "attempts",
+            "index_generation",
+            "model_id",
+            "titles",
         )
-        for row in QueryRunResult.objects.filter(run=run).order_by("id")
+    )
+    return {
+        query_id: QueryResult(
+            query_id=query_id,
+            ids=tuple(ids),
+            error=error,
+            status=status,
+            latency_ms=latency_ms,
+            attempts=attempts,
+            index_generation=generation or None,
+            model_id=model_id or None,
+            titles=tuple(titles),
+        )
+        for query_id, ids, error, status, latency_ms, attempts, generation, model_id, titles in rows.iterator(
+            chunk_size=5000
+        )
     }
 
 
