@@ -374,6 +374,22 @@ def top_losers(gate: Mapping[str, Any]) -> list[Loser]:
     return losers
 
 
+def no_losers_why(gate: Mapping[str, Any], baseline_run: EvaluationRun | None) -> str:
+    """Why the top losers list is empty, in words that hold: a refused comparison measured no query's
+    loss (while the slices still show the two reports' numbers side by side), so it must not read as
+    "nothing was lost"."""
+    if baseline_run is None:
+        return "—: top losers need a baseline to compare with."
+    if any(finding.get("kind") == "refusal" for finding in gate.get("failures") or []):
+        return (
+            f"None listed: the gate refused to compare this run with the baseline (run {baseline_run.pk}; "
+            "the verdict above says why), so no query's change was measured. The slices and tiers below "
+            "set the two reports' numbers side by side all the same; rebaseline, or re-score the "
+            "baseline on this run's golden version, to compare."
+        )
+    return "No query's nDCG fell against the baseline: every query scored on both sides kept or raised it."
+
+
 LIST_LIMIT = 50
 
 
@@ -466,6 +482,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "noise_advice": _noise_advice(gate),
         "slice_labels": [LABELS[m] for m in SLICED_METRICS],
         "losers": top_losers(gate),
+        "no_losers": no_losers_why(gate, baseline_run),
         "duplicates": capped("duplicates", selectors.near_duplicate_titles(run=run), show_all),
         "errors": capped("errors", [(row, texts.get(row.query_id, "")) for row in errors], show_all),
         "unresolved": capped("unresolved", (report.get("keys") or {}).get("unresolved", []), show_all),

@@ -1,0 +1,45 @@
+"""What a newcomer reads on the run pages holds: an empty top-losers list says why (a refused comparison
+measured nothing)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from evaluation.services import baseline_promote
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+    Scene,
+    logged_in,
+    scene_fixture,
+    section_text,
+)
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
+    RunFactory,
+    finished_fixture,
+    golden_file,
+    make_version,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_refused_comparison_does_not_say_no_query_lost(
+    scene: Scene, finished: RunFactory, rita: User
+) -> None:
+    other = make_version(scene.golden_set, golden_file(version="2026-09-01"), name="2026-09-01")
+    refused = finished(golden_version=other)
+    assert refused.gate is not None and refused.gate["failures"][0]["kind"] == "refusal"
+    text = section_text(logged_in(rita).get(f"/runs/{refused.pk}/"), "top-losers")
+    assert "No query" not in text
+    assert f"the gate refused to compare this run with the baseline (run {scene.baseline.pk}" in text
+
+
+def test_an_empty_list_after_a_comparison_says_nothing_fell(finished: RunFactory, rita: User) -> None:
+    baseline_promote(run=finished(), by=rita, rationale="the first good run")
+    again = finished()  # the baseline's configuration, the same answers
+    assert again.gate is not None and again.gate["top_losers"] == [] and again.gate["failures"] == []
+    text = section_text(logged_in(rita).get(f"/runs/{again.pk}/"), "top-losers")
+    assert "No query's nDCG fell against the baseline" in text
