@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
 from evaluation import selectors
-from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.models import Baseline, EvaluationRun, SearchTarget
 from evaluation.services import can_review
 from labeling.models import GoldenSet
 from labeling.roles import is_admin, is_rater, is_reviewer
@@ -40,10 +40,23 @@ def runs_for(user: Any) -> QuerySet[EvaluationRun]:
 
 
 def run_rows(runs: QuerySet[EvaluationRun]) -> QuerySet[EvaluationRun]:
-    """Runs for a list: newest first, related rows in the same query, the JSON blobs left behind."""
+    """Runs for a list: newest first, related rows in the same query, the JSON blobs left behind; each
+    says whether it is its (golden set, target)'s baseline in force (`is_baseline`: the newest promotion)
+    or was one before (`was_baseline`)."""
+    in_force = (
+        Baseline.objects.filter(
+            golden_set_id=OuterRef("golden_version__golden_set_id"), target_id=OuterRef("target_id")
+        )
+        .order_by("-approved_at", "-id")
+        .values("run_id")[:1]
+    )
     return (
         runs.select_related("golden_version__golden_set", "target", "triggered_by", "baseline")
         .defer("report", "gate", "key_map", "keys", "target_snapshot")
+        .annotate(
+            is_baseline=ExpressionWrapper(Q(pk=Subquery(in_force)), output_field=BooleanField()),
+            was_baseline=Exists(Baseline.objects.filter(run_id=OuterRef("pk"))),
+        )
         .order_by("-created", "-id")
     )
 

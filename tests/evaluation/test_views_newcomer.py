@@ -1,7 +1,9 @@
 """What a newcomer reads on the run pages holds: an empty top-losers list says why (a refused comparison
-measured nothing)."""
+measured nothing), and the runs list marks the baseline."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -43,3 +45,11 @@ def test_an_empty_list_after_a_comparison_says_nothing_fell(finished: RunFactory
     assert again.gate is not None and again.gate["top_losers"] == [] and again.gate["failures"] == []
     text = section_text(logged_in(rita).get(f"/runs/{again.pk}/"), "top-losers")
     assert "No query's nDCG fell against the baseline" in text
+
+
+def test_the_runs_list_marks_the_baseline(scene: Scene, rita: User) -> None:
+    markup = logged_in(rita).get("/runs/").content.decode()
+    baseline_row = re.search(rf'<tr id="run-{scene.baseline.pk}".*?</tr>', markup, re.S)
+    current_row = re.search(rf'<tr id="run-{scene.current.pk}".*?</tr>', markup, re.S)
+    assert baseline_row is not None and current_row is not None
+    assert 'class="badge baseline"' in baseline_row.group(0) and "baseline" not in current_row.group(0)
