@@ -218,7 +218,13 @@ class ScheduleForm(ParamLinesForm):
     # Any text: the view looks the set up through access (404), and the service says when the target
     # does not list it.
     golden_set = forms.CharField(label="Golden set", widget=forms.Select)
-    enabled = forms.BooleanField(required=False, initial=True, help_text="off: kept, but starts no run")
+    # Unticked on a new schedule, so the form never reads as a nightly run that is already on; an existing
+    # schedule's form shows its own state (initial_for).
+    enabled = forms.BooleanField(
+        required=False,
+        initial=False,
+        help_text="tick to start a run every night once saved; unticked, the schedule is kept, starting none",
+    )
     hour = forms.IntegerField(
         initial=2, label="Hour (UTC)", widget=forms.NumberInput(attrs={"min": 0, "max": 23})
     )

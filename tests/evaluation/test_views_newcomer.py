@@ -1,5 +1,5 @@
 """What a newcomer reads on the run pages holds: an empty top-losers list says why (a refused comparison
-measured nothing), and the runs list marks the baseline."""
+measured nothing), the runs list marks the baseline, and the nightly form does not start enabled."""
 
 from __future__ import annotations
 
@@ -53,3 +53,9 @@ def test_the_runs_list_marks_the_baseline(scene: Scene, rita: User) -> None:
     current_row = re.search(rf'<tr id="run-{scene.current.pk}".*?</tr>', markup, re.S)
     assert baseline_row is not None and current_row is not None
     assert 'class="badge baseline"' in baseline_row.group(0) and "baseline" not in current_row.group(0)
+
+
+def test_the_nightly_form_starts_off_for_a_new_schedule(scene: Scene, rita: User) -> None:
+    markup = logged_in(rita).get(f"/targets/{scene.target.pk}/").content.decode()
+    enabled = re.search(r'<input type="checkbox" name="enabled"[^>]*>', markup)
+    assert enabled is not None and "checked" not in enabled.group(0)
