@@ -1,5 +1,6 @@
 """What a newcomer reads on the run pages holds: an empty top-losers list says why (a refused comparison
-measured nothing), the runs list marks the baseline, and the nightly form does not start enabled."""
+measured nothing), the runs list marks the baseline, the nightly form does not start enabled, and the
+docs the pages cite exist."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     scene_fixture,
     section_text,
 )
+from tests.support.processes import REPO
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     RunFactory,
     finished_fixture,
@@ -59,3 +61,15 @@ def test_the_nightly_form_starts_off_for_a_new_schedule(scene: Scene, rita: User
     markup = logged_in(rita).get(f"/targets/{scene.target.pk}/").content.decode()
     enabled = re.search(r'<input type="checkbox" name="enabled"[^>]*>', markup)
     assert enabled is not None and "checked" not in enabled.group(0)
+
+
+@pytest.mark.parametrize("folder", ["templates", "evaluation", "labeling", "golden_io", "config"])
+def test_the_docs_the_pages_cite_exist_and_are_named_for_what_they_are(folder: str) -> None:
+    for path in (REPO / folder).rglob("*"):
+        if path.suffix not in (".html", ".py") or "migrations" in path.parts:
+            continue
+        text = path.read_text()
+        for cited in re.findall(r"docs/[\w.-]+\.md", text):
+            assert (REPO / cited).is_file(), (path, cited)
+        assert "METRICS.md" not in text and "the seed" not in text.lower(), path
+        assert "seed's" not in text.lower(), path
