@@ -16,7 +16,13 @@ RUN_PAGE = 50
 TARGET_PAGE = 50
 PICKER_PAGE = 50
 SET_SLUG = "golden_version__golden_set__slug"
-TRIGGERS = [("web", "the web page"), ("api", "the API"), ("ci", "CI"), ("schedule", "a nightly schedule")]
+TRIGGERS = [
+    ("web", "the web page"),
+    ("api", "the API"),
+    ("ci", "CI"),
+    ("schedule", "a nightly schedule"),
+    ("demo", "the demo command (manage.py demo_runs)"),
+]
 
 
 def runs_spec(*, sets: Sequence[GoldenSet], targets: Sequence[SearchTarget]) -> ListSpec:

@@ -101,10 +101,12 @@ class EvaluationRun(models.Model):
         NONE = "none", "none (not gated yet)"
 
     class Trigger(models.TextChoices):
-        WEB = "web"
-        API = "api"
-        CI = "ci"
-        SCHEDULE = "schedule"
+        WEB = "web", "web"
+        API = "api", "api"
+        CI = "ci", "ci"
+        SCHEDULE = "schedule", "schedule"
+        # `make run`'s demo story: its runs name the command that started them, not the web page.
+        DEMO = "demo", "manage.py demo_runs"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.FINALIZING)
     FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
@@ -183,10 +185,11 @@ class EvaluationRun(models.Model):
 
     @property
     def triggered_by_label(self) -> str:
-        """Who or what started it: a username, or the trigger ("schedule", "ci", ...)."""
+        """Who or what started it: a username and how ("rita (web)"), or how alone ("schedule")."""
+        how = self.get_trigger_display()
         if self.triggered_by_id is not None and self.triggered_by is not None:
-            return f"{self.triggered_by.get_username()} ({self.trigger})"
-        return self.trigger
+            return f"{self.triggered_by.get_username()} ({how})"
+        return how
 
 
 class QueryRunResult(models.Model):

@@ -47,6 +47,8 @@ def test_percent_and_who_triggered(run: EvaluationRun, rita: User) -> None:
     assert run.triggered_by_label == "web"
     run.triggered_by, run.trigger = rita, EvaluationRun.Trigger.CI
     assert run.triggered_by_label == "rita (ci)"
+    run.trigger = EvaluationRun.Trigger.DEMO  # `make run`'s story names its command, not the web page
+    assert run.triggered_by_label == "rita (manage.py demo_runs)"
     run.total, run.status = 0, EvaluationRun.Status.SUCCEEDED
     assert run.percent == 100.0 and not run.is_active
 

@@ -53,6 +53,7 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
 
     runs = list(EvaluationRun.objects.order_by("id"))
     assert [r.params for r in runs] == [{}, {"rewrite": True}]
+    assert {r.triggered_by_label for r in runs} == {"reviewer (manage.py demo_runs)"}
     baseline, current = runs
     assert baseline.status == current.status == "succeeded"
     assert (baseline.errors, current.errors) == (0, 0)

@@ -150,7 +150,7 @@ class Command(BaseCommand):
             target=target,
             triggered_by=by,
             params=params,
-            trigger=EvaluationRun.Trigger.WEB,
+            trigger=EvaluationRun.Trigger.DEMO,
         )
         self.stdout.write(f"Run {run.pk} queued: {what}, {self._url(run)}")
         return self._wait(run, what)
