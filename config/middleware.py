@@ -10,6 +10,9 @@ from csp.utils import build_policy
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+from django.views.debug import ExceptionReporter
 
 from config import views
 from config.refusals import API_PREFIX, body_too_large_message, refusal
@@ -134,6 +137,34 @@ def _ours(response: HttpResponse, *, logged: bool = False) -> HttpResponse:
     if logged:
         response._has_been_logged = True  # type: ignore[attr-defined]  # Django's own flag
     return response
+
+
+class HiddenExceptionReporter(ExceptionReporter):
+    """DEFAULT_EXCEPTION_REPORTER: the backstop for an error no view raised (a middleware's, say a request
+    with a Host header not in ALLOWED_HOSTS), which HideTechnicalPages never sees as an exception. Under
+    DEBUG Django renders those with this reporter: everyone but a superuser gets the app's 400 or 500 page
+    in its place. The error itself is logged by Django as ever, traceback and all."""
+
+    def _page(self) -> tuple[str, int, str] | None:
+        if self.request is None or not _technical(self.request):
+            return None
+        if self.exc_type is not None and issubclass(self.exc_type, SuspiciousOperation | BadRequest):
+            return "Bad request", 400, views.UNREADABLE
+        return "Server error", 500, views.SERVER_ERROR
+
+    def get_traceback_html(self) -> SafeString:
+        page = self._page()
+        if page is None:
+            return super().get_traceback_html()
+        title, status, message = page
+        context = {"title": title, "status": status, "message": message}
+        return mark_safe(render_to_string("error.html", context))
+
+    def get_traceback_text(self) -> SafeString:
+        page = self._page()
+        if page is None:
+            return super().get_traceback_text()
+        return SafeString(f"{page[0]} ({page[1]}): {page[2]}")
 
 
 def _technical(request: HttpRequest) -> bool:

@@ -151,6 +151,8 @@ CSRF_COOKIE_HTTPONLY = False  # the grading page's fetch reads it from the cooki
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_FAILURE_VIEW = "config.views.csrf_failure"
+# Under DEBUG, Django's technical error page only for a superuser (config.middleware.HideTechnicalPages).
+DEFAULT_EXCEPTION_REPORTER = "config.middleware.HiddenExceptionReporter"
 if env.bool("ASSAY_PROXY_SSL_HEADER", default=False):
     # Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's): otherwise anyone could
     # claim HTTPS. docs/deployment.md, "Behind a proxy".

@@ -58,8 +58,12 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
             "server reads (DATA_UPLOAD_MAX_NUMBER_FILES). Nothing was saved."
         )
     else:
-        message = "The request could not be read (a malformed address, header or body). Nothing was saved."
+        message = UNREADABLE
     return refusal(request, 400, "Bad request", message)
+
+
+UNREADABLE = "The request could not be read (a malformed address, header or body). Nothing was saved."
+SERVER_ERROR = "Something went wrong on the server; it was logged for whoever runs Assay."
 
 
 # --- The error pages (handler403, handler404, handler500 in config/urls.py), in the app's layout. Under
@@ -90,9 +94,8 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    message = "Something went wrong on the server; it was logged for whoever runs Assay."
     hint = "Nothing you did caused it. Go back and try again in a moment."
-    return refusal(request, 500, "Server error", message, hint=hint, plain=True)
+    return refusal(request, 500, "Server error", SERVER_ERROR, hint=hint, plain=True)
 
 
 FAVICON = BASE_DIR / "static" / "favicon.ico"

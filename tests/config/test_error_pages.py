@@ -107,6 +107,12 @@ def test_a_superuser_keeps_djangos_technical_500_under_debug(settings: Any) -> N
     assert response.status_code == 500 and b"the secret cause" in response.content
 
 
+def test_an_error_no_view_raised_is_the_apps_page_under_debug_too(alice: User, settings: Any) -> None:
+    settings.DEBUG = True  # a Host header not in ALLOWED_HOSTS: refused by a middleware, not a view
+    page = _styled(_client(alice).get("/queue/", HTTP_HOST="evil.example"), 400, "Bad request")
+    assert "DisallowedHost" not in page and "ALLOWED_HOSTS" not in page
+
+
 @pytest.mark.parametrize("debug", [False, True])
 def test_a_403_is_the_apps_page_with_the_reason(charlie: User, settings: Any, debug: bool) -> None:
     settings.DEBUG = debug
