@@ -14,6 +14,7 @@ Every public name is re-exported here, so callers write `from labeling import se
 from __future__ import annotations
 
 from labeling.selectors.grading import (
+    QUEUE_STATES,
     GradingItem,
     GradingPage,
     RaterDay,
@@ -80,6 +81,7 @@ __all__ = [
     "FROZEN",
     "OTHER_GRADE_NAMES",
     "QUERY_PROGRESS",
+    "QUEUE_STATES",
     "REJUDGE",
     "AdjudicationPage",
     "AdjudicationRow",

@@ -11,7 +11,20 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -30,11 +43,19 @@ def count_subquery(queryset: QuerySet[Any]) -> Coalesce:
     return Coalesce(Subquery(sub, output_field=IntegerField()), Value(0))
 
 
+# The queue's states of an assignment, as the rater sees them (never its kind: a gold check, a third
+# rater's disputed documents or a calibration round would tell of known answers or other raters' grades).
+QUEUE_STATES = [("new", "new"), ("started", "started"), ("reopened", "reopened"), ("done", "done")]
+
+
 def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
-    """The rater's assignments with progress (`n_graded`, `n_total`), open ones first, oldest first."""
+    """The rater's assignments with progress (`n_graded`, `n_marked` can't judge, `n_total`, `n_left`)
+    and `state` (`QUEUE_STATES`: new, started, reopened after being done, done), open ones first, oldest
+    first."""
     pool = Candidate.objects.filter(query_id=OuterRef("query_id"))
     scope = Candidate.objects.filter(scoped_assignments=OuterRef("pk"))
     graded = Judgment.objects.filter(assignment_id=OuterRef("pk"))
+    marked = CantJudgeMark.objects.filter(assignment_id=OuterRef("pk"))
     return (
         Assignment.objects.filter(rater=rater)
         .exclude(status=Assignment.Status.REASSIGNED)
@@ -43,7 +64,19 @@ def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
             n_pool=count_subquery(pool),
             n_scope=count_subquery(scope),
             n_graded=count_subquery(graded),
+            n_marked=count_subquery(marked),
         )
+        .annotate(
+            n_total=Case(When(n_scope__gt=0, then=F("n_scope")), default=F("n_pool")),
+            state=Case(
+                When(status=Assignment.Status.DONE, then=Value("done")),
+                When(reopened__isnull=False, then=Value("reopened")),
+                When(Q(n_graded__gt=0) | Q(n_marked__gt=0), then=Value("started")),
+                default=Value("new"),
+                output_field=CharField(),
+            ),
+        )
+        .annotate(n_left=F("n_total") - F("n_graded") - F("n_marked"))
         .order_by("-status", "created", "id")  # "open" sorts after "done": descending puts it first
     )
 

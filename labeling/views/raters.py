@@ -5,25 +5,63 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.jsonin import JsonInputError, json_loads
 from labeling import selectors, services
+from labeling.lists import Filter, ListSpec, Sort, contains, equals, list_page, ordered
 from labeling.models import Assignment, CantJudgeMark, Query
 from labeling.views.access import get_assignment_for_rater, require_rater
+
+QUEUE_PAGE = 100  # assignments per page of My queue: a rater's whole day fits on one
+
+
+def _queue_spec(assignments: QuerySet[Assignment]) -> ListSpec:
+    """My queue: search the query text; filter by golden set (the rater's own) and state; sort. No
+    filter by kind: a gold check, a third rater's disputed documents or a calibration round named on the
+    rater's own page would tell of known answers or other raters' grades (docs/labeling.md)."""
+    sets = assignments.order_by().values_list("query__golden_set__slug", "query__golden_set__name").distinct()
+    return ListSpec(
+        noun="assignments",
+        search=contains("query__text"),
+        search_hint="query text",
+        filters=[
+            Filter(
+                "set",
+                "Golden set",
+                sorted(sets, key=lambda s: s[1].casefold()),
+                equals("query__golden_set__slug"),
+            ),
+            Filter("state", "Status", selectors.QUEUE_STATES, equals("state")),
+        ],
+        sorts=[
+            Sort("queue", "open first, oldest first", ordered("-status", "created", "id")),
+            Sort("oldest", "oldest first", ordered("created", "id")),
+            Sort("newest", "newest first", ordered("-created", "-id")),
+            Sort("query", "query text", ordered("query__text", "id")),
+            Sort("left", "most left to grade", ordered("-n_left", "created", "id")),
+            Sort("set", "golden set", ordered("query__golden_set__name", "created", "id")),
+        ],
+        per_page=QUEUE_PAGE,
+        anchor="queue-list",
+    )
 
 
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     require_rater(request)
-    assignments = list(selectors.assignment_list(rater=request.user))
-    open_ = [a for a in assignments if a.status == Assignment.Status.OPEN]
+    assignments = selectors.assignment_list(rater=request.user)
+    counts = assignments.order_by().aggregate(
+        n_open=Count("id", filter=Q(status=Assignment.Status.OPEN)),
+        n_done=Count("id", filter=Q(status=Assignment.Status.DONE)),
+    )
     return render(
         request,
         "labeling/queue.html",
-        {"assignments": assignments, "n_open": len(open_), "n_done": len(assignments) - len(open_)},
+        {"assignments": list_page(request, assignments, _queue_spec(assignments)), **counts},
     )
 
 

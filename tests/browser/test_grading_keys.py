@@ -48,6 +48,13 @@ def alice_page(page: Page, session_for: Session, queue: list[Assignment]) -> Pag
     return page
 
 
+def sized_page(browser: Any, session_for: Session, username: str, width: int, height: int = 900) -> Page:
+    """A page of its own browser context, logged in, with a viewport of this size (close its context)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    session_for(context, username)
+    return context.new_page()
+
+
 def _focused(page: Page):
     return page.locator(".candidate.focused")
 
@@ -264,9 +271,7 @@ def test_the_progress_strip_counts_this_query_today_and_the_queue(
 def test_the_rubric_sits_open_beside_the_list_when_wide_and_folded_when_narrow(
     browser: Any, live_server: Any, session_for: Session, queue: list[Assignment]
 ) -> None:
-    wide = browser.new_context(viewport={"width": 1280, "height": 900})
-    session_for(wide, "alice")
-    page = wide.new_page()
+    page = sized_page(browser, session_for, "alice", 1280)
     _open(page, live_server, queue[0])
     panel = page.locator("#rubric-panel")
     expect(panel).to_have_attribute("open", "")
@@ -274,10 +279,8 @@ def test_the_rubric_sits_open_beside_the_list_when_wide_and_folded_when_narrow(
     rubric_box = page.locator("aside.rubric").bounding_box()
     list_box = page.locator("#candidates").bounding_box()
     assert rubric_box and list_box and rubric_box["x"] > list_box["x"] + list_box["width"] - 1  # beside
-    wide.close()
-    narrow = browser.new_context(viewport={"width": 390, "height": 844})
-    session_for(narrow, "alice")
-    page = narrow.new_page()
+    page.context.close()
+    page = sized_page(browser, session_for, "alice", 390, 844)
     _open(page, live_server, queue[0])
     panel = page.locator("#rubric-panel")
     expect(panel).not_to_have_attribute("open", "")
@@ -286,7 +289,7 @@ def test_the_rubric_sits_open_beside_the_list_when_wide_and_folded_when_narrow(
     page.keyboard.press("Enter")  # opens by keyboard
     expect(panel).to_have_attribute("open", "")
     expect(panel).to_contain_text("Examples")
-    narrow.close()
+    page.context.close()
 
 
 def test_a_long_snippet_folds_with_more_and_unfolds(
