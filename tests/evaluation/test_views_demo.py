@@ -6,6 +6,7 @@ shows it. Running `demo_runs` again adds no run."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from evaluation.models import Baseline, EvaluationRun
-from tests.support.evaluation import logged_in, section_text
-from tests.support.processes import serving
+from tests.support.evaluation import logged_in, page_text, section_text
+from tests.support.processes import REPO, serving
 from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
 
 pytestmark = [
@@ -78,7 +79,20 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert EvaluationRun.objects.count() == 2 and Baseline.objects.count() == 1
     assert f"Rewrite run {current.pk} exists already." in again.getvalue()
 
-    page = logged_in(User.objects.get(username="reviewer")).get(f"/runs/{current.pk}/")
+    reviewer = logged_in(User.objects.get(username="reviewer"))
+    page = reviewer.get(f"/runs/{current.pk}/")
     markup = page.content.decode()
     assert '<tr data-slice="billing" class="tripped">' in markup
     assert "q-0471 refund policy for annual plan" in section_text(page, "top-losers")
+
+    # What the README's tour says of these pages ("A first tour: make run").
+    readme = (REPO / "README.md").read_text()
+    unjudged = section_text(page, "unjudged")  # the disputed documents: no final label, so unjudged
+    assert "q-0202" in unjudged and "doc-1104" in unjudged and "q-0203" in unjudged and "doc-1112" in unjudged
+    assert "`q-0202`'s `doc-1104` and `q-0203`'s `doc-1112`" in readme
+    run_list = reviewer.get("/runs/").content.decode()
+    assert re.search(rf'<tr id="run-{baseline.pk}"[^>]*>\s*<td>[^\n]*class="badge baseline"', run_list)
+    assert "both started by `reviewer (manage.py demo_runs)`: run 1 marked\n   *baseline*" in readme
+    agreement = page_text(reviewer.get("/sets/help-center/agreement/"))
+    assert "0.967" in agreement and "not enough data (2 queries with pairable grades" in agreement
+    assert "0.967 with its 95% interval; read *not enough\n   data*" in readme
