@@ -205,7 +205,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # flight: neither waits for the other (assay/preload.py; docs/benchmarks.md measures the whole run).
     transport = import_in_background("assay.harness")
     try:
-        golden = _load_golden(args.golden)
+        # Columns, as `score` reads them: the harness reads only the queries' texts, filters and locales,
+        # and build_report scores columns without building a judgment object per grade.
+        golden = _load_golden_columns(args.golden)
     finally:
         transport.join()
     from assay.harness import redact_url, run_meta, search_all_sync
