@@ -22,7 +22,7 @@ class SearchTarget(models.Model):
     """One search system to evaluate. Header secrets are env var names (`{"env": "VAR"}`), never values."""
 
     class Adapter(models.TextChoices):
-        HTTP_JSON = "http_json", "http_json (docs/cli.md)"
+        HTTP_JSON = "http_json", "http_json: the default HTTP JSON contract (docs/cli.md)"
         ELASTICSEARCH = "elasticsearch", "Elasticsearch"
         OPENSEARCH = "opensearch", "OpenSearch"
         SOLR = "solr", "Solr"

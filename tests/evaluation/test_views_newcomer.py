@@ -13,6 +13,7 @@ from evaluation.services import baseline_promote
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     logged_in,
+    page_text,
     scene_fixture,
     section_text,
 )
@@ -61,6 +62,11 @@ def test_the_nightly_form_starts_off_for_a_new_schedule(scene: Scene, rita: User
     markup = logged_in(rita).get(f"/targets/{scene.target.pk}/").content.decode()
     enabled = re.search(r'<input type="checkbox" name="enabled"[^>]*>', markup)
     assert enabled is not None and "checked" not in enabled.group(0)
+
+
+def test_the_target_page_names_the_http_json_adapter_for_what_it_is(scene: Scene, rita: User) -> None:
+    page = page_text(logged_in(rita).get(f"/targets/{scene.target.pk}/"))
+    assert "Adapter http_json: the default HTTP JSON contract (docs/cli.md)" in page
 
 
 @pytest.mark.parametrize("folder", ["templates", "evaluation", "labeling", "golden_io", "config"])
