@@ -1,4 +1,11 @@
-"""`make bench`: run every benchmarks/bench_*.py (or those named on the command line)."""
+"""`make bench`: run every benchmarks/bench_*.py, or the sections named on the command line.
+
+    python -m benchmarks                 # every section, in one run (what `make bench` does)
+    python -m benchmarks harness runs    # only these: bench_harness.py and bench_runs.py
+
+A section is named by its script, with or without the `bench_` prefix. Each writes its own section of
+docs/benchmarks.md (benchmarks/_report.py), stamped with the date and stating the load average it saw.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,19 @@ import sys
 from pathlib import Path
 
 
+def sections() -> list[str]:
+    return sorted(p.stem.removeprefix("bench_") for p in Path(__file__).parent.glob("bench_*.py"))
+
+
 def main(argv: list[str]) -> None:
-    names = argv or sorted(p.stem for p in Path(__file__).parent.glob("bench_*.py"))
+    known = sections()
+    names = [name.removeprefix("bench_").removesuffix(".py") for name in argv] or known
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown benchmark {', '.join(unknown)}: choose from {', '.join(known)}")
     for name in names:
-        print(f"== {name}", flush=True)
-        importlib.import_module(f"benchmarks.{name}").main()
+        print(f"== bench_{name}", flush=True)
+        importlib.import_module(f"benchmarks.bench_{name}").main()
 
 
 if __name__ == "__main__":
