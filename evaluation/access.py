@@ -52,7 +52,17 @@ def run_rows(runs: QuerySet[EvaluationRun]) -> QuerySet[EvaluationRun]:
     )
     return (
         runs.select_related("golden_version__golden_set", "target", "triggered_by", "baseline")
-        .defer("report", "gate", "key_map", "keys", "target_snapshot")
+        # The golden version's file (megabytes on a large set) would be read once per row, and the page
+        # needs its name only.
+        .defer(
+            "report",
+            "gate",
+            "key_map",
+            "keys",
+            "target_snapshot",
+            "golden_version__content",
+            "golden_version__documents",
+        )
         .annotate(
             is_baseline=ExpressionWrapper(Q(pk=Subquery(in_force)), output_field=BooleanField()),
             was_baseline=Exists(Baseline.objects.filter(run_id=OuterRef("pk"))),

@@ -82,6 +82,9 @@ def run_get(*, user: Any, run_id: int) -> EvaluationRun | None:
     return (
         runs_visible(user=user)
         .select_related("golden_version__golden_set", "target", "triggered_by", "baseline__run")
+        # The golden file and its document map (megabytes on a large set) load only when a page reads them
+        # (`golden_of` parses a version once per process).
+        .defer("golden_version__content", "golden_version__documents")
         .filter(pk=run_id)
         .first()
     )

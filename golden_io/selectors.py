@@ -28,7 +28,7 @@ def version_list(*, golden_set: GoldenSet) -> QuerySet[GoldenVersion]:
     return (
         GoldenVersion.objects.filter(golden_set=golden_set)
         .select_related("golden_set", "parent", "created_by")
-        .defer("content", "documents")
+        .defer("content", "documents", "parent__content", "parent__documents")
         .order_by("-created", "-id")
     )
 

@@ -113,10 +113,10 @@ def ordered(*paths: str) -> Callable[[Any], Any]:
         rows = list(items)
         for path in reversed(paths):  # stable sorts, the last key first
             name, descending = path.lstrip("-"), path.startswith("-")
-            present = [r for r in rows if _resolve(r, name) is not None]
-            missing = [r for r in rows if _resolve(r, name) is None]
-            present.sort(key=lambda r, name=name: _sort_key(_resolve(r, name)), reverse=descending)
-            rows = present + missing
+            keyed = [(_resolve(r, name), r) for r in rows]
+            present = [(value, r) for value, r in keyed if value is not None]
+            present.sort(key=lambda pair: _sort_key(pair[0]), reverse=descending)
+            rows = [r for _, r in present] + [r for value, r in keyed if value is None]
         return rows
 
     return apply
@@ -148,7 +148,7 @@ class ListSpec:
     search: Apply | None = None
     search_hint: str = ""  # the search box's placeholder: what it looks in
     filters: Sequence[Filter] = ()
-    per_page: int = PER_PAGE
+    per_page: int | None = None  # None: PER_PAGE
     prefix: str = ""  # for a page with several lists
     anchor: str = ""  # the id of the list's section, so its links come back to it
 
@@ -171,8 +171,16 @@ class ListPage:
     sort: str
     filters: list[ShownFilter]
     params: dict[str, str]  # every GET parameter of the request, this list's as read
-    total: int  # rows before search and filters
+    unfiltered: Any  # the rows before search and filters (counted only when a search or filter narrows)
     items: list[Any] = field(default_factory=list)
+    _total: int | None = None
+
+    @property
+    def total(self) -> int:
+        """Rows before search and filters."""
+        if self._total is None:
+            self._total = _count(self.unfiltered) if self.active else self.page.paginator.count
+        return self._total
 
     # -- parameter names (prefixed) --
     @property
@@ -194,7 +202,12 @@ class ListPage:
     def hidden(self) -> list[tuple[str, str]]:
         """The request's other parameters (other lists', the page's own), kept by this list's form."""
         own = self._own()
-        return [(k, v) for k, v in self.params.items() if k not in own]
+        return [(k, v) for k, v in self.params.items() if k not in own and v != ""]
+
+    @property
+    def ids(self) -> str:
+        """The prefix of its controls' element ids, unique on the page."""
+        return f"list-{self.spec.anchor or 'main'}-{self.spec.prefix}"
 
     @property
     def searchable(self) -> bool:
@@ -213,7 +226,7 @@ class ListPage:
     def url(self, **changes: str | int | None) -> str:
         """`?...` for this list with some of its parameters changed (None or "" drops one); the other
         parameters are kept. Keys are unprefixed names: q, sort, page, or a filter's parameter."""
-        params = dict(self.params)
+        params = {k: v for k, v in self.params.items() if v != ""}  # an empty field of a form says nothing
         for key, value in changes.items():
             name = key if key in {f.param for f in self.filters} else f"{self.spec.prefix}{key}"
             if value in (None, ""):
@@ -265,7 +278,7 @@ class ListPage:
 
 
 def _singular(noun: str) -> str:
-    """"queries" -> "query", "runs" -> "run" (the nouns the lists use)."""
+    """ "queries" -> "query", "runs" -> "run" (the nouns the lists use)."""
     return noun[:-3] + "y" if noun.endswith("ies") else noun.removesuffix("s")
 
 
@@ -278,7 +291,7 @@ def list_page(request: HttpRequest, items: QuerySet[Any] | Iterable[Any], spec: 
     that is not among a filter's choices or the sorts is ignored (the default applies), never an error."""
     params = {k: request.GET.get(k, "") for k in request.GET}
     rows: Any = items if isinstance(items, QuerySet) else list(items)
-    total = _count(rows)
+    unfiltered = rows
     q = params.get(f"{spec.prefix}q", "").strip()[:MAX_SEARCH]
     if q and spec.search is not None:
         rows = spec.search(rows, q)
@@ -295,8 +308,10 @@ def list_page(request: HttpRequest, items: QuerySet[Any] | Iterable[Any], spec: 
     if sort not in sorts:
         sort = spec.sorts[0].key
     rows = sorts[sort].apply(rows)
-    page = Paginator(rows, spec.per_page).get_page(params.get(f"{spec.prefix}page"))
-    result = ListPage(spec=spec, page=page, q=q, sort=sort, filters=shown, params=params, total=total)
+    page = Paginator(rows, spec.per_page or PER_PAGE).get_page(params.get(f"{spec.prefix}page"))
+    result = ListPage(
+        spec=spec, page=page, q=q, sort=sort, filters=shown, params=params, unfiltered=unfiltered
+    )
     result.items = list(page.object_list)
     return result
 

@@ -10,6 +10,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+from django.db.models import QuerySet
+
 from assay.golden.model import Scale
 from assay.labels.disputes import consolidate
 from assay.memory import gc_paused
@@ -64,7 +66,9 @@ _consolidate = functools.lru_cache(maxsize=8192)(consolidate)
 
 
 @gc_paused()
-def labels_consolidated(*, golden_set: GoldenSet, query_ids: Collection[int] | None = None) -> Consolidated:
+def labels_consolidated(
+    *, golden_set: GoldenSet, query_ids: Collection[int] | QuerySet[Any, int] | None = None
+) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out.
 
@@ -106,13 +110,14 @@ class PairLabel:
 
 
 def _pair_labels(
-    golden_set: GoldenSet, query_ids: Collection[int] | None
+    golden_set: GoldenSet, query_ids: Collection[int] | QuerySet[Any, int] | None
 ) -> dict[tuple[int, int], PairLabel]:
     rubric = golden_set.rubric
     scale = Scale(rubric.scale_min, rubric.scale_max)
     queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
     if query_ids is not None:
-        queries = queries.filter(pk__in=list(query_ids))
+        # A QuerySet of ids stays a subquery: a long list of ids repeated in every statement costs more.
+        queries = queries.filter(pk__in=query_ids if isinstance(query_ids, QuerySet) else list(query_ids))
     live = (
         Assignment.objects.everyday().filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
     )

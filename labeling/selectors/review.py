@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Count, OuterRef, Q, Subquery
+
 from assay.charts import BarChart, bar_chart
 from assay.golden.model import Scale
 from assay.labels.agreement import (
@@ -208,21 +210,38 @@ class ReviewQueue:
     awaiting_third: list[QueueItem]  # documents a third rater is (or will be) grading
     shadow: list[Query]  # every active shadow query, with its quarantine reason
 
-    def next_dispute(self, after: Query) -> DisputedQuery | None:
-        """The disputed query after `after` in the queue's order (from the first again at the end), or
-        None when no other query is disputed: where "Next dispute" goes."""
-        others = [d for d in self.disputed if d.query.pk != after.pk]
-        later = [d for d in others if d.query.external_id > after.external_id]
-        return (later or others or [None])[0]
-
 
 @gc_paused()
 def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None = None) -> ReviewQueue:
     """What waits for the set's reviewers: disputed queries (the newest dispute decision says disputed
     and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
-    reviewer, those waiting for a third rater, and the shadow tier."""
-    consolidated = consolidated or labels_consolidated(golden_set=golden_set)
-    queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")}
+    reviewer, those waiting for a third rater, and the shadow tier.
+
+    Without `consolidated`, only the dual-labeled queries are consolidated: a document waits for a third
+    rater or a reviewer only when two raters graded it (docs/agreement.md, "Final labels"), and the
+    rest of a large set would cost the page seconds for nothing."""
+    if consolidated is None:
+        dual = (
+            Assignment.objects.filter(query__golden_set=golden_set, kind=Assignment.Kind.SECOND)
+            .exclude(status=Assignment.Status.REASSIGNED)
+            .values_list("query_id", flat=True)
+        )
+        consolidated = labels_consolidated(golden_set=golden_set, query_ids=dual)
+    active = golden_set.queries.filter(status=Query.Status.ACTIVE)
+    latest: dict[int, DisputeCheck] = {}
+    for check in DisputeCheck.objects.filter(query__in=active).order_by("at", "id"):
+        latest[check.query_id] = check
+    waiting = {u.query_id for u in consolidated.unresolved if u.awaiting in ("reviewer", "third_rater")}
+    # Only the queries the queue lists are read: those with a waiting document, the shadow tier, and those
+    # whose newest dispute decision says disputed.
+    queries = {
+        q.pk: q
+        for q in active.filter(
+            Q(pk__in=waiting)
+            | Q(tier=Query.Tier.SHADOW)
+            | Q(pk__in=[pk for pk, c in latest.items() if c.disputed])
+        ).order_by("external_id")
+    }
     pending = [
         u
         for u in consolidated.unresolved
@@ -243,9 +262,6 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
         ]
         return sorted(out, key=lambda i: (i.query.external_id, i.document.doc_id))
 
-    latest: dict[int, DisputeCheck] = {}
-    for check in DisputeCheck.objects.filter(query__in=list(queries)).order_by("at", "id"):
-        latest[check.query_id] = check
     disputed = [
         DisputedQuery(q, latest.get(pk), *counts.get(pk, [0, 0]))
         for pk, q in queries.items()
@@ -257,6 +273,56 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
         awaiting_third=items(third),
         shadow=[q for q in queries.values() if q.tier == Query.Tier.SHADOW],
     )
+
+
+DISPUTE_NEXT_BATCH = 25  # candidates consolidated at a time while looking for the next disputed query
+
+
+def dispute_next(*, golden_set: GoldenSet, after: Query) -> Query | None:
+    """The disputed query after `after` in the review queue's order (by id, from the first again at the
+    end), or None when no other query is disputed: where "Next dispute" goes.
+
+    Disputed as the queue says: in shadow with its newest dispute decision disputed, or with a document
+    only a reviewer can settle. Only the candidates are consolidated, a few at a time in order (the ones
+    whose raters gave a document two different grades), so the answer costs the next few queries, not
+    the set."""
+    active = golden_set.queries.filter(status=Query.Status.ACTIVE).exclude(pk=after.pk)
+    newest = (
+        DisputeCheck.objects.filter(query_id=OuterRef("pk")).order_by("-at", "-id").values("disputed")[:1]
+    )
+    disagreeing = (
+        Judgment.objects.filter(assignment__query__golden_set=golden_set)
+        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        .exclude(assignment__kind__in=[Assignment.Kind.GOLD, Assignment.Kind.CALIBRATION])
+        .values("assignment__query_id", "document_id")
+        .annotate(grades=Count("grade", distinct=True))
+        .filter(grades__gt=1)
+        .values("assignment__query_id")
+    )
+    candidates = (
+        active.annotate(quarantined=Subquery(newest))
+        .filter(Q(tier=Query.Tier.SHADOW, quarantined=True) | Q(pk__in=disagreeing))
+        .order_by("external_id")
+        .only("pk", "external_id", "tier", "golden_set_id")
+    )
+    ordered = [q for q in candidates if q.external_id > after.external_id]
+    ordered += [q for q in candidates if q.external_id <= after.external_id]
+    for start in range(0, len(ordered), DISPUTE_NEXT_BATCH):
+        batch = ordered[start : start + DISPUTE_NEXT_BATCH]
+        unsure = [q.pk for q in batch if not (q.tier == Query.Tier.SHADOW and q.quarantined)]
+        waiting = (
+            {
+                u.query_id
+                for u in labels_consolidated(golden_set=golden_set, query_ids=unsure).unresolved
+                if u.awaiting == "reviewer"
+            }
+            if unsure
+            else set()
+        )
+        for q in batch:
+            if (q.tier == Query.Tier.SHADOW and q.quarantined) or q.pk in waiting:
+                return q
+    return None
 
 
 @dataclass(frozen=True, slots=True)

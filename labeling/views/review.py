@@ -259,7 +259,6 @@ def adjudicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     query = get_query_for_reviewer(request, slug, pk)
     page = selectors.adjudication_page_get(query=query)
     documents = list_page(request, page.rows, ADJUDICATION_SPEC)
-    queue = selectors.review_queue_get(golden_set=query.golden_set)
     return render(
         request,
         "labeling/adjudicate.html",
@@ -271,7 +270,7 @@ def adjudicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "disputed_rows": [r for r in documents.items if r.disputed],
             "agreed_rows": [r for r in documents.items if not r.disputed],
             "to_decide": sum(1 for r in page.rows if r.needs_reviewer),
-            "next_dispute": queue.next_dispute(query),
+            "next_dispute": selectors.dispute_next(golden_set=query.golden_set, after=query),
             "scale": list(query.golden_set.rubric.scale),
             "tier_form": TierMoveForm(
                 initial={"tier": "core" if query.tier != "core" else "shadow"}, auto_id="tier_%s"

@@ -85,13 +85,26 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "labeling/set_detail.html",
         {
             "golden_set": golden_set,
-            "summary": selectors.labels_summary_get(golden_set=golden_set),
             "n_proposals": selectors.proposals_pending_count(golden_set=golden_set),
             "queries": queries,
             "raters": golden_set.raters.order_by("username"),
             "reassign_form": ReassignForm(raters=golden_set.raters.order_by("username")),
         },
     )
+
+
+@require_GET
+def labels_summary(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's consolidated labels by method and the unresolved ones by who acts next: one line the set
+    page loads after itself (consolidating every document of a large set takes seconds)."""
+    golden_set = get_set_for_reviewer(request, slug)
+    summary = selectors.labels_summary_get(golden_set=golden_set)
+    template = (
+        "labeling/_labels_summary.html"
+        if request.headers.get("HX-Request")
+        else "labeling/labels_summary.html"
+    )
+    return render(request, template, {"golden_set": golden_set, "summary": summary})
 
 
 @require_GET

@@ -104,7 +104,9 @@ def test_a_two_grade_disagreement_is_quarantined_queued_and_resolved_by_the_revi
     article.locator("textarea[name='rationale']").fill("covers cancelling, but not the annual refund")
     article.get_by_role("button", name="Set final grade").click()
     # Back at the top of the page: the message in view, nothing left to decide, the way back to core.
-    expect(page.locator(".messages")).to_contain_text(f"{target.document.doc_id}: final grade 2 (adjudicated)")
+    expect(page.locator(".messages")).to_contain_text(
+        f"{target.document.doc_id}: final grade 2 (adjudicated)"
+    )
     expect(page.locator(".messages")).to_be_in_viewport()
     expect(page.locator("#to-decide")).to_contain_text("Nothing left for a reviewer to decide here")
     assert page.evaluate("window.scrollY") == 0

@@ -291,7 +291,10 @@ def test_the_set_page_summarises_the_consolidated_labels(
     disputed: Disputed, reviewer: Client, golden_set: GoldenSet
 ) -> None:
     page = reviewer.get(reverse("labeling:set_detail", args=[golden_set.slug]))
-    summary = _text(page.content)
+    line = reverse("labeling:labels_summary", args=[golden_set.slug])
+    assert f'hx-get="{line}" hx-trigger="load"' in page.content.decode()  # the page loads the line after it
+    summary = _text(reviewer.get(line, headers={"HX-Request": "true"}).content)
+    assert summary.strip().startswith("Consolidated labels")  # the line alone; without htmx, a page
     assert "Consolidated labels: 2 (agreed 2) · unresolved: 1 (awaiting reviewer 1)" in summary
     assert reverse("golden_io:version_list", args=[golden_set.slug]) in page.content.decode()
 
