@@ -103,6 +103,13 @@ def _load_golden_columns(path: str, problems_csv: str | None = None, *, canonica
     except GoldenFormatError as exc:
         if problems_csv:
             _write_problems_csv(problems_csv, exc.problems)
+        count = len(exc.problems)
+        if count <= _ONE_LINE_PROBLEMS:
+            # A few problems read best on the error's one line; a longer list goes one problem a line.
+            said = "; ".join(str(problem) for problem in exc.problems)
+            raise UsageError(
+                f"golden file {path}: {count} problem{'s' if count != 1 else ''}, nothing evaluated: {said}"
+            ) from None
         lines = "\n".join(f"  {problem}" for problem in capped(exc.problems))
         more = more_text(len(exc.problems))
         if more:
@@ -111,13 +118,16 @@ def _load_golden_columns(path: str, problems_csv: str | None = None, *, canonica
                 if problems_csv
                 else "; --problems-csv FILE writes every one"
             )
-        count = len(exc.problems)
         raise UsageError(
             f"golden file {path}: {count} problem{'s' if count != 1 else ''}, nothing evaluated:\n{lines}"
         ) from None
     for warning in golden_warnings(golden):
         print(f"warning: golden file {path}: {warning}", file=sys.stderr)
     return golden
+
+
+# Up to this many problems of a golden file are said on the error's one line.
+_ONE_LINE_PROBLEMS = 3
 
 
 def _write_problems_csv(path: str, problems: Sequence[Any]) -> None:

@@ -75,27 +75,6 @@ SLOTS: dict[str, Argv] = {
     "validate --golden": lambda g, f: ["validate", "--golden", f],
 }
 
-# Known to fail the one-line rule, reported rather than fixed here: the golden file's reader lists its
-# problems under a header line ("golden file X: 1 problem, nothing evaluated:" then "  line 1, ...") even
-# when there is one. That reader is `score`'s path (assay/cli.py `_load_golden_columns`), which is being
-# rewritten. Strict: once it says one problem in one line, these pass and the mark must go.
-GOLDEN_SLOTS = ("run --golden", "score --golden", "gate --rescore-baseline --golden", "validate --golden")
-LISTED = (
-    "deep nesting",
-    "huge integer",
-    "truncated",
-    "two BOM files run together",
-    "empty",
-    "NUL in a string",
-)
-
-
-def _case(slot: str, name: str) -> object:
-    if slot in GOLDEN_SLOTS and name in LISTED:
-        reason = "the golden reader lists even one problem under a header line (score's path, reported)"
-        return pytest.param(slot, name, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return pytest.param(slot, name)
-
 
 def _bad_file(tmp_path: Path, name: str) -> str:
     if name == "a directory":
@@ -114,7 +93,7 @@ def _bad_file(tmp_path: Path, name: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("slot", "name"), [_case(s, n) for s in SLOTS for n in (*CORPUS, *SPECIAL)])
+@pytest.mark.parametrize(("slot", "name"), [(s, n) for s in SLOTS for n in (*CORPUS, *SPECIAL)])
 def test_a_malformed_file_is_one_worded_line_and_exit_2(
     slot: str, name: str, good: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
