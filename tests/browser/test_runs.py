@@ -92,7 +92,7 @@ def test_a_reviewer_triggers_a_run_watches_it_finish_and_opens_a_top_loser_side_
     assert max(seen) <= QUERIES
     expect(page.locator("#run-progress")).to_have_attribute("data-status", "succeeded")
     expect(page.locator("#run-progress progress")).to_have_attribute("value", str(QUERIES))
-    expect(page.locator("#failures")).to_contain_text("core nDCG@k drop")
+    expect(page.locator("#failures")).to_contain_text("core: nDCG@k drop")
 
     losers = page.locator("#top-losers")
     expect(losers.locator("tr[data-query]").first).to_have_attribute("data-query", "q-3")

@@ -62,7 +62,8 @@ def test_without_https_settings_check_deploy_warns(tmp_path: Path) -> None:
 def test_behind_a_tls_proxy_pages_are_served_and_the_health_check_is_not_redirected(tmp_path: Path) -> None:
     env = {**_production_env(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'assay.sqlite3'}"}
     server = serving(["-m", "tests.support.sqlite_server", str(tmp_path)], env=env, timeout=180)
-    with server as url, httpx.Client(base_url=url, follow_redirects=False) as client:
+    # A generous timeout: the first request loads the URL routes, which takes seconds on a busy machine.
+    with server as url, httpx.Client(base_url=url, follow_redirects=False, timeout=60) as client:
         plain = client.get("/accounts/login/")
         assert plain.status_code == 301
         assert plain.headers["Location"] == f"https://{url.removeprefix('http://')}/accounts/login/"
