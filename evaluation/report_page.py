@@ -568,34 +568,39 @@ def query_values(row: Mapping[str, Any] | None) -> dict[str, Num]:
 
 
 def compare_choices(run_a: EvaluationRun, run_b: EvaluationRun) -> list[dict[str, Any]]:
-    """The queries of run B with their nDCG in both runs, biggest loss first (the side-by-side's menu)."""
-    before = {row["id"]: row for row in (run_a.report or {}).get("per_query", [])}
+    """The queries of run B with their nDCG in both runs, biggest loss first (the side-by-side's menu):
+    the values only; `compare_choice_shown` formats the rows a page shows."""
+    before = {row["id"]: row.get("ndcg") for row in (run_a.report or {}).get("per_query", [])}
     choices = []
     for row in (run_b.report or {}).get("per_query", []):
-        then = before.get(row["id"], {})
-        a, b = then.get("ndcg"), row.get("ndcg")
+        a, b = before.get(row["id"]), row.get("ndcg")
         change = b - a if a is not None and b is not None else None
         choices.append(
             {
                 "id": row["id"],
                 "text": row.get("text", ""),
                 "stratum": row.get("stratum") or "",
-                "a": num(a, why="errored or not in run A", metric="ndcg"),
-                "b": num(b, why="errored", metric="ndcg"),
-                "change": num(
-                    change,
-                    signed=True,
-                    why="undefined on one side",
-                    css=delta_css("ndcg", change),
-                    metric="ndcg",
-                ),
-                "sort": change if change is not None else 0.0,
-                "change_value": change,  # the picker's filters and sorts (evaluation.list_specs)
+                "a_value": a,
                 "b_value": b,
+                "change_value": change,  # the picker's filters and sorts (evaluation.list_specs)
             }
         )
-    choices.sort(key=lambda c: (c["sort"], c["id"]))
+    choices.sort(key=lambda c: (c["change_value"] if c["change_value"] is not None else 0.0, c["id"]))
     return choices
+
+
+def compare_choice_shown(choice: dict[str, Any]) -> dict[str, Any]:
+    """A picker row with its numbers as shown: nDCG in A and B and the change, each with why it is
+    undefined."""
+    change = choice["change_value"]
+    return {
+        **choice,
+        "a": num(choice["a_value"], why="errored or not in run A", metric="ndcg"),
+        "b": num(choice["b_value"], why="errored", metric="ndcg"),
+        "change": num(
+            change, signed=True, why="undefined on one side", css=delta_css("ndcg", change), metric="ndcg"
+        ),
+    }
 
 
 def rescore_context(run: EvaluationRun) -> dict[str, Any]:

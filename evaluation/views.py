@@ -43,6 +43,7 @@ from evaluation.forms import (
 from evaluation.list_specs import picker_spec, runs_spec, targets_spec
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.report_page import (
+    compare_choice_shown,
     compare_choices,
     compare_rows,
     movement,
@@ -317,7 +318,9 @@ def run_compare(request: HttpRequest) -> HttpResponse:
         ]
     else:
         choices = compare_choices(run_a, run_b)
-        context["choices"] = list_page(request, choices, picker_spec(choices))
+        picker = list_page(request, choices, picker_spec(choices))
+        picker.items = [compare_choice_shown(c) for c in picker.items]  # only the page's rows are formatted
+        context["choices"] = picker
     return render(request, "evaluation/compare.html", context)
 
 

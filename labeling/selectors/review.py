@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from assay.charts import BarChart, bar_chart
 from assay.golden.model import Scale
@@ -217,16 +217,11 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
     reviewer, those waiting for a third rater, and the shadow tier.
 
-    Without `consolidated`, only the dual-labeled queries are consolidated: a document waits for a third
-    rater or a reviewer only when two raters graded it (docs/agreement.md, "Final labels"), and the
-    rest of a large set would cost the page seconds for nothing."""
+    Without `consolidated`, only the queries with a disagreement are consolidated (`_disagreeing`): only
+    their documents can wait for a third rater or a reviewer, and the rest of a large set would cost the
+    page seconds for nothing."""
     if consolidated is None:
-        dual = (
-            Assignment.objects.filter(query__golden_set=golden_set, kind=Assignment.Kind.SECOND)
-            .exclude(status=Assignment.Status.REASSIGNED)
-            .values_list("query_id", flat=True)
-        )
-        consolidated = labels_consolidated(golden_set=golden_set, query_ids=dual)
+        consolidated = labels_consolidated(golden_set=golden_set, query_ids=_disagreeing(golden_set))
     active = golden_set.queries.filter(status=Query.Status.ACTIVE)
     latest: dict[int, DisputeCheck] = {}
     for check in DisputeCheck.objects.filter(query__in=active).order_by("at", "id"):
@@ -275,6 +270,24 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     )
 
 
+def _disagreeing(golden_set: GoldenSet) -> QuerySet[Any, int]:
+    """The ids of the dual-labeled queries where two live grades of a document differ (a subquery): the
+    only ones whose documents can wait for a third rater or a reviewer (docs/agreement.md, "Final
+    labels"). A superset: a re-judgment or an adjudication may have settled them since."""
+    dual = Assignment.objects.filter(query__golden_set=golden_set, kind=Assignment.Kind.SECOND).exclude(
+        status=Assignment.Status.REASSIGNED
+    )
+    return (
+        Judgment.objects.filter(assignment__query__in=dual.values("query_id"))
+        .exclude(assignment__status=Assignment.Status.REASSIGNED)
+        .exclude(assignment__kind__in=[Assignment.Kind.GOLD, Assignment.Kind.CALIBRATION])
+        .values("assignment__query_id", "document_id")
+        .annotate(grades=Count("grade", distinct=True))
+        .filter(grades__gt=1)
+        .values_list("assignment__query_id", flat=True)
+    )
+
+
 DISPUTE_NEXT_BATCH = 25  # candidates consolidated at a time while looking for the next disputed query
 
 
@@ -286,22 +299,14 @@ def dispute_next(*, golden_set: GoldenSet, after: Query) -> Query | None:
     only a reviewer can settle. Only the candidates are consolidated, a few at a time in order (the ones
     whose raters gave a document two different grades), so the answer costs the next few queries, not
     the set."""
-    active = golden_set.queries.filter(status=Query.Status.ACTIVE).exclude(pk=after.pk)
     newest = (
         DisputeCheck.objects.filter(query_id=OuterRef("pk")).order_by("-at", "-id").values("disputed")[:1]
     )
-    disagreeing = (
-        Judgment.objects.filter(assignment__query__golden_set=golden_set)
-        .exclude(assignment__status=Assignment.Status.REASSIGNED)
-        .exclude(assignment__kind__in=[Assignment.Kind.GOLD, Assignment.Kind.CALIBRATION])
-        .values("assignment__query_id", "document_id")
-        .annotate(grades=Count("grade", distinct=True))
-        .filter(grades__gt=1)
-        .values("assignment__query_id")
-    )
     candidates = (
-        active.annotate(quarantined=Subquery(newest))
-        .filter(Q(tier=Query.Tier.SHADOW, quarantined=True) | Q(pk__in=disagreeing))
+        golden_set.queries.filter(status=Query.Status.ACTIVE)
+        .exclude(pk=after.pk)
+        .filter(Q(tier=Query.Tier.SHADOW) | Q(pk__in=_disagreeing(golden_set)))
+        .annotate(quarantined=Subquery(newest))
         .order_by("external_id")
         .only("pk", "external_id", "tier", "golden_set_id")
     )
