@@ -179,9 +179,10 @@ def count() -> None:
         f"{assignment}:{candidate_of[(query, document)]}": grade
         for assignment, query, document, grade in rows
     }
-    last_event: dict[int, int] = {}
+    last_event: dict[int, int | None] = {}
     for judgment_id, grade in JudgmentEvent.objects.order_by("id").values_list("judgment_id", "new_grade"):
-        last_event[judgment_id] = grade
+        if judgment_id is not None:  # an event of a cleared grade or a can't-judge mark names no judgment
+            last_event[judgment_id] = grade
     grade_of = dict(Judgment.objects.values_list("id", "grade"))
     mismatched = sum(1 for jid, grade in grade_of.items() if last_event.get(jid) != grade)
     print(

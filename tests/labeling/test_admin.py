@@ -159,6 +159,7 @@ def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[ty
     result = services.judgment_submit(
         assignment_id=assignment.pk, rater=alice, candidate_id=candidate.pk, grade=2, note="outdated"
     )
+    assert result.judgment_id is not None
     judgment = models.Judgment.objects.get(pk=result.judgment_id)
     services.query_move_tier(query=query, tier="challenge", by=rita, reason="hard for every system")
     round_ = models.CalibrationRound.objects.create(golden_set=golden_set, name="march", created_by=rita)

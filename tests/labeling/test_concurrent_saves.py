@@ -95,6 +95,7 @@ def test_a_save_racing_a_reassignment_never_lands_after_it(golden_set, alice: Us
         assert assignment.status == "reassigned"
         if isinstance(saved, services.SubmitResult):
             # The save won the lock: it happened before the reassignment, on alice's open assignment.
+            assert saved.judgment_id is not None
             assert Judgment.objects.get(pk=saved.judgment_id).assignment_id == assignment.pk
         else:
             assert isinstance(saved, services.Reassigned)

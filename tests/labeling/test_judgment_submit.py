@@ -87,6 +87,7 @@ def test_it_refuses_a_stale_assignment_after_reassignment(
     with pytest.raises(services.Reassigned, match="reassigned to another rater; your grade was not saved"):
         _submit(assignment, alice, _candidates(assignment)[1], 2)
     saved = _submit(new, bob, _candidates(assignment)[1], 2)
+    assert saved.judgment_id is not None
     assert Judgment.objects.get(pk=saved.judgment_id).assignment == new
     assert Judgment.objects.count() == 1
 
