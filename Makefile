@@ -56,8 +56,10 @@ services:
 test: install chromium services lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
+# Every section of docs/benchmarks.md in one run; `make bench SECTIONS="harness runs"` re-runs those only.
+SECTIONS ?=
 bench: install
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m benchmarks
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m benchmarks $(SECTIONS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
