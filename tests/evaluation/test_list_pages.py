@@ -66,7 +66,9 @@ def test_the_runs_list_filters_sorts_and_pages_keeping_the_filters_in_its_links(
     monkeypatch.setattr(list_specs, "RUN_PAGE", 4)
     client = logged_in(rita)
     staging = SearchTarget.objects.get(name="staging")
-    html = client.get("/runs/", {"target": staging.pk, "verdict": "fail", "sort": "errors"}).content.decode()
+    html = client.get(
+        "/runs/", {"target": str(staging.pk), "verdict": "fail", "sort": "errors"}
+    ).content.decode()
     wanted = sorted(
         (r for r in many_runs if r.target == staging and r.verdict == "fail"), key=lambda r: -r.errors
     )
@@ -93,7 +95,7 @@ def test_links_from_the_report_and_the_target_page_still_filter_the_runs_list(
     many_runs: list[EvaluationRun], rita: User
 ) -> None:
     staging = SearchTarget.objects.get(name="staging")
-    html = logged_in(rita).get("/runs/", {"set": "help-center", "target": staging.pk}).content.decode()
+    html = logged_in(rita).get("/runs/", {"set": "help-center", "target": str(staging.pk)}).content.decode()
     assert "15 runs (of 30)" in html
 
 

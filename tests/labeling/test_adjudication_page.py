@@ -120,7 +120,9 @@ def test_next_dispute_goes_round_the_queue_and_says_when_there_is_no_other(
     nexts = {}
     for d in (first, second, third):
         html = reviewer.get(_url(golden_set, d.query)).content.decode()
-        nexts[d.query.external_id] = re.search(r'id="next-dispute" href="[^"]*/queries/(\d+)/', html).group(1)
+        found = re.search(r'id="next-dispute" href="[^"]*/queries/(\d+)/', html)
+        assert found is not None, html
+        nexts[d.query.external_id] = found.group(1)
     assert nexts == {"q-1": str(second.query.pk), "q-2": str(third.query.pk), "q-3": str(first.query.pk)}
 
 
@@ -131,7 +133,9 @@ def test_the_documents_are_filtered_and_paged_with_the_state_in_the_links(
     url = _url(golden_set, disputed.query)
     html = reviewer.get(url, {"state": "agreed"}).content.decode()
     assert len(_article_docs(html)) == 20 and "1–20 of 22 documents (of 24)" in html
-    link = re.search(r'<a href="(\?[^"]*page=2[^"]*)" rel="next"', html).group(1).replace("&amp;", "&")
+    found = re.search(r'<a href="(\?[^"]*page=2[^"]*)" rel="next"', html)
+    assert found is not None, html
+    link = found.group(1).replace("&amp;", "&")
     assert link.startswith("?state=agreed&page=2")
     assert len(_article_docs(reviewer.get(url + link.split("#")[0]).content.decode())) == 2
     decide = reviewer.get(url, {"state": "decide"}).content.decode()
