@@ -67,10 +67,14 @@ _consolidate = functools.lru_cache(maxsize=8192)(consolidate)
 
 @gc_paused()
 def labels_consolidated(
-    *, golden_set: GoldenSet, query_ids: Collection[int] | QuerySet[Any, int] | None = None
+    *,
+    golden_set: GoldenSet,
+    query_ids: Collection[int] | QuerySet[Any, int] | None = None,
+    document_ids: Collection[int] | None = None,
 ) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
-    with its method, or why there is none yet. Retired queries are left out.
+    with its method, or why there is none yet. Retired queries are left out; with `document_ids` only
+    those documents of the queries are consolidated.
 
     The rules are `assay.labels.disputes.consolidate`'s (docs/agreement.md), over the current grades of the
     live assignments (reassigned ones and gold checks make no label), with these additions:
@@ -86,7 +90,7 @@ def labels_consolidated(
     """
     labels: list[FinalLabel] = []
     unresolved: list[Unresolved] = []
-    for (query_id, document_id), label in sorted(_pair_labels(golden_set, query_ids).items()):
+    for (query_id, document_id), label in sorted(_pair_labels(golden_set, query_ids, document_ids).items()):
         if label.grade is not None and label.method is not None:
             labels.append(FinalLabel(query_id, document_id, label.grade, label.method, label.content_hash))
         else:
@@ -110,7 +114,9 @@ class PairLabel:
 
 
 def _pair_labels(
-    golden_set: GoldenSet, query_ids: Collection[int] | QuerySet[Any, int] | None
+    golden_set: GoldenSet,
+    query_ids: Collection[int] | QuerySet[Any, int] | None,
+    document_ids: Collection[int] | None = None,
 ) -> dict[tuple[int, int], PairLabel]:
     rubric = golden_set.rubric
     scale = Scale(rubric.scale_min, rubric.scale_max)
@@ -134,14 +140,22 @@ def _pair_labels(
     third_scope = set(
         live.filter(kind=Assignment.Kind.THIRD).values_list("scope__query_id", "scope__document_id")
     )
+    judgments = Judgment.objects.all()
+    adjudicated = Adjudication.objects.all()
+    frozen_labels = FrozenLabel.objects.all()
+    if document_ids is not None:
+        wanted = list(document_ids)
+        judgments = judgments.filter(document_id__in=wanted)
+        adjudicated = adjudicated.filter(document_id__in=wanted)
+        frozen_labels = frozen_labels.filter(document_id__in=wanted)
     # Plain columns, no joins and no timestamps: this reads every judgment of the set.
     rows = (
-        Judgment.objects.filter(assignment__in=live.exclude(kind=Assignment.Kind.GOLD))
+        judgments.filter(assignment__in=live.exclude(kind=Assignment.Kind.GOLD))
         .order_by()
         .values_list("assignment_id", "document_id", "grade", "content_hash", "pk")
     )
     rejudged_at = dict(
-        Judgment.objects.filter(assignment__in=live.filter(kind=Assignment.Kind.REJUDGE)).values_list(
+        judgments.filter(assignment__in=live.filter(kind=Assignment.Kind.REJUDGE)).values_list(
             "pk", "updated"
         )
     )
@@ -151,14 +165,14 @@ def _pair_labels(
         graded[(query_id, document_id)].append(_Graded(pk, grade, kind, digest, rejudged_at.get(pk)))
     adjudications: dict[tuple[int, int], tuple[int, Any, str]] = {}
     for query_id, document_id, grade, at, digest in (
-        Adjudication.objects.filter(query__in=queries)
+        adjudicated.filter(query__in=queries)
         .order_by("at", "id")
         .values_list("query_id", "document_id", "grade", "at", "content_hash")
     ):
         adjudications[(query_id, document_id)] = (grade, at, digest)  # the newest wins
     out: dict[tuple[int, int], PairLabel] = {}
     frozen: dict[tuple[int, int], int] = {}
-    for query_id, document_id, grade in FrozenLabel.objects.filter(query__in=queries).values_list(
+    for query_id, document_id, grade in frozen_labels.filter(query__in=queries).values_list(
         "query_id", "document_id", "grade"
     ):
         frozen[(query_id, document_id)] = grade

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 
 from assay.charts import BarChart, bar_chart
 from assay.golden.model import Scale
@@ -217,11 +217,14 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     and the query is still in shadow, or a document of it needs a reviewer), the documents that need a
     reviewer, those waiting for a third rater, and the shadow tier.
 
-    Without `consolidated`, only the queries with a disagreement are consolidated (`_disagreeing`): only
-    their documents can wait for a third rater or a reviewer, and the rest of a large set would cost the
-    page seconds for nothing."""
+    Without `consolidated`, only the documents with a disagreement are consolidated (`_disagreeing`):
+    only they can wait for a third rater or a reviewer, and the rest of a large set would cost the page
+    seconds for nothing."""
     if consolidated is None:
-        consolidated = labels_consolidated(golden_set=golden_set, query_ids=_disagreeing(golden_set))
+        pairs = _disagreeing(golden_set)
+        consolidated = labels_consolidated(
+            golden_set=golden_set, query_ids={q for q, _ in pairs}, document_ids={d for _, d in pairs}
+        )
     active = golden_set.queries.filter(status=Query.Status.ACTIVE)
     latest: dict[int, DisputeCheck] = {}
     for check in DisputeCheck.objects.filter(query__in=active).order_by("at", "id"):
@@ -270,21 +273,21 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     )
 
 
-def _disagreeing(golden_set: GoldenSet) -> QuerySet[Any, int]:
-    """The ids of the dual-labeled queries where two live grades of a document differ (a subquery): the
-    only ones whose documents can wait for a third rater or a reviewer (docs/agreement.md, "Final
-    labels"). A superset: a re-judgment or an adjudication may have settled them since."""
+def _disagreeing(golden_set: GoldenSet) -> set[tuple[int, int]]:
+    """The (query, document) pairs of the dual-labeled queries whose live grades differ: the only ones
+    that can wait for a third rater or a reviewer (docs/agreement.md, "Final labels"). A superset: a
+    re-judgment or an adjudication may have settled them since. One grouped statement."""
     dual = Assignment.objects.filter(query__golden_set=golden_set, kind=Assignment.Kind.SECOND).exclude(
         status=Assignment.Status.REASSIGNED
     )
-    return (
+    return set(
         Judgment.objects.filter(assignment__query__in=dual.values("query_id"))
         .exclude(assignment__status=Assignment.Status.REASSIGNED)
         .exclude(assignment__kind__in=[Assignment.Kind.GOLD, Assignment.Kind.CALIBRATION])
         .values("assignment__query_id", "document_id")
         .annotate(grades=Count("grade", distinct=True))
         .filter(grades__gt=1)
-        .values_list("assignment__query_id", flat=True)
+        .values_list("assignment__query_id", "document_id")
     )
 
 
@@ -305,7 +308,7 @@ def dispute_next(*, golden_set: GoldenSet, after: Query) -> Query | None:
     candidates = (
         golden_set.queries.filter(status=Query.Status.ACTIVE)
         .exclude(pk=after.pk)
-        .filter(Q(tier=Query.Tier.SHADOW) | Q(pk__in=_disagreeing(golden_set)))
+        .filter(Q(tier=Query.Tier.SHADOW) | Q(pk__in={q for q, _ in _disagreeing(golden_set)}))
         .annotate(quarantined=Subquery(newest))
         .order_by("external_id")
         .only("pk", "external_id", "tier", "golden_set_id")

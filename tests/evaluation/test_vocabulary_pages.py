@@ -12,9 +12,8 @@ from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import budgets_set, run_finalize_process
-from labeling import services
 from labeling.models import GoldenSet
-from tests import factories
+from tests.support.disputes import dual_graded
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     finished_fixture,
@@ -69,20 +68,7 @@ def test_a_disputes_grades_read_lowest_first_on_the_agreement_page_and_in_the_re
     golden_set: GoldenSet, alice: User, bob: User, rita: User
 ) -> None:
     """alice (the first rater) grades the first document 3, bob 1: "1 vs 3" on both pages, no "3 vs 1"."""
-    query = factories.pooled_query(golden_set, 3, external_id="q-7", text="cancel my plan")
-    candidates = list(query.candidates.order_by("best_rank"))
-    for rater, kind, grades in ((alice, "primary", [3, 1, 2]), (bob, "second", [1, 1, 2])):
-        assignment = factories.AssignmentFactory.create(query=query, rater=rater, kind=kind)
-        for candidate, grade in zip(candidates, grades, strict=True):
-            services.judgment_submit(
-                assignment_id=assignment.pk,
-                rater=rater,
-                candidate_id=candidate.pk,
-                grade=grade,
-                note="",
-                time_spent_ms=3000,
-            )
-        services.assignment_done(assignment_id=assignment.pk, rater=rater)
+    _, candidates = dual_graded(golden_set, (alice, [3, 1, 2]), (bob, [1, 1, 2]), external_id="q-7")
     doc = candidates[0].document.doc_id
     client = logged_in(rita)
     agreement = page_text(client.get(f"/sets/{golden_set.slug}/agreement/"))

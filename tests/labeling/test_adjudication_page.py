@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from labeling import services
 from labeling.models import Candidate, GoldenSet, Query
 from tests import factories
+from tests.support.disputes import dual_graded
 
 pytestmark = pytest.mark.django_db
 
@@ -28,22 +28,9 @@ class Disputed:
 def _disputed_query(golden_set: GoldenSet, alice: User, bob: User, external_id: str, n: int = 6) -> Disputed:
     """alice and bob agree on every document but the first two (0 vs 3, then 1 vs 2): the check quarantines
     the query, and with no third rater the reviewer decides both."""
-    query = factories.pooled_query(golden_set, n, external_id=external_id, text=f"cancel {external_id}")
-    candidates = list(query.candidates.order_by("best_rank"))
-    grades = {alice: [0, 1] + [2] * (n - 2), bob: [3, 2] + [2] * (n - 2)}
-    for rater, kind in ((alice, "primary"), (bob, "second")):
-        assignment = factories.AssignmentFactory.create(query=query, rater=rater, kind=kind)
-        for candidate, grade in zip(candidates, grades[rater], strict=True):
-            services.judgment_submit(
-                assignment_id=assignment.pk,
-                rater=rater,
-                candidate_id=candidate.pk,
-                grade=grade,
-                note="",
-                time_spent_ms=2000,
-            )
-        services.assignment_done(assignment_id=assignment.pk, rater=rater)
-    query.refresh_from_db()
+    query, candidates = dual_graded(
+        golden_set, (alice, [0, 1] + [2] * (n - 2)), (bob, [3, 2] + [2] * (n - 2)), external_id=external_id
+    )
     assert query.tier == "shadow"
     return Disputed(query, candidates)
 
@@ -56,6 +43,12 @@ def reviewer(client: Client, rita: User) -> Client:
 
 def _url(golden_set: GoldenSet, query: Query) -> str:
     return reverse("labeling:adjudicate", args=[golden_set.slug, query.pk])
+
+
+def _found(pattern: str, html: str) -> str:
+    match = re.search(pattern, html)
+    assert match is not None, pattern
+    return match.group(1)
 
 
 def _article_docs(html: str) -> list[str]:
@@ -120,9 +113,7 @@ def test_next_dispute_goes_round_the_queue_and_says_when_there_is_no_other(
     nexts = {}
     for d in (first, second, third):
         html = reviewer.get(_url(golden_set, d.query)).content.decode()
-        found = re.search(r'id="next-dispute" href="[^"]*/queries/(\d+)/', html)
-        assert found is not None, html
-        nexts[d.query.external_id] = found.group(1)
+        nexts[d.query.external_id] = _found(r'id="next-dispute" href="[^"]*/queries/(\d+)/', html)
     assert nexts == {"q-1": str(second.query.pk), "q-2": str(third.query.pk), "q-3": str(first.query.pk)}
 
 
@@ -133,11 +124,29 @@ def test_the_documents_are_filtered_and_paged_with_the_state_in_the_links(
     url = _url(golden_set, disputed.query)
     html = reviewer.get(url, {"state": "agreed"}).content.decode()
     assert len(_article_docs(html)) == 20 and "1–20 of 22 documents (of 24)" in html
-    found = re.search(r'<a href="(\?[^"]*page=2[^"]*)" rel="next"', html)
-    assert found is not None, html
-    link = found.group(1).replace("&amp;", "&")
+    link = _found(r'<a href="(\?[^"]*page=2[^"]*)" rel="next"', html).replace("&amp;", "&")
     assert link.startswith("?state=agreed&page=2")
     assert len(_article_docs(reviewer.get(url + link.split("#")[0]).content.decode())) == 2
     decide = reviewer.get(url, {"state": "decide"}).content.decode()
     assert sorted(_article_docs(decide)) == sorted(c.document.doc_id for c in disputed.candidates[:2])
     assert "rank" not in decide.lower()  # the page never hints at the systems' ranks
+
+
+def test_the_queue_read_from_the_disagreements_alone_is_the_whole_sets_queue(
+    golden_set: GoldenSet, alice: User, bob: User
+) -> None:
+    """The review queue and "Next dispute" consolidate only the documents two raters graded apart; the
+    queue is the one the whole set's consolidation gives (single-labeled, agreeing and disagreeing work)."""
+    from labeling.selectors import dispute_next, labels_consolidated, review_queue_get
+
+    first = _disputed_query(golden_set, alice, bob, "q-1")
+    dual_graded(golden_set, (alice, [2, 2, 1]), (bob, [2, 2, 1]), external_id="q-2")  # agreeing
+    dual_graded(golden_set, (alice, [2, 1, 1]), (bob, [2, 2, 1]), external_id="q-3")  # one apart, one doc
+    single = factories.pooled_query(golden_set, 3, external_id="q-4")
+    factories.AssignmentFactory.create(query=single, rater=alice)
+    quick = review_queue_get(golden_set=golden_set)
+    whole = review_queue_get(golden_set=golden_set, consolidated=labels_consolidated(golden_set=golden_set))
+    for field in ("disputed", "needs_reviewer", "awaiting_third", "shadow"):
+        assert getattr(quick, field) == getattr(whole, field), field
+    assert [d.query.external_id for d in quick.disputed] == ["q-1", "q-3"]
+    assert dispute_next(golden_set=golden_set, after=first.query) == Query.objects.get(external_id="q-3")

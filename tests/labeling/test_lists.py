@@ -15,7 +15,6 @@ from django.db.models import Q
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from labeling import services
 from labeling.lists import (
     NONE,
     Filter,
@@ -30,6 +29,7 @@ from labeling.lists import (
 )
 from labeling.models import GoldenSet, Query
 from tests import factories
+from tests.support.disputes import dual_graded
 
 
 @dataclass
@@ -191,20 +191,7 @@ def test_the_review_queue_keeps_each_lists_state_apart(
     golden_set: GoldenSet, client: Client, alice: User, bob: User, rita: User
 ) -> None:
     for n in range(3):
-        query = factories.pooled_query(golden_set, 2, external_id=f"q-{n}", text=f"cancel {n}")
-        candidates = list(query.candidates.order_by("best_rank"))
-        for rater, kind, grades in ((alice, "primary", [0, 2]), (bob, "second", [3, 2])):
-            assignment = factories.AssignmentFactory.create(query=query, rater=rater, kind=kind)
-            for candidate, grade in zip(candidates, grades, strict=True):
-                services.judgment_submit(
-                    assignment_id=assignment.pk,
-                    rater=rater,
-                    candidate_id=candidate.pk,
-                    grade=grade,
-                    note="",
-                    time_spent_ms=1000,
-                )
-            services.assignment_done(assignment_id=assignment.pk, rater=rater)
+        dual_graded(golden_set, (alice, [0, 2]), (bob, [3, 2]), external_id=f"q-{n}")
     client.force_login(rita)
     url = reverse("labeling:disputes", args=[golden_set.slug])
     html = client.get(url, {"r-q": "q-1", "s-sort": "text"}).content.decode()
