@@ -125,3 +125,33 @@ def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
         per_page=PICKER_PAGE,
         anchor="choices",
     )
+
+
+def per_query_spec(rows: Sequence[dict[str, Any]]) -> ListSpec:
+    """The report's list of every query (`report_page.report_context`'s `per_query_rows`)."""
+    return ListSpec(
+        noun="queries",
+        search=contains("id", "text"),
+        search_hint="query id or text",
+        filters=[
+            Filter(
+                "pq-stratum", "Stratum", choices_of((r["stratum"] for r in rows), "(none)"), equals("stratum")
+            ),
+            Filter("pq-tier", "Tier", choices_of(r["tier"] for r in rows), equals("tier")),
+            Filter(
+                "pq-errors",
+                "Errors",
+                [("yes", "errored"), ("no", "answered")],
+                where(lambda row, v: bool(row["error"]) == (v == "yes")),
+            ),
+        ],
+        sorts=[
+            Sort("id", "query id", ordered("id")),
+            Sort("ndcg", "lowest nDCG first", ordered("ndcg_value", "id")),
+            Sort("ndcg-high", "highest nDCG first", ordered("-ndcg_value", "id")),
+            Sort("mrr", "lowest RR first", ordered("mrr_value", "id")),
+        ],
+        per_page=PICKER_PAGE,
+        prefix="pq-",
+        anchor="per-query",
+    )

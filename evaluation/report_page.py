@@ -462,8 +462,8 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
             "text": row.get("text", ""),
             "stratum": row.get("stratum") or "",
             "tier": row.get("tier") or "",
-            "ndcg": num(row.get("ndcg"), why="errored: no value", metric="ndcg"),
-            "mrr": num(row.get("mrr"), why="errored: no value", metric="mrr"),
+            "ndcg_value": row.get("ndcg"),
+            "mrr_value": row.get("mrr"),
             "n": row.get("n"),
             "error": row.get("error"),
         }
@@ -489,7 +489,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "unjudged": capped("unjudged", selectors.unjudged_in_top_k(run=run), show_all),
         "critical": report.get("critical", []),
         "flags": report.get("flags", {}),
-        "per_query": capped("per-query", per_query, show_all),
+        "per_query_rows": per_query,  # the page lists them (evaluation.list_specs.per_query_spec)
         "meta": meta,
     }
 
@@ -564,6 +564,15 @@ def query_values(row: Mapping[str, Any] | None) -> dict[str, Num]:
     fields = {"ndcg": "ndcg", "mrr": "mrr", "p_at_k": "precision_at_k"}  # per-query field -> metric
     return {
         name: num(row.get(name), why="errored: no value", metric=metric) for name, metric in fields.items()
+    }
+
+
+def per_query_shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the report's query list with its nDCG and RR as shown (only the rows a page shows)."""
+    return {
+        **row,
+        "ndcg": num(row["ndcg_value"], why="errored: no value", metric="ndcg"),
+        "mrr": num(row["mrr_value"], why="errored: no value", metric="mrr"),
     }
 
 

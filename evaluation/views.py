@@ -40,7 +40,7 @@ from evaluation.forms import (
     TokenForm,
     problems_to_form,
 )
-from evaluation.list_specs import picker_spec, runs_spec, targets_spec
+from evaluation.list_specs import per_query_spec, picker_spec, runs_spec, targets_spec
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.report_page import (
     compare_choice_shown,
@@ -48,6 +48,7 @@ from evaluation.report_page import (
     compare_rows,
     movement,
     num,
+    per_query_shown,
     query_values,
     report_context,
     rescore_context,
@@ -187,6 +188,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     }
     if run.report is not None:
         context.update(report_context(run, show_all=request.GET.get("all", "")))
+        rows = context.pop("per_query_rows")
+        per_query = list_page(request, rows, per_query_spec(rows))
+        per_query.items = [per_query_shown(row) for row in per_query.items]  # the page's rows only
+        context["per_query"] = per_query
         context.update(rescore_context(run))
     return render(request, "evaluation/run_detail.html", context)
 

@@ -440,4 +440,6 @@ def test_long_lists_show_the_first_fifty_rows_and_all_on_request(
     assert errors.count("HTTP 500") == 50
     full = section_text(client.get(f"/runs/{run.pk}/?all=errors"), "errors")
     assert full.count("HTTP 500") == 60 and "Showing" not in full
-    assert "Showing 50 of 60" in section_text(page, "per-query")
+    assert "1–50 of 60 queries" in section_text(page, "per-query")
+    rest = section_text(client.get(f"/runs/{run.pk}/?pq-page=2"), "per-query")
+    assert "51–60 of 60 queries" in rest and "q-60" in rest
