@@ -143,7 +143,7 @@ class Sort:
 class ListSpec:
     """How one list is searched, filtered, sorted and paged. The first sort is the default."""
 
-    noun: str  # what the rows are, plural: "queries", "runs"
+    noun: str  # what the rows are, plural: "queries", "runs"; also names the controls' landmarks
     sorts: Sequence[Sort]
     search: Apply | None = None
     search_hint: str = ""  # the search box's placeholder: what it looks in
@@ -151,6 +151,7 @@ class ListSpec:
     per_page: int | None = None  # None: PER_PAGE
     prefix: str = ""  # for a page with several lists
     anchor: str = ""  # the id of the list's section, so its links come back to it
+    one: str = ""  # the noun for one row, when dropping the plural's "s" does not give it
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +275,8 @@ class ListPage:
         first, last = self.page.start_index(), self.page.end_index()
         if (first, last) != (1, count):
             return f"{first:,}–{last:,} of {count:,} {self.spec.noun}{narrowed}"
-        return f"{count:,} {self.spec.noun if count != 1 else _singular(self.spec.noun)}{narrowed}"
+        noun = self.spec.noun if count != 1 else self.spec.one or _singular(self.spec.noun)
+        return f"{count:,} {noun}{narrowed}"
 
 
 def _singular(noun: str) -> str:

@@ -68,7 +68,7 @@ def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
 QUEUE_PAGE = 25  # rows per page of each of the review queue's lists
 
 
-def _documents_spec(prefix: str, anchor: str, noun: str, strata: set[str]) -> ListSpec:
+def _documents_spec(prefix: str, anchor: str, noun: str, one: str, strata: set[str]) -> ListSpec:
     """The review queue's document lists: what a reviewer decides, what a third rater grades."""
     return ListSpec(
         noun=noun,
@@ -87,6 +87,7 @@ def _documents_spec(prefix: str, anchor: str, noun: str, strata: set[str]) -> Li
         per_page=QUEUE_PAGE,
         prefix=prefix,
         anchor=anchor,
+        one=one,
     )
 
 
@@ -122,10 +123,16 @@ def _queue_lists(request: HttpRequest, golden_set: GoldenSet, queue: selectors.R
             ),
         ),
         "needs_reviewer": list_page(
-            request, queue.needs_reviewer, _documents_spec("r-", "needs-reviewer", "documents", strata)
+            request,
+            queue.needs_reviewer,
+            _documents_spec("r-", "needs-reviewer", "documents to decide", "document to decide", strata),
         ),
         "awaiting_third": list_page(
-            request, queue.awaiting_third, _documents_spec("t-", "awaiting-third", "documents", strata)
+            request,
+            queue.awaiting_third,
+            _documents_spec(
+                "t-", "awaiting-third", "documents with a third rater", "document with a third rater", strata
+            ),
         ),
         "shadow": list_page(
             request,

@@ -203,3 +203,6 @@ def test_the_review_queue_keeps_each_lists_state_apart(
     form = needs[needs.index("<form") : needs.index("</form>")]
     assert 'name="s-sort" value="text"' in form and 'name="r-q" value="q-1"' in form
     assert 'action="#needs-reviewer"' in form
+    # Every search form and page list is a landmark of its own name.
+    landmarks = re.findall(r'(?:role="search"|class="pager") aria-label="([^"]+)"', html)
+    assert len(landmarks) == len(set(landmarks)) == 7, landmarks  # no form for the empty list
