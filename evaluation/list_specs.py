@@ -96,25 +96,42 @@ def _changed(row: dict[str, Any], value: str) -> bool:
     return change is None  # "missing": no nDCG on one side
 
 
-def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
-    """The side-by-side's query picker (`report_page.compare_choices` rows)."""
+def _report_queries(
+    rows: Sequence[dict[str, Any]], *, filters: list[Filter], sorts: list[Sort], prefix: str, anchor: str
+) -> ListSpec:
+    """A list of a report's queries (rows with `id`, `text` and `stratum`): searched by id or text, filtered
+    by stratum and then by `filters`."""
     return ListSpec(
         noun="queries",
         search=contains("id", "text"),
         search_hint="query id or text",
         filters=[
             Filter(
-                "stratum",
+                f"{prefix}stratum",
                 "Stratum",
-                choices_of((c["stratum"] for c in choices), blank="(none)"),
+                choices_of((r["stratum"] for r in rows), "(none)"),
                 equals("stratum"),
             ),
+            *filters,
+        ],
+        sorts=sorts,
+        per_page=PICKER_PAGE,
+        prefix=prefix,
+        anchor=anchor,
+    )
+
+
+def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
+    """The side-by-side's query picker (`report_page.compare_choices` rows)."""
+    return _report_queries(
+        choices,
+        filters=[
             Filter(
                 "change",
                 "nDCG from A to B",
                 [("worse", "lost"), ("better", "gained"), ("same", "unchanged"), ("missing", "not in both")],
                 where(_changed),
-            ),
+            )
         ],
         sorts=[
             Sort("loss", "largest loss first", ordered("change_value", "id")),
@@ -122,21 +139,16 @@ def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
             Sort("id", "query id", ordered("id")),
             Sort("b", "lowest nDCG in B", ordered("b_value", "id")),
         ],
-        per_page=PICKER_PAGE,
+        prefix="",
         anchor="choices",
     )
 
 
 def per_query_spec(rows: Sequence[dict[str, Any]]) -> ListSpec:
     """The report's list of every query (`report_page.report_context`'s `per_query_rows`)."""
-    return ListSpec(
-        noun="queries",
-        search=contains("id", "text"),
-        search_hint="query id or text",
+    return _report_queries(
+        rows,
         filters=[
-            Filter(
-                "pq-stratum", "Stratum", choices_of((r["stratum"] for r in rows), "(none)"), equals("stratum")
-            ),
             Filter("pq-tier", "Tier", choices_of(r["tier"] for r in rows), equals("tier")),
             Filter(
                 "pq-errors",
@@ -151,7 +163,6 @@ def per_query_spec(rows: Sequence[dict[str, Any]]) -> ListSpec:
             Sort("ndcg-high", "highest nDCG first", ordered("-ndcg_value", "id")),
             Sort("mrr", "lowest RR first", ordered("mrr_value", "id")),
         ],
-        per_page=PICKER_PAGE,
         prefix="pq-",
         anchor="per-query",
     )
