@@ -177,6 +177,8 @@ def bootstrap_means(
     size = values.size
     batch = max(1, _BATCH_CELLS // size)
     rows = [min(batch, resamples - start) for start in range(0, resamples, batch)]
+    if len(rows) == 1:  # one batch (a small scope, as most of the gate's): nothing to overlap
+        return _weighted_means(values, weights, _draws(rng, size, rows[0]))
     means: list[NDArray[np.float64]] = []
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_draws, rng, size, rows[0])
@@ -241,7 +243,11 @@ def paired_change(
     base_mean = float((before * w).sum() / total)
     delta = float((deltas * w).sum() / total)
     low = high = p_value = None
-    if with_interval:
+    if with_interval and not deltas.any():
+        # Nothing changed on any query (a report gated against itself): every resampled mean is 0 and every
+        # sign flip ties the observed 0, which is what the draws below would find, without drawing them.
+        low, high, p_value = 0.0, 0.0, 1.0
+    elif with_interval:
         low, high = percentile_interval(bootstrap_means(deltas, weights, seed=seed))
         p_value = randomization_p_value(deltas, weights, seed=seed)
     return Change(

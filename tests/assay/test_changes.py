@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from assay.changes import (
     DEFAULT_SEED,
     Change,
+    bootstrap_means,
     pair_scope,
     paired_change,
+    percentile_interval,
     randomization_p_value,
     report_seed,
 )
@@ -223,3 +225,14 @@ def test_the_seed_is_the_reports() -> None:
     assert report_seed({"ci": {"seed": 17, "ndcg": {"seed": 17}}}) == 17
     assert report_seed({"ci": {"ndcg": {"seed": 9}}}) == 9
     assert report_seed({}) == DEFAULT_SEED
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_change_of_nothing_is_what_the_draws_would_give(weighted: bool) -> None:
+    """All-zero deltas skip the draws: the interval and p-value equal the ones the draws give."""
+    pairs = [(v, v, w) for v, w in zip(np.linspace(0, 1, 57), np.linspace(0.5, 3, 57), strict=True)]
+    change = paired_change(pairs, "ndcg", weighted=weighted, seed=11)
+    deltas = np.zeros(57)
+    weights = np.linspace(0.5, 3, 57) if weighted else None
+    assert (change.low, change.high) == percentile_interval(bootstrap_means(deltas, weights, seed=11))
+    assert change.p_value == randomization_p_value(deltas, weights, seed=11) == 1.0
