@@ -69,6 +69,22 @@ class ReviewRow:
     cant_judge: tuple[CantJudgeMark, ...] = ()  # raters' can't-judge marks with reasons: not grades
 
 
+def _by_document(
+    model: Any, query: Query, history: dict[tuple[int, int], list[JudgmentEvent]]
+) -> dict[int, list[Any]]:
+    """A query's grades (Judgment) or can't-judge marks (CantJudgeMark) by document, each with its rater
+    and its `history` of events, in assignment kind then assignment order."""
+    rows: dict[int, list[Any]] = {}
+    for row in (
+        model.objects.filter(assignment__query=query)
+        .select_related("assignment__rater")
+        .order_by("assignment__kind", "assignment_id")
+    ):
+        row.history = history.get((row.assignment_id, row.document_id), [])
+        rows.setdefault(row.document_id, []).append(row)
+    return rows
+
+
 def query_review_get(*, query: Query) -> list[ReviewRow]:
     """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
     or can't-judge mark and note with its history (`history` on each: the document's events in that
@@ -79,22 +95,8 @@ def query_review_get(*, query: Query) -> list[ReviewRow]:
     history: dict[tuple[int, int], list[JudgmentEvent]] = {}
     for event in JudgmentEvent.objects.filter(assignment__query=query).order_by("at", "id"):
         history.setdefault((event.assignment_id, event.document_id), []).append(event)
-    judgments: dict[int, list[Judgment]] = {}
-    for j in (
-        Judgment.objects.filter(assignment__query=query)
-        .select_related("assignment__rater")
-        .order_by("assignment__kind", "assignment_id")
-    ):
-        j.history = history.get((j.assignment_id, j.document_id), [])  # type: ignore[attr-defined]
-        judgments.setdefault(j.document_id, []).append(j)
-    marks: dict[int, list[CantJudgeMark]] = {}
-    for m in (
-        CantJudgeMark.objects.filter(assignment__query=query)
-        .select_related("assignment__rater")
-        .order_by("assignment__kind", "assignment_id")
-    ):
-        m.history = history.get((m.assignment_id, m.document_id), [])  # type: ignore[attr-defined]
-        marks.setdefault(m.document_id, []).append(m)
+    judgments: dict[int, list[Judgment]] = _by_document(Judgment, query, history)
+    marks: dict[int, list[CantJudgeMark]] = _by_document(CantJudgeMark, query, history)
     candidates = (
         Candidate.objects.filter(query=query)
         .select_related("document")
