@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import views
+from config import docs_pages, views
 
 # Swagger UI's script is served as a file by the split view (the Content-Security-Policy allows no inline
 # script); it styles elements inline, so this one page allows inline style.
@@ -36,6 +36,7 @@ urlpatterns = [
     # is a page for signed-in users like every other.
     path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
     path("api/docs/", login_required(swagger_ui), name="api-docs"),
+    path("docs/<str:name>/", docs_pages.doc_page, name="doc_page"),
     path("", include("labeling.urls")),
     path("", include("golden_io.urls")),
     path("", include("evaluation.urls")),
