@@ -1,0 +1,460 @@
+"""Machine judges: configuring one, trying its prompt, and the jobs that grade a set's pairs on Celery
+(docs/judge.md).
+
+A judge sees a pair exactly as a rater does: `pair_prompt` reads the rubric, the query's text, locale and
+filters and the document's title and text, nothing else (no provenance, no rank, no label, no grade).
+A job's pairs are `JudgeJobItem` rows; its chunks are index ranges judged one after another (a chain of
+`labeling.judge_chunk` tasks), each with at most the judge's concurrency in flight. Every answer goes into
+the `JudgeAnswer` cache as it arrives, keyed by (model, prompt hash, query hash, document hash), and a
+chunk reads the cache before calling, so a redelivered chunk (its worker killed) pays for nothing twice.
+
+Imported as `labeling.services.judges` (not re-exported by `labeling.services`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from assay.judge.client import (
+    Call,
+    Endpoint,
+    Reply,
+    RetryPolicy,
+    endpoint_problem,
+    judge_all,
+    judge_all_sync,
+)
+from assay.judge.prompt import (
+    Grade,
+    PromptDocument,
+    PromptQuery,
+    PromptSpec,
+    Rubric,
+    canonical_hash,
+    messages,
+    prompt_hash,
+    query_hash,
+    response_format,
+)
+from assay.secrets import SecretEnvError, secret_env_name_problem, secret_env_read
+from labeling.models import Document, GoldenSet, Judge, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel, Query
+
+logger = logging.getLogger(__name__)
+
+Status = JudgeJob.Status
+JOB_START = "labeling.judge_job_start"  # the task's name: services queue it by name, never import tasks
+CHUNK_SIZE = 20
+TRY_MAX = 3
+# The fields that decide a judge's answers: a change to any of them is a new judge (`config_hash`).
+DECIDING = ("model", "instructions", "temperature", "text_budget", "structured")
+SERVING = ("base_url", "api_key_env", "concurrency")
+WRITE_EVERY_S = 0.5
+# Per request (connect, and between reads): a large model on a busy server can take a minute to answer.
+REQUEST_TIMEOUT_S = 120.0
+RETRY = RetryPolicy()
+
+
+class JudgeError(ValueError):
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """What a reviewer types for a judge (the form's cleaned data)."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str
+    temperature: float
+    concurrency: int
+    text_budget: int
+    instructions: str
+    structured: bool = True
+
+
+def judge_settings_problems(settings: JudgeSettings) -> list[str]:
+    """Every reason the settings cannot be saved or tried: the endpoint's address (assay.netpolicy) and
+    the key's variable name (assay.secrets: ASSAY_SECRET_..., the name, never the key)."""
+    problems = []
+    if refused := endpoint_problem(settings.base_url):
+        problems.append(f"base URL: {refused}")
+    if settings.api_key_env and (refused := secret_env_name_problem(settings.api_key_env)):
+        problems.append(f"API key variable: {refused}")
+    if not settings.model.strip():
+        problems.append("model: required")
+    if not settings.instructions.strip():
+        problems.append("instructions: required")
+    return problems
+
+
+def rubric_of(golden_set_or_judge: GoldenSet | Judge) -> Rubric:
+    stored = golden_set_or_judge.rubric
+    return Rubric(stored.scale_min, stored.scale_max, [Grade.from_dict(g) for g in stored.grades])
+
+
+def config_hash(settings: JudgeSettings, rubric: Rubric) -> str:
+    """The deciding fields and the rubric: equal hash, equal answers to expect."""
+    values = asdict(settings)
+    return canonical_hash(
+        {"rubric": [asdict(g) for g in rubric.grades], **{name: values[name] for name in DECIDING}}
+    )
+
+
+def _spec(settings: JudgeSettings | Judge, rubric: Rubric) -> PromptSpec:
+    return PromptSpec(instructions=settings.instructions, rubric=rubric, text_budget=settings.text_budget)
+
+
+def prompt_query(query: Query) -> PromptQuery:
+    return PromptQuery(text=query.text, locale=query.locale, filters=query.filters or {})
+
+
+def prompt_document(document: Document) -> PromptDocument:
+    """The document as a rater reads it: its title, and its snippet and body as the text."""
+    text = "\n\n".join(part for part in (document.snippet, document.body) if part)
+    return PromptDocument(title=document.title, text=text)
+
+
+def endpoint_of(settings: JudgeSettings | Judge) -> Endpoint:
+    """The endpoint with the key read from this process's environment; SecretEnvError (which never holds
+    a value) when the variable may not be read or is not set here."""
+    key = secret_env_read(settings.api_key_env) if settings.api_key_env else None
+    return Endpoint(
+        base_url=settings.base_url,
+        model=settings.model,
+        api_key=key,
+        temperature=settings.temperature,
+        concurrency=settings.concurrency,
+        timeout=REQUEST_TIMEOUT_S,
+        retry=RETRY,
+    )
+
+
+def _settings_of(judge: Judge) -> JudgeSettings:
+    return JudgeSettings(**{name: getattr(judge, name) for name in JudgeSettings.__dataclass_fields__})
+
+
+@transaction.atomic
+def judge_save(
+    *,
+    golden_set: GoldenSet,
+    settings: JudgeSettings,
+    by: User | None,
+    previous: Judge | None = None,
+    stand_in: bool = False,
+) -> tuple[Judge, bool]:
+    """Save a judge; returns (judge, created). Editing `previous` changes it in place only when no
+    deciding field (model, instructions, temperature, text budget, structured output) differs; otherwise
+    the result is a new judge that names `previous`. A configuration the set already has is refused."""
+    if problems := judge_settings_problems(settings):
+        raise JudgeError(problems)
+    rubric = golden_set.rubric
+    digest = config_hash(settings, rubric_of(golden_set))
+    if previous is not None and previous.config_hash == digest and previous.rubric_id == rubric.pk:
+        for name in (*SERVING, "name"):
+            setattr(previous, name, getattr(settings, name))
+        previous.save(update_fields=[*SERVING, "name"])
+        return previous, False
+    same = Judge.objects.filter(golden_set=golden_set, config_hash=digest).first()
+    if same is not None:
+        raise JudgeError([f"judge {same.name!r} (#{same.pk}) already has this model, prompt and temperature"])
+    judge = Judge.objects.create(
+        golden_set=golden_set,
+        rubric=rubric,
+        config_hash=digest,
+        previous=previous,
+        created_by=by,
+        stand_in=stand_in,
+        **asdict(settings),
+    )
+    return judge, True
+
+
+@dataclass(frozen=True, slots=True)
+class TriedPair:
+    query: Query
+    document: Document
+    messages: list[dict[str, str]]
+    reply: Reply
+
+
+def judge_try(
+    *, golden_set: GoldenSet, settings: JudgeSettings, pairs: Sequence[tuple[Query, Document]]
+) -> list[TriedPair]:
+    """Send the settings' prompt for up to TRY_MAX pairs of the set and return each prompt with its
+    answer or error. Saves nothing (not even the cache: the prompt may never be saved)."""
+    if problems := judge_settings_problems(settings):
+        raise JudgeError(problems)
+    try:
+        endpoint = endpoint_of(settings)
+    except SecretEnvError as exc:
+        raise JudgeError([f"API key variable: {exc}"]) from None
+    rubric = rubric_of(golden_set)
+    spec = _spec(settings, rubric)
+    chosen = list(pairs)[:TRY_MAX]
+    prompts = [messages(spec, prompt_query(q), prompt_document(d)) for q, d in chosen]
+    schema = response_format(rubric) if settings.structured else None
+    calls = [Call(i, m, schema, rubric.scale) for i, m in enumerate(prompts)]
+    replies = judge_all_sync(calls, endpoint)
+    return [TriedPair(q, d, m, r) for (q, d), m, r in zip(chosen, prompts, replies, strict=True)]
+
+
+def judge_job_create(
+    *, judge: Judge, queries: Iterable[Query], by: User | None, chunk_size: int = CHUNK_SIZE
+) -> JudgeJob:
+    """A job over every candidate of these queries (the set's own), queued once the transaction commits."""
+    from celery import current_app
+
+    query_ids = [q.pk for q in queries if q.golden_set_id == judge.golden_set_id]
+    with transaction.atomic():
+        job = JudgeJob.objects.create(judge=judge, created_by=by, chunk_size=chunk_size)
+        pairs = (
+            Query.objects.filter(pk__in=query_ids)
+            .filter(candidates__isnull=False)
+            .order_by("external_id", "candidates__id")
+            .values_list("pk", "candidates__document_id")
+        )
+        items = [JudgeJobItem(job=job, index=i, query_id=q, document_id=d) for i, (q, d) in enumerate(pairs)]
+        JudgeJobItem.objects.bulk_create(items)
+        job.total = len(items)
+        job.save(update_fields=["total"])
+        transaction.on_commit(lambda: current_app.tasks[JOB_START].delay(job.pk))
+    return job
+
+
+def judge_job_begin(*, job_id: int) -> list[int] | None:
+    """Claim a queued job (QUEUED -> RUNNING): the first item index of each chunk, or None when it is no
+    longer queued (claimed by another delivery, or cancelled)."""
+    claimed = JudgeJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = JudgeJob.objects.get(pk=job_id)
+    return list(range(0, job.total, job.chunk_size))
+
+
+def judge_job_cancel(*, job: JudgeJob) -> bool:
+    """Stop a queued or running job: its chunks stop at their next check. False when already final."""
+    return bool(
+        JudgeJob.objects.filter(pk=job.pk, status__in=[Status.QUEUED, Status.RUNNING]).update(
+            status=Status.CANCELLED, finished_at=timezone.now()
+        )
+    )
+
+
+def judge_job_finish(*, job_id: int) -> str:
+    """RUNNING -> SUCCEEDED once every item is done; a job with items left stays RUNNING for its
+    redelivered chunks. Returns the job's status."""
+    _tally(job_id)
+    JudgeJob.objects.filter(pk=job_id, status=Status.RUNNING, done__gte=F("total")).update(
+        status=Status.SUCCEEDED, finished_at=timezone.now()
+    )
+    return JudgeJob.objects.get(pk=job_id).status
+
+
+def _tally(job_id: int) -> bool:
+    """Write the job's counts from its items and answers; False when the job is no longer RUNNING (how a
+    chunk learns of a cancel)."""
+    items = JudgeJobItem.objects.filter(job_id=job_id).aggregate(
+        n_done=Count("id", filter=Q(done=True)),
+        n_errors=Count("id", filter=Q(done=True) & (~Q(failure="") | Q(answer__grade__isnull=True))),
+        n_cached=Count("id", filter=Q(cached=True)),
+    )
+    tokens = JudgeAnswer.objects.filter(job_id=job_id).aggregate(
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
+    )
+    JudgeJob.objects.filter(pk=job_id).update(
+        done=items["n_done"],
+        errors=items["n_errors"],
+        cached=items["n_cached"],
+        prompt_tokens=tokens["prompt"] or 0,
+        completion_tokens=tokens["completion"] or 0,
+    )
+    return JudgeJob.objects.filter(pk=job_id, status=Status.RUNNING).exists()
+
+
+class _Pairs:
+    """One chunk's pairs and the cache keys of each."""
+
+    def __init__(self, judge: Judge, items: Sequence[JudgeJobItem]) -> None:
+        self.judge = judge
+        self.rubric = rubric_of(judge)
+        self.spec = _spec(judge, self.rubric)
+        self.prompt_hash = prompt_hash(self.spec, temperature=judge.temperature, structured=judge.structured)
+        self.items = {item.pk: item for item in items}
+        self.keys = {
+            item.pk: (query_hash(prompt_query(item.query)), item.document.content_hash) for item in items
+        }
+
+    def cached(self) -> dict[tuple[str, str], JudgeAnswer]:
+        query_hashes = {q for q, _ in self.keys.values()}
+        document_hashes = {d for _, d in self.keys.values()}
+        found = JudgeAnswer.objects.filter(
+            model=self.judge.model,
+            prompt_hash=self.prompt_hash,
+            query_hash__in=query_hashes,
+            document_hash__in=document_hashes,
+        )
+        return {(a.query_hash, a.document_hash): a for a in found}
+
+    def call(self, item: JudgeJobItem) -> Call:
+        prompt = messages(self.spec, prompt_query(item.query), prompt_document(item.document))
+        schema = response_format(self.rubric) if self.judge.structured else None
+        return Call(item.pk, prompt, schema, self.rubric.scale)
+
+
+def _label(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer) -> None:
+    if answer.grade is None:
+        return
+    JudgeLabel.objects.update_or_create(
+        judge_id=job.judge_id,
+        query_id=item.query_id,
+        document_id=item.document_id,
+        defaults={
+            "grade": answer.grade,
+            "reason": answer.reason,
+            "content_hash": item.document.content_hash,
+            "job": job,
+        },
+    )
+
+
+def _settle(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer, *, cached: bool) -> None:
+    with transaction.atomic():
+        _label(job, item, answer)
+        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, answer=answer, cached=cached)
+
+
+def _store(job: JudgeJob, pairs: _Pairs, reply: Reply) -> None:
+    """One reply, as it arrives: an answer into the cache (the first stored wins) and the item's label;
+    a failure onto the item."""
+    item = pairs.items[int(str(reply.key))]
+    if reply.answer is None:
+        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+        return
+    query_key, document_key = pairs.keys[item.pk]
+    answer, _ = JudgeAnswer.objects.get_or_create(
+        model=pairs.judge.model,
+        prompt_hash=pairs.prompt_hash,
+        query_hash=query_key,
+        document_hash=document_key,
+        defaults={
+            "grade": reply.answer.grade,
+            "reason": reply.answer.reason,
+            "error": reply.answer.error or "",
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "latency_ms": reply.latency_ms,
+            "job": job,
+        },
+    )
+    _settle(job, item, answer, cached=False)
+
+
+class _Calls:
+    """The client's event loop in its own thread; each reply is handed back through a queue so this
+    thread (which owns the database connection) stores it at once. `cancel` stops the requests."""
+
+    def __init__(self, calls: Sequence[Call], endpoint: Endpoint) -> None:
+        self.replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
+        self.loop = asyncio.new_event_loop()
+        self.error: BaseException | None = None
+        self.task: asyncio.Future[Any] | None = None
+        self.thread = threading.Thread(target=self._run, args=(calls, endpoint), daemon=True)
+
+    def _run(self, calls: Sequence[Call], endpoint: Endpoint) -> None:
+        try:
+            self.task = self.loop.create_task(judge_all(calls, endpoint, on_reply=self.replies.put))
+            self.loop.run_until_complete(self.task)
+        except asyncio.CancelledError:
+            pass
+        except BaseException as exc:  # handed to the chunk, which records it on the unfinished items
+            self.error = exc
+        finally:
+            self.loop.close()
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing left to stop
+                self.loop.call_soon_threadsafe(self.task.cancel)
+
+
+def judge_chunk_process(*, job_id: int, start: int) -> bool:
+    """Judge the chunk's items that are not done yet (from the cache first, then the endpoint); True
+    when the job is still RUNNING afterwards. Never raises for a pair's failure; an unexpected error in
+    the chunk becomes the failure of its unfinished items."""
+    job = JudgeJob.objects.select_related("judge__rubric").filter(pk=job_id).first()
+    if job is None or job.status != Status.RUNNING:
+        return False
+    items = list(
+        JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + job.chunk_size, done=False)
+        .select_related("query", "document")
+        .order_by("index")
+    )
+    started = time.monotonic()
+    try:
+        running = _judge_items(job, items) if items else True
+    except Exception as exc:
+        logger.exception("judge job %s: chunk at %s stopped", job_id, start)
+        JudgeJobItem.objects.filter(pk__in=[i.pk for i in items], done=False).update(
+            done=True, failure=f"chunk stopped: {type(exc).__name__}"
+        )
+        running = True
+    elapsed = int((time.monotonic() - started) * 1000)
+    JudgeJob.objects.filter(pk=job_id).update(elapsed_ms=job.elapsed_ms + elapsed)
+    return _tally(job_id) and running
+
+
+def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem]) -> bool:
+    pairs = _Pairs(job.judge, items)
+    cache = pairs.cached()
+    todo = []
+    for item in items:
+        hit = cache.get(pairs.keys[item.pk])
+        if hit is not None:
+            _settle(job, item, hit, cached=True)
+        else:
+            todo.append(item)
+    if not todo:
+        return True
+    try:
+        endpoint = endpoint_of(job.judge)
+    except SecretEnvError as exc:  # the same on every worker lacking the variable: recorded, not retried
+        JudgeJobItem.objects.filter(pk__in=[i.pk for i in todo]).update(
+            done=True, failure=f"judge cannot be called: {exc}"
+        )
+        return True
+    calls = _Calls([pairs.call(item) for item in todo], endpoint)
+    calls.thread.start()
+    last_check = time.monotonic()
+    try:
+        while calls.thread.is_alive() or not calls.replies.empty():
+            with contextlib.suppress(queue.Empty):
+                _store(job, pairs, calls.replies.get(timeout=0.05))
+            if time.monotonic() - last_check >= WRITE_EVERY_S:
+                last_check = time.monotonic()
+                if not _tally(job.pk):
+                    calls.cancel()
+                    return False
+    finally:
+        calls.cancel()
+        calls.thread.join(30)
+    if calls.error is not None:
+        raise calls.error
+    return True

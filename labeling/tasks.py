@@ -1,0 +1,55 @@
+"""Celery tasks of machine-judge jobs (docs/judge.md): thin interfaces over `labeling.services.judges`.
+
+As evaluation's tasks (evaluation/tasks.py): explicit stable names, ids as arguments, services imported
+inside each task, idempotency in the database. A job's chunks run one after another (a chain: the
+judge's concurrency limit is per endpoint, and two chunks at once would double it), then
+`labeling.judge_job_finish`. The chunk task is `acks_late` with `reject_on_worker_lost`: a chunk whose
+worker is killed goes back to the broker (after its visibility timeout) and the next delivery judges only
+its items not done yet, reading the answer cache before calling, so nothing answered is paid for twice.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import chain, shared_task
+
+logger = logging.getLogger(__name__)
+
+# A chunk of 20 pairs at a slow endpoint's worst case (every call retried after long Retry-Afters).
+CHUNK_SOFT_LIMIT_S = 30 * 60
+CHUNK_HARD_LIMIT_S = 35 * 60
+
+
+@shared_task(name="labeling.judge_job_start", ignore_result=True)
+def judge_job_start(job_id: int) -> None:
+    """Claim a queued job and chain its chunks, then finish."""
+    from labeling.services.judges import judge_job_begin
+
+    starts = judge_job_begin(job_id=job_id)
+    if starts is None:
+        logger.info("judge job %s: not queued any more (claimed elsewhere or cancelled)", job_id)
+        return
+    chain(*(judge_chunk.si(job_id, start) for start in starts), judge_job_finish.si(job_id)).delay()
+
+
+@shared_task(
+    name="labeling.judge_chunk",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=CHUNK_SOFT_LIMIT_S,
+    time_limit=CHUNK_HARD_LIMIT_S,
+    ignore_result=True,
+)
+def judge_chunk(job_id: int, start: int) -> bool:
+    """Judge the items of the chunk starting at `start` that are not done; safe to run twice."""
+    from labeling.services.judges import judge_chunk_process
+
+    return judge_chunk_process(job_id=job_id, start=start)
+
+
+@shared_task(name="labeling.judge_job_finish", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def judge_job_finish(job_id: int) -> str:
+    from labeling.services.judges import judge_job_finish as finish
+
+    return finish(job_id=job_id)
