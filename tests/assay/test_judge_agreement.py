@@ -446,3 +446,36 @@ def test_drift_watch_needs_min_pairs_before_it_can_fall_and_holds_otherwise() ->
         drift_watch(good, bar=0.7, window=10, min_pairs=50)
     with pytest.raises(AgreementInputError, match=r"pairs\[0\].human: 4 is outside"):
         drift_watch([(1, 4)], bar=0.7)
+
+
+def test_the_worked_examples_of_the_docs() -> None:
+    """docs/judge-qualification.md, "Worked example"."""
+    pairs = [(0, 0), (1, 1), (2, 3), (3, 3), (1, 2), (0, 1), (2, 2), (3, 1)]
+    items = [
+        JudgedItem(f"q{i // 2 + 1}", f"d{i % 2 + 1}", "billing", "en-US", h, j)
+        for i, (h, j) in enumerate(pairs)
+    ]
+    items.append(JudgedItem("q5", "d1", "billing", "en-US", 2, None))
+    j = judge_agreement(items, []).overall.judge
+    assert (j.n_items, j.n_queries, j.n_errors) == (8, 4, 1)
+    assert j.confusion == ((1, 1, 0, 0), (0, 1, 1, 0), (0, 0, 1, 1), (0, 1, 0, 1))
+    assert j.kappa_quadratic.value == pytest.approx(11 / 18) and j.kappa_unweighted.value == pytest.approx(
+        1 / 3
+    )
+    assert round(j.alpha.value, 3) == 0.633  # type: ignore[arg-type]
+    assert (j.exact.value, j.within_1.value, j.bias.value) == (0.5, 0.875, 0.125)
+    assert tuple(round(x, 3) for x in j.kappa_quadratic.interval) == (-0.25, 0.947)  # type: ignore[union-attr]
+
+    cycle = [0, 1, 2, 3, 1, 2]
+    stream: list[tuple[int | None, int]] = [(g, g) for g in cycle] * 10 + [(None, 2)]
+    stream += [(min(3, g + 1), g) for g in cycle] * 10
+    watch = drift_watch(stream, bar=0.77, window=50, min_pairs=20)
+    assert isinstance(watch.points[0].kappa_quadratic, Undefined)  # one pair, one grade
+    assert all(p.kappa_quadratic == pytest.approx(1.0) for p in watch.points[1:60])
+    assert round(watch.points[85].kappa_quadratic, 3) == 0.781 and watch.points[85].exact == 0.56  # type: ignore[arg-type]
+    assert round(watch.points[86].kappa_quadratic, 3) == 0.763  # type: ignore[arg-type]
+    assert (watch.status, watch.fell_at, watch.n_errors, watch.exact) == (FELL_BELOW, 87, 1, 0.16)
+    assert watch.why == (
+        "the running kappa over the latest 50 pairs fell below the bar 0.770 at pair 87;"
+        " now 0.607 over 50 pairs"
+    )
