@@ -253,12 +253,10 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     del table, columns
     docnos = docs.dictionary.to_pylist()
     if not _in_trec_order(topic, score, doc, docnos):
-        import pyarrow.compute as pc
-
-        order = pc.sort_indices(
-            pa.table({"topic": topic, "score": score, "docno": pa.array(docnos).take(doc)}),
-            sort_keys=[("topic", "ascending"), ("score", "descending"), ("docno", "descending")],
-        ).to_numpy()
+        # numpy's sort, not pyarrow's: pyarrow.compute and pa.array of a list import pandas (0.5 s).
+        by_name = np.empty(len(docnos), dtype=np.int64)
+        by_name[sorted(range(len(docnos)), key=docnos.__getitem__)] = np.arange(len(docnos))
+        order = np.lexsort((-by_name[doc], -score, topic))  # the last key first: topic, score, docno
         topic, doc = topic[order], doc[order]
     width = len(docs.dictionary)
     pairs = np.sort(topic * width + doc)
