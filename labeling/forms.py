@@ -180,3 +180,57 @@ class CalibrationRoundForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["queries"].choices = choices["queries"]  # type: ignore[attr-defined]
         self.fields["raters"].choices = choices["raters"]  # type: ignore[attr-defined]
+
+
+# --- machine judges (docs/judge.md) ------------------------------------------------------------------
+
+
+class JudgeForm(forms.Form):
+    """A judge's settings; the service checks the address and the key's variable name in its own words."""
+
+    name = forms.CharField(max_length=200, help_text="how the pages name it, e.g. gpt-4o-mini strict")
+    base_url = forms.CharField(
+        label="Base URL", max_length=1000, help_text="OpenAI-compatible, e.g. https://api.openai.com/v1"
+    )
+    model = forms.CharField(max_length=200)
+    api_key_env = forms.CharField(
+        label="API key variable",
+        required=False,
+        max_length=100,
+        help_text="the NAME of the workers' environment variable holding the key (ASSAY_SECRET_...); "
+        "empty for a server without a key",
+    )
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
+    concurrency = forms.IntegerField(
+        min_value=1, max_value=64, initial=4, help_text="requests in flight at most"
+    )
+    text_budget = forms.IntegerField(
+        min_value=200,
+        max_value=100_000,
+        initial=4000,
+        help_text="characters of a document's text in a prompt",
+    )
+    instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
+    structured = forms.BooleanField(
+        required=False, initial=True, label="Structured output", help_text="send response_format json_schema"
+    )
+    try_query = forms.ChoiceField(
+        required=False, label="Try on", help_text="the first three candidates of this query"
+    )
+
+    def __init__(self, *args: Any, queries: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["try_query"].choices = [("", "choose a query"), *queries]  # type: ignore[attr-defined]
+
+
+class JudgeJobForm(forms.Form):
+    queries = _AnyChoice(
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 10}),
+        help_text="every candidate of each chosen query is judged",
+    )
+    all_queries = forms.BooleanField(required=False, label="every active query of the set")
+
+    def __init__(self, *args: Any, queries: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["queries"].choices = queries  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from labeling.views import calibration, imports, raters, review, sets
+from labeling.views import calibration, imports, judges, raters, review, sets
 
 app_name = "labeling"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -47,5 +47,20 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "sets/<slug:slug>/calibration/<int:pk>/promote/",
         calibration.calibration_promote,
         name="calibration_promote",
+    ),
+    path("sets/<slug:slug>/judges/", judges.judge_list, name="judge_list"),
+    path("sets/<slug:slug>/judges/new/", judges.judge_new, name="judge_new"),
+    path("sets/<slug:slug>/judges/<int:pk>/", judges.judge_detail, name="judge_detail"),
+    path("sets/<slug:slug>/judges/<int:pk>/jobs/", judges.judge_job_start, name="judge_job_start"),
+    path("sets/<slug:slug>/judges/<int:pk>/jobs/<int:job_pk>/", judges.judge_job, name="judge_job"),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/jobs/<int:job_pk>/progress/",
+        judges.judge_job_progress,
+        name="judge_job_progress",
+    ),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/jobs/<int:job_pk>/cancel/",
+        judges.judge_job_cancel,
+        name="judge_job_cancel",
     ),
 ]

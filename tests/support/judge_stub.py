@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from labeling.services.judges import JudgeSettings
 from tests.support.stub_server import Recorded, Reply, StubServer
 
 _QUERY = re.compile(r"^Query: (.*)$", re.MULTILINE)
@@ -60,3 +61,19 @@ def judge_key(request: Recorded) -> str | None:
 
 def judge_stub(default: Reply | None = None) -> StubServer:
     return StubServer(key=judge_key, default=default or graded(2))
+
+
+def judge_settings(url: str, **changes: Any) -> JudgeSettings:
+    """A judge of the stub at `url`, without a key, as the tests' forms would fill it in."""
+    values: dict[str, Any] = {
+        "name": "stub judge",
+        "base_url": f"{url}/v1",
+        "model": "stub-model",
+        "api_key_env": "",
+        "temperature": 0.0,
+        "concurrency": 2,
+        "text_budget": 1000,
+        "instructions": "Grade the document.",
+        "structured": True,
+    }
+    return JudgeSettings(**(values | changes))

@@ -1,0 +1,202 @@
+"""Machine judge pages, for the set's reviewers only (a 404 to everyone else, `labeling.views.access`):
+the judges list, the form that creates a judge or its next version with the try button, a judge's page
+with its jobs and labels, and a job's page with its progress (polled) and cancel (docs/judge.md)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from assay.judge.prompt import DEFAULT_INSTRUCTIONS
+from labeling.forms import JudgeForm, JudgeJobForm, form_errors
+from labeling.lists import ListSpec, Sort, contains, list_page, ordered
+from labeling.models import GoldenSet, Judge, JudgeJob, Query
+from labeling.selectors import judges as judge_selectors
+from labeling.services import judges as judge_services
+from labeling.views.access import back, get_set_for_reviewer
+
+LABELS_SPEC = ListSpec(
+    noun="labels",
+    sorts=[
+        Sort("query", "query", ordered("query__external_id", "document__doc_id")),
+        Sort("grade", "grade, highest first", ordered("-grade", "query__external_id")),
+    ],
+    search=contains("query__external_id", "query__text", "document__doc_id", "document__title"),
+    search_hint="query or document",
+    anchor="labels",
+)
+
+
+def _judge(request: HttpRequest, slug: str, pk: int) -> Judge:
+    golden_set = get_set_for_reviewer(request, slug)
+    return get_object_or_404(
+        Judge.objects.select_related("golden_set", "rubric"), pk=pk, golden_set=golden_set
+    )
+
+
+def _job(request: HttpRequest, slug: str, pk: int, job_pk: int) -> JudgeJob:
+    judge = _judge(request, slug, pk)
+    return get_object_or_404(JudgeJob.objects.select_related("judge__golden_set"), pk=job_pk, judge=judge)
+
+
+def _judge_url(judge: Judge) -> str:
+    return reverse("labeling:judge_detail", kwargs={"slug": judge.golden_set.slug, "pk": judge.pk})
+
+
+def _job_url(job: JudgeJob) -> str:
+    kwargs = {"slug": job.judge.golden_set.slug, "pk": job.judge_id, "job_pk": job.pk}
+    return reverse("labeling:judge_job", kwargs=kwargs)
+
+
+@require_GET
+def judge_list(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = get_set_for_reviewer(request, slug)
+    return render(
+        request,
+        "labeling/judge_list.html",
+        {"golden_set": golden_set, "judges": judge_selectors.judge_list(golden_set=golden_set)},
+    )
+
+
+def _settings(form: JudgeForm) -> judge_services.JudgeSettings:
+    data = form.cleaned_data
+    return judge_services.JudgeSettings(
+        **{name: data[name] for name in judge_services.JudgeSettings.__dataclass_fields__}
+    )
+
+
+def _initial(previous: Judge | None) -> dict[str, object]:
+    if previous is None:
+        return {"instructions": DEFAULT_INSTRUCTIONS}
+    return {name: getattr(previous, name) for name in judge_services.JudgeSettings.__dataclass_fields__}
+
+
+def _try(request: HttpRequest, golden_set: GoldenSet, form: JudgeForm) -> list[judge_services.TriedPair]:
+    query = Query.objects.filter(golden_set=golden_set, pk=form.cleaned_data.get("try_query") or 0).first()
+    if query is None:
+        messages.error(request, "Not tried: choose a query of the set to try the prompt on.")
+        return []
+    pairs = [(query, c.document) for c in query.candidates.select_related("document").order_by("id")[:3]]
+    try:
+        return judge_services.judge_try(golden_set=golden_set, settings=_settings(form), pairs=pairs)
+    except judge_services.JudgeError as exc:
+        for problem in exc.problems:
+            messages.error(request, f"Not tried: {problem}")
+        return []
+
+
+@require_http_methods(["GET", "POST"])
+def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
+    """A new judge, or (`?from=<id>`) the next version of one: a change to its model, instructions,
+    temperature, text budget or structured output saves a new judge; a change to where it is served
+    (base URL, key variable, concurrency) or its name edits it in place. `action=try` sends the prompt
+    for up to three pairs and saves nothing."""
+    golden_set = get_set_for_reviewer(request, slug)
+    previous_id = request.GET.get("from") or request.POST.get("from")
+    previous = (
+        Judge.objects.filter(golden_set=golden_set, pk=previous_id).first()
+        if previous_id and str(previous_id).isdigit()
+        else None
+    )
+    queries = judge_selectors.judge_query_choices(golden_set=golden_set)
+    bound = request.method == "POST"
+    form = JudgeForm(request.POST if bound else None, initial=_initial(previous), queries=queries)
+    tried: list[judge_services.TriedPair] = []
+    status = 200
+    if bound:
+        if not form.is_valid():
+            messages.error(request, f"Not saved: {form_errors(form)}")
+            status = 400
+        elif request.POST.get("action") == "try":
+            tried = _try(request, golden_set, form)
+        else:
+            try:
+                judge, created = judge_services.judge_save(
+                    golden_set=golden_set,
+                    settings=_settings(form),
+                    by=request.user,  # type: ignore[arg-type]
+                    previous=previous,
+                )
+            except judge_services.JudgeError as exc:
+                for problem in exc.problems:
+                    messages.error(request, f"Not saved: {problem}")
+                status = 400
+            else:
+                if created and previous is not None:
+                    messages.success(request, f"Saved as a new judge: it must qualify again ({judge.name}).")
+                else:
+                    messages.success(request, f"Saved {judge.name}.")
+                return back(_judge_url(judge))
+    return render(
+        request,
+        "labeling/judge_form.html",
+        {"golden_set": golden_set, "form": form, "previous": previous, "tried": tried},
+        status=status,
+    )
+
+
+@require_GET
+def judge_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    judge = _judge(request, slug, pk)
+    return render(
+        request,
+        "labeling/judge_detail.html",
+        {
+            "golden_set": judge.golden_set,
+            "judge": judge,
+            "jobs": judge_selectors.judge_jobs(judge=judge),
+            "labels": list_page(request, judge_selectors.judge_labels(judge=judge), LABELS_SPEC),
+            "job_form": JudgeJobForm(
+                queries=judge_selectors.judge_query_choices(golden_set=judge.golden_set)
+            ),
+        },
+    )
+
+
+@require_POST
+def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    judge = _judge(request, slug, pk)
+    form = JudgeJobForm(
+        request.POST, queries=judge_selectors.judge_query_choices(golden_set=judge.golden_set)
+    )
+    if not form.is_valid():
+        messages.error(request, f"Not started: {form_errors(form)}")
+        return back(_judge_url(judge))
+    queries = Query.objects.filter(golden_set=judge.golden_set, status=Query.Status.ACTIVE)
+    if not form.cleaned_data["all_queries"]:
+        chosen = [v for v in form.cleaned_data["queries"] if str(v).isdigit()]
+        queries = queries.filter(pk__in=chosen)
+    job = judge_services.judge_job_create(judge=judge, queries=list(queries), by=request.user)  # type: ignore[arg-type]
+    if not job.total:
+        messages.warning(request, "The job has no pairs: choose queries that have candidates.")
+    return back(_job_url(job))
+
+
+def _job_context(job: JudgeJob) -> dict[str, object]:
+    return {"golden_set": job.judge.golden_set, "judge": job.judge, "job": job}
+
+
+@require_GET
+def judge_job(request: HttpRequest, slug: str, pk: int, job_pk: int) -> HttpResponse:
+    job = _job(request, slug, pk, job_pk)
+    context = _job_context(job) | {"failures": judge_selectors.judge_job_failures(job=job)}
+    return render(request, "labeling/judge_job.html", context)
+
+
+@require_GET
+def judge_job_progress(request: HttpRequest, slug: str, pk: int, job_pk: int) -> HttpResponse:
+    """The progress block alone, for the job page's polling (htmx, every second while in flight)."""
+    return render(request, "labeling/_judge_job_progress.html", _job_context(_job(request, slug, pk, job_pk)))
+
+
+@require_POST
+def judge_job_cancel(request: HttpRequest, slug: str, pk: int, job_pk: int) -> HttpResponse:
+    job = _job(request, slug, pk, job_pk)
+    if judge_services.judge_job_cancel(job=job):
+        messages.success(request, "Cancelled: its chunks stop at their next check; answers so far are kept.")
+    else:
+        messages.info(request, "The job had already finished.")
+    return back(_job_url(job))
