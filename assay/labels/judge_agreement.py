@@ -416,9 +416,10 @@ def _per_query(rows: _Rows, v: int) -> FloatArray:
 
 
 def _estimates(
-    rows: _Rows, scale: Scale, *, none: str, n_resamples: int, confidence: float, seed: int
+    rows: _Rows, scale: Scale, *, what: str, none: str, n_resamples: int, confidence: float, seed: int
 ) -> tuple[dict[str, Estimate], FloatArray, int]:
-    """Every figure of these rows with its interval; the confusion matrix; the number of queries."""
+    """Every figure of these rows (`what` they are: items or pairs) with its interval; the confusion
+    matrix; the number of queries."""
     v = scale.max - scale.min + 1
     per_query = _per_query(rows, v)
     confusion = per_query.sum(axis=0).reshape(v, v)
@@ -431,7 +432,7 @@ def _estimates(
     a, b = rows.a + scale.min, rows.b + scale.min
     n = len(rows.a)
     used = sorted({*a.tolist(), *b.tolist()})
-    one_grade = Undefined(f"every grade of the {n} items is {used[0]}, on both sides")
+    one_grade = Undefined(f"every grade of the {n} {what} is {used[0]}, on both sides")
     values: dict[str, Figure] = {
         "kappa_quadratic": one_grade
         if np.isnan(point.kappa_quadratic[0])
@@ -481,7 +482,9 @@ def _value_counts(rows: _Rows, v: int) -> IntArray:
 
 
 def _judge_figures(rows: _Rows, n_errors: int, scale: Scale, **options: Any) -> JudgeFigures:
-    est, confusion, n_queries = _estimates(rows, scale, none="no item graded by the judge", **options)
+    est, confusion, n_queries = _estimates(
+        rows, scale, what="items", none="no item graded by the judge", **options
+    )
     return JudgeFigures(
         n_items=len(rows.a),
         n_queries=n_queries,
@@ -493,7 +496,7 @@ def _judge_figures(rows: _Rows, n_errors: int, scale: Scale, **options: Any) -> 
 
 
 def _human_figures(rows: _Rows, scale: Scale, **options: Any) -> HumanFigures:
-    est, _, n_queries = _estimates(rows, scale, none="no human-human pairs", **options)
+    est, _, n_queries = _estimates(rows, scale, what="pairs", none="no human-human pairs", **options)
     del est["bias"]  # which human is "a" is an accident of the order: no bias between them
     return HumanFigures(n_pairs=len(rows.a), n_queries=n_queries, **est)
 

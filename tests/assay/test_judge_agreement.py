@@ -479,3 +479,10 @@ def test_the_worked_examples_of_the_docs() -> None:
         "the running kappa over the latest 50 pairs fell below the bar 0.770 at pair 87;"
         " now 0.607 over 50 pairs"
     )
+
+
+def test_the_humans_undefined_kappa_names_pairs() -> None:
+    pairs = [HumanPair(f"q{q}", "d1", "", "", 1, 1) for q in range(3)]
+    humans = judge_agreement([JudgedItem("q1", "d1", "", "", 1, 1)], pairs).overall.humans
+    assert humans.kappa_unweighted.value == Undefined("every grade of the 3 pairs is 1, on both sides")
+    assert humans.exact == Estimate(1.0, (1.0, 1.0))
