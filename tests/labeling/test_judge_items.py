@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from assay.labels.judge_agreement import (
@@ -318,3 +320,35 @@ def test_a_set_with_nothing_labeled_has_no_items(demo: GoldenSet) -> None:
     assert items.items == () and items.pairs == ()
     figures = judge_figures_get(golden_set=demo, grades={}, items=items).figures
     assert figures.overall.judge.kappa_quadratic.value.reason == "no item graded by the judge"  # type: ignore[union-attr]
+
+
+def test_the_items_are_read_in_a_fixed_number_of_queries(demo: GoldenSet) -> None:
+    with CaptureQueriesContext(connection) as before:
+        judge_items_get(golden_set=demo)
+    # Another round on more queries, and more gold: as many statements as before.
+    reviewer = User.objects.get(username="reviewer")
+    more = list(
+        demo.queries.filter(status=Query.Status.ACTIVE, candidates__isnull=False)
+        .distinct()
+        .order_by("-external_id")[:3]
+    )
+    round_ = rounds.calibration_round_start(
+        golden_set=demo,
+        name="after the push",
+        queries=more,
+        raters=list(User.objects.filter(username__in=["rater1", "rater2"])),
+        by=reviewer,
+    )
+    for assignment in Assignment.objects.filter(calibration_round=round_).select_related("rater"):
+        for candidate in assignment.query.candidates.all():
+            services.judgment_submit(
+                assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=1
+            )
+    for candidate in more[0].candidates.order_by("id")[:3]:
+        services.gold_mark(query=more[0], document=candidate.document, grade=1, by=reviewer)
+    with CaptureQueriesContext(connection) as after:
+        items = judge_items_get(golden_set=demo)
+    assert len(after.captured_queries) == len(before.captured_queries)
+    assert {(i.query_id, i.doc_id) for i in items.items} >= {
+        (more[0].external_id, c.document.doc_id) for c in more[0].candidates.order_by("id")[:3]
+    }
