@@ -128,6 +128,20 @@ def test_intervals_are_the_percentiles_of_the_figures_over_resampled_whole_queri
     for name, values in figures.items():
         expected = np.percentile(values, [2.5, 97.5])
         assert getattr(result.overall.judge, name).interval == pytest.approx(tuple(expected), abs=1e-12), name
+    # The humans' over their own queries, the same way.
+    pair_queries = sorted({p.query_id for p in pairs})
+    pairs_of = {q: [p for p in pairs if p.query_id == q] for q in pair_queries}
+    kappas, exact = [], []
+    for draw in bootstrap_samples(len(pair_queries), n_resamples=n_resamples, seed=7):
+        drawn = [p for qi in draw for p in pairs_of[pair_queries[qi]]]
+        a, b = [p.grade_a for p in drawn], [p.grade_b for p in drawn]
+        kappas.append(cohen_kappa_score(a, b, labels=LABELS, weights="quadratic"))
+        exact.append(float(np.mean(np.array(a) == b)))
+    humans = result.overall.humans
+    assert humans.kappa_quadratic.interval == pytest.approx(
+        tuple(np.percentile(kappas, [2.5, 97.5])), abs=1e-12
+    )
+    assert humans.exact.interval == pytest.approx(tuple(np.percentile(exact, [2.5, 97.5])), abs=1e-12)
 
 
 @st.composite
