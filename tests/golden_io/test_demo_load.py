@@ -20,6 +20,7 @@ from labeling.models import (
     Document,
     FrozenLabel,
     GoldenSet,
+    Judge,
     Judgment,
     Query,
     Rubric,
@@ -53,6 +54,7 @@ def _snapshot() -> dict[str, Any]:
         "assignments": sorted(
             Assignment.objects.values_list("query__external_id", "rater__username", "kind")
         ),
+        "judges": list(Judge.objects.values_list("name", "model", "base_url", "stand_in", "config_hash")),
     }
 
 
@@ -69,6 +71,9 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     assert ("q-0471", "doc-8821", 3) in first["frozen"]
     assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
     assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
+    # The stand-in judge (demo/judge_service.py), once, pointing at the port runstack starts it on.
+    [(_, _, base_url, stand_in, _)] = first["judges"]
+    assert stand_in and base_url == "http://127.0.0.1:8766/v1" and "Demo judge: the stand-in" in out
     # Two dual-labeled queries were graded with a disagreement: disputed, in shadow, waiting for a reviewer.
     checks = DisputeCheck.objects.filter(disputed=True)
     assert checks.count() == 2

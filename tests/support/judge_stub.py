@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from demo.judge_service import chat_completion
 from labeling.services.judges import JudgeSettings
 from tests.support.stub_server import Recorded, Reply, StubServer
 
@@ -23,22 +24,11 @@ _QUERY = re.compile(r"^Query: (.*)$", re.MULTILINE)
 def chat_reply(
     content: str, *, prompt_tokens: int = 100, completion_tokens: int = 10, **kwargs: Any
 ) -> Reply:
-    """A chat completion whose first choice says `content`, with its usage."""
-    return Reply(
-        json={
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        },
-        **kwargs,
+    """A chat completion whose first choice says `content`, with its usage (the demo stand-in's shape)."""
+    body = chat_completion(
+        content, model="stub", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
     )
+    return Reply(json=body, **kwargs)
 
 
 def graded(grade: int, reason: str = "fits the rubric", **kwargs: Any) -> Reply:

@@ -1,4 +1,5 @@
-"""`make run`: start the web app, a Celery worker, celery beat and the demo search service in one terminal,
+"""`make run`: start the web app, a Celery worker, celery beat, the demo search service and the demo's
+stand-in judge (demo/judge_service.py) in one terminal,
 then, once web and search answer their health checks, play the demo story (`manage.py demo_runs`), and
 end with the addresses and the demo logins.
 
@@ -25,6 +26,7 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from demo.judge_service import DEFAULT_PORT as JUDGE_PORT
 from labeling.management.demo_users import demo_logins, render_logins
 
 HEALTH_WAIT_S = 90.0
@@ -52,7 +54,7 @@ def wait_healthy(url: str, timeout: float = HEALTH_WAIT_S, stop: threading.Event
 
 
 def stack_commands(python: str, address: str, search_port: int, celery_level: str) -> dict[str, list[str]]:
-    """The four processes `make run` starts, Celery's quiet unless `celery_level` asks for more."""
+    """The processes `make run` starts, Celery's quiet unless `celery_level` asks for more."""
     quiet = celery_level in QUIET_LEVELS
     celery = [python, *(["-W", ROOT_WARNING] if quiet else []), "-m", "celery", "-A", "config"]
     celery += ["--quiet"] if quiet else []  # no banners
@@ -64,6 +66,8 @@ def stack_commands(python: str, address: str, search_port: int, celery_level: st
         # second beat refuses to start (config/beat_lock.py).
         "beat": [*celery, "beat", "-l", celery_level],
         "search": [python, "-m", "demo.search_service", *corpus],
+        # The demo judge's endpoint (golden_io's demo_load points the stand-in judge row at this port).
+        "judge": [python, "-m", "demo.judge_service", "--port", str(JUDGE_PORT)],
     }
 
 
@@ -89,7 +93,10 @@ class Command(BaseCommand):
         search = f"http://127.0.0.1:{search_port}"
         commands = stack_commands(python, f"{host}:{port}", search_port, settings.ASSAY_CELERY_LOG_LEVEL)
         # stdout only: the banners and the ready line. Every error goes to stderr, which stays.
-        hidden: dict[str, IO[bytes] | int | None] = {"search": subprocess.DEVNULL}
+        hidden: dict[str, IO[bytes] | int | None] = {
+            "search": subprocess.DEVNULL,
+            "judge": subprocess.DEVNULL,
+        }
         if not settings.ASSAY_LOG_REQUESTS:
             hidden["web"] = subprocess.DEVNULL
         env = dict(os.environ)
@@ -101,7 +108,8 @@ class Command(BaseCommand):
             name: subprocess.Popen(cmd, stdout=hidden.get(name), env=env) for name, cmd in commands.items()
         }
         self.stdout.write(
-            f"Starting web ({site}/), a Celery worker and beat, and the demo search service ({search})..."
+            f"Starting web ({site}/), a Celery worker and beat, the demo search service ({search}) and the"
+            f" demo judge stand-in (http://127.0.0.1:{JUDGE_PORT}/v1)..."
         )
         stopping = threading.Event()
         story: list[subprocess.Popen[bytes]] = []
@@ -162,6 +170,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(f"Assay is up at {site}/") + "  (Ctrl-C stops it all)",
             f"  API {site}/api/v1/ (Swagger UI {site}/api/docs/) · health {site}/health/",
             f"  demo search service (the default HTTP JSON contract): {search}/search",
+            f"  demo judge stand-in (OpenAI-compatible chat completions): http://127.0.0.1:{JUDGE_PORT}/v1",
         ]
         if more:
             lines.append("  " + " · ".join(more))

@@ -14,11 +14,13 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from assay.judge.prompt import DEFAULT_INSTRUCTIONS
 from assay.problems import ImportReport
 from golden_io.services import golden_import
 from labeling import services
 from labeling.management.demo_users import DEMO_USERS, demo_logins, render_logins
-from labeling.models import Assignment, FrozenLabel, GoldenSet, Judgment, Query
+from labeling.models import Assignment, FrozenLabel, GoldenSet, Judge, Judgment, Query
+from labeling.services import judges
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 SET_SLUG = "help-center"
@@ -82,13 +84,41 @@ class Command(BaseCommand):
             )
         assigned = services.assignments_create(golden_set=golden_set)
         disputed = _demo_disagreements(golden_set)
+        judge_note = _demo_judge(golden_set, users["reviewer"])
         n_docs, n_queries = golden_set.documents.count(), golden_set.queries.count()
         return (
             f"Demo loaded: golden set {SET_SLUG!r} with {n_docs} documents, {n_queries} queries, "
             f"frozen labels {golden_set.frozen_version}; "
             f"new assignments: {assigned.primary} primary, {assigned.second} second."
             + (f" Graded as a disagreement for the review queue: {', '.join(disputed)}." if disputed else "")
+            + judge_note
         )
+
+
+def _demo_judge(golden_set: GoldenSet, reviewer: User) -> str:
+    """The stand-in judge (demo/judge_service.py, which runstack starts on loopback), created once; a
+    later load changes nothing. Loopback is a private address: without ASSAY_TARGET_ALLOW_PRIVATE=true
+    (`make run` sets it) the judge is not created and the summary says why."""
+    from demo.judge_service import DEFAULT_PORT, MODEL
+
+    if Judge.objects.filter(golden_set=golden_set, stand_in=True).exists():
+        return ""
+    settings = judges.JudgeSettings(
+        name="demo stand-in (term overlap)",
+        base_url=f"http://127.0.0.1:{DEFAULT_PORT}/v1",
+        model=MODEL,
+        api_key_env="",
+        temperature=0.0,
+        concurrency=4,
+        text_budget=2000,
+        instructions=DEFAULT_INSTRUCTIONS,
+        structured=True,
+    )
+    try:
+        judges.judge_save(golden_set=golden_set, settings=settings, by=reviewer, stand_in=True)
+    except judges.JudgeError as exc:
+        return f" Demo judge not created: {exc}."
+    return " Demo judge: the stand-in (term overlap), on the set's Judges page."
 
 
 def _user(username: str, group: str, password: str) -> User:

@@ -1,0 +1,75 @@
+"""The demo's stand-in judge (demo/judge_service.py): its grading rule, and a judge job through it on
+loopback answering every pair of the demo corpus's documents within the contract, deterministically."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from demo import judge_service
+from labeling.models import GoldenSet, JudgeLabel
+from labeling.services import judges
+from tests import factories
+from tests.support.judge_stub import judge_settings
+
+DEMO = Path(__file__).resolve().parents[2] / "demo"
+
+
+@pytest.mark.parametrize(
+    ("query", "title", "text", "grade"),
+    [
+        ("refund policy annual plan", "Refund policy for the annual plan", "", 3),
+        ("refund policy annual plan", "Refund policy", "monthly only", 2),
+        ("refund policy annual", "Billing", "refund policy and the annual plan", 2),
+        ("refund policy annual plan", "Billing overview", "see the refund page", 1),
+        ("refund policy", "Reset your password", "click forgot password", 0),
+        ("the and for", "Anything", "anything", 0),
+    ],
+)
+def test_the_grade_is_term_overlap_on_the_scale(query: str, title: str, text: str, grade: int) -> None:
+    assert judge_service.grade(query, title, text)[0] == grade
+    assert judge_service.grade(query, title, text) == judge_service.grade(query, title, text)
+
+
+@pytest.fixture
+def stand_in() -> Iterator[str]:
+    """The stand-in on a free loopback port, in a thread with its own event loop."""
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(judge_service.make_app(), access_log=None)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = runner.addresses[0][1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}"
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.run_until_complete(runner.cleanup())
+    loop.close()
+
+
+@pytest.mark.django_db
+def test_a_job_through_the_stand_in_grades_every_pair(golden_set: GoldenSet, stand_in: str) -> None:
+    query = factories.QueryFactory.create(golden_set=golden_set, text="refund policy annual plan")
+    titles = ["Refund policy for the annual plan", "Refund policy", "Billing overview", "Reset your password"]
+    for rank, title in enumerate(titles, 1):
+        document = factories.DocumentFactory.create(
+            golden_set=golden_set, title=title, body="see the refund page"
+        )
+        factories.CandidateFactory.create(query=query, document=document, best_rank=rank)
+    settings = judge_settings(stand_in, model=judge_service.MODEL)
+    judge, _ = judges.judge_save(golden_set=golden_set, settings=settings, by=None, stand_in=True)
+    job = judges.judge_job_create(judge=judge, queries=[query], by=None)
+    for start in judges.judge_job_begin(job_id=job.pk) or []:
+        judges.judge_chunk_process(job_id=job.pk, start=start)
+    assert judges.judge_job_finish(job_id=job.pk) == "succeeded"
+    job.refresh_from_db()
+    assert (job.done, job.errors) == (4, 0) and job.prompt_tokens > 0
+    grades = dict(JudgeLabel.objects.filter(judge=judge).values_list("document__title", "grade"))
+    assert grades == {titles[0]: 3, titles[1]: 2, titles[2]: 1, titles[3]: 1}
