@@ -76,6 +76,25 @@ def _grade_dual_queries(golden_set: GoldenSet, rng: random.Random) -> None:
             services.assignment_done(assignment_id=assignment.pk, rater=assignment.rater)
 
 
+def _round(golden_set: GoldenSet, name: str, queries: list[Query], raters: list[str], grade: Any) -> None:
+    """A calibration round on `queries`, every candidate graded by each rater: `grade(rater, candidate)`."""
+    round_ = rounds.calibration_round_start(
+        golden_set=golden_set,
+        name=name,
+        queries=queries,
+        raters=list(User.objects.filter(username__in=raters)),
+        by=User.objects.get(username="reviewer"),
+    )
+    for assignment in Assignment.objects.filter(calibration_round=round_).select_related("rater"):
+        for candidate in assignment.query.candidates.order_by("id"):
+            services.judgment_submit(
+                assignment_id=assignment.pk,
+                rater=assignment.rater,
+                candidate_id=candidate.pk,
+                grade=grade(assignment.rater.username, candidate),
+            )
+
+
 @pytest.fixture
 def demo(tmp_path: Path, settings: Any) -> GoldenSet:
     settings.VAR_DIR = tmp_path  # demo_load keeps the demo logins there
@@ -118,22 +137,14 @@ def demo(tmp_path: Path, settings: Any) -> GoldenSet:
         .distinct()
         .order_by("external_id")[:3]
     )
-    round_ = rounds.calibration_round_start(
-        golden_set=golden_set,
-        name="before the push",
-        queries=chosen,
-        raters=list(User.objects.filter(username__in=names)),
-        by=reviewer,
-    )
     lean = {"rater1": 0, "rater2": 0, "rater3": 1, "rater4": -1}
     truth: dict[int, int] = {}
-    for assignment in Assignment.objects.filter(calibration_round=round_).select_related("rater"):
-        for candidate in assignment.query.candidates.all():
-            base = truth.setdefault(candidate.pk, rng.randint(0, 3))
-            grade = min(3, max(0, base + lean[assignment.rater.username] + rng.choice([-1, 0, 0, 0, 1])))
-            services.judgment_submit(
-                assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=grade
-            )
+
+    def leaning(rater: str, candidate: Candidate) -> int:
+        base = truth.setdefault(candidate.pk, rng.randint(0, 3))
+        return min(3, max(0, base + lean[rater] + rng.choice([-1, 0, 0, 0, 1])))
+
+    _round(golden_set, "before the push", chosen, names, leaning)
     # Gold: two documents of a query nobody graded, and one the dual raters disagree on (gold wins).
     ungraded = (
         golden_set.queries.filter(status=Query.Status.ACTIVE, candidates__isnull=False)
@@ -332,18 +343,7 @@ def test_the_items_are_read_in_a_fixed_number_of_queries(demo: GoldenSet) -> Non
         .distinct()
         .order_by("-external_id")[:3]
     )
-    round_ = rounds.calibration_round_start(
-        golden_set=demo,
-        name="after the push",
-        queries=more,
-        raters=list(User.objects.filter(username__in=["rater1", "rater2"])),
-        by=reviewer,
-    )
-    for assignment in Assignment.objects.filter(calibration_round=round_).select_related("rater"):
-        for candidate in assignment.query.candidates.all():
-            services.judgment_submit(
-                assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=1
-            )
+    _round(demo, "after the push", more, ["rater1", "rater2"], lambda rater, candidate: 1)
     for candidate in more[0].candidates.order_by("id")[:3]:
         services.gold_mark(query=more[0], document=candidate.document, grade=1, by=reviewer)
     with CaptureQueriesContext(connection) as after:
