@@ -13,6 +13,7 @@ both accept (tests/assay/golden/test_fast.py).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from itertools import chain, pairwise
@@ -24,10 +25,10 @@ import numpy as np
 from msgspec import UNSET, Struct, UnsetType
 from numpy.typing import NDArray
 
-from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _Checker
+from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _bad_chars, _Checker
 from assay.golden.columns import GoldenColumns, offsets
 from assay.golden.fields import HEADER_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
-from assay.golden.model import GoldenFile, GoldenQuery, Scale
+from assay.golden.model import TIERS, TRAFFIC_BANDS, GoldenFile, GoldenQuery, Scale
 from assay.memory import gc_paused
 
 # In space-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
@@ -175,10 +176,17 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     members += 1  # "queries"
 
     simple: list[_Query] = []
+    extras: list[dict[str, Any] | None] = []  # beside `simple`: each one's fields beyond id and text
     careful: list[GoldenQuery] = []
     for i, item in enumerate(data.queries):
-        if _rich(item) == _NONE_RICH:
+        rich = _rich(item)
+        extra = None if rich == _NONE_RICH else _bulk_fields(rich, item)
+        if rich == _NONE_RICH or extra is not None:
             simple.append(item)
+            extras.append(extra)
+            if extra is not None:
+                rich_members, rich_colons = _rich_colons(rich)
+                members, colons = members + rich_members, colons + rich_colons
             continue
         as_dict = _as_dict(item)
         query = checker.query(as_dict, f"queries[{i}]", scale)
@@ -187,7 +195,7 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
         careful.append(query)
         sub_members, sub_colons = _colons(as_dict)
         members, colons = members + sub_members, colons + sub_colons
-    built = _simple_columns(simple, scale)
+    built = _simple_columns(simple, extras, scale)
     if built is None:
         return None
     queries, docs, grades, keys, sizes, simple_members, simple_colons = built
@@ -256,11 +264,98 @@ def _taken(values: list[Any], order: NDArray[np.intp]) -> list[Any]:
     return np.array(values, dtype=object)[order].tolist()
 
 
+def _bulk_fields(rich: tuple[Any, ...], item: _Query) -> dict[str, Any] | None:
+    """A query's fields beyond id, text and judgments as GoldenQuery takes them, when each is valid and in
+    a shape checked here (the careful walk's rules, without its messages); None sends the query through
+    the careful walk, which takes or names what is left: tags, filters holding lists, every invalid value."""
+    out: dict[str, Any] = {}
+    for name, value in zip(_RICH, rich, strict=True):
+        if value is UNSET:
+            continue
+        if name in _OPTIONAL_STRINGS:
+            if value is not None and not (type(value) is str and _string_ok(value, MAX_LENGTH[name])):
+                return None
+        elif name == "traffic_band":
+            if value is not None and value not in TRAFFIC_BANDS:
+                return None
+        elif name == "tier":
+            if type(value) is not str or value not in TIERS:
+                return None
+        elif name == "weight":
+            value = _weight(value)
+            if value is None:
+                return None
+        elif name in ("expect_empty", "critical"):
+            if type(value) is not bool:
+                return None
+        elif name == "filters":
+            value = _flat_filters(value)
+            if value is None:
+                return None
+        else:  # tags
+            return None
+        out[name] = value
+    if out.get("critical") and (
+        out.get("expect_empty") or item.judgments is UNSET or not any(j.grade >= 1 for j in item.judgments)
+    ):
+        return None  # the careful walk names the conflict, or the missing positive judgment
+    return out
+
+
+_OPTIONAL_STRINGS = frozenset({"locale", "stratum", "failure_mode"})
+
+
+def _string_ok(value: str, limit: int | None) -> bool:
+    """`_Checker.string`'s rule (non-blank, no lone surrogate or control character, at most `limit` long)."""
+    if limit is not None and len(value) > limit:
+        return False
+    if value.isascii() and value.isprintable():
+        return bool(value.strip())
+    return bool(value.strip()) and _bad_chars(value) is None
+
+
+def _weight(value: Any) -> float | None:
+    """A weight as `_Checker.weight` takes it (a finite number above 0, not a boolean), or None."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        weight = float(value)
+    except OverflowError:
+        return None
+    return weight if math.isfinite(weight) and weight > 0 else None
+
+
+def _flat_filters(value: Any) -> dict[str, Any] | None:
+    """Filters of scalars, checked as `_Checker.filters` checks them and in its order (keys sorted); None
+    for anything else (a list value goes the careful way)."""
+    if type(value) is not dict:
+        return None
+    for key, item in value.items():
+        if type(key) is not str or not _string_ok(key, None):
+            return None
+        if item is None or type(item) in (bool, int):
+            continue
+        if type(item) is str:
+            if not (item.isascii() and item.isprintable()) and _bad_chars(item) is not None:
+                return None
+        elif type(item) is not float or not math.isfinite(item):
+            return None
+    return {key: value[key] for key in sorted(value)}
+
+
+def _rich_colons(rich: tuple[Any, ...]) -> tuple[int, int]:
+    """(members, ':' inside strings) of a query's fields beyond id, text and judgments (see `_colons`)."""
+    present = [value for value in rich if value is not UNSET]
+    members, colons = _colons(present)
+    return members + len(present), colons
+
+
 def _simple_columns(
-    items: list[_Query], scale: Scale
+    items: list[_Query], extras: list[dict[str, Any] | None], scale: Scale
 ) -> tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[int], int, int] | None:
-    """Queries with only id, text and judgments, checked in bulk: (queries, doc ids, grades, keys, judgments
-    per query, members, colons) in the file's order; None when not valid."""
+    """Queries whose id, text and judgments are checked in bulk (their other fields `extras`, checked by
+    `_bulk_fields`): (queries, doc ids, grades, keys, judgments per query, members, colons) in the file's
+    order, the members and colons of those three fields; None when not valid."""
     ids = list(map(_ID, items))
     texts = list(map(_TEXT, items))
     lists = [[] if judgments is UNSET else judgments for judgments in map(_JUDGMENTS, items)]
@@ -284,7 +379,10 @@ def _simple_columns(
     sizes = list(map(len, lists))
     if present and _keys_repeat(keys, np.repeat(np.arange(len(lists)), sizes)):
         return None
-    queries = list(map(GoldenQuery, ids, texts))
+    queries = [
+        GoldenQuery(qid, text) if extra is None else GoldenQuery(qid, text, **extra)
+        for qid, text, extra in zip(ids, texts, extras, strict=True)
+    ]
     members = 2 * len(items) + len(items) - list(map(_JUDGMENTS, items)).count(UNSET)
     members += 2 * len(flat) + len(given)
     colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(docs).count(":")

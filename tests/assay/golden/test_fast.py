@@ -28,6 +28,31 @@ version = st.text("abq-_0123456789", min_size=1, max_size=6)
 text = st.text(st.characters(codec="utf-8", exclude_categories=["Cc"]), min_size=0, max_size=6)
 
 
+# Query fields beyond id, text and judgments, valid (the fast path checks most of them in bulk) and not.
+RICH_VALUES: dict[str, list[Any]] = {
+    "locale": ["en-US", None, "de:DE", "", " ", 1, "x" * 36, "a\x01"],
+    "stratum": ["billing", None, "a:b", "é", "\t"],
+    "failure_mode": ["typo", None, ["typo"]],
+    "traffic_band": ["head", None, "warm", 1],
+    "tier": ["core", "shadow", "challenge", "Core", None],
+    "weight": [1, 2.5, 0.001, 0, -1, True, "2", 1e308],
+    "expect_empty": [False, True, 0, None],
+    "critical": [False, True, 1],
+    "filters": [
+        {},
+        {"product": "billing"},
+        {"b": 1, "a:x": None, "c": 1.5, "d": True, "e": ""},
+        {"tags": ["a", 1]},
+        {"": "x"},
+        {"a": "\x01"},
+        {"a": {"b": 1}},
+        [],
+        None,
+    ],
+    "tags": [["a", "b"], []],
+}
+
+
 @st.composite
 def golden_dicts(draw: st.DrawFn) -> dict[str, Any]:
     """A golden file as JSON data, mostly in the fast path's shape, sometimes with more fields."""
@@ -53,6 +78,8 @@ def golden_dicts(draw: st.DrawFn) -> dict[str, Any]:
             query[draw(st.sampled_from(["tier", "weight", "critical", "tags", "stratum"]))] = draw(
                 st.sampled_from(["shadow", 2, True, ["a"], "docs"])
             )
+        for name in draw(st.lists(st.sampled_from(sorted(RICH_VALUES)), max_size=4, unique=True)):
+            query[name] = draw(st.sampled_from(RICH_VALUES[name]))
         queries.append(query)
     data["queries"] = queries
     return data
@@ -126,7 +153,11 @@ def test_the_fast_path_accepts_only_what_the_careful_walk_accepts_and_builds_the
 @given(golden_dicts())
 def test_the_fast_path_takes_every_valid_file_in_its_shape(data: dict[str, Any]) -> None:
     text = json.dumps(data)
-    simple = all(set(q) <= {"id", "text", "judgments"} for q in data["queries"])
+    simple = all(
+        set(q) <= {"id", "text", "judgments", "locale", "stratum", "tier", "weight", "filters"}
+        and not any(isinstance(v, list) for v in (q.get("filters") or {}).values())
+        for q in data["queries"]
+    )
     expected = careful(text)
     got = fast(text)
     if isinstance(expected, GoldenFile):
@@ -240,3 +271,23 @@ def test_the_files_order_is_checked_like_the_canonical_one(text: str) -> None:
         )
         assert len(pairs) == len(as_filed.doc_ids)
         assert sorted(as_filed.grades.tolist()) == sorted(canonical.grades.tolist())
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [(name, value) for name, values in RICH_VALUES.items() for value in values]
+)
+@pytest.mark.parametrize("grade", [0, 2])
+def test_each_query_field_alone_is_taken_or_refused_as_the_careful_walk_does(
+    name: str, value: Any, grade: int
+) -> None:
+    query = {"id": "q1", "text": "t", "judgments": [{"doc_id": "d1", "grade": grade}], name: value}
+    text = json.dumps({"version": "v1", "queries": [query, {"id": "q2", "text": "u"}]})
+    expected = careful(text)
+    got = fast(text)
+    if isinstance(expected, list):
+        assert got is None, expected
+    else:
+        # Taken by the fast path, in bulk, unless the field is one it leaves to the careful walk.
+        listed = isinstance(value, dict) and any(isinstance(v, list) for v in value.values())
+        lists = name == "tags" or listed
+        assert got == expected or (got is None and lists)
