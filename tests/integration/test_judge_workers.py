@@ -1,0 +1,104 @@
+"""Judge jobs on real Celery worker processes, Redis and PostgreSQL, against the loopback
+OpenAI-compatible stub (tests/support/judge_stub.py), as tests/integration/test_runs_workers.py runs
+evaluation runs.
+
+Covered: a job runs through its chain of chunks on a worker; a worker SIGKILLed mid-job loses nothing:
+Redis gives the killed chunk (acks_late, reject_on_worker_lost) to a second worker once the broker's
+visibility timeout has passed (shortened for the second worker here; an hour by default), and that
+worker judges only the pairs not answered yet: a stored answer is never asked for again, only the
+request in flight when the worker died.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from labeling.models import GoldenSet, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel
+from labeling.services import judges
+from tests import factories
+from tests.support.judge_stub import graded, judge_key, judge_settings, judge_stub, user_message
+from tests.support.stub_server import StubServer
+from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not settings.CELERY_BROKER_URL.startswith("redis://"),
+        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
+    ),
+]
+
+Status = JudgeJob.Status
+
+
+def _wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def _status(job: JudgeJob) -> str:
+    job.refresh_from_db()
+    return job.status
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with judge_stub(graded(2, delay=0.25)) as server:
+        yield server
+
+
+def _pairs_asked(stub: StubServer) -> Counter[str]:
+    """How often each (query, document title) pair was sent."""
+    return Counter(
+        f"{judge_key(r)}|{user_message(r).split('Document title: ')[1].splitlines()[0]}"
+        for r in stub.requests
+    )
+
+
+def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+) -> None:
+    queries = [factories.pooled_query(golden_set, 6, text=f"question {i}") for i in range(4)]
+    judge, _ = judges.judge_save(
+        golden_set=golden_set, settings=judge_settings(stub.url, concurrency=1), by=None
+    )
+    first = start_worker("w1")
+    # Chunks of 4 pairs at one in flight, 0.25 s each: six chunks of about a second, one after another.
+    job = judges.judge_job_create(judge=judge, queries=queries, by=None, chunk_size=4)
+    _wait(lambda: JudgeJobItem.objects.filter(job=job, done=True).count() >= 6, "the first answers")
+    first.kill()
+    answered = {
+        f"{query}|{title}"
+        for query, title in JudgeJobItem.objects.filter(job=job, done=True).values_list(
+            "query__text", "document__title"
+        )
+    }
+    assert len(answered) < 24, "the first worker finished before it could be killed"
+    assert _status(job) == Status.RUNNING
+
+    start_worker("w2", CELERY_VISIBILITY_TIMEOUT="5")
+    _wait(lambda: _status(job) in JudgeJob.FINAL, "the second worker to finish the job", 90)
+
+    assert job.status == Status.SUCCEEDED, job.message
+    assert (job.total, job.done, job.errors, job.cached) == (24, 24, 0, 0)
+    assert JudgeLabel.objects.filter(judge=judge).count() == 24
+    assert JudgeAnswer.objects.count() == 24
+    asked = _pairs_asked(stub)
+    assert len(asked) == 24
+    # What the killed worker had stored was not asked again; only the request in flight when it died
+    # (at most the judge's concurrency, 1), whose answer never reached the database, was sent once more.
+    assert all(asked[pair] == 1 for pair in answered)
+    assert sum(n - 1 for n in asked.values()) <= 1
+    assert job.prompt_tokens == 24 * 100 and job.elapsed_ms > 0
