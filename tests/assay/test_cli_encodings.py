@@ -67,3 +67,14 @@ def test_a_version_git_cannot_tag_is_refused(version: str) -> None:
 )
 def test_a_version_git_can_tag_is_accepted(version: str) -> None:
     assert from_dict({**GOLDEN, "version": version}).version == version
+
+
+def test_version_says_the_installed_version_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from assay.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code in (0, None)
+    assert capsys.readouterr().out == f"assay {version('assay')}\n"
