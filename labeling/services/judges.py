@@ -50,7 +50,18 @@ from assay.judge.prompt import (
     response_format,
 )
 from assay.secrets import SecretEnvError, secret_env_name_problem, secret_env_read
-from labeling.models import Document, GoldenSet, Judge, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel, Query
+from labeling.models import (
+    Candidate,
+    Document,
+    GoldenSet,
+    Judge,
+    JudgeAnswer,
+    JudgeJob,
+    JudgeJobItem,
+    JudgeLabel,
+    Query,
+)
+from labeling.selectors.grading import shuffle_key
 
 logger = logging.getLogger(__name__)
 
@@ -223,13 +234,18 @@ def judge_job_create(
     query_ids = [q.pk for q in queries if q.golden_set_id == judge.golden_set_id]
     with transaction.atomic():
         job = JudgeJob.objects.create(judge=judge, created_by=by, chunk_size=chunk_size)
-        pairs = (
-            Query.objects.filter(pk__in=query_ids)
-            .filter(candidates__isnull=False)
-            .order_by("external_id", "candidates__id")
-            .values_list("pk", "candidates__document_id")
+        pairs = sorted(
+            Candidate.objects.filter(query_id__in=query_ids).values_list(
+                "query__external_id", "query_id", "pk", "document_id"
+            ),
+            # Each query's candidates in a blind order, as the grading page gives a rater's
+            # (`shuffle_key`), with the judge in the rater's place (its id negated: no rater's order).
+            key=lambda row: (row[0], shuffle_key(rater_id=-judge.pk, query_id=row[1], candidate_id=row[2])),
         )
-        items = [JudgeJobItem(job=job, index=i, query_id=q, document_id=d) for i, (q, d) in enumerate(pairs)]
+        items = [
+            JudgeJobItem(job=job, index=i, query_id=query_id, document_id=document_id)
+            for i, (_, query_id, _, document_id) in enumerate(pairs)
+        ]
         JudgeJobItem.objects.bulk_create(items)
         job.total = len(items)
         job.save(update_fields=["total"])
