@@ -784,3 +784,41 @@ class JudgeLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge_id}: {self.query_id}/{self.document_id}={self.grade}"
+
+
+class JudgeQualification(models.Model):
+    """A reviewer's decision that a judge's grades may count within a scope of its set (strata and locales;
+    empty lists mean every one), with the figures and the bar it was decided on (docs/judge-qualification.md).
+
+    Only an `active` row lets labels count (`labeling.selectors.judge_scope`). The drift watch suspends it
+    when the judge's running agreement with later human grades falls below `bar` in its scope; a reviewer
+    may withdraw it. Rows are never deleted: they are the record of who let a machine's grades count, when
+    and why."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        SUSPENDED = "suspended"
+        WITHDRAWN = "withdrawn"
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="qualifications")
+    strata = models.JSONField(default=list, blank=True, help_text="empty: every stratum")
+    locales = models.JSONField(default=list, blank=True, help_text="empty: every locale")
+    rationale = models.TextField()
+    bar = models.FloatField(help_text="the quadratic kappa the judge had to reach, and must keep")
+    figures = models.JSONField(default=dict, blank=True, help_text="the figures the decision was made on")
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_reason = models.TextField(blank=True, help_text="why it was suspended or withdrawn")
+
+    class Meta:
+        ordering = ["judge", "-at", "-id"]
+        indexes = [models.Index(fields=["judge", "status"], name="judge_qualification_status")]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id}: {self.status} since {self.at:%Y-%m-%d}"
+
+    def covers(self, stratum: str, locale: str) -> bool:
+        """Whether a query of this stratum and locale is in the scope."""
+        return (not self.strata or stratum in self.strata) and (not self.locales or locale in self.locales)
