@@ -202,3 +202,45 @@ class CalibrationRoundAdmin(_RecordAdmin, admin.ModelAdmin):
     # Rounds are started, and their results promoted, by a service.
     list_display = ("name", "golden_set", "created_by", "created", "promoted_by", "promoted_at")
     list_filter = ("golden_set",)
+
+
+# Machine judges (docs/judge.md): a judge's deciding fields never change in place (a change is a new judge,
+# through `labeling.services.judges`), and its jobs, answers and labels are records of what was asked and
+# paid for, so all are read-only here.
+
+
+@admin.register(models.Judge)
+class JudgeAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("name", "golden_set", "model", "temperature", "stand_in", "created")
+    list_filter = ("golden_set", "stand_in")
+
+
+@admin.register(models.JudgeJob)
+class JudgeJobAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("pk", "judge", "status", "done", "total", "errors", "created")
+    list_filter = ("status",)
+
+
+@admin.register(models.JudgeJobItem)
+class JudgeJobItemAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("job", "index", "query", "document", "done", "cached")
+    list_select_related = ("job", "query", "document")
+
+
+@admin.register(models.JudgeAnswer)
+class JudgeAnswerAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("model", "grade", "error", "prompt_tokens", "completion_tokens", "created")
+
+
+@admin.register(models.JudgeLabel)
+class JudgeLabelAdmin(_RecordAdmin, admin.ModelAdmin):
+    list_display = ("judge", "query", "document", "grade", "updated")
+    list_select_related = ("judge", "query", "document")
+
+
+@admin.register(models.JudgeQualification)
+class JudgeQualificationAdmin(_RecordAdmin, admin.ModelAdmin):
+    # Decided, suspended and withdrawn through the services; never deleted (the record of who let a
+    # machine's grades count).
+    list_display = ("judge", "status", "bar", "by", "at")
+    list_filter = ("status",)

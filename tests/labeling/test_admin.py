@@ -43,6 +43,12 @@ READ_ONLY: frozenset[type[db.Model]] = frozenset(
         models.Assignment,
         models.GoldItem,
         models.Rubric,
+        models.Judge,
+        models.JudgeJob,
+        models.JudgeJobItem,
+        models.JudgeAnswer,
+        models.JudgeLabel,
+        models.JudgeQualification,
     }
 )
 LABEL_DATA = (models.Judgment, models.JudgmentEvent, models.Adjudication, models.LabelProposal)
@@ -163,6 +169,13 @@ def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[ty
     judgment = models.Judgment.objects.get(pk=result.judgment_id)
     services.query_move_tier(query=query, tier="challenge", by=rita, reason="hard for every system")
     round_ = models.CalibrationRound.objects.create(golden_set=golden_set, name="march", created_by=rita)
+    judge = models.Judge.objects.create(
+        golden_set=golden_set, rubric=golden_set.rubric, name="j", base_url="http://127.0.0.1:9/v1", model="m"
+    )
+    job = models.JudgeJob.objects.create(judge=judge, total=1, done=1)
+    answer = models.JudgeAnswer.objects.create(
+        model="m", prompt_hash="p" * 64, query_hash="q" * 64, document_hash="d" * 64, grade=2, job=job
+    )
     objects: list[db.Model] = [
         golden_set.rubric,
         golden_set,
@@ -194,6 +207,16 @@ def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[ty
             note=judgment.note,
         ),
         round_,
+        judge,
+        job,
+        answer,
+        models.JudgeJobItem.objects.create(
+            job=job, index=0, query=query, document=document, done=True, answer=answer
+        ),
+        models.JudgeLabel.objects.create(judge=judge, query=query, document=document, grade=2, job=job),
+        models.JudgeQualification.objects.create(
+            judge=judge, rationale="kappa 0.81 on 120 items", bar=0.7, by=rita
+        ),
     ]
     return {type(obj): obj for obj in objects}
 
