@@ -76,6 +76,8 @@ WRITE_EVERY_S = 0.5
 # Per request (connect, and between reads): a large model on a busy server can take a minute to answer.
 REQUEST_TIMEOUT_S = 120.0
 RETRY = RetryPolicy()
+# The try button waits in a web request: one retry, and a short wait on a 429 at most.
+TRY_RETRY = RetryPolicy(retries=1, retry_after_max=10.0)
 
 
 class JudgeError(ValueError):
@@ -141,7 +143,7 @@ def prompt_document(document: Document) -> PromptDocument:
     return PromptDocument(title=document.title, text=text)
 
 
-def endpoint_of(settings: JudgeSettings | Judge) -> Endpoint:
+def endpoint_of(settings: JudgeSettings | Judge, retry: RetryPolicy | None = None) -> Endpoint:
     """The endpoint with the key read from this process's environment; SecretEnvError (which never holds
     a value) when the variable may not be read or is not set here."""
     key = secret_env_read(settings.api_key_env) if settings.api_key_env else None
@@ -152,7 +154,7 @@ def endpoint_of(settings: JudgeSettings | Judge) -> Endpoint:
         temperature=settings.temperature,
         concurrency=settings.concurrency,
         timeout=REQUEST_TIMEOUT_S,
-        retry=RETRY,
+        retry=retry or RETRY,
     )
 
 
@@ -212,7 +214,7 @@ def judge_try(
     if problems := judge_settings_problems(settings):
         raise JudgeError(problems)
     try:
-        endpoint = endpoint_of(settings)
+        endpoint = endpoint_of(settings, TRY_RETRY)
     except SecretEnvError as exc:
         raise JudgeError([f"API key variable: {exc}"]) from None
     rubric = rubric_of(golden_set)
