@@ -225,6 +225,13 @@ class FrozenLabel(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="frozen_labels")
     grade = models.IntegerField()
     version = models.CharField(max_length=100)
+    # Who decided it: humans, or a qualified judge filling a pair no human labeled (docs/judge.md). The
+    # judge is named (`judge` is null when the row came from an imported file, or the judge was deleted).
+    source = models.CharField(
+        max_length=10, choices=[("human", "human"), ("judge", "judge")], default="human"
+    )
+    judge = models.ForeignKey("Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    judge_name = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [

@@ -126,7 +126,8 @@ def judge_items_get(*, golden_set: GoldenSet) -> JudgeItems:
             query__golden_set=golden_set, query__status=Query.Status.ACTIVE
         ).values_list("query__external_id", "document__doc_id", "grade")
     }
-    consolidated = labels_consolidated(golden_set=golden_set)
+    # The humans' consensus: a judge's own fill-ins must not measure it (judges=False).
+    consolidated = labels_consolidated(golden_set=golden_set, judges=False)
     final = {
         (queries[label.query_id][0], doc_ids[label.document_id]): (label.grade, label.method)
         for label in consolidated.labels

@@ -15,24 +15,42 @@ from django.db.models import QuerySet
 from assay.golden.model import Scale
 from assay.labels.disputes import consolidate
 from assay.memory import gc_paused
-from labeling.models import Adjudication, Assignment, FrozenLabel, GoldenSet, Judgment, Query
+from labeling.models import (
+    Adjudication,
+    Assignment,
+    Candidate,
+    FrozenLabel,
+    GoldenSet,
+    GoldItem,
+    Judgment,
+    Query,
+)
+from labeling.selectors.judge_scope import qualified_judge_labels
 
 FROZEN = "frozen"  # a label carried over from the set's current frozen labels: nothing judged since
+JUDGE = "judge"  # a qualified judge's label filling a pool pair no human labeled (method and source)
+HUMAN = "human"  # the source of every label humans decided
 REJUDGE = str(Assignment.Kind.REJUDGE)
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class FinalLabel:
-    """A (query, document)'s final grade and how it was reached: single, agreed, median, adjudicated or
-    frozen. `content_hash` is the document content the deciding grade was given on (None: not known,
-    e.g. a frozen label or grades saved before hashes were recorded)."""
+    """A (query, document)'s final grade and how it was reached: single, agreed, median, adjudicated,
+    frozen or judge. `content_hash` is the document content the deciding grade was given on (None: not
+    known, e.g. a frozen label or grades saved before hashes were recorded).
+
+    `source` is `human`, or `judge` for a qualified judge's label (`judge_id`, `judge_name` say which;
+    `judge_id` is None for a judge label frozen from an imported file, which names no judge row)."""
 
     query_id: int
     document_id: int
     grade: int
     method: str
     content_hash: str | None = None
+    source: str = HUMAN
+    judge_id: int | None = None
+    judge_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +89,7 @@ def labels_consolidated(
     golden_set: GoldenSet,
     query_ids: Collection[int] | QuerySet[Any, int] | None = None,
     document_ids: Collection[int] | None = None,
+    judges: bool = True,
 ) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out; with `document_ids` only
@@ -87,12 +106,34 @@ def labels_consolidated(
     - a single rater's grade (`single`) that differs from the frozen label keeps the frozen label: it is
       a proposed change (`LabelProposal`) until a reviewer accepts it, which is an adjudication. Dual
       work (agreed, median) and adjudications change labels as before. Calibration rounds make none.
+
+    With `judges` (the default), a pool pair (a candidate of the query) that no human labeled in any way
+    (no grade, no adjudication, no gold item, no frozen label humans decided) takes the label of a judge
+    qualified for it (`labeling.selectors.judge_scope`, the one reading of which judge labels count):
+    method and source `judge`, with the judge named. A judge label never overrides a human one and never
+    adjudicates; a frozen label that came from a judge gives way to any human grade, and to the judge
+    label counted now. Readings of the humans' work (agreement, disputes, a judge's human consensus)
+    pass `judges=False`.
     """
     labels: list[FinalLabel] = []
     unresolved: list[Unresolved] = []
-    for (query_id, document_id), label in sorted(_pair_labels(golden_set, query_ids, document_ids).items()):
+    pairs = _pair_labels(golden_set, query_ids, document_ids)
+    if judges:
+        _judge_fill(pairs, golden_set, query_ids, document_ids)
+    for (query_id, document_id), label in sorted(pairs.items()):
         if label.grade is not None and label.method is not None:
-            labels.append(FinalLabel(query_id, document_id, label.grade, label.method, label.content_hash))
+            labels.append(
+                FinalLabel(
+                    query_id,
+                    document_id,
+                    label.grade,
+                    label.method,
+                    label.content_hash,
+                    label.source,
+                    label.judge_id,
+                    label.judge_name,
+                )
+            )
         else:
             unresolved.append(
                 Unresolved(query_id, document_id, label.reason or "unresolved", label.awaiting or "reviewer")
@@ -111,6 +152,39 @@ class PairLabel:
     content_hash: str | None = None
     grades: tuple[int, ...] = ()  # the grades it was decided on (after a re-judgment: that grade only)
     held: int | None = None  # a single rater's grade that overturns the frozen label, held for review
+    source: str = HUMAN  # or JUDGE (a judge's fill-in, or a frozen label that came from one)
+    judge_id: int | None = None
+    judge_name: str = ""
+
+
+def _judge_fill(
+    pairs: dict[tuple[int, int], PairLabel],
+    golden_set: GoldenSet,
+    query_ids: Collection[int] | QuerySet[Any, int] | None,
+    document_ids: Collection[int] | None,
+) -> None:
+    """Fill, in place, the pool pairs no human labeled with the counted judge labels."""
+    queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
+    if query_ids is not None:
+        queries = queries.filter(pk__in=query_ids if isinstance(query_ids, QuerySet) else list(query_ids))
+    counted = qualified_judge_labels(golden_set=golden_set, query_ids=queries.values_list("pk", flat=True))
+    if document_ids is not None:
+        wanted = set(document_ids)
+        counted = {pair: label for pair, label in counted.items() if pair[1] in wanted}
+    if not counted:
+        return
+    query_pks = {q for q, _ in counted}
+    pool = set(Candidate.objects.filter(query_id__in=query_pks).values_list("query_id", "document_id"))
+    gold = set(GoldItem.objects.filter(query_id__in=query_pks).values_list("query_id", "document_id"))
+    for pair, label in counted.items():
+        if pair not in pool or pair in gold:
+            continue
+        held = pairs.get(pair)
+        if held is not None and not (held.source == JUDGE and held.method == FROZEN and not held.grades):
+            continue  # humans labeled it: judged, adjudicated, or a frozen label humans decided
+        pairs[pair] = PairLabel(
+            label.grade, JUDGE, source=JUDGE, judge_id=label.judge_id, judge_name=label.judge_name
+        )
 
 
 def _pair_labels(
@@ -172,11 +246,14 @@ def _pair_labels(
         adjudications[(query_id, document_id)] = (grade, at, digest)  # the newest wins
     out: dict[tuple[int, int], PairLabel] = {}
     frozen: dict[tuple[int, int], int] = {}
-    for query_id, document_id, grade in frozen_labels.filter(query__in=queries).values_list(
-        "query_id", "document_id", "grade"
-    ):
-        frozen[(query_id, document_id)] = grade
-        out[(query_id, document_id)] = PairLabel(grade, FROZEN)
+    for query_id, document_id, grade, source, judge_id, judge_name in frozen_labels.filter(
+        query__in=queries
+    ).values_list("query_id", "document_id", "grade", "source", "judge_id", "judge_name"):
+        if source != JUDGE:  # a frozen judge label is no human decision: any human grade replaces it
+            frozen[(query_id, document_id)] = grade
+        out[(query_id, document_id)] = PairLabel(
+            grade, FROZEN, source=source, judge_id=judge_id, judge_name=judge_name
+        )
     dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
     with_third = {query_id for query_id, kind in counted.values() if kind == Assignment.Kind.THIRD}
     for pair in graded.keys() | adjudications.keys():

@@ -148,7 +148,8 @@ def agreement_dashboard_get(*, golden_set: GoldenSet) -> AgreementDashboard:
             "query__external_id", "document__doc_id", "grade"
         )
     )
-    consolidated = labels_consolidated(golden_set=golden_set)
+    # The raters' consensus only: a judge's fill-in takes no part in agreement (judges=False).
+    consolidated = labels_consolidated(golden_set=golden_set, judges=False)
     final = {
         (external[label.query_id], doc_ids[label.document_id]): label.grade
         for label in consolidated.labels
@@ -222,8 +223,11 @@ def review_queue_get(*, golden_set: GoldenSet, consolidated: Consolidated | None
     seconds for nothing."""
     if consolidated is None:
         pairs = _disagreeing(golden_set)
-        consolidated = labels_consolidated(
-            golden_set=golden_set, query_ids={q for q, _ in pairs}, document_ids={d for _, d in pairs}
+        consolidated = labels_consolidated(  # disputes are the humans': no judge fill-ins
+            golden_set=golden_set,
+            query_ids={q for q, _ in pairs},
+            document_ids={d for _, d in pairs},
+            judges=False,
         )
     active = golden_set.queries.filter(status=Query.Status.ACTIVE)
     latest: dict[int, DisputeCheck] = {}
@@ -321,7 +325,7 @@ def dispute_next(*, golden_set: GoldenSet, after: Query) -> Query | None:
         waiting = (
             {
                 u.query_id
-                for u in labels_consolidated(golden_set=golden_set, query_ids=unsure).unresolved
+                for u in labels_consolidated(golden_set=golden_set, query_ids=unsure, judges=False).unresolved
                 if u.awaiting == "reviewer"
             }
             if unsure
