@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from labeling.views import calibration, imports, judges, raters, review, sets
+from labeling.views import calibration, imports, judge_qualification, judges, raters, review, sets
 
 app_name = "labeling"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -50,8 +50,29 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("sets/<slug:slug>/judges/", judges.judge_list, name="judge_list"),
     path("sets/<slug:slug>/judges/new/", judges.judge_new, name="judge_new"),
+    path("sets/<slug:slug>/judges/compare/", judge_qualification.judge_compare, name="judge_compare"),
     path("sets/<slug:slug>/judges/<int:pk>/", judges.judge_detail, name="judge_detail"),
     path("sets/<slug:slug>/judges/<int:pk>/jobs/", judges.judge_job_start, name="judge_job_start"),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/qualification/",
+        judge_qualification.judge_qualification,
+        name="judge_qualification",
+    ),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/qualification/job/",
+        judge_qualification.judge_qualification_job,
+        name="judge_qualification_job",
+    ),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/qualification/qualify/",
+        judge_qualification.judge_qualify,
+        name="judge_qualify",
+    ),
+    path(
+        "sets/<slug:slug>/judges/<int:pk>/qualification/<int:q_pk>/withdraw/",
+        judge_qualification.judge_qualification_withdraw,
+        name="judge_qualification_withdraw",
+    ),
     path("sets/<slug:slug>/judges/<int:pk>/jobs/<int:job_pk>/", judges.judge_job, name="judge_job"),
     path(
         "sets/<slug:slug>/judges/<int:pk>/jobs/<int:job_pk>/progress/",

@@ -21,6 +21,7 @@ from labeling.services.grading import (
     Retired,
     retried_when_locked,
 )
+from labeling.services.judge_qualification import drift_check_schedule
 from labeling.services.review import query_dispute_check
 
 
@@ -103,6 +104,9 @@ def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
     proposed = _proposals_sync(assignment=assignment, overturns=overturns) if single_rater(assignment) else 0
     if not already and assignment.kind in DUAL_KINDS:
         query_dispute_check(query_id=assignment.query_id)
+    if not already:
+        # The grades now count: the set's qualified judges are checked against them after the commit.
+        drift_check_schedule(golden_set_id=assignment.query.golden_set_id)
     return DoneResult(status=assignment.status, already=already, overturns=overturns, proposed=proposed)
 
 

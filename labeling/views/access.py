@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 
-from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, Query
+from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, Judge, Query
 from labeling.roles import is_admin, is_rater, is_reviewer
 
 
@@ -84,4 +84,13 @@ def get_round_for_reviewer(request: HttpRequest, slug: str, pk: int) -> Calibrat
         CalibrationRound.objects.select_related("golden_set__rubric", "created_by", "promoted_by"),
         pk=pk,
         golden_set=golden_set,
+    )
+
+
+def get_judge_for_reviewer(request: HttpRequest, slug: str, pk: int) -> Judge:
+    """A judge of a set the user reviews (admins: any set), looked up within that set: another set's judge
+    is a 404 even to its own reviewers under this set's address."""
+    golden_set = get_set_for_reviewer(request, slug)
+    return get_object_or_404(
+        Judge.objects.select_related("golden_set", "rubric"), pk=pk, golden_set=golden_set
     )

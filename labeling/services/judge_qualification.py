@@ -1,0 +1,413 @@
+"""Qualifying a machine judge and watching it drift (docs/judge-qualification.md, "Qualifying a judge" and
+"The drift watch").
+
+- A judge's answers as the figures take them (`judge_grades`): its `JudgeLabel` grades on the documents
+  as they are now, and `None` where its latest answer for a pair was an error (`JudgeAnswer.error`: an
+  answer that broke the contract, never a grade). A call that got no answer at all (`JudgeJobItem.failure`)
+  is no answer: the pair is left out.
+- Its figures and verdicts against the humans (`qualification_report`), and the same on a chosen scope
+  of strata and locales (`scope_verdict`): the rule a reviewer's qualification must pass.
+- `judge_qualify` stores a `JudgeQualification` only where the scope's verdict is "qualified", with the
+  bar and the figures; `judge_qualification_withdraw` ends one with the reviewer's reason.
+- `qualification_job_create`: a judge job over exactly the qualification items' pairs.
+- The drift watch (`drift_check`): the judge's running agreement with the human grades that landed after
+  its qualification; a fall below the bar suspends the qualification, mails the set's reviewers, and the
+  judge's labels stop counting there (`labeling.selectors.judge_scope` reads only active rows). Scheduled
+  after a rater marks a query done (`drift_check_schedule`, from `labeling.services.done`).
+
+Imported as `labeling.services.judge_qualification` (not re-exported by `labeling.services`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import F
+from django.urls import reverse
+from django.utils import timezone
+
+from assay.golden.model import Scale
+from assay.labels.judge_agreement import (
+    DEFAULT_BAR,
+    DEFAULT_DRIFT_MIN_PAIRS,
+    DEFAULT_DRIFT_WINDOW,
+    FELL_BELOW,
+    QUALIFIED,
+    DriftWatch,
+    JudgeAgreement,
+    Qualification,
+    QualificationBar,
+    Verdict,
+    drift_watch,
+    qualification_verdicts,
+)
+from labeling.models import (
+    Assignment,
+    Candidate,
+    GoldenSet,
+    Judge,
+    JudgeJob,
+    JudgeJobItem,
+    JudgeLabel,
+    JudgeQualification,
+    Judgment,
+    Query,
+)
+from labeling.selectors.grading import shuffle_key
+from labeling.selectors.judge_items import JudgeItems, JudgeItemsFigures, judge_figures_get, judge_items_get
+from labeling.services.judges import CHUNK_SIZE, JOB_START
+
+logger = logging.getLogger(__name__)
+
+PkKey = tuple[int, int]  # (query pk, document pk)
+Active = JudgeQualification.Status.ACTIVE
+# The drift watch's running window and the pairs it needs before it can fall (assay.labels.judge_agreement's
+# defaults; read at each check).
+DRIFT_WINDOW: int | None = DEFAULT_DRIFT_WINDOW
+DRIFT_MIN_PAIRS = DEFAULT_DRIFT_MIN_PAIRS
+# The grades that make labels: a human grade of these kinds, once its query is marked done, is one the
+# drift watch compares the judge with (gold checks measure the rater, calibration rounds the rubric).
+HUMAN_KINDS = (
+    Assignment.Kind.PRIMARY,
+    Assignment.Kind.SECOND,
+    Assignment.Kind.THIRD,
+    Assignment.Kind.REJUDGE,
+)
+
+
+class QualificationRefused(ValueError):
+    pass
+
+
+# --- the judge's answers -------------------------------------------------------------------------------
+
+
+def judge_grades(*, judge: Judge, pairs: Iterable[PkKey] | None = None) -> dict[PkKey, int | None]:
+    """The judge's answer per (query pk, document pk): its label's grade where the label was given on the
+    document as it is now; otherwise None where its latest answer for the pair (on that content) was an
+    error. `pairs` limits the reading to those pairs."""
+    wanted = set(pairs) if pairs is not None else None
+    query_ids = sorted({q for q, _ in wanted}) if wanted is not None else None
+    labels = JudgeLabel.objects.filter(judge=judge, content_hash=F("document__content_hash"))
+    items = JudgeJobItem.objects.filter(job__judge=judge, done=True, answer__isnull=False).filter(
+        answer__document_hash=F("document__content_hash")
+    )
+    if query_ids is not None:
+        labels = labels.filter(query_id__in=query_ids)
+        items = items.filter(query_id__in=query_ids)
+    grades: dict[PkKey, int | None] = {}
+    latest: dict[PkKey, bool] = {}  # the pair's latest answer was an error
+    for query_id, document_id, grade in items.order_by("job_id", "index").values_list(
+        "query_id", "document_id", "answer__grade"
+    ):
+        latest[(query_id, document_id)] = grade is None
+    for key, error in latest.items():
+        if error:
+            grades[key] = None
+    for query_id, document_id, grade in labels.values_list("query_id", "document_id", "grade"):
+        key = (query_id, document_id)
+        if not latest.get(key):
+            grades[key] = grade
+    if wanted is not None:
+        grades = {key: value for key, value in grades.items() if key in wanted}
+    return grades
+
+
+# --- figures and verdicts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QualificationReport:
+    judge: Judge
+    result: JudgeItemsFigures
+    verdicts: Qualification
+    bar: QualificationBar
+
+    @property
+    def figures(self) -> JudgeAgreement:
+        return self.result.figures
+
+    @property
+    def rows(self) -> list[tuple[Any, Verdict]]:
+        """Each scope's figures with its verdict: overall, the strata, the locales."""
+        v = self.verdicts
+        return list(zip(self.figures.scopes, (v.overall, *v.strata, *v.locales), strict=True))
+
+
+def qualification_report(
+    *, judge: Judge, items: JudgeItems | None = None, bar: QualificationBar = DEFAULT_BAR
+) -> QualificationReport:
+    """The judge against the human consensus on the set's items, beside the humans against each other,
+    overall, per stratum and per locale, with each scope's verdict."""
+    items = items if items is not None else judge_items_get(golden_set=judge.golden_set)
+    grades = judge_grades(judge=judge, pairs=items.pks.values())
+    result = judge_figures_get(golden_set=judge.golden_set, grades=grades, items=items)
+    return QualificationReport(judge, result, qualification_verdicts(result.figures, bar), bar)
+
+
+def items_in_scope(items: JudgeItems, strata: Sequence[str], locales: Sequence[str]) -> JudgeItems:
+    """The items (and human pairs) of queries in the scope: empty lists mean every stratum, every locale."""
+
+    def inside(row: Any) -> bool:
+        return (not strata or row.stratum in strata) and (not locales or row.locale in locales)
+
+    kept = tuple(i for i in items.items if inside(i))
+    keys = {(i.query_id, i.doc_id) for i in kept}
+    return dataclasses.replace(
+        items,
+        items=kept,
+        pairs=tuple(p for p in items.pairs if inside(p)),
+        pks={key: pk for key, pk in items.pks.items() if key in keys},
+    )
+
+
+def scope_verdict(
+    *,
+    judge: Judge,
+    strata: Sequence[str],
+    locales: Sequence[str],
+    items: JudgeItems | None = None,
+    bar: QualificationBar = DEFAULT_BAR,
+) -> tuple[Verdict, QualificationReport]:
+    """The verdict on exactly the scope's items (the figures over the queries of those strata and
+    locales, humans likewise): with every stratum and locale, the overall verdict."""
+    items = items if items is not None else judge_items_get(golden_set=judge.golden_set)
+    report = qualification_report(judge=judge, items=items_in_scope(items, strata, locales), bar=bar)
+    return report.verdicts.overall, report
+
+
+def scope_text(strata: Sequence[str], locales: Sequence[str]) -> str:
+    """ "billing, de-DE", "every stratum and locale"."""
+    parts = [*(s or "(no stratum)" for s in strata), *(loc or "(no locale)" for loc in locales)]
+    return ", ".join(parts) if parts else "every stratum and locale"
+
+
+# --- qualify, withdraw ---------------------------------------------------------------------------------
+
+
+def judge_qualify(
+    *,
+    judge: Judge,
+    strata: Sequence[str],
+    locales: Sequence[str],
+    rationale: str,
+    by: User,
+    bar: QualificationBar = DEFAULT_BAR,
+) -> JudgeQualification:
+    """Qualify the judge for a scope of its set: refused (QualificationRefused, saying why) unless the
+    figures on exactly that scope say "qualified". Stores the scope's bar and a snapshot of the figures."""
+    rationale = rationale.strip()
+    if not rationale:
+        raise QualificationRefused("a rationale is required")
+    strata, locales = sorted(set(strata)), sorted(set(locales))
+    verdict, report = scope_verdict(judge=judge, strata=strata, locales=locales, bar=bar)
+    scope = scope_text(strata, locales)
+    if verdict.verdict != QUALIFIED:
+        raise QualificationRefused(
+            f"not qualified for {scope}: the figures say {verdict.verdict} ({verdict.why})"
+        )
+    assert isinstance(verdict.bar, float)  # a "qualified" verdict has a numeric bar
+    return JudgeQualification.objects.create(
+        judge=judge,
+        strata=strata,
+        locales=locales,
+        rationale=rationale,
+        bar=verdict.bar,
+        figures={
+            "scope": scope,
+            "verdict": verdict.to_dict(),
+            "rule": bar.to_dict(),
+            "figures": report.figures.overall.to_dict(),
+            "n_not_graded": report.result.n_not_graded,
+        },
+        by=by,
+    )
+
+
+def judge_qualification_withdraw(*, qualification: JudgeQualification, by: User, reason: str) -> bool:
+    """End an active qualification with the reviewer's reason; False when it was no longer active."""
+    reason = reason.strip()
+    if not reason:
+        raise QualificationRefused("a reason is required")
+    return bool(
+        JudgeQualification.objects.filter(pk=qualification.pk, status=Active).update(
+            status=JudgeQualification.Status.WITHDRAWN,
+            ended_at=timezone.now(),
+            ended_reason=f"withdrawn by {by.get_username()}: {reason}",
+        )
+    )
+
+
+# --- a job over the qualification items ----------------------------------------------------------------
+
+
+def qualification_job_create(
+    *, judge: Judge, pairs: Iterable[PkKey], by: User | None, chunk_size: int = CHUNK_SIZE
+) -> JudgeJob:
+    """A job over exactly these (query pk, document pk) pairs of the judge's set that are in a pool, in
+    each query's blind order (as `judge_job_create` orders a job), queued once the transaction commits."""
+    from celery import current_app
+
+    wanted = set(pairs)
+    rows = Candidate.objects.filter(
+        query__golden_set=judge.golden_set_id, query_id__in=sorted({q for q, _ in wanted})
+    ).values_list("query__external_id", "query_id", "pk", "document_id")
+    chosen = sorted(
+        (row for row in rows if (row[1], row[3]) in wanted),
+        key=lambda row: (row[0], shuffle_key(rater_id=-judge.pk, query_id=row[1], candidate_id=row[2])),
+    )
+    with transaction.atomic():
+        job = JudgeJob.objects.create(judge=judge, created_by=by, chunk_size=chunk_size, total=len(chosen))
+        JudgeJobItem.objects.bulk_create(
+            JudgeJobItem(job=job, index=i, query_id=query_id, document_id=document_id)
+            for i, (_, query_id, _, document_id) in enumerate(chosen)
+        )
+        transaction.on_commit(lambda: current_app.tasks[JOB_START].delay(job.pk))
+    return job
+
+
+# --- status --------------------------------------------------------------------------------------------
+
+
+def qualification_status(judge: Judge) -> str:
+    """ "not qualified", "qualified for billing, de-DE since 2026-08-01", "suspended: ..."."""
+    rows = list(JudgeQualification.objects.filter(judge=judge).order_by("-at", "-id"))
+    active = [q for q in rows if q.status == Active]
+    if active:
+        return "; ".join(
+            f"qualified for {scope_text(q.strata, q.locales)} since {q.at:%Y-%m-%d}" for q in active
+        )
+    if rows and rows[0].status == JudgeQualification.Status.SUSPENDED:
+        return f"suspended: {rows[0].ended_reason}"
+    return "not qualified"
+
+
+# --- the drift watch -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DriftReading:
+    qualification: JudgeQualification
+    watch: DriftWatch
+
+
+def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int]]:
+    """(judge grade, human grade) for the human grades that landed after the qualification in its scope,
+    in the order they landed: a rater's grade lands when the query is marked done (the assignment's
+    `completed`). Only pairs the judge answered (a grade, or None for an error)."""
+    humans = list(
+        Judgment.objects.filter(
+            assignment__query__golden_set=qualification.judge.golden_set_id,
+            assignment__query__status=Query.Status.ACTIVE,
+            assignment__kind__in=HUMAN_KINDS,
+            assignment__calibration_round__isnull=True,
+            assignment__status=Assignment.Status.DONE,
+            assignment__completed__gt=qualification.at,
+        )
+        .order_by("assignment__completed", "pk")
+        .values_list(
+            "assignment__query_id",
+            "document_id",
+            "grade",
+            "assignment__query__stratum",
+            "assignment__query__locale",
+        )
+    )
+    humans = [row for row in humans if qualification.covers(row[3], row[4])]
+    grades = judge_grades(judge=qualification.judge, pairs={(q, d) for q, d, *_ in humans})
+    return [(grades[(q, d)], grade) for q, d, grade, *_ in humans if (q, d) in grades]
+
+
+def drift_reading(qualification: JudgeQualification) -> DriftReading:
+    window, min_pairs = DRIFT_WINDOW, DRIFT_MIN_PAIRS
+    if window is not None and min_pairs > window:
+        min_pairs = window
+    rubric = qualification.judge.rubric
+    watch = drift_watch(
+        drift_pairs(qualification),
+        bar=qualification.bar,
+        window=window,
+        min_pairs=min_pairs,
+        scale=Scale(rubric.scale_min, rubric.scale_max),
+    )
+    return DriftReading(qualification, watch)
+
+
+def drift_check(*, golden_set_id: int) -> list[JudgeQualification]:
+    """Run the drift watch on the set's active qualifications: each whose judge fell below its bar is
+    suspended (with the numbers), and the set's reviewers are mailed. Returns the suspended ones."""
+    suspended = []
+    active = JudgeQualification.objects.filter(
+        judge__golden_set_id=golden_set_id, status=Active
+    ).select_related("judge__golden_set", "judge__rubric")
+    for qualification in active:
+        reading = drift_reading(qualification)
+        if reading.watch.status != FELL_BELOW:
+            continue
+        reason = f"the drift watch: {reading.watch.why} (exact agreement {_share(reading.watch.exact)})"
+        ended = JudgeQualification.objects.filter(pk=qualification.pk, status=Active).update(
+            status=JudgeQualification.Status.SUSPENDED, ended_at=timezone.now(), ended_reason=reason
+        )
+        if ended:
+            qualification.refresh_from_db()
+            suspended.append(qualification)
+            _mail_reviewers(qualification)
+    return suspended
+
+
+def _share(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _mail_reviewers(qualification: JudgeQualification) -> None:
+    judge = qualification.judge
+    golden_set = judge.golden_set
+    to = sorted(golden_set.reviewers.exclude(email="").values_list("email", flat=True))
+    if not to:
+        return
+    scope = scope_text(qualification.strata, qualification.locales)
+    page = reverse("labeling:judge_qualification", kwargs={"slug": golden_set.slug, "pk": judge.pk})
+    body = (
+        f"The judge {judge.name} (#{judge.pk}, {judge.model}) of the golden set {golden_set.name} was"
+        f" qualified for {scope} on {qualification.at:%Y-%m-%d %H:%M} UTC.\n\n"
+        f"Suspended by {qualification.ended_reason}.\n\n"
+        f"Its labels no longer count there. Its qualification page: {page}\n"
+    )
+    send_mail(f"[Assay] Judge {judge.name} suspended in {golden_set.name}", body, None, to)
+
+
+def drift_check_schedule(*, golden_set_id: int) -> None:
+    """After the current transaction commits, run the drift watch for the set, only if it has an active
+    qualification (one cheap query otherwise). A failure of the check is logged, never raised."""
+    try:
+        if not JudgeQualification.objects.filter(judge__golden_set_id=golden_set_id, status=Active).exists():
+            return
+        transaction.on_commit(lambda: drift_check_safely(golden_set_id=golden_set_id), robust=True)
+    except Exception:
+        logger.exception("drift watch of golden set %s could not be scheduled", golden_set_id)
+
+
+def drift_check_safely(*, golden_set_id: int) -> None:
+    try:
+        drift_check(golden_set_id=golden_set_id)
+    except Exception:
+        logger.exception("drift watch of golden set %s failed", golden_set_id)
+
+
+def suspended_recently(*, golden_set: GoldenSet) -> list[JudgeQualification]:
+    """The set's suspended qualifications whose judge has not been qualified again since: the banner on
+    the set's judge pages."""
+    rows = JudgeQualification.objects.filter(judge__golden_set=golden_set).select_related("judge")
+    out = []
+    for q in rows.filter(status=JudgeQualification.Status.SUSPENDED):
+        newer = rows.filter(judge_id=q.judge_id, at__gt=q.at).exists()
+        if not newer:
+            out.append(q)
+    return out
