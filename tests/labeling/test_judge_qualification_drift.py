@@ -1,0 +1,182 @@
+"""The drift watch (labeling/services/judge_qualification.py): human grades that land after a judge's
+qualification, in its scope, when their query is marked done; a suspension with the numbers once the
+running kappa falls below the bar (never before `min_pairs`), the reviewers mailed, the banner, the
+judge's labels no longer counting; and a failing check never breaking the rater's done."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core import mail
+from django.test import Client
+from django.utils.html import escape
+
+from labeling.models import Assignment, GoldenSet, Judge, JudgeQualification, Query
+from labeling.selectors.judge_scope import qualified_judge_labels
+from labeling.services import judge_qualification as jq
+from labeling.services.done import assignment_done
+from tests import factories
+from tests.labeling.test_judge_qualification import dual_query, label, make_judge
+
+pytestmark = pytest.mark.django_db
+
+HUMAN = [0, 1, 2, 3]
+
+
+@pytest.fixture(autouse=True)
+def _small_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window of 20 pairs that can fall from 6 on (the defaults are 200 and 50)."""
+    monkeypatch.setattr(jq, "DRIFT_WINDOW", 20)
+    monkeypatch.setattr(jq, "DRIFT_MIN_PAIRS", 6)
+
+
+@pytest.fixture
+def judge(golden_set: GoldenSet) -> Judge:
+    return make_judge(golden_set, "drifting")
+
+
+@pytest.fixture
+def qualification(judge: Judge, rita: User) -> JudgeQualification:
+    return JudgeQualification.objects.create(
+        judge=judge, by=rita, rationale="agrees on billing", bar=0.7, strata=["billing"]
+    )
+
+
+def judged_query(golden_set: GoldenSet, judge: Judge, judge_grades: list[int], stratum: str) -> Query:
+    """A query with a pool the judge graded (labels on the documents as they are)."""
+    query = factories.pooled_query(golden_set, len(judge_grades), stratum=stratum, locale="en-US")
+    for candidate, grade in zip(query.candidates.order_by("best_rank"), judge_grades, strict=True):
+        label(judge, query, candidate.document, grade)
+    return query
+
+
+def rater_done(query: Query, rater: User, grades: list[int], capture: Callable[..., Any]) -> Assignment:
+    """The rater grades the pool and marks the query done through the service, its on-commit work run."""
+    assignment = factories.AssignmentFactory.create(query=query, rater=rater)
+    for candidate, grade in zip(query.candidates.order_by("best_rank"), grades, strict=True):
+        factories.grade(assignment, candidate.document, grade)
+    with capture(execute=True):
+        result = assignment_done(assignment_id=assignment.pk, rater=rater)
+    assert result.status == Assignment.Status.DONE
+    return assignment
+
+
+def test_disagreeing_human_grades_suspend_the_qualification_once_there_are_enough(
+    client: Client,
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    bob: User,
+    rita: User,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    # Grades that landed before the qualification do not count, whatever they say.
+    early, _ = dual_query(golden_set, (alice, bob), HUMAN, stratum="billing", locale="en-US")
+    early.assignments.update(completed=qualification.at.replace(year=qualification.at.year - 1))
+    for candidate, grade in zip(early.candidates.order_by("best_rank"), [3, 2, 1, 0], strict=True):
+        label(judge, early, candidate.document, grade)
+    assert jq.drift_pairs(qualification) == []
+
+    first = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    rater_done(first, alice, HUMAN, django_capture_on_commit_callbacks)
+    qualification.refresh_from_db()
+    assert qualification.status == JudgeQualification.Status.ACTIVE  # 4 pairs: fewer than 6
+    assert jq.drift_reading(qualification).watch.status == "too few pairs"
+    # Out of the scope: a docs query's grades are not the qualification's business.
+    outside = judged_query(golden_set, judge, [3, 2, 1, 0], "docs")
+    rater_done(outside, alice, HUMAN, django_capture_on_commit_callbacks)
+    qualification.refresh_from_db()
+    assert qualification.status == JudgeQualification.Status.ACTIVE
+    assert len(jq.drift_pairs(qualification)) == 4
+    assert not mail.outbox
+    assert qualified_judge_labels(golden_set=golden_set)
+
+    second = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    rater_done(second, bob, HUMAN, django_capture_on_commit_callbacks)
+    qualification.refresh_from_db()
+    assert qualification.status == JudgeQualification.Status.SUSPENDED
+    assert qualification.ended_at is not None
+    assert qualification.ended_reason.startswith(
+        "the drift watch: the running kappa over the latest 20 pairs fell below the bar 0.700 at pair 6;"
+        " now -1.000 over 8 pairs"
+    )
+    assert "exact agreement 0.000" in qualification.ended_reason
+    # The reviewers with an address are mailed; the judge's labels count nowhere any more.
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["rita@example.org"]
+    assert "suspended" in message.subject and judge.name in message.subject
+    assert "fell below the bar 0.700" in message.body
+    assert f"/sets/{golden_set.slug}/judges/{judge.pk}/qualification/" in message.body
+    assert qualified_judge_labels(golden_set=golden_set) == {}
+    assert jq.qualification_status(judge).startswith("suspended: the drift watch: the running kappa")
+    client.force_login(rita)
+    html = client.get(f"/sets/{golden_set.slug}/judges/{judge.pk}/qualification/").content.decode()
+    assert 'id="judge-suspended"' in html and "Judge qualification suspended" in html
+    # Marking more queries done does not mail again.
+    third = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    rater_done(third, alice, HUMAN, django_capture_on_commit_callbacks)
+    assert len(mail.outbox) == 1
+
+
+def test_agreeing_human_grades_keep_it_active_and_the_page_shows_the_running_agreement(
+    client: Client,
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    rita: User,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    for _ in range(3):
+        query = judged_query(golden_set, judge, HUMAN, "billing")
+        rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
+    qualification.refresh_from_db()
+    assert qualification.status == JudgeQualification.Status.ACTIVE
+    watch = jq.drift_reading(qualification).watch
+    assert (watch.status, watch.n_pairs, watch.kappa_quadratic) == ("holding", 12, 1.0)
+    assert not mail.outbox
+    client.force_login(rita)
+    response = client.get(f"/sets/{golden_set.slug}/judges/{judge.pk}/qualification/")
+    assert response.context["drift"][0].watch == watch
+    assert escape(watch.why) in response.content.decode()
+
+
+def test_a_failing_drift_check_never_breaks_marking_a_query_done(
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("the watch broke")
+
+    monkeypatch.setattr(jq, "drift_check", broken)
+    query = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    with caplog.at_level(logging.ERROR, logger="labeling.services.judge_qualification"):
+        assignment = rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.DONE and assignment.completed is not None
+    assert f"drift watch of golden set {golden_set.pk} failed" in caplog.text
+
+
+def test_no_active_qualification_no_check(
+    golden_set: GoldenSet,
+    judge: Judge,
+    alice: User,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(jq, "drift_check", lambda *, golden_set_id: calls.append(golden_set_id))
+    query = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
+    assert calls == []
