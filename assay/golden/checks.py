@@ -25,6 +25,7 @@ from assay.golden.fields import (
 )
 from assay.golden.model import (
     DEFAULT_K,
+    JUDGMENT_SOURCES,
     TIERS,
     TRAFFIC_BANDS,
     GoldenFile,
@@ -389,16 +390,24 @@ class _Checker:
 
     def traffic_band(self, value: object, where: str, qid: str | None) -> str | None:
         """A band or None (null, or the field left out); anything else names the bands."""
-        if value is None or (isinstance(value, str) and value in TRAFFIC_BANDS):
-            return value
+        ok = self.optional_choice(value, where, TRAFFIC_BANDS, "a traffic band: use one of", "", qid)
+        return value if ok and isinstance(value, str) else None
+
+    def optional_choice(
+        self, value: object, where: str, choices: Sequence[str], what: str, after: str, qid: str | None
+    ) -> bool:
+        """Whether `value` is None (null, or the field left out) or one of `choices`; else the problem,
+        "<value> is not <what> <choices>, or leave it out<after>"."""
+        if value is None or (isinstance(value, str) and value in choices):
+            return True
         shown = _quote(value) if isinstance(value, str) else _describe(value)
         self.add(
             where,
-            f"{shown} is not a traffic band: use one of {', '.join(TRAFFIC_BANDS)}, or leave it out",
+            f"{shown} is not {what} {', '.join(choices)}, or leave it out{after}",
             "enum" if isinstance(value, str) else "type",
             qid,
         )
-        return None
+        return False
 
     def weight(self, value: object, where: str, qid: str | None) -> float | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -502,13 +511,20 @@ class _Checker:
                 grade = None
             grades_ok = grades_ok and grade is not None
             key = self.optional_string(obj, "key", place, qid)
+            source, source_ok = self.source(obj.get("source"), _join(place, "source"), qid)
+            grades_ok = grades_ok and source_ok
             if doc_id is not None:
                 self.once(docs, doc_id, place, _join(place, "doc_id"), "judgment for document", qid)
             if key is not None:
                 self.once(keys, key, place, _join(place, "key"), "key", qid)
-            if doc_id is not None and grade is not None:
-                out.append(Judgment(doc_id=doc_id, grade=grade, key=key))
+            if doc_id is not None and grade is not None and source_ok:
+                out.append(Judgment(doc_id=doc_id, grade=grade, key=key, source=source))
         return tuple(sorted(out, key=lambda j: natural_key(j.doc_id))), grades_ok
+
+    def source(self, value: object, where: str, qid: str | None) -> tuple[str | None, bool]:
+        """A judgment's source: absent or null (humans), else one of JUDGMENT_SOURCES; and whether valid."""
+        ok = self.optional_choice(value, where, JUDGMENT_SOURCES, "a judgment source: use", " (humans)", qid)
+        return (value if ok and isinstance(value, str) else None), ok
 
     def once(
         self, seen: dict[str, str], value: str, here: str, where: str, what: str, qid: str | None

@@ -1,9 +1,10 @@
 """A golden file's judgments as columns (pure): what scoring a large run reads, no object per judgment.
 
-`GoldenColumns` holds the file-level fields, the queries (canonical order) and every judgment in three
+`GoldenColumns` holds the file-level fields, the queries (canonical order) and every judgment in
 flat columns, query by query and, within a query, in natural doc id order (the order of `GoldenFile`):
-`doc_ids[bounds[i]:bounds[i + 1]]` are query i's documents and `grades[...]` their grades. The fast
-reader of `assay.golden.fast` builds it straight from the file's bytes; `from_file` builds it from a
+`doc_ids[bounds[i]:bounds[i + 1]]` are query i's documents and `grades[...]` their grades (`keys` and
+`sources` beside them when any judgment has one). The fast reader of `assay.golden.fast` builds it
+straight from the file's bytes; `from_file` builds it from a
 `GoldenFile` (what the app and the careful walk hold); `to_file` gives the `GoldenFile` back. The columns
 are the judgments: the queries' own `judgments` are not read (the fast reader leaves them empty).
 """
@@ -32,13 +33,16 @@ class GoldenColumns:
     grades: NDArray[np.int64]
     # Durable keys beside the doc ids (None where a judgment has none); None when no judgment has one.
     keys: list[str | None] | None
-    bounds: NDArray[np.int64]  # len(queries) + 1 offsets into the three columns
+    bounds: NDArray[np.int64]  # len(queries) + 1 offsets into the columns
+    # Judgment sources beside the doc ids (None: humans); None when every judgment is the humans'.
+    sources: list[str | None] | None = None
 
     @classmethod
     def from_file(cls, golden: GoldenFile) -> GoldenColumns:
         judgments = list(chain.from_iterable(q.judgments for q in golden.queries))
         sizes = [len(q.judgments) for q in golden.queries]
         keys = [j.key for j in judgments]
+        sources = [j.source for j in judgments]
         return cls(
             version=golden.version,
             k=golden.k,
@@ -50,12 +54,14 @@ class GoldenColumns:
             grades=np.fromiter((j.grade for j in judgments), dtype=np.int64, count=len(judgments)),
             keys=keys if any(key is not None for key in keys) else None,
             bounds=offsets(sizes),
+            sources=sources if any(source is not None for source in sources) else None,
         )
 
     def to_file(self) -> GoldenFile:
         grades = self.grades.tolist()
         keys = self.keys if self.keys is not None else [None] * len(self.doc_ids)
-        built = list(map(Judgment, self.doc_ids, grades, keys))
+        sources = self.sources if self.sources is not None else [None] * len(self.doc_ids)
+        built = list(map(Judgment, self.doc_ids, grades, keys, sources))
         ends = self.bounds.tolist()
         queries = tuple(
             replace(query, judgments=tuple(built[start:end]))

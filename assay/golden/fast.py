@@ -1,7 +1,8 @@
 """The golden file's fast path (pure): a valid JSON file decoded by msgspec and checked in bulk, into columns.
 
 `assay.golden.format.parse` and the `assay` command's golden reading try this first. msgspec decodes the
-bytes straight into typed records (a judgment is a doc id string, an integer grade and maybe a key; no
+bytes straight into typed records (a judgment is a doc id string, an integer grade, maybe a key and a
+source; no
 unknown field anywhere), which is most of the checking and several times quicker than decoding into
 dicts; the rest is done over all queries or all judgments at once (joined strings searched by one regex,
 per-query duplicates found in sorted columns). Queries with fields beyond id, text and judgments go
@@ -27,8 +28,8 @@ from numpy.typing import NDArray
 
 from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _bad_chars, _Checker
 from assay.golden.columns import GoldenColumns, offsets
-from assay.golden.fields import HEADER_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
-from assay.golden.model import TIERS, TRAFFIC_BANDS, GoldenFile, GoldenQuery, Scale
+from assay.golden.fields import HEADER_FIELDS, JUDGMENT_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
+from assay.golden.model import JUDGMENT_SOURCES, TIERS, TRAFFIC_BANDS, GoldenFile, GoldenQuery, Scale
 from assay.memory import gc_paused
 
 # In space-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
@@ -38,7 +39,12 @@ _SIMPLE = ("id", "text", "judgments")
 _RICH = tuple(field for field in QUERY_FIELDS if field not in _SIMPLE)
 _rich = attrgetter(*_RICH)
 _ID, _TEXT, _JUDGMENTS = attrgetter("id"), attrgetter("text"), attrgetter("judgments")
-_DOC_ID, _GRADE, _KEY = attrgetter("doc_id"), attrgetter("grade"), attrgetter("key")
+_DOC_ID, _GRADE, _KEY, _SOURCE = (
+    attrgetter("doc_id"),
+    attrgetter("grade"),
+    attrgetter("key"),
+    attrgetter("source"),
+)
 _NONE_RICH = (UNSET,) * len(_RICH)
 
 
@@ -46,6 +52,8 @@ class _Judgment(Struct, forbid_unknown_fields=True, gc=False):
     doc_id: str
     grade: int
     key: str | UnsetType | None = UNSET
+    # Any JSON value: a source other than JUDGMENT_SOURCES or null sends the file to the careful walk.
+    source: Any = UNSET
 
 
 class _Query(Struct, forbid_unknown_fields=True, gc=False):
@@ -152,7 +160,7 @@ def _as_dict(query: _Query) -> dict[str, Any]:
     """A query with more than id, text and judgments, as the decoded JSON the careful walk reads."""
     out = _fields(query, QUERY_FIELDS)
     if "judgments" in out:
-        out["judgments"] = [_fields(j, ("doc_id", "grade", "key")) for j in out["judgments"]]
+        out["judgments"] = [_fields(j, JUDGMENT_FIELDS) for j in out["judgments"]]
     return out
 
 
@@ -198,7 +206,7 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     built = _simple_columns(simple, extras, scale)
     if built is None:
         return None
-    queries, docs, grades, keys, sizes, simple_members, simple_colons = built
+    queries, docs, grades, keys, sources, sizes, simple_members, simple_colons = built
     if raw.count(b":") - colons - simple_colons != members + simple_members:
         return None
     for query in careful:
@@ -206,12 +214,13 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
         docs.extend(j.doc_id for j in query.judgments)
         grades.extend(j.grade for j in query.judgments)
         keys.extend(j.key for j in query.judgments)
+        sources.extend(j.source for j in query.judgments)
         sizes.append(len(query.judgments))
     ids = [q.id for q in queries]
     if len(set(ids)) != len(ids):
         return None
     assert version is not None and k is not None and rmg is not None
-    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sizes, canonical)
+    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sources, sizes, canonical)
 
 
 def _in_order(
@@ -224,6 +233,7 @@ def _in_order(
     docs: list[str],
     grades: list[int],
     keys: list[str | None],
+    sources: list[str | None],
     sizes: list[int],
     canonical: bool,
 ) -> GoldenColumns | None:
@@ -254,6 +264,7 @@ def _in_order(
         grades=np.asarray(grades, dtype=np.int64)[perm],
         keys=_taken(keys, perm) if keys.count(None) < len(keys) else None,
         bounds=offsets(np.asarray(sizes, dtype=np.int64)[query_order]),
+        sources=_taken(sources, perm) if sources.count(None) < len(sources) else None,
     )
 
 
@@ -352,10 +363,13 @@ def _rich_colons(rich: tuple[Any, ...]) -> tuple[int, int]:
 
 def _simple_columns(
     items: list[_Query], extras: list[dict[str, Any] | None], scale: Scale
-) -> tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[int], int, int] | None:
+) -> (
+    tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[str | None], list[int], int, int]
+    | None
+):
     """Queries whose id, text and judgments are checked in bulk (their other fields `extras`, checked by
-    `_bulk_fields`): (queries, doc ids, grades, keys, judgments per query, members, colons) in the file's
-    order, the members and colons of those three fields; None when not valid."""
+    `_bulk_fields`): (queries, doc ids, grades, keys, sources, judgments per query, members, colons) in
+    the file's order, the members and colons of those three fields; None when not valid."""
     ids = list(map(_ID, items))
     texts = list(map(_TEXT, items))
     lists = [[] if judgments is UNSET else judgments for judgments in map(_JUDGMENTS, items)]
@@ -375,6 +389,15 @@ def _simple_columns(
     if present and not _clean(present, ident=False, field="key"):
         return None
     keys = [None if key is UNSET else key for key in keys] if given else [None] * len(flat)
+    # A source is the careful walk's `_Checker.source`: absent or null (humans), else one of the sources.
+    raw_sources: list[Any] = list(map(_SOURCE, flat))
+    unset_sources = raw_sources.count(UNSET)
+    stated = [source for source in raw_sources if source is not UNSET] if unset_sources < len(flat) else []
+    if stated and not all(source is None or source in JUDGMENT_SOURCES for source in stated):
+        return None
+    sources: list[str | None] = (
+        [None if source is UNSET else source for source in raw_sources] if stated else [None] * len(flat)
+    )
 
     sizes = list(map(len, lists))
     if present and _keys_repeat(keys, np.repeat(np.arange(len(lists)), sizes)):
@@ -384,10 +407,10 @@ def _simple_columns(
         for qid, text, extra in zip(ids, texts, extras, strict=True)
     ]
     members = 2 * len(items) + len(items) - list(map(_JUDGMENTS, items)).count(UNSET)
-    members += 2 * len(flat) + len(given)
+    members += 2 * len(flat) + len(given) + len(stated)  # JUDGMENT_SOURCES hold no ':'
     colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(docs).count(":")
     colons += "".join(present).count(":")
-    return queries, docs, grades, keys, sizes, members, colons
+    return queries, docs, grades, keys, sources, sizes, members, colons
 
 
 def _judgment_order(owner: NDArray[np.int64], docs: list[str]) -> NDArray[np.intp] | None:

@@ -12,7 +12,7 @@ Format = Literal["json", "jsonl"]
 
 # The format's revision (docs/golden-format.md, "Revisions"). A revision only adds optional fields, so a
 # file of an earlier revision reads the same; a file does not name its revision.
-FORMAT_REVISION = 2
+FORMAT_REVISION = 3
 
 FILE_FIELDS = ("version", "k", "relevant_min_grade", "scale", "rubric", "queries")
 HEADER_FIELDS = FILE_FIELDS[:-1]
@@ -31,7 +31,7 @@ QUERY_FIELDS = (
     "tags",
     "judgments",
 )
-JUDGMENT_FIELDS = ("doc_id", "grade", "key")
+JUDGMENT_FIELDS = ("doc_id", "grade", "key", "source")
 # The longest value of each string field that the database columns hold (labeling.models Query and
 # Document, golden_io.models GoldenVersion: tests/golden_io/test_limits.py holds them equal), so that a file
 # `assay validate` accepts is never refused on save, on SQLite (which would store it) as on PostgreSQL.

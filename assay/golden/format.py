@@ -342,7 +342,9 @@ def _query_dict(q: GoldenQuery) -> dict[str, Any]:
     if q.tags:
         out["tags"] = sorted(q.tags)
     out["judgments"] = [
-        {"doc_id": j.doc_id, "grade": j.grade} | ({"key": j.key} if j.key is not None else {})
+        {"doc_id": j.doc_id, "grade": j.grade}
+        | ({"key": j.key} if j.key is not None else {})
+        | ({"source": j.source} if j.source is not None else {})
         for j in sorted(q.judgments, key=lambda j: natural_key(j.doc_id))
     ]
     return out

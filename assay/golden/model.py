@@ -7,7 +7,7 @@ freezes golden versions into it. Field meanings: docs/golden-format.md.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 TIERS = ("core", "shadow", "challenge")
@@ -15,6 +15,9 @@ TIERS = ("core", "shadow", "challenge")
 TRAFFIC_BANDS = ("head", "torso", "tail")
 DEFAULT_K = 10
 DEFAULT_RELEVANT_MIN_GRADE = 2
+# A judgment's `source` when a machine judge gave the grade (absent: humans did); the only value so far.
+JUDGE = "judge"
+JUDGMENT_SOURCES = (JUDGE,)
 
 # JSON scalar values allowed in a query's filters (a filter value may also be a list of these).
 FilterValue = str | int | float | bool | None
@@ -45,6 +48,9 @@ class Judgment:
     grade: int
     # A durable key (canonical URL, external id) resolved to the live doc id at evaluation time.
     key: str | None = None
+    # Who gave the grade: None for humans (the field is absent from the file), JUDGE for a qualified
+    # machine judge's label (docs/golden-format.md, "Judgment sources").
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,27 @@ class GoldenFile:
     relevant_min_grade: int = DEFAULT_RELEVANT_MIN_GRADE
     scale: Scale = Scale()
     rubric: str | None = None
+
+    @property
+    def sources(self) -> dict[str, int]:
+        """How many judgments each source gave ("human" for those without one)."""
+        out: dict[str, int] = {}
+        for q in self.queries:
+            for j in q.judgments:
+                source = j.source or "human"
+                out[source] = out.get(source, 0) + 1
+        return out
+
+    def without_source(self, source: str) -> GoldenFile:
+        """The file without the judgments of `source` (e.g. JUDGE: what the humans' labels alone say);
+        their documents become unjudged."""
+        return replace(
+            self,
+            queries=tuple(
+                replace(q, judgments=tuple(j for j in q.judgments if j.source != source))
+                for q in self.queries
+            ),
+        )
 
     def query(self, query_id: str) -> GoldenQuery:
         for q in self.queries:

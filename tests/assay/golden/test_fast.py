@@ -71,6 +71,8 @@ def golden_dicts(draw: st.DrawFn) -> dict[str, Any]:
             judgment: dict[str, Any] = {"doc_id": doc, "grade": draw(st.integers(0, high))}
             if draw(st.integers(0, 4)) == 0:
                 judgment["key"] = draw(st.one_of(st.none(), ident))
+            if draw(st.integers(0, 3)) == 0:
+                judgment["source"] = draw(st.sampled_from(["judge", None]))
             judgments.append(judgment)
         if bool(judgments) or draw(st.booleans()):
             query["judgments"] = judgments
@@ -96,8 +98,9 @@ def damaged(draw: st.DrawFn) -> str:
     how = draw(st.integers(0, 9))
     judgments = query.get("judgments") or []
     if how == 0 and judgments:
-        draw(st.sampled_from(judgments))[draw(st.sampled_from(["doc_id", "grade", "key", "dok"]))] = draw(
-            st.sampled_from(DAMAGE)
+        field = draw(st.sampled_from(["doc_id", "grade", "key", "source", "dok"]))
+        draw(st.sampled_from(judgments))[field] = draw(
+            st.sampled_from([*DAMAGE, "Judge", "human", "judge:x"])
         )
     elif how == 1 and judgments:
         judgments.append(dict(draw(st.sampled_from(judgments))))  # a duplicate judgment
@@ -291,3 +294,46 @@ def test_each_query_field_alone_is_taken_or_refused_as_the_careful_walk_does(
         listed = isinstance(value, dict) and any(isinstance(v, list) for v in value.values())
         lists = name == "tags" or listed
         assert got == expected or (got is None and lists)
+
+
+SOURCE_VALUES: list[Any] = [
+    "judge",
+    None,
+    "Judge",
+    "human",
+    "judge ",
+    "",
+    "judge:a",
+    1,
+    True,
+    [],
+    {},
+    ["judge"],
+]
+
+
+@pytest.mark.parametrize("value", SOURCE_VALUES)
+@pytest.mark.parametrize("rich", [False, True])
+def test_a_judgment_source_is_taken_or_refused_as_the_careful_walk_does(value: Any, rich: bool) -> None:
+    """The fast path's bulk check of `source` (docs/golden-format.md, "Judgment sources") against the
+    careful walk's, in a plain query and in one the careful walk reads (tags)."""
+    query: dict[str, Any] = {
+        "id": "q1",
+        "text": "t",
+        "judgments": [{"doc_id": "d1", "grade": 2, "source": value}, {"doc_id": "d2", "grade": 1}],
+    }
+    if rich:
+        query["tags"] = ["a"]
+    text = json.dumps({"version": "v1", "queries": [query, {"id": "q2", "text": "u"}]})
+    expected = careful(text)
+    got = fast(text)
+    if value in ("judge", None):
+        assert isinstance(expected, GoldenFile)
+        assert got == expected
+        assert expected.query("q1").judgments[0].source == value
+        assert expected.sources == ({"judge": 1, "human": 1} if value else {"human": 2})
+    else:
+        assert got is None
+        assert isinstance(expected, list) and len(expected) == 1
+        assert expected[0].startswith("queries[0].judgments[0].source: ")
+        assert "is not a judgment source: use judge, or leave it out (humans)" in expected[0]

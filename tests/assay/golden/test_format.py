@@ -9,11 +9,13 @@ import copy
 import difflib
 import json
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay.golden.fields import Format
 from assay.golden.format import (
     GoldenFormatError,
     Problem,
@@ -124,6 +126,36 @@ def test_it_dumps_a_canonical_file_back_byte_for_byte(name: str) -> None:
     golden = parse(raw)
 
     assert dump(golden, "jsonl" if name.endswith(".jsonl") else "json") == raw
+
+
+@pytest.mark.parametrize("name", ["full.json", "full.jsonl"])
+def test_a_judges_labels_carry_their_source_through_both_forms(name: str) -> None:
+    """docs/golden-format.md, "Judgment sources": `"source": "judge"` after the key; absent for humans,
+    so a file with no judge label is written byte for byte as before."""
+    form: Format = "jsonl" if name.endswith(".jsonl") else "json"
+    raw = (GOLDEN / name).read_bytes()
+    golden = parse(raw)
+    q10 = golden.query("q-10")
+    marked = replace(
+        golden,
+        queries=tuple(
+            replace(q, judgments=(replace(q.judgments[0], source="judge"), *q.judgments[1:]))
+            if q is q10
+            else q
+            for q in golden.queries
+        ),
+    )
+    written = dump(marked, form)
+    first = q10.judgments[0]
+    fields = {"doc_id": first.doc_id, "grade": first.grade} | ({"key": first.key} if first.key else {})
+    assert json.dumps(fields | {"source": "judge"}, ensure_ascii=False) in written.decode()
+    back = parse(written)
+    assert back == marked
+    assert back.query("q-10").judgments[0].source == "judge"
+    assert back.sources == {"human": golden.sources["human"] - 1, "judge": 1}
+    without = back.without_source("judge")
+    assert without.query("q-10").judgments == q10.judgments[1:]
+    assert dump(replace(back, queries=golden.queries), form) == raw  # sources gone: the bytes as before
 
 
 def test_it_converts_between_the_two_forms_exactly() -> None:

@@ -120,7 +120,7 @@ def test_an_unknown_field_lists_the_new_fields_among_the_allowed_ones() -> None:
 
 
 def test_the_schema_says_the_revision_and_accepts_the_new_fields() -> None:
-    assert FORMAT_REVISION == 2
+    assert FORMAT_REVISION >= 2
     assert load_schema()["$comment"].startswith(f"Format revision {FORMAT_REVISION} ")
     query_line = Draft202012Validator(line_schema("queryLine"))
     data: dict[str, Any] = to_dict(_banded())
@@ -134,3 +134,19 @@ def test_the_schema_says_the_revision_and_accepts_the_new_fields() -> None:
     )
     errors = [e.message for e in query_line.iter_errors({"id": "q", "text": "t", "traffic_band": "middle"})]
     assert errors == ["'middle' is not one of ['head', 'torso', 'tail', None]"]
+
+
+def test_revision_3_adds_the_judgment_source_to_the_schema_as_the_parser_reads_it() -> None:
+    """docs/golden-format.md, "Judgment sources": `source` is "judge", or absent or null (humans)."""
+    assert FORMAT_REVISION == 3
+    assert load_schema()["$comment"].startswith("Format revision 3 ")
+    data = base()
+    for source, valid in (("judge", True), (None, True), ("human", False), ("Judge", False), (1, False)):
+        data["queries"][0]["judgments"][0]["source"] = source
+        schema_ok = list(SCHEMA.iter_errors(data)) == []
+        try:
+            from_dict(data)
+            parsed_ok = True
+        except GoldenFormatError:
+            parsed_ok = False
+        assert schema_ok == parsed_ok == valid, source
