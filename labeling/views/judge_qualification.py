@@ -113,7 +113,6 @@ def judge_qualification(request: HttpRequest, slug: str, pk: int) -> HttpRespons
             "newer": Judge.objects.filter(golden_set=golden_set, previous=judge).order_by("-created"),
             "qualify_form": QualifyForm(golden_set=golden_set),
             "withdraw_form": WithdrawForm(),
-            "suspended": qualification_services.suspended_recently(golden_set=golden_set),
         },
     )
 
@@ -220,6 +219,5 @@ def judge_compare(request: HttpRequest, slug: str) -> HttpResponse:
             "humans": comparison.judges[0].figures.overall.humans
             if comparison and comparison.judges
             else None,
-            "suspended": qualification_services.suspended_recently(golden_set=golden_set),
         },
     )

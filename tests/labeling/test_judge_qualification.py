@@ -284,3 +284,13 @@ def test_judge_the_qualification_items_makes_a_job_over_exactly_those_pairs(
     assert job.total == 80
     assert {(i.query_id, i.document_id) for i in job.items.all()} == set(items.pks.values())
     assert sorted(job.items.values_list("index", flat=True)) == list(range(80))
+
+
+def test_the_judge_pages_link_to_the_qualification_and_compare_pages(
+    client: Client, bad: Judge, rita: User
+) -> None:
+    client.force_login(rita)
+    detail = client.get(f"/sets/{bad.golden_set.slug}/judges/{bad.pk}/").content.decode()
+    assert f'href="{page(bad)}"' in detail
+    listing = client.get(f"/sets/{bad.golden_set.slug}/judges/").content.decode()
+    assert f'href="/sets/{bad.golden_set.slug}/judges/compare/"' in listing
