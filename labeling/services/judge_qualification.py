@@ -402,12 +402,15 @@ def drift_check_safely(*, golden_set_id: int) -> None:
 
 
 def suspended_recently(*, golden_set: GoldenSet) -> list[JudgeQualification]:
-    """The set's suspended qualifications whose judge has not been qualified again since: the banner on
-    the set's judge pages."""
-    rows = JudgeQualification.objects.filter(judge__golden_set=golden_set).select_related("judge")
+    """The set's suspended qualifications whose judge has been neither qualified again nor replaced by a
+    new version since: the banner on the set's judge pages."""
+    rows = JudgeQualification.objects.filter(judge__golden_set=golden_set)
     out = []
-    for q in rows.filter(status=JudgeQualification.Status.SUSPENDED):
-        newer = rows.filter(judge_id=q.judge_id, at__gt=q.at).exists()
-        if not newer:
-            out.append(q)
+    for q in rows.filter(status=JudgeQualification.Status.SUSPENDED).select_related("judge__golden_set"):
+        since = q.ended_at or q.at
+        if rows.filter(judge_id=q.judge_id, at__gt=since).exists():
+            continue
+        if Judge.objects.filter(previous_id=q.judge_id, created__gt=since).exists():
+            continue
+        out.append(q)
     return out

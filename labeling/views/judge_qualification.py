@@ -185,6 +185,7 @@ def judge_compare(request: HttpRequest, slug: str) -> HttpResponse:
         chosen = [j for j in judges if str(j.pk) in wanted]
     comparison = None
     columns: list[dict[str, Any]] = []
+    scope_rows: list[tuple[Any, list[Any]]] = []
     if chosen:
         items = judge_items_get(golden_set=golden_set)
         names = {f"{j.name} #{j.pk}": j for j in chosen}
@@ -205,9 +206,18 @@ def judge_compare(request: HttpRequest, slug: str) -> HttpResponse:
                     "compared": compared,
                     "overall": compared.figures.overall.judge,
                     "verdict": verdicts.overall,
+                    "scopes": list(
+                        zip(compared.figures.scopes[1:], (*verdicts.strata, *verdicts.locales), strict=True)
+                    ),
                     "status": qualification_services.qualification_status(judge),
                 }
             )
+        if columns:
+            # The common items are the same for every judge, so are the strata and locales: one row each.
+            first = columns[0]["compared"].figures.scopes[1:]
+            scope_rows = [
+                (scope, [column["scopes"][i] for column in columns]) for i, scope in enumerate(first)
+            ]
     return render(
         request,
         "labeling/judge_compare.html",
@@ -216,6 +226,7 @@ def judge_compare(request: HttpRequest, slug: str) -> HttpResponse:
             "form": form,
             "comparison": comparison,
             "columns": columns,
+            "scope_rows": scope_rows,
             "humans": comparison.judges[0].figures.overall.humans
             if comparison and comparison.judges
             else None,

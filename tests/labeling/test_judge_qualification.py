@@ -267,6 +267,13 @@ def test_compare_shows_each_judge_on_the_common_items_only(
     html = response.content.decode()
     assert "on the 70 items every judge graded (10 of 80 left out" in html
     assert [c["judge"] for c in response.context["columns"]] == [bad, good]
+    rows = response.context["scope_rows"]
+    assert [(scope.scope, scope.name) for scope, _ in rows] == [
+        ("stratum", "billing"), ("stratum", "docs"), ("locale", "de-DE"), ("locale", "en-US"),
+    ]  # fmt: skip
+    billing = dict(zip(["bad", "good"], (v.verdict for _, v in rows[0][1]), strict=True))
+    assert billing == {"bad": "qualified", "good": "qualified"}
+    assert [v.verdict for _, v in rows[1][1]] == ["not qualified", "qualified"]
     only = client.get(f"/sets/{good.golden_set.slug}/judges/compare/", {"judges": [bad.pk]})
     assert only.context["comparison"].n_common == 80
 

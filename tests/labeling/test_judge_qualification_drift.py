@@ -122,6 +122,10 @@ def test_disagreeing_human_grades_suspend_the_qualification_once_there_are_enoug
     third = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
     rater_done(third, alice, HUMAN, django_capture_on_commit_callbacks)
     assert len(mail.outbox) == 1
+    # The banner stays until the judge is qualified again or replaced by a new version.
+    assert jq.suspended_recently(golden_set=golden_set) == [qualification]
+    make_judge(golden_set, "drifting-2", previous=judge)
+    assert jq.suspended_recently(golden_set=golden_set) == []
 
 
 def test_agreeing_human_grades_keep_it_active_and_the_page_shows_the_running_agreement(
