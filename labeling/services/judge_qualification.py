@@ -29,7 +29,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -301,7 +301,8 @@ class DriftReading:
 def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int]]:
     """(judge grade, human grade) for the human grades that landed after the qualification in its scope,
     in the order they landed: a rater's grade lands when the query is marked done (the assignment's
-    `completed`). Only pairs the judge answered (a grade, or None for an error)."""
+    `completed`), on the document as it is now. Only pairs the judge answered (a grade, or None for an
+    error) on that content."""
     humans = list(
         Judgment.objects.filter(
             assignment__query__golden_set=qualification.judge.golden_set_id,
@@ -311,6 +312,8 @@ def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int
             assignment__status=Assignment.Status.DONE,
             assignment__completed__gt=qualification.at,
         )
+        # A grade given on other content than the document's now is not compared with the judge's.
+        .filter(Q(content_hash="") | Q(content_hash=F("document__content_hash")))
         .order_by("assignment__completed", "pk")
         .values_list(
             "assignment__query_id",

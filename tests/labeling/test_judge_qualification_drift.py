@@ -184,3 +184,20 @@ def test_no_active_qualification_no_check(
     query = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
     rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
     assert calls == []
+
+
+def test_grades_on_other_content_than_the_documents_now_are_not_compared(
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    query = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    assignment = rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
+    judgments = list(assignment.judgments.order_by("document__candidates__best_rank"))
+    judgments[0].content_hash = "0" * 64  # graded before the document changed
+    judgments[0].save()
+    judgments[1].content_hash = judgments[1].document.content_hash
+    judgments[1].save()
+    assert jq.drift_pairs(qualification) == [(2, 1), (1, 2), (0, 3)]
