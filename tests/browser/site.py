@@ -2,7 +2,8 @@
 
 `site` builds one populated help-center set on top of tests/support/evaluation.py's `scene` (a promoted
 baseline run and a failing run on a stub engine): alice's open assignment, a query alice and bob
-disagree on by two grades (in the review queue, adjudicable), a calibration round, a second golden
+disagree on by two grades (in the review queue, adjudicable), a frozen grade bob overturns alone (a
+proposal), a calibration round, a second golden
 version to diff, a nightly schedule, an API token, and ada, an admin with Django's admin site.
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
@@ -23,7 +24,7 @@ from django.urls import reverse
 
 from evaluation.services.schedules import schedule_set
 from evaluation.tokens import api_token_create
-from labeling import rounds
+from labeling import rounds, services
 from labeling.models import Assignment, CalibrationRound, GoldenSet, Query
 from tests import factories
 from tests.support.disputes import dual_graded
@@ -73,6 +74,7 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
     disputed, _ = dual_graded(
         golden_set, (alice, [3, 2, 1, 0]), (bob, [1, 2, 1, 0]), external_id="q-0471", text="money back"
     )
+    _overturned(golden_set, bob)
     calibration = rounds.calibration_round_start(
         golden_set=golden_set,
         name="spring",
@@ -84,6 +86,19 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
     schedule_set(golden_set=golden_set, target=scene.target, hour=3)
     api_token_create(user=rita, name="CI gate", scopes=["read"])
     return Site(scene, assignment, disputed, calibration, next_version)
+
+
+def _overturned(golden_set: GoldenSet, rater: User) -> None:
+    """A query whose frozen grade 3 the rater overturns to 0 alone and marks done: a proposal to review."""
+    query = factories.pooled_query(golden_set, 2, text="cancel annual plan")
+    candidates = list(query.candidates.order_by("best_rank"))
+    factories.FrozenLabelFactory.create(query=query, document=candidates[0].document, grade=3)
+    assignment = factories.AssignmentFactory.create(query=query, rater=rater)
+    for candidate, grade in zip(candidates, [0, 1], strict=True):
+        services.judgment_submit(
+            assignment_id=assignment.pk, rater=rater, candidate_id=candidate.pk, grade=grade, note="old"
+        )
+    services.assignment_done(assignment_id=assignment.pk, rater=rater)
 
 
 Where = Callable[[Site], str]
