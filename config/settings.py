@@ -246,6 +246,8 @@ CELERY_BEAT_SCHEDULE = {
     # Send again the chunks whose lease ran out (a lost worker), restart lost queued runs, re-send stalled
     # work, finalize abandoned runs. Every 15 s: with the 20 s lease, a lost worker is noticed within 35 s.
     "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 15.0},
+    # Send again the unfinished chunks of judge jobs whose heartbeat stopped (labeling/tasks.py).
+    "labeling-judge-jobs-sweep": {"task": "labeling.judge_jobs_sweep", "schedule": 15.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # On SQLite the one-scheduler lock is a file lock here (config/beat_lock.py); on PostgreSQL an advisory lock.

@@ -704,6 +704,10 @@ class JudgeJob(models.Model):
     completion_tokens = models.PositiveBigIntegerField(default=0)
     elapsed_ms = models.PositiveBigIntegerField(default=0, help_text="summed over the job's chunks")
     message = models.TextField(blank=True)
+    # The chunk at work holds the job (`holder`, a token per delivery) and renews `heartbeat_at` while it
+    # works; a running job whose heartbeat stopped lost its worker, and the sweeper sends its chunks again.
+    holder = models.CharField(max_length=32, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]

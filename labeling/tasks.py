@@ -6,6 +6,11 @@ judge's concurrency limit is per endpoint, and two chunks at once would double i
 `labeling.judge_job_finish`. The chunk task is `acks_late` with `reject_on_worker_lost`: a chunk whose
 worker is killed goes back to the broker (after its visibility timeout) and the next delivery judges only
 its items not done yet, reading the answer cache before calling, so nothing answered is paid for twice.
+
+A chunk at work holds its job and renews a heartbeat; `labeling.judge_jobs_sweep` (on celery beat every
+15 s, config/settings.py) sends again the unfinished chunks of a running job whose heartbeat stopped (a
+lost worker), within a minute rather than when the broker redelivers (its visibility timeout, an hour).
+The hold keeps a redelivered chunk and a re-sent one from working at once (docs/judge.md, "Jobs").
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ def judge_job_start(job_id: int) -> None:
     if starts is None:
         logger.info("judge job %s: not queued any more (claimed elsewhere or cancelled)", job_id)
         return
+    _dispatch(job_id, starts)
+
+
+def _dispatch(job_id: int, starts: list[int]) -> None:
+    """The job's chunks one after another, then finish."""
     chain(*(judge_chunk.si(job_id, start) for start in starts), judge_job_finish.si(job_id)).delay()
 
 
@@ -53,3 +63,17 @@ def judge_job_finish(job_id: int) -> str:
     from labeling.services.judges import judge_job_finish as finish
 
     return finish(job_id=job_id)
+
+
+@shared_task(name="labeling.judge_jobs_sweep", ignore_result=True)
+def judge_jobs_sweep() -> dict[int, list[int]]:
+    """Periodic: send again the unfinished chunks of running jobs whose heartbeat stopped."""
+    from labeling.services.judges import judge_jobs_sweep as sweep
+
+    plans = sweep()
+    for job_id, starts in plans.items():
+        logger.warning(
+            "judge job %s: no heartbeat, sending its %s unfinished chunk(s) again", job_id, len(starts)
+        )
+        _dispatch(job_id, starts)
+    return plans

@@ -19,13 +19,15 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from assay.judge.client import (
@@ -76,6 +78,11 @@ WRITE_EVERY_S = 0.5
 # Per request (connect, and between reads): a large model on a busy server can take a minute to answer.
 REQUEST_TIMEOUT_S = 120.0
 RETRY = RetryPolicy()
+# A chunk's hold on its job lasts this long without a renewal (it renews every WRITE_EVERY_S); a running
+# job whose heartbeat is older than JOB_STALL lost its worker (or its next chunk waits behind other work):
+# the sweeper sends its unfinished chunks again, and the holds keep two deliveries from working at once.
+HOLD = timedelta(seconds=20)
+JOB_STALL = timedelta(seconds=30)
 # The try button waits in a web request: one retry, and a short wait on a 429 at most.
 TRY_RETRY = RetryPolicy(retries=1, retry_after_max=10.0)
 
@@ -258,8 +265,9 @@ def judge_job_create(
 def judge_job_begin(*, job_id: int) -> list[int] | None:
     """Claim a queued job (QUEUED -> RUNNING): the first item index of each chunk, or None when it is no
     longer queued (claimed by another delivery, or cancelled)."""
+    now = timezone.now()
     claimed = JudgeJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=timezone.now()
+        status=Status.RUNNING, started_at=now, heartbeat_at=now
     )
     if not claimed:
         return None
@@ -413,13 +421,55 @@ class _Calls:
                 self.loop.call_soon_threadsafe(self.task.cancel)
 
 
+@dataclass(frozen=True, slots=True)
+class _Hold:
+    """A chunk delivery's hold on its job: every write is conditional on `token`, so a delivery whose hold
+    ran out (it stalled, another took the job) changes nothing and learns it should stop."""
+
+    job_id: int
+    token: str
+
+    def _mine(self) -> QuerySet[JudgeJob]:
+        return JudgeJob.objects.filter(pk=self.job_id, holder=self.token)
+
+    def renew(self) -> bool:
+        """Extend the hold; False when the job is no longer RUNNING (cancelled) or no longer held here."""
+        return self._mine().filter(status=Status.RUNNING).update(heartbeat_at=timezone.now()) == 1
+
+    def release(self) -> None:
+        self._mine().update(holder="", heartbeat_at=timezone.now())
+
+
+def _hold(job_id: int, now: datetime | None = None) -> _Hold | None:
+    """Hold a running job for one chunk delivery: when no live delivery holds it. None otherwise."""
+    now = now or timezone.now()
+    token = uuid.uuid4().hex
+    free = Q(holder="") | Q(heartbeat_at__lt=now - HOLD) | Q(heartbeat_at__isnull=True)
+    held = JudgeJob.objects.filter(free, pk=job_id, status=Status.RUNNING).update(
+        holder=token, heartbeat_at=now
+    )
+    return _Hold(job_id, token) if held else None
+
+
 def judge_chunk_process(*, job_id: int, start: int) -> bool:
     """Judge the chunk's items that are not done yet (from the cache first, then the endpoint); True
     when the job is still RUNNING afterwards. Never raises for a pair's failure; an unexpected error in
-    the chunk becomes the failure of its unfinished items."""
+    the chunk becomes the failure of its unfinished items. A delivery that finds the job held by another
+    live delivery does nothing (the holder's chain goes on)."""
     job = JudgeJob.objects.select_related("judge__rubric").filter(pk=job_id).first()
     if job is None or job.status != Status.RUNNING:
         return False
+    hold = _hold(job_id)
+    if hold is None:
+        logger.info("judge job %s: held by another delivery; chunk at %s left to it", job_id, start)
+        return False
+    try:
+        return _chunk(job, start, hold)
+    finally:
+        hold.release()
+
+
+def _chunk(job: JudgeJob, start: int, hold: _Hold) -> bool:
     items = list(
         JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + job.chunk_size, done=False)
         .select_related("query", "document")
@@ -427,19 +477,19 @@ def judge_chunk_process(*, job_id: int, start: int) -> bool:
     )
     started = time.monotonic()
     try:
-        running = _judge_items(job, items) if items else True
+        running = _judge_items(job, items, hold) if items else True
     except Exception as exc:
-        logger.exception("judge job %s: chunk at %s stopped", job_id, start)
+        logger.exception("judge job %s: chunk at %s stopped", job.pk, start)
         JudgeJobItem.objects.filter(pk__in=[i.pk for i in items], done=False).update(
             done=True, failure=f"chunk stopped: {type(exc).__name__}"
         )
         running = True
     elapsed = int((time.monotonic() - started) * 1000)
-    JudgeJob.objects.filter(pk=job_id).update(elapsed_ms=job.elapsed_ms + elapsed)
-    return _tally(job_id) and running
+    JudgeJob.objects.filter(pk=job.pk).update(elapsed_ms=F("elapsed_ms") + elapsed)
+    return _tally(job.pk) and running
 
 
-def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem]) -> bool:
+def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> bool:
     pairs = _Pairs(job.judge, items)
     cache = pairs.cached()
     todo = []
@@ -467,7 +517,8 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem]) -> bool:
                 _store(job, pairs, calls.replies.get(timeout=0.05))
             if time.monotonic() - last_check >= WRITE_EVERY_S:
                 last_check = time.monotonic()
-                if not _tally(job.pk):
+                _tally(job.pk)
+                if not hold.renew():  # cancelled, or the hold was lost: stop asking
                     calls.cancel()
                     return False
     finally:
@@ -476,3 +527,25 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem]) -> bool:
     if calls.error is not None:
         raise calls.error
     return True
+
+
+def judge_jobs_sweep(*, now: datetime | None = None) -> dict[int, list[int]]:
+    """The running jobs whose heartbeat stopped (a lost worker, or a next chunk long in the queue), each
+    with the first index of every chunk that still has pairs to judge: the sweeper's task sends those
+    chunks again. Each job is taken at most once per stall (a conditional update of its heartbeat), so
+    two sweeps never both send it."""
+    now = now or timezone.now()
+    stalled = JudgeJob.objects.filter(status=Status.RUNNING).filter(
+        Q(heartbeat_at__lt=now - JOB_STALL) | Q(heartbeat_at__isnull=True)
+    )
+    plans: dict[int, list[int]] = {}
+    for job in stalled:
+        # The dead delivery's hold goes with it (it ran out long ago), so the chunks sent again can take it.
+        taken = JudgeJob.objects.filter(
+            pk=job.pk, status=Status.RUNNING, heartbeat_at=job.heartbeat_at
+        ).update(heartbeat_at=now, holder="")
+        if not taken:
+            continue
+        left = JudgeJobItem.objects.filter(job=job, done=False).values_list("index", flat=True)
+        plans[job.pk] = sorted({index - index % job.chunk_size for index in left})
+    return plans

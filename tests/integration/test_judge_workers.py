@@ -2,11 +2,10 @@
 OpenAI-compatible stub (tests/support/judge_stub.py), as tests/integration/test_runs_workers.py runs
 evaluation runs.
 
-Covered: a job runs through its chain of chunks on a worker; a worker SIGKILLed mid-job loses nothing:
-Redis gives the killed chunk (acks_late, reject_on_worker_lost) to a second worker once the broker's
-visibility timeout has passed (shortened for the second worker here; an hour by default), and that
-worker judges only the pairs not answered yet: a stored answer is never asked for again, only the
-request in flight when the worker died.
+Covered: a job runs through its chain of chunks on a worker; a worker SIGKILLed mid-job loses nothing,
+under the default settings: the job's heartbeat stops, the sweeper on beat (every 15 s; embedded in the
+second worker here) sends its unfinished chunks again, and the second worker judges only the pairs not
+answered yet: a stored answer is never asked for again, only the request in flight when the worker died.
 """
 
 from __future__ import annotations
@@ -88,8 +87,14 @@ def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
     assert len(answered) < 24, "the first worker finished before it could be killed"
     assert _status(job) == Status.RUNNING
 
-    start_worker("w2", CELERY_VISIBILITY_TIMEOUT="5")
-    _wait(lambda: _status(job) in JudgeJob.FINAL, "the second worker to finish the job", 90)
+    killed_at = time.monotonic()
+    start_worker("w2", beat=True)
+    # Within a minute of the kill: the stall is seen 30 s after the last heartbeat, at beat's next tick.
+    _wait(
+        lambda: _status(job) in JudgeJob.FINAL,
+        "the second worker to finish the job",
+        60 - (time.monotonic() - killed_at),
+    )
 
     assert job.status == Status.SUCCEEDED, job.message
     assert (job.total, job.done, job.errors, job.cached) == (24, 24, 0, 0)

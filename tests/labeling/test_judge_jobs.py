@@ -23,6 +23,7 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.core import serializers
 from django.db import connection
+from django.utils import timezone
 
 from assay.judge.client import RetryPolicy
 from labeling.models import GoldenSet, Judge, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel, Judgment, Query
@@ -368,3 +369,42 @@ def test_trying_a_prompt_shows_each_prompt_and_answer_and_saves_nothing(
     assert [t.reply.answer.grade if t.reply.answer else None for t in tried].count(3) == 1
     assert all("Query: try me" in t.messages[1]["content"] for t in tried)
     assert not Judge.objects.exists() and not JudgeAnswer.objects.exists()
+
+
+def test_a_chunk_leaves_a_job_held_by_a_live_delivery_alone(golden_set: GoldenSet, stub: StubServer) -> None:
+    query = query_with(golden_set, "held", 3)
+    job = judges.judge_job_create(judge=make_judge(golden_set, stub.url), queries=[query], by=None)
+    judges.judge_job_begin(job_id=job.pk)
+    JudgeJob.objects.filter(pk=job.pk).update(holder="another-delivery", heartbeat_at=timezone.now())
+    assert judges.judge_chunk_process(job_id=job.pk, start=0) is False
+    assert not stub.requests and not JudgeJobItem.objects.filter(job=job, done=True).exists()
+    # Its hold ran out (the delivery's worker died): the next delivery takes the job over.
+    JudgeJob.objects.filter(pk=job.pk).update(
+        heartbeat_at=timezone.now() - judges.HOLD - timedelta(seconds=1)
+    )
+    judges.judge_chunk_process(job_id=job.pk, start=0)
+    assert len(stub.requests) == 3
+    job.refresh_from_db()
+    assert job.holder == "" and job.done == 3  # released when the chunk ended
+
+
+def test_the_sweep_sends_the_unfinished_chunks_of_a_job_whose_heartbeat_stopped(
+    golden_set: GoldenSet, stub: StubServer
+) -> None:
+    query = query_with(golden_set, "stalled", 7)
+    job = judges.judge_job_create(
+        judge=make_judge(golden_set, stub.url), queries=[query], by=None, chunk_size=3
+    )
+    assert judges.judge_job_begin(job_id=job.pk) == [0, 3, 6]
+    judges.judge_chunk_process(job_id=job.pk, start=0)  # chunk 0 done
+    # Chunk 3's delivery held the job, then its worker died.
+    JudgeJob.objects.filter(pk=job.pk).update(holder="dead-delivery", heartbeat_at=timezone.now())
+    assert judges.judge_jobs_sweep() == {}  # the heartbeat is fresh
+    later = timezone.now() + judges.JOB_STALL + timedelta(seconds=1)
+    assert judges.judge_jobs_sweep(now=later) == {job.pk: [3, 6]}
+    assert judges.judge_jobs_sweep(now=later) == {}  # taken once per stall
+    # The chunks sent again can hold the job at once: the dead delivery's hold was dropped.
+    judges.judge_chunk_process(job_id=job.pk, start=3)
+    assert len(stub.requests) == 6
+    judges.judge_job_cancel(job=job)
+    assert judges.judge_jobs_sweep(now=later + judges.JOB_STALL * 2) == {}  # a cancelled job is left alone
