@@ -176,6 +176,8 @@ PAGES: dict[str, Where] = {
     "admin golden set": _at("admin:labeling_goldenset_change", lambda s: s.golden_set.pk),
     "not found (404)": lambda s: "/no-such-page/",
 }
+# Left out: Swagger UI (`api-docs`), drf-spectacular's page of a third-party bundle that axe-core finds
+# colour contrast, nesting and heading faults in; the schema and downloads are not pages.
 # Pages that are a state of another: the key that opens it once the page has loaded.
 KEYS = {"grading help": "?", "grading, can't judge": "x"}
 RATERS = ("queue", "grading", *KEYS)
