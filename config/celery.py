@@ -30,7 +30,8 @@ def one_beat(sender: Any = None, **kwargs: Any) -> None:
 
 @worker_ready.connect
 def sweep_at_start(sender: Any = None, **kwargs: Any) -> None:
-    """A worker that starts asks for a sweep at once (docs/runs.md, "Worker loss"): the work of a worker
-    lost before it, whose leases ran out meanwhile, and runs whose start was lost move without waiting for
-    beat's next tick (or for beat at all)."""
+    """A worker that starts asks for the sweeps at once (docs/runs.md, "Worker loss"; docs/judge.md): the
+    work of a worker lost before it, whose leases or job heartbeats ran out meanwhile, and runs whose start
+    was lost move without waiting for beat's next tick (or for beat at all)."""
     app.send_task("evaluation.runs_sweep")
+    app.send_task("labeling.judge_jobs_sweep")
