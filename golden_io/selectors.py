@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import GoldenFormatError, Problem, dump_jsonl, from_dict, natural_key, to_dict
-from assay.golden.model import TIERS, GoldenFile, GoldenQuery, Judgment, Scale
+from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery, Judgment, Scale
 from assay.golden.trec import write_qrels
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
@@ -110,13 +110,40 @@ class WorkingGolden:
     documents: dict[str, dict[str, str | None]]
     query_pks: dict[str, int]  # external id -> Query pk, for the queries in `golden`
     document_pks: dict[str, int]  # doc id -> Document pk, for the judged documents
+    # (query external id, doc id) -> (judge pk or None, judge name) for each label a judge gave (its
+    # judgment's source is "judge"): the frozen labels record which judge.
+    judged_by: dict[tuple[str, str], tuple[int | None, str]]
 
     @property
     def counts(self) -> dict[str, Any]:
-        return golden_counts(self.golden) | {
-            "methods": dict(sorted(self.methods.items())),
-            "left_out_unresolved": len(self.left_out),
-        }
+        return (
+            golden_counts(self.golden)
+            | {"methods": dict(sorted(self.methods.items())), "left_out_unresolved": len(self.left_out)}
+            | judge_counts(self.golden, self.judged_by)
+        )
+
+
+def judge_counts(
+    golden: GoldenFile, judged_by: dict[tuple[str, str], tuple[int | None, str]]
+) -> dict[str, Any]:
+    """How many of the file's labels a judge gave, and which judges (none: {}, so a version without judge
+    labels records what it always did): {"judge_labels": n, "judges": [{"id", "name", "labels"}, ...]}."""
+    n = golden.sources.get(JUDGE, 0)
+    if not n:
+        return {}
+    by_judge = Counter(
+        judged_by.get((q.id, j.doc_id), (None, ""))
+        for q in golden.queries
+        for j in q.judgments
+        if j.source == JUDGE
+    )
+    judges = [
+        {"id": judge_id, "name": name or "a judge not named (imported)", "labels": count}
+        for (judge_id, name), count in sorted(
+            by_judge.items(), key=lambda item: (item[0][1], item[0][0] or 0)
+        )
+    ]
+    return {"judge_labels": n, "judges": judges}
 
 
 def golden_counts(golden: GoldenFile) -> dict[str, Any]:
@@ -160,11 +187,17 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
     judgments: dict[int, list[Judgment]] = {pk: [] for pk in queries}
     methods: Counter[str] = Counter()
     doc_methods: dict[int, set[str]] = {}
+    judged_by: dict[tuple[str, str], tuple[int | None, str]] = {}
     for label in consolidated.labels:
         doc = docs.get(label.document_id)
         if label.query_id not in queries or doc is None:
             continue  # a retired query, or a document of another set: not part of this set's version
-        judgments[label.query_id].append(Judgment(doc_id=doc.doc_id, grade=label.grade, key=doc.key or None))
+        source = JUDGE if label.source == JUDGE else None
+        judgments[label.query_id].append(
+            Judgment(doc_id=doc.doc_id, grade=label.grade, key=doc.key or None, source=source)
+        )
+        if source is not None:
+            judged_by[(queries[label.query_id].external_id, doc.doc_id)] = (label.judge_id, label.judge_name)
         methods[label.method] += 1
         doc_methods.setdefault(doc.pk, set()).add(label.method)
     blocked: list[UnresolvedLabel] = []
@@ -199,6 +232,7 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
         documents=_judged_documents(golden_set, docs, doc_methods),
         query_pks={q.external_id: pk for pk, q in queries.items()},
         document_pks={d.doc_id: d.pk for d in docs.values()},
+        judged_by=judged_by,
     )
 
 

@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, transaction
@@ -31,6 +32,7 @@ from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
 from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query, TierMove
 from labeling.selectors import proposals_pending_count
+from labeling.selectors.labels import HUMAN
 from labeling.services import (
     PoolEntry,
     assignment_rejudge_create,
@@ -243,37 +245,48 @@ def _replace_frozen_labels(working: WorkingGolden, name: str) -> None:
     re-creating every row would cost seconds on a large set for a freeze that changed a few grades.
     """
     query_pks = [working.query_pks[q.id] for q in working.golden.queries]
-    wanted = {
-        (working.query_pks[q.id], working.document_pks[j.doc_id]): j.grade
-        for q in working.golden.queries
-        for j in q.judgments
-    }
-    existing: dict[tuple[int, int], tuple[int, int]] = {}
+    # (grade, source, judge pk, judge name) per pair: who decided a label is frozen with it.
+    wanted: dict[tuple[int, int], _Frozen] = {}
+    for q in working.golden.queries:
+        for j in q.judgments:
+            judge_id, judge_name = working.judged_by.get((q.id, j.doc_id), (None, ""))
+            pair = (working.query_pks[q.id], working.document_pks[j.doc_id])
+            wanted[pair] = _Frozen(j.grade, j.source or HUMAN, judge_id, judge_name)
+    existing: dict[tuple[int, int], tuple[int, _Frozen]] = {}
     for chunk in _chunks(query_pks):
         rows = FrozenLabel.objects.filter(query_id__in=chunk).values_list(
-            "pk", "query_id", "document_id", "grade"
+            "pk", "query_id", "document_id", "grade", "source", "judge_id", "judge_name"
         )
-        existing.update({(q, d): (pk, g) for pk, q, d, g in rows})
+        existing.update({(q, d): (pk, _Frozen(g, s, j, n)) for pk, q, d, g, s, j, n in rows})
     gone = [pk for pair, (pk, _) in existing.items() if pair not in wanted]
-    regraded: dict[int, list[int]] = {}
-    for pair, (pk, grade) in existing.items():
-        if pair in wanted and wanted[pair] != grade:
-            regraded.setdefault(wanted[pair], []).append(pk)
+    changed: dict[_Frozen, list[int]] = {}
+    for pair, (pk, held) in existing.items():
+        if pair in wanted and wanted[pair] != held:
+            changed.setdefault(wanted[pair], []).append(pk)
     for chunk in _chunks(gone):
         FrozenLabel.objects.filter(pk__in=chunk).delete()
-    for grade, pks in regraded.items():
+    for label, pks in changed.items():
         for chunk in _chunks(pks):
-            FrozenLabel.objects.filter(pk__in=chunk).update(grade=grade)
+            FrozenLabel.objects.filter(pk__in=chunk).update(**label._asdict())
     for chunk in _chunks(query_pks):
         FrozenLabel.objects.filter(query_id__in=chunk).update(version=name)
     FrozenLabel.objects.bulk_create(
         [
-            FrozenLabel(query_id=q, document_id=d, grade=g, version=name)
-            for (q, d), g in wanted.items()
+            FrozenLabel(query_id=q, document_id=d, version=name, **label._asdict())
+            for (q, d), label in wanted.items()
             if (q, d) not in existing
         ],
         batch_size=1000,
     )
+
+
+class _Frozen(NamedTuple):
+    """A frozen label's values beside its pair: the grade and who decided it."""
+
+    grade: int
+    source: str
+    judge_id: int | None
+    judge_name: str
 
 
 def _chunks(values: Sequence[int], size: int = 10_000) -> list[Sequence[int]]:
@@ -418,7 +431,14 @@ def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportR
             updated += 1
     replaced = FrozenLabel.objects.filter(query__golden_set=golden_set).delete()[0]
     labels = [
-        FrozenLabel(query=existing[q.id], document=documents[j.doc_id], grade=j.grade, version=golden.version)
+        # A judge's label stays one (its source; the file names no judge: docs/golden-format.md).
+        FrozenLabel(
+            query=existing[q.id],
+            document=documents[j.doc_id],
+            grade=j.grade,
+            version=golden.version,
+            source=j.source or HUMAN,
+        )
         for q in golden.queries
         for j in q.judgments
     ]

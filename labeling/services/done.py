@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
 from labeling.selectors import DUAL_KINDS
+from labeling.selectors.labels import JUDGE
 from labeling.services.assignments import assignment_counts
 from labeling.services.grading import (
     DONE_BUSY_MESSAGE,
@@ -111,12 +112,17 @@ def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
 
 
 def overturns_list(*, assignment: Assignment) -> list[Overturn]:
-    """The assignment's grades that differ from the frozen labels (none for gold checks and calibration
-    rounds, which make no label). Read only once the rater has marked the query done."""
+    """The assignment's grades that differ from the frozen labels humans decided (none for gold checks and
+    calibration rounds, which make no label). Read only once the rater has marked the query done.
+
+    A frozen label a machine judge gave is no human decision to overturn: a rater's grade replaces it
+    (consolidation), and a rater never sees a judge's grade, nor that one exists (docs/judge.md)."""
     if assignment.kind not in LABEL_KINDS:
         return []
     frozen = dict(
-        FrozenLabel.objects.filter(query_id=assignment.query_id).values_list("document_id", "grade")
+        FrozenLabel.objects.filter(query_id=assignment.query_id)
+        .exclude(source=JUDGE)
+        .values_list("document_id", "grade")
     )
     judgments = (
         Judgment.objects.filter(assignment=assignment, document_id__in=list(frozen))

@@ -1,12 +1,12 @@
 """Helpers shared by the golden version tests (no tests here): build a set, fix its consolidated labels.
 
 `consolidated` gives the freeze fixed consolidated labels through exactly the interface it reads,
-`labeling.selectors.labels_consolidated(*, golden_set) -> Consolidated` (labels: FinalLabel(query_id,
-document_id, grade, method); unresolved: Unresolved(query_id, document_id, reason)). Consolidation
-itself is labeling's (docs/agreement.md) and tested there; here it is a stand-in so each constructed
-case (a regrade, an unresolved document in a core query) is exactly what the test says. By default it
-returns the set's FrozenLabel rows as method "frozen", which is what consolidation returns when nothing
-was judged since.
+`labeling.selectors.labels_consolidated(*, golden_set) -> Consolidated` (labels: labeling's
+FinalLabel(query_id, document_id, grade, method), humans' labels; unresolved: Unresolved(query_id,
+document_id, reason)). Consolidation itself is labeling's (docs/agreement.md) and tested there; here it
+is a stand-in so each constructed case (a regrade, an unresolved document in a core query) is exactly
+what the test says. By default it returns the set's FrozenLabel rows as method "frozen", which is what
+consolidation returns when nothing was judged since.
 """
 
 from __future__ import annotations
@@ -22,15 +22,8 @@ from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.models import Document, FrozenLabel, GoldenSet, Query
+from labeling.selectors import FinalLabel  # the real label: its source and judge at their defaults (humans)
 from tests import factories
-
-
-@dataclass(frozen=True, slots=True)
-class FinalLabel:
-    query_id: int
-    document_id: int
-    grade: int
-    method: str
 
 
 @dataclass(frozen=True, slots=True)
