@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from assay.changes import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
 from assay.golden.columns import GoldenColumns
 from assay.golden.format import natural_key
-from assay.golden.model import TIERS, GoldenFile, GoldenQuery
+from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery
 from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import MetricArrays, ideal_grades, score_top
 from assay.ranked import Matched, match_results
@@ -317,6 +317,38 @@ def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.boo
         "without_filters": _aggregate(cols, core & ~with_filters),
     }
     return slices
+
+
+# The core metrics the run page shows with and without a judge's labels (docs/runs.md, "Judge labels in
+# the report"): those the labels move (the rates count results, not labels).
+JUDGE_EFFECT_METRICS = ("ndcg", "mrr", "precision_at_k", "judged_at_k")
+
+
+def judge_label_effect(
+    golden: GoldenFile, results: Mapping[str, QueryResult] | Matched, *, bootstrap_seed: int = BOOTSTRAP_SEED
+) -> dict[str, Any] | None:
+    """The core tier's metrics scored with the golden file's judge labels (`"source": "judge"`,
+    docs/golden-format.md) and without them, their documents then unjudged (a 0, like any document
+    nobody judged), or None when the file holds no judge label:
+    `{"judge_labels", "n", "rows": [{"key", "with_judge", "without_judge", "difference"}]}`. Both sides are
+    `build_report` of the same results, so "with" is the run's own report's figure."""
+    judge_labels = golden.sources.get(JUDGE, 0)
+    if not judge_labels:
+        return None
+    with_judge = build_report(golden, results, bootstrap_seed=bootstrap_seed)
+    without = build_report(golden.without_source(JUDGE), results, bootstrap_seed=bootstrap_seed)
+    rows = []
+    for key in JUDGE_EFFECT_METRICS:
+        a, b = with_judge[key], without[key]
+        rows.append(
+            {
+                "key": key,
+                "with_judge": a,
+                "without_judge": b,
+                "difference": None if a is None or b is None else a - b,
+            }
+        )
+    return {"judge_labels": judge_labels, "n": with_judge["n"], "rows": rows}
 
 
 NEAR_DUPLICATE_SIMILARITY = 0.8

@@ -16,7 +16,7 @@ from typing import Any
 from django.utils.html import format_html
 
 from assay.budgets import SLICE_KEYS
-from assay.changes import LeftOut, pair_scope
+from assay.changes import LeftOut, pair_scope, report_seed
 from assay.golden.format import natural_key
 from assay.harness import redact_url
 from assay.metric_table import (
@@ -30,6 +30,7 @@ from assay.metric_table import (
     format_p_value,
 )
 from assay.noise import NOT_ENOUGH_RUNS
+from assay.report import judge_label_effect
 from assay.targets import TargetError, TargetSpec, shown_headers
 from evaluation import selectors
 from evaluation.models import EvaluationRun, QueryRunResult
@@ -487,11 +488,31 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "errors": capped("errors", [(row, texts.get(row.query_id, "")) for row in errors], show_all),
         "unresolved": capped("unresolved", (report.get("keys") or {}).get("unresolved", []), show_all),
         "unjudged": capped("unjudged", selectors.unjudged_in_top_k(run=run), show_all),
+        "judge_effect": judge_effect_get(run),
         "critical": report.get("critical", []),
         "flags": report.get("flags", {}),
         "per_query_rows": per_query,  # the page lists them (evaluation.list_specs.per_query_spec)
         "meta": meta,
     }
+
+
+def judge_effect_get(run: EvaluationRun) -> dict[str, Any] | None:
+    """The core metrics with and without the golden version's judge labels (`assay.report.judge_label_effect`,
+    docs/runs.md "Judge labels in the report"), each row labeled, and the judges the version names; None
+    when the version holds no judge label (read from its counts, so other runs pay nothing)."""
+    counts = run.golden_version.counts or {}
+    if not counts.get("judge_labels"):
+        return None
+    effect = judge_label_effect(
+        selectors.resolved_golden(run).golden,
+        selectors.run_results(run=run),
+        bootstrap_seed=report_seed(run.report or {}),
+    )
+    if effect is None:
+        return None
+    for row in effect["rows"]:
+        row["label"] = LABELS[row["key"]]
+    return effect | {"judges": counts.get("judges") or []}
 
 
 def _noise_warnings(gate: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
