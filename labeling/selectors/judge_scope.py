@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db.models import F
 
-from labeling.models import GoldenSet, JudgeLabel, JudgeQualification
+from labeling.models import FrozenLabel, GoldenSet, Judge, JudgeJobItem, JudgeLabel, JudgeQualification, Query
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +76,61 @@ def judge_qualified_for(*, judge_id: int, stratum: str, locale: str) -> JudgeQua
     """The judge's newest active qualification covering a query of this stratum and locale, if any."""
     active = JudgeQualification.objects.filter(judge_id=judge_id, status=JudgeQualification.Status.ACTIVE)
     return next((q for q in active.order_by("-at", "-id") if q.covers(stratum, locale)), None)
+
+
+def newest_qualified_judges(*, golden_set: GoldenSet, queries: Iterable[Query]) -> dict[int, Judge]:
+    """Per query (pk), the judge of the newest active qualification covering its stratum and locale: who
+    "ask the judge" sends the query's pairs to. A query no qualification covers is absent."""
+    qualifications = list(
+        JudgeQualification.objects.filter(
+            judge__golden_set=golden_set, status=JudgeQualification.Status.ACTIVE
+        )
+        .select_related("judge")
+        .order_by("-at", "-id")
+    )
+    out: dict[int, Judge] = {}
+    for query in queries:
+        covering = next((q for q in qualifications if q.covers(query.stratum, query.locale)), None)
+        if covering is not None:
+            out[query.pk] = covering.judge
+    return out
+
+
+# How far a counted judge label must be from the humans' frozen label for its query to be graded first.
+PREGRADE_GAP = 2
+
+
+def pregrade_first(*, golden_set: GoldenSet) -> set[int]:
+    """The queries (pks) whose human work comes first (docs/judge.md, "Pre-grading"): a counted judge label
+    two or more grades from the pair's frozen label humans decided, or an answer of a judge qualified for
+    the query that broke the answer contract. Only the order of assignment uses it: raters are never shown
+    a judge's grade, its errors, or that a judge exists."""
+    counted = qualified_judge_labels(golden_set=golden_set)
+    frozen = FrozenLabel.objects.filter(
+        query__golden_set=golden_set, query__status=Query.Status.ACTIVE
+    ).exclude(source="judge")
+    first = {
+        query_id
+        for query_id, document_id, grade in frozen.values_list("query_id", "document_id", "grade")
+        if (label := counted.get((query_id, document_id))) is not None
+        and abs(label.grade - grade) >= PREGRADE_GAP
+    }
+    qualifications = list(
+        JudgeQualification.objects.filter(
+            judge__golden_set=golden_set, status=JudgeQualification.Status.ACTIVE
+        )
+    )
+    if qualifications:
+        erred = (
+            JudgeJobItem.objects.filter(
+                job__judge_id__in={q.judge_id for q in qualifications}, query__status=Query.Status.ACTIVE
+            )
+            .exclude(answer__error="")
+            .exclude(answer__isnull=True)
+            .values_list("query_id", "job__judge_id", "query__stratum", "query__locale")
+            .distinct()
+        )
+        for query_id, judge_id, stratum, locale in erred:
+            if any(q.judge_id == judge_id and q.covers(stratum, locale) for q in qualifications):
+                first.add(query_id)
+    return first

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Candidate, CantJudgeMark, GoldenSet, GoldItem, Judgment, Query
 from labeling.selectors import count_subquery
+from labeling.selectors.judge_scope import pregrade_first
 
 # Kinds scoped to some candidates of the pool, always given to a rater who never held the query.
 SCOPED_KINDS = (Assignment.Kind.THIRD, Assignment.Kind.REJUDGE, Assignment.Kind.GOLD)
@@ -49,6 +50,9 @@ def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None =
 
     Idempotent: queries that already have a live assignment of a kind are skipped. Whole queries only;
     the least-loaded rater gets the next one (ties by id), never someone who held the query before.
+    Queries a qualified judge's grades single out (`judge_scope.pregrade_first`: a judge label 2+ grades
+    from the frozen label, or a judge's broken answer) are assigned first, so they come first in the
+    raters' queues (oldest first); nothing else of the judge reaches a rater.
     """
     pool = list(raters) if raters is not None else list(golden_set.raters.order_by("id"))
     report = AssignReport()
@@ -71,7 +75,8 @@ def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None =
         .prefetch_related("assignments")
         .order_by("external_id")
     )
-    for query in queries:
+    first = pregrade_first(golden_set=golden_set)
+    for query in sorted(queries, key=lambda q: q.pk not in first):  # stable: by external id within each
         everyday = [a for a in query.assignments.all() if a.calibration_round_id is None]
         held = {a.rater_id for a in everyday}
         live = {a.kind for a in everyday if a.status != Assignment.Status.REASSIGNED}
