@@ -3,7 +3,7 @@
 `site` builds one populated help-center set on top of tests/support/evaluation.py's `scene` (a promoted
 baseline run and a failing run on a stub engine): alice's open assignment, a query alice and bob
 disagree on by two grades (in the review queue, adjudicable), a frozen grade bob overturns alone (a
-proposal), a calibration round, a second golden
+proposal), a calibration round both graded, a second golden
 version to diff, a nightly schedule, an API token, and ada, an admin with Django's admin site.
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
@@ -82,6 +82,8 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
         raters=[alice, bob],
         by=rita,
     )
+    for i, work in enumerate(calibration.assignments.order_by("id")):
+        _graded(work, [3, 2 - i % 2, 0])
     next_version = make_version(golden_set, golden_file(8, version="2026-09-01")).name
     schedule_set(golden_set=golden_set, target=scene.target, hour=3)
     api_token_create(user=rita, name="CI gate", scopes=["read"])
@@ -91,10 +93,15 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
 def _overturned(golden_set: GoldenSet, rater: User) -> None:
     """A query whose frozen grade 3 the rater overturns to 0 alone and marks done: a proposal to review."""
     query = factories.pooled_query(golden_set, 2, text="cancel annual plan")
-    candidates = list(query.candidates.order_by("best_rank"))
-    factories.FrozenLabelFactory.create(query=query, document=candidates[0].document, grade=3)
-    assignment = factories.AssignmentFactory.create(query=query, rater=rater)
-    for candidate, grade in zip(candidates, [0, 1], strict=True):
+    first = query.candidates.order_by("best_rank")[0]
+    factories.FrozenLabelFactory.create(query=query, document=first.document, grade=3)
+    _graded(factories.AssignmentFactory.create(query=query, rater=rater), [0, 1])
+
+
+def _graded(assignment: Assignment, grades: list[int]) -> None:
+    """The assignment's pool graded in rank order, with a note, and marked done, as the grading page does."""
+    candidates, rater = assignment.query.candidates.order_by("best_rank"), assignment.rater
+    for candidate, grade in zip(candidates, grades, strict=True):
         services.judgment_submit(
             assignment_id=assignment.pk, rater=rater, candidate_id=candidate.pk, grade=grade, note="old"
         )
