@@ -3,7 +3,7 @@
 `site` builds one populated help-center set on top of tests/support/evaluation.py's `scene` (a promoted
 baseline run and a failing run on a stub engine): alice's open assignment, a query alice and bob
 disagree on by two grades (in the review queue, adjudicable), a frozen grade bob overturns alone (a
-proposal), a calibration round both graded, a second golden
+proposal), a calibration round both graded, a machine judge (qualified), a second golden
 version to diff, a nightly schedule, an API token, and ada, an admin with Django's admin site.
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
@@ -25,7 +25,7 @@ from django.urls import reverse
 from evaluation.services.schedules import schedule_set
 from evaluation.tokens import api_token_create
 from labeling import rounds, services
-from labeling.models import Assignment, CalibrationRound, GoldenSet, Query
+from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, Query
 from tests import factories
 from tests.support.disputes import dual_graded
 from tests.support.evaluation import (  # the fixtures re-exported in __all__
@@ -36,6 +36,7 @@ from tests.support.evaluation import (  # the fixtures re-exported in __all__
     target_fixture,
     version_fixture,
 )
+from tests.support.judge_labels import make_judge, qualify
 from tests.support.runs import golden_file, make_version
 
 __all__ = [
@@ -58,6 +59,7 @@ class Site:
     disputed: Query
     calibration: CalibrationRound
     next_version: str
+    judge: Judge
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -87,7 +89,9 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
     next_version = make_version(golden_set, golden_file(8, version="2026-09-01")).name
     schedule_set(golden_set=golden_set, target=scene.target, hour=3)
     api_token_create(user=rita, name="CI gate", scopes=["read"])
-    return Site(scene, assignment, disputed, calibration, next_version)
+    judge = make_judge(golden_set, "grader-1")
+    qualify(judge, rita)
+    return Site(scene, assignment, disputed, calibration, next_version, judge)
 
 
 def _overturned(golden_set: GoldenSet, rater: User) -> None:
@@ -157,6 +161,10 @@ PAGES: dict[str, Where] = {
     "adjudication": _at("labeling:adjudicate", _slug, lambda s: s.disputed.pk),
     "calibration rounds": _at("labeling:calibration_list", _slug),
     "calibration round": _at("labeling:calibration_round", _slug, lambda s: s.calibration.pk),
+    "judges": _at("labeling:judge_list", _slug),
+    "new judge": _at("labeling:judge_new", _slug),
+    "judge detail": _at("labeling:judge_detail", _slug, lambda s: s.judge.pk),
+    "judge qualification": _at("labeling:judge_qualification", _slug, lambda s: s.judge.pk),
     "golden versions": _at("golden_io:set_list"),
     "version list": _at("golden_io:version_list", _slug),
     "version detail": _at("golden_io:version_detail", _slug, lambda s: s.scene.version.name),
