@@ -40,7 +40,7 @@ def _row(markup: str, scope: str) -> str:
 def test_the_form_shows_each_scope_metric_and_level_with_units_and_defaults(client: Client) -> None:
     page = client.get(URL)
     markup = page.content.decode()
-    assert 'No budgets stored: these are the defaults of docs/metrics.md, “Budgets file”' in page_text(page)
+    assert "No budgets stored: these are the defaults of docs/metrics.md, “Budgets file”" in page_text(page)
     assert 'href="/docs/metrics/#budgets-file"' in markup
     head = markup[markup.index("<thead>") : markup.index("</thead>")]
     assert "nDCG@k" in head and "drop, on its 0 to 1 scale; default 0.01 / 0.025" in head
