@@ -628,7 +628,8 @@ class CalibrationRound(models.Model):
 
 # Machine judges (docs/judge.md): an LLM grading the set's pairs through an OpenAI-compatible endpoint.
 # Their grades are `JudgeLabel` rows, apart from the raters' `Judgment` rows, so nothing that reads human
-# grades (agreement, disputes, consolidation, freeze, export) counts them.
+# grades (agreement, disputes) counts them. A qualified judge's labels count only through
+# `labeling.selectors.judge_scope` (consolidation's fill-ins, freeze, export, the report, pre-grading).
 
 
 class Judge(models.Model):
@@ -774,7 +775,8 @@ class JudgeJobItem(models.Model):
 
 class JudgeLabel(models.Model):
     """A judge's current grade for (query, document), with its reason and the document's content hash
-    when graded. Counted nowhere yet: a judge must qualify against the humans first (docs/judge.md)."""
+    when graded. It counts only once the judge is qualified for the query, on the document it graded
+    (`labeling.selectors.judge_scope`; docs/judge.md, "What a qualified judge does")."""
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="labels")
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="judge_labels")
