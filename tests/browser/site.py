@@ -190,6 +190,7 @@ PAGES: dict[str, Where] = {
     "admin golden sets": _at("admin:labeling_goldenset_changelist"),
     "admin golden set": _at("admin:labeling_goldenset_change", lambda s: s.golden_set.pk),
     "not found (404)": lambda s: "/no-such-page/",
+    "doc": _at("doc_page", lambda s: "metrics"),
 }
 # Left out: Swagger UI (`api-docs`), drf-spectacular's page of a third-party bundle that axe-core finds
 # colour contrast, nesting and heading faults in; the schema and downloads are not pages.
@@ -202,7 +203,7 @@ ADMINS = ("Django admin", "admin golden sets", "admin golden set")
 # told 404, a reviewer asking for the rater's queue 403).
 ROLE_PAGES: dict[str, list[str]] = {
     "anonymous": ["login"],
-    "rater": ["home", *RATERS, "runs"],
+    "rater": ["home", *RATERS, "runs", "doc"],
     "reviewer": [*(name for name in PAGES if name not in ("login", *RATERS, *ADMINS)), "queue"],
     "admin": ["home", *ADMINS],
 }
