@@ -72,7 +72,11 @@ def render_doc(path: Path, page_url: Callable[[str], str]) -> tuple[str, str]:
                     child.attrSet("href", _href(str(child.attrGet("href") or ""), page_url))
 
     md.core.ruler.push("doc_anchors_and_links", anchors_and_links)
-    return title, md.render(text)
+    # Wide tables and code scroll in their own box, which the keyboard can reach, never the page (a doc's
+    # own "<table>" is text here: raw HTML is escaped).
+    html = md.render(text).replace("<table>", '<div class="scroll" tabindex="0"><table>')
+    html = html.replace("</table>", "</table></div>").replace("<pre>", '<pre class="scroll" tabindex="0">')
+    return title, html
 
 
 def _href(href: str, page_url: Callable[[str], str]) -> str:

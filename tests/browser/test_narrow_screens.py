@@ -48,6 +48,7 @@ def assert_fits(page: Page) -> None:
         ("reviewer", "runs"),
         ("reviewer", "side by side"),
         ("reviewer", "adjudication"),
+        ("reviewer", "doc"),
         ("admin", "home"),  # the longest nav: every reviewer's link and Admin
     ],
 )

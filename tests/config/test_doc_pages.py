@@ -49,7 +49,7 @@ def test_raw_html_in_a_doc_is_shown_as_text_and_doc_links_point_at_their_pages(t
     assert '<h2 id="noise-floor">' in html
     assert 'href="/docs/metrics/#budgets"' in html and 'href="/docs/runs/"' in html
     assert 'href="https://example.org/a.md"' in html
-    assert "<table>" in html
+    assert '<div class="scroll" tabindex="0"><table>' in html
 
 
 def test_a_heading_anchor_is_its_words_joined_by_hyphens() -> None:
