@@ -344,7 +344,7 @@ def test_the_budgets_editor_shows_the_defaults_then_saves_valid_json(
 ) -> None:
     client = logged_in(rita)
     page = client.get("/sets/help-center/budgets/")
-    assert "No budgets stored: these are docs/metrics.md's defaults" in page_text(page)
+    assert "No budgets stored: these are the defaults of docs/metrics.md, “Budgets file”" in page_text(page)
     markup = page.content.decode()
     assert 'name="b.core.ndcg.warn" value="0.01"' in markup
     assert 'name="b.core.ndcg.fail" value="0.025"' in markup
