@@ -17,6 +17,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<int:run_id>/promote/", views.run_promote, name="run_promote"),
     path("runs/<int:run_id>/rescore-baseline/", views.run_rescore_baseline, name="run_rescore_baseline"),
     path("runs/<int:run_id>/unjudged/", views.run_unjudged_queue, name="run_unjudged_queue"),
+    path("runs/<int:run_id>/unjudged/judge/", views.run_unjudged_ask_judge, name="run_unjudged_ask_judge"),
     path("targets/", views.target_list, name="target_list"),
     path("targets/new/", views.target_edit, name="target_new"),
     path("targets/<int:pk>/", views.target_detail, name="target_detail"),

@@ -193,6 +193,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         per_query.items = [per_query_shown(row) for row in per_query.items]  # the page's rows only
         context["per_query"] = per_query
         context.update(rescore_context(run))
+        if may_review and context["unjudged"].rows:
+            context["judge_offer"] = services.unjudged_judge_offer(run=run)
     return render(request, "evaluation/run_detail.html", context)
 
 
@@ -279,6 +281,40 @@ def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
         f"Queued {n_docs} unjudged document(s) of {len(outcome.queued)} quer(y/ies) for rating "
         f"({outcome.added} new pool candidate(s)).",
     )
+    _unknown_messages(request, outcome)
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_POST
+def run_unjudged_ask_judge(request: HttpRequest, run_id: int) -> HttpResponse:
+    """ "Ask the judge": the run's unjudged top-k documents to the judge qualified for each query (a job per
+    judge over exactly those pairs; docs/runs.md, "Judge labels in the report")."""
+    run = _get_run(request, run_id)
+    if not services.can_review(request.user, run.golden_version.golden_set):
+        raise PermissionDenied("only the set's reviewers ask a judge")
+    outcome = services.unjudged_ask_judge(run=run, by=request.user)
+    if outcome.jobs:
+        n_docs = sum(len(docs) for docs in outcome.queued.values())
+        judges = ", ".join(f"{job.judge.name} (job {job.pk}, {job.total} pair(s))" for job in outcome.jobs)
+        messages.success(
+            request,
+            f"Asked the judge about {n_docs} unjudged document(s) of {len(outcome.queued)} quer(y/ies): "
+            f"{judges}.",
+        )
+    else:
+        messages.warning(
+            request, "Nothing was sent to a judge: no judge is qualified for these documents' queries."
+        )
+    if outcome.no_judge:
+        shown = ", ".join(outcome.no_judge[:10])
+        more = f" and {len(outcome.no_judge) - 10} more" if len(outcome.no_judge) > 10 else ""
+        messages.info(request, f"No judge is qualified for {shown}{more}: queue those for rating instead.")
+    _unknown_messages(request, outcome)
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+def _unknown_messages(request: HttpRequest, outcome: services.UnjudgedQueued) -> None:
+    """What the labeling set does not know of the run's unjudged documents, as warnings."""
     if outcome.unknown_documents:
         shown = ", ".join(f"{q}/{d}" for q, d in outcome.unknown_documents[:10])
         more = (
@@ -287,7 +323,6 @@ def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
         messages.warning(request, f"Not in the set's documents (import them first): {shown}{more}.")
     if outcome.unknown_queries:
         messages.warning(request, f"Not queries of the labeling set: {', '.join(outcome.unknown_queries)}.")
-    return redirect("evaluation:run_detail", run_id=run.pk)
 
 
 # ------------------------------------------------------------------------------------- side by side

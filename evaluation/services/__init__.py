@@ -76,7 +76,14 @@ from evaluation.services.targets import (
     target_update,
     webhook_problems,
 )
-from evaluation.services.unjudged import UnjudgedQueued, unjudged_queue
+from evaluation.services.unjudged import (
+    JudgeOffer,
+    UnjudgedAsked,
+    UnjudgedQueued,
+    unjudged_ask_judge,
+    unjudged_judge_offer,
+    unjudged_queue,
+)
 
 __all__ = [
     "CHUNK_LEASE",
@@ -89,11 +96,13 @@ __all__ = [
     "BudgetsError",
     "ChunkHold",
     "ChunkOutcome",
+    "JudgeOffer",
     "NotificationRetry",
     "RunError",
     "RunPlan",
     "SweepActions",
     "TargetError",
+    "UnjudgedAsked",
     "UnjudgedQueued",
     "baseline_promote",
     "baseline_rescore_get_or_create",
@@ -126,6 +135,8 @@ __all__ = [
     "target_create",
     "target_name_problems",
     "target_update",
+    "unjudged_ask_judge",
+    "unjudged_judge_offer",
     "unjudged_queue",
     "verdict_message",
     "webhook_problems",

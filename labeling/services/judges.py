@@ -235,25 +235,34 @@ def judge_try(
 
 
 def judge_job_create(
-    *, judge: Judge, queries: Iterable[Query], by: User | None, chunk_size: int = CHUNK_SIZE
+    *,
+    judge: Judge,
+    queries: Iterable[Query],
+    by: User | None,
+    chunk_size: int = CHUNK_SIZE,
+    pairs: Iterable[tuple[int, int]] | None = None,
 ) -> JudgeJob:
-    """A job over every candidate of these queries (the set's own), queued once the transaction commits."""
+    """A job over every candidate of these queries (the set's own), or only over `pairs` ((query pk,
+    document pk) candidates of them: "ask the judge" on a run's unjudged documents), queued once the
+    transaction commits."""
     from celery import current_app
 
     query_ids = [q.pk for q in queries if q.golden_set_id == judge.golden_set_id]
+    wanted = None if pairs is None else set(pairs)
     with transaction.atomic():
         job = JudgeJob.objects.create(judge=judge, created_by=by, chunk_size=chunk_size)
-        pairs = sorted(
-            Candidate.objects.filter(query_id__in=query_ids).values_list(
-                "query__external_id", "query_id", "pk", "document_id"
-            ),
+        rows = Candidate.objects.filter(query_id__in=query_ids).values_list(
+            "query__external_id", "query_id", "pk", "document_id"
+        )
+        ordered = sorted(
+            (row for row in rows if wanted is None or (row[1], row[3]) in wanted),
             # Each query's candidates in a blind order, as the grading page gives a rater's
             # (`shuffle_key`), with the judge in the rater's place (its id negated: no rater's order).
             key=lambda row: (row[0], shuffle_key(rater_id=-judge.pk, query_id=row[1], candidate_id=row[2])),
         )
         items = [
             JudgeJobItem(job=job, index=i, query_id=query_id, document_id=document_id)
-            for i, (_, query_id, _, document_id) in enumerate(pairs)
+            for i, (_, query_id, _, document_id) in enumerate(ordered)
         ]
         JudgeJobItem.objects.bulk_create(items)
         job.total = len(items)

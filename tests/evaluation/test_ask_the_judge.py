@@ -1,0 +1,138 @@
+""" "Ask the judge" (docs/runs.md, "Judge labels in the report"): a run's unjudged top-k documents sent to
+the judge of the newest qualification covering each query, one job per judge over exactly those pairs;
+refused, and said why, where no judge is qualified; only the set's reviewers may ask."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+from django.utils.html import escape
+
+from evaluation.models import EvaluationRun
+from evaluation.services import unjudged_ask_judge, unjudged_judge_offer
+from labeling.models import Candidate, GoldenSet, JudgeJob
+from tests import factories
+from tests.support.evaluation import ada_fixture, logged_in, other_set_fixture, victor_fixture  # noqa: F401
+from tests.support.judge_labels import make_judge, qualify
+from tests.support.runs import (  # noqa: F401  (fixtures by name)
+    finished_fixture,
+    stub_fixture,
+    target_fixture,
+    version_fixture,
+)
+from tests.support.stub_server import StubServer, hits_reply
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def labeling(golden_set: GoldenSet) -> dict[str, Any]:
+    """The labeling set's side of the run: queries q-1..q-6 (billing and docs alternate, as in the golden
+    file) and the documents d3 and d7; d9 is a document it does not know."""
+    queries = {
+        f"q-{i}": factories.QueryFactory.create(
+            golden_set=golden_set,
+            external_id=f"q-{i}",
+            stratum=("billing", "docs")[(i - 1) % 2],
+            locale="en-US",
+        )
+        for i in range(1, 7)
+    }
+    docs = {d: factories.DocumentFactory.create(golden_set=golden_set, doc_id=d) for d in ("d3", "d7")}
+    return {"queries": queries, "docs": docs}
+
+
+@pytest.fixture
+def run(finished: Any, stub: StubServer, labeling: dict[str, Any]) -> EvaluationRun:
+    # Unjudged in the top k: d3 everywhere (the stub's d1, d2, d3); q-1 also d7 and d9.
+    stub.on("query 1", hits_reply(["d1", "d7", "d3", "d9"]))
+    return finished()
+
+
+def _pairs(job: JudgeJob) -> set[tuple[str, str]]:
+    return {
+        (item.query.external_id, item.document.doc_id)
+        for item in job.items.select_related("query", "document")
+    }
+
+
+def test_each_query_goes_to_its_newest_qualified_judge_with_exactly_its_unjudged_pairs(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User, labeling: dict[str, Any]
+) -> None:
+    everywhere, billing = make_judge(golden_set, "m-old"), make_judge(golden_set, "m-new")
+    qualify(everywhere, rita)
+    qualify(billing, rita, strata=["billing"])  # newer: it speaks for billing queries
+
+    outcome = unjudged_ask_judge(run=run, by=rita)
+
+    jobs = {job.judge_id: job for job in outcome.jobs}
+    assert set(jobs) == {everywhere.pk, billing.pk}
+    assert _pairs(jobs[billing.pk]) == {("q-1", "d7"), ("q-1", "d3"), ("q-3", "d3"), ("q-5", "d3")}
+    assert _pairs(jobs[everywhere.pk]) == {("q-2", "d3"), ("q-4", "d3"), ("q-6", "d3")}
+    assert jobs[billing.pk].total == 4 and jobs[billing.pk].created_by == rita
+    assert outcome.unknown_documents == [("q-1", "d9")] and outcome.no_judge == []
+    # They join the pools, where a judge's label can fill a pair no human labeled.
+    assert Candidate.objects.filter(document=labeling["docs"]["d3"]).count() == 6
+
+
+def test_a_query_no_judge_is_qualified_for_is_left_alone(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    qualify(judge, rita, strata=["docs"])
+
+    outcome = unjudged_ask_judge(run=run, by=rita)
+
+    assert [job.judge_id for job in outcome.jobs] == [judge.pk]
+    assert _pairs(outcome.jobs[0]) == {("q-2", "d3"), ("q-4", "d3"), ("q-6", "d3")}
+    assert outcome.no_judge == ["q-1", "q-3", "q-5"]
+    assert not Candidate.objects.filter(query__external_id="q-1").exists()  # not sent, not pooled
+
+
+def test_with_no_qualified_judge_the_button_says_why_and_a_post_sends_nothing(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User
+) -> None:
+    make_judge(golden_set, "m1")  # a judge, but not qualified
+    client = logged_in(rita)
+    offer = unjudged_judge_offer(run=run)
+    assert offer.pairs == 0 and "no judge is qualified" in offer.reason
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert 'id="ask-judge" disabled' in page and f"Not offered: {escape(offer.reason)}." in page
+
+    response = client.post(reverse("evaluation:run_unjudged_ask_judge", args=[run.pk]), follow=True)
+
+    assert response.status_code == 200 and not JudgeJob.objects.exists()
+    assert "Nothing was sent to a judge" in response.content.decode()
+
+
+def test_the_button_names_the_judges_and_the_post_starts_the_jobs(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    qualify(judge, rita)
+    client = logged_in(rita)
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert f"Sends 7 of them to {judge.name}" in page  # d3 in six queries, q-1's d7 (d9 is unknown)
+
+    response = client.post(reverse("evaluation:run_unjudged_ask_judge", args=[run.pk]), follow=True)
+
+    job = JudgeJob.objects.get()
+    assert job.total == 7 and job.status == JudgeJob.Status.QUEUED
+    assert f"{judge.name} (job {job.pk}, 7 pair(s))" in response.content.decode()
+
+
+@pytest.mark.parametrize("who", ["alice", "charlie", "victor"])
+def test_only_the_sets_reviewers_may_ask(
+    who: str, run: EvaluationRun, golden_set: GoldenSet, rita: User, alice: User, charlie: User, victor: User
+) -> None:
+    qualify(make_judge(golden_set, "m1"), rita)
+    url = reverse("evaluation:run_unjudged_ask_judge", args=[run.pk])
+    user = {"alice": alice, "charlie": charlie, "victor": victor}[who]
+    assert logged_in(user).post(url).status_code == 404  # the run is not theirs to see
+    EvaluationRun.objects.filter(pk=run.pk).update(triggered_by=charlie)
+    if who == "charlie":  # sees the run he triggered, but reviews no set
+        assert logged_in(charlie).post(url).status_code == 403
+    assert not JudgeJob.objects.exists()
