@@ -255,6 +255,11 @@ def test_a_new_version_starts_unqualified_and_the_page_says_so(
     assert "it must qualify again" in html and "do not carry over" in html
     assert "Status:</strong> not qualified" in html
     assert "replaces this judge; it must qualify on its own" in client.get(page(good)).content.decode()
+    detail = client.get(f"/sets/{good.golden_set.slug}/judges/{newer.pk}/").content.decode()
+    assert "<strong>Qualification:</strong> not qualified" in detail and "must qualify again" in detail
+    listing = client.get(f"/sets/{good.golden_set.slug}/judges/").content.decode()
+    assert "qualified for every stratum and locale since" in listing and "not qualified" in listing
+    assert 'id="judge-suspended"' not in listing
 
 
 def test_compare_shows_each_judge_on_the_common_items_only(

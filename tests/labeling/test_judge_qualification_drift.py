@@ -118,6 +118,10 @@ def test_disagreeing_human_grades_suspend_the_qualification_once_there_are_enoug
     client.force_login(rita)
     html = client.get(f"/sets/{golden_set.slug}/judges/{judge.pk}/qualification/").content.decode()
     assert 'id="judge-suspended"' in html and "Judge qualification suspended" in html
+    for url in (f"/sets/{golden_set.slug}/judges/", f"/sets/{golden_set.slug}/judges/{judge.pk}/"):
+        assert 'id="judge-suspended"' in client.get(url).content.decode(), url
+    detail = client.get(f"/sets/{golden_set.slug}/judges/{judge.pk}/").content.decode()
+    assert "<strong>Qualification:</strong> suspended: the drift watch: the running kappa" in detail
     # Marking more queries done does not mail again.
     third = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
     rater_done(third, alice, HUMAN, django_capture_on_commit_callbacks)
