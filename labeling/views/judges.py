@@ -16,7 +16,7 @@ from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import GoldenSet, Judge, JudgeJob, Query
 from labeling.selectors import judges as judge_selectors
 from labeling.services import judges as judge_services
-from labeling.views.access import back, get_set_for_reviewer
+from labeling.views.access import back, get_judge_for_reviewer, get_set_for_reviewer
 
 LABELS_SPEC = ListSpec(
     noun="labels",
@@ -30,15 +30,8 @@ LABELS_SPEC = ListSpec(
 )
 
 
-def _judge(request: HttpRequest, slug: str, pk: int) -> Judge:
-    golden_set = get_set_for_reviewer(request, slug)
-    return get_object_or_404(
-        Judge.objects.select_related("golden_set", "rubric"), pk=pk, golden_set=golden_set
-    )
-
-
 def _job(request: HttpRequest, slug: str, pk: int, job_pk: int) -> JudgeJob:
-    judge = _judge(request, slug, pk)
+    judge = get_judge_for_reviewer(request, slug, pk)
     return get_object_or_404(JudgeJob.objects.select_related("judge__golden_set"), pk=job_pk, judge=judge)
 
 
@@ -140,7 +133,7 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def judge_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    judge = _judge(request, slug, pk)
+    judge = get_judge_for_reviewer(request, slug, pk)
     return render(
         request,
         "labeling/judge_detail.html",
@@ -158,7 +151,7 @@ def judge_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @require_POST
 def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    judge = _judge(request, slug, pk)
+    judge = get_judge_for_reviewer(request, slug, pk)
     form = JudgeJobForm(
         request.POST, queries=judge_selectors.judge_query_choices(golden_set=judge.golden_set)
     )
