@@ -50,7 +50,6 @@ from assay.labels.judge_agreement import (
 )
 from labeling.models import (
     Assignment,
-    Candidate,
     GoldenSet,
     Judge,
     JudgeJob,
@@ -60,9 +59,8 @@ from labeling.models import (
     Judgment,
     Query,
 )
-from labeling.selectors.grading import shuffle_key
 from labeling.selectors.judge_items import JudgeItems, JudgeItemsFigures, judge_figures_get, judge_items_get
-from labeling.services.judges import CHUNK_SIZE, JOB_START
+from labeling.services.judges import judge_job_create
 
 logger = logging.getLogger(__name__)
 
@@ -248,29 +246,13 @@ def judge_qualification_withdraw(*, qualification: JudgeQualification, by: User,
 # --- a job over the qualification items ----------------------------------------------------------------
 
 
-def qualification_job_create(
-    *, judge: Judge, pairs: Iterable[PkKey], by: User | None, chunk_size: int = CHUNK_SIZE
-) -> JudgeJob:
-    """A job over exactly these (query pk, document pk) pairs of the judge's set that are in a pool, in
-    each query's blind order (as `judge_job_create` orders a job), queued once the transaction commits."""
-    from celery import current_app
-
+def qualification_job_create(*, judge: Judge, pairs: Iterable[PkKey], by: User | None) -> JudgeJob:
+    """A job over exactly these (query pk, document pk) pairs of the judge's set that are in a pool
+    (`judge_job_create` with `pairs`: each query's pairs in the judge's blind order), queued once the
+    transaction commits."""
     wanted = set(pairs)
-    rows = Candidate.objects.filter(
-        query__golden_set=judge.golden_set_id, query_id__in=sorted({q for q, _ in wanted})
-    ).values_list("query__external_id", "query_id", "pk", "document_id")
-    chosen = sorted(
-        (row for row in rows if (row[1], row[3]) in wanted),
-        key=lambda row: (row[0], shuffle_key(rater_id=-judge.pk, query_id=row[1], candidate_id=row[2])),
-    )
-    with transaction.atomic():
-        job = JudgeJob.objects.create(judge=judge, created_by=by, chunk_size=chunk_size, total=len(chosen))
-        JudgeJobItem.objects.bulk_create(
-            JudgeJobItem(job=job, index=i, query_id=query_id, document_id=document_id)
-            for i, (_, query_id, _, document_id) in enumerate(chosen)
-        )
-        transaction.on_commit(lambda: current_app.tasks[JOB_START].delay(job.pk))
-    return job
+    queries = Query.objects.filter(golden_set=judge.golden_set_id, pk__in=sorted({q for q, _ in wanted}))
+    return judge_job_create(judge=judge, queries=list(queries), by=by, pairs=wanted)
 
 
 # --- status --------------------------------------------------------------------------------------------
