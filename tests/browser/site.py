@@ -3,7 +3,7 @@
 `site` builds one populated help-center set on top of tests/support/evaluation.py's `scene` (a promoted
 baseline run and a failing run on a stub engine): alice's open assignment, a query alice and bob
 disagree on by two grades (in the review queue, adjudicable), a frozen grade bob overturns alone (a
-proposal), a calibration round both graded, a machine judge (qualified), a second golden
+proposal), a calibration round both graded, two machine judges (one qualified), a second golden
 version to diff, a nightly schedule, an API token, and ada, an admin with Django's admin site.
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
@@ -91,6 +91,7 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
     api_token_create(user=rita, name="CI gate", scopes=["read"])
     judge = make_judge(golden_set, "grader-1")
     qualify(judge, rita)
+    make_judge(golden_set, "grader-2")  # a second judge, for the compare page
     return Site(scene, assignment, disputed, calibration, next_version, judge)
 
 
@@ -165,6 +166,7 @@ PAGES: dict[str, Where] = {
     "new judge": _at("labeling:judge_new", _slug),
     "judge detail": _at("labeling:judge_detail", _slug, lambda s: s.judge.pk),
     "judge qualification": _at("labeling:judge_qualification", _slug, lambda s: s.judge.pk),
+    "judge compare": _at("labeling:judge_compare", _slug),
     "golden versions": _at("golden_io:set_list"),
     "version list": _at("golden_io:version_list", _slug),
     "version detail": _at("golden_io:version_detail", _slug, lambda s: s.scene.version.name),
