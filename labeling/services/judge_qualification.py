@@ -29,7 +29,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -390,12 +390,30 @@ def suspended_recently(*, golden_set: GoldenSet) -> list[JudgeQualification]:
     """The set's suspended qualifications whose judge has been neither qualified again nor replaced by a
     new version since: the banner on the set's judge pages."""
     rows = JudgeQualification.objects.filter(judge__golden_set=golden_set)
+    suspended = list(
+        rows.filter(status=JudgeQualification.Status.SUSPENDED).select_related("judge__golden_set")
+    )
+    if not suspended:
+        return []
+    # Three statements whatever the number of suspensions: the latest qualification of each judge and the
+    # latest new version made from it, compared with each suspension's time.
+    judge_ids = {q.judge_id for q in suspended}
+    qualified = dict(
+        rows.filter(judge_id__in=judge_ids)
+        .values("judge_id")
+        .annotate(at=Max("at"))
+        .values_list("judge_id", "at")
+    )
+    replaced = dict(
+        Judge.objects.filter(previous_id__in=judge_ids)
+        .values("previous_id")
+        .annotate(at=Max("created"))
+        .values_list("previous_id", "at")
+    )
     out = []
-    for q in rows.filter(status=JudgeQualification.Status.SUSPENDED).select_related("judge__golden_set"):
+    for q in suspended:
         since = q.ended_at or q.at
-        if rows.filter(judge_id=q.judge_id, at__gt=since).exists():
-            continue
-        if Judge.objects.filter(previous_id=q.judge_id, created__gt=since).exists():
-            continue
-        out.append(q)
+        later = [at for at in (qualified.get(q.judge_id), replaced.get(q.judge_id)) if at is not None]
+        if not any(at > since for at in later):
+            out.append(q)
     return out
