@@ -40,6 +40,7 @@ from labeling.models import (
     Query,
 )
 from labeling.selectors import count_subquery
+from labeling.services.judge_qualification import drift_check_schedule
 
 NAME_MAX = CalibrationRound._meta.get_field("name").max_length or 200
 PROMOTION_RULE = "median of the round's grades; a tie of an even count is left to a reviewer"
@@ -180,6 +181,7 @@ def calibration_round_promote(*, round: CalibrationRound, by: User) -> Promotion
                     reviewer=by,
                     grade=unit.grade,
                     rationale=_rationale(locked, unit),
+                    watch=False,  # once for the round, below
                 )
             )
         except services.ReviewError as exc:  # e.g. a grade off a rubric changed since
@@ -194,6 +196,8 @@ def calibration_round_promote(*, round: CalibrationRound, by: User) -> Promotion
         )
     locked.promoted_by, locked.promoted_at = by, timezone.now()
     locked.save(update_fields=["promoted_by", "promoted_at"])
+    # The medians are human labels that landed: the set's qualified judges are checked against them.
+    drift_check_schedule(golden_set_id=locked.golden_set_id)
     round.promoted_by, round.promoted_at = locked.promoted_by, locked.promoted_at
     return PromotionResult(adjudications=adjudications, ties=list(promotion.ties), skipped=skipped)
 

@@ -1,4 +1,5 @@
-"""Celery tasks of machine-judge jobs (docs/judge.md): thin interfaces over `labeling.services.judges`.
+"""Celery tasks of machine judges (docs/judge.md): their jobs (thin interfaces over
+`labeling.services.judges`) and the drift watch (`labeling.services.judge_qualification`).
 
 As evaluation's tasks (evaluation/tasks.py): explicit stable names, ids as arguments, services imported
 inside each task, idempotency in the database. A job's chunks run one after another (a chain: the
@@ -63,6 +64,15 @@ def judge_job_finish(job_id: int) -> str:
     from labeling.services.judges import judge_job_finish as finish
 
     return finish(job_id=job_id)
+
+
+@shared_task(name="labeling.judge_drift_check", ignore_result=True)
+def judge_drift_check(golden_set_id: int) -> None:
+    """The drift watch of a set's qualified judges, queued after a human label lands
+    (`labeling.services.judge_qualification.drift_check_schedule`)."""
+    from labeling.services.judge_qualification import drift_check_safely
+
+    drift_check_safely(golden_set_id=golden_set_id)
 
 
 @shared_task(name="labeling.judge_jobs_sweep", ignore_result=True)

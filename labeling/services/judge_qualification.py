@@ -12,8 +12,11 @@
 - `qualification_job_create`: a judge job over exactly the qualification items' pairs.
 - The drift watch (`drift_check`): the judge's running agreement with the human grades that landed after
   its qualification; a fall below the bar suspends the qualification, mails the set's reviewers, and the
-  judge's labels stop counting there (`labeling.selectors.judge_scope` reads only active rows). Scheduled
-  after a rater marks a query done (`drift_check_schedule`, from `labeling.services.done`).
+  judge's labels stop counting there (`labeling.selectors.judge_scope` reads only active rows). A human
+  label lands when a rater marks a query done (`labeling.services.done`) and when a reviewer's final grade
+  is recorded (`labeling.services.review.adjudication_create`: an adjudication, an accepted proposal, a
+  promoted calibration round); each schedules the check (`drift_check_schedule`), which a worker runs
+  (the task `labeling.judge_drift_check`) after the commit, never the request.
 
 Imported as `labeling.services.judge_qualification` (not re-exported by `labeling.services`).
 """
@@ -49,6 +52,7 @@ from assay.labels.judge_agreement import (
     qualification_verdicts,
 )
 from labeling.models import (
+    Adjudication,
     Assignment,
     GoldenSet,
     Judge,
@@ -281,11 +285,11 @@ class DriftReading:
 
 
 def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int]]:
-    """(judge grade, human grade) for the human grades that landed after the qualification in its scope,
-    in the order they landed: a rater's grade lands when the query is marked done (the assignment's
-    `completed`), on the document as it is now. Only pairs the judge answered (a grade, or None for an
-    error) on that content."""
-    humans = list(
+    """(judge grade, human grade) for the human labels that landed after the qualification in its scope,
+    in the order they landed: a rater's grade when the query is marked done (the assignment's
+    `completed`), a reviewer's final grade when it is recorded (`Adjudication.at`), on the document as it
+    is now. Only pairs the judge answered (a grade, or None for an error) on that content."""
+    graded = (
         Judgment.objects.filter(
             assignment__query__golden_set=qualification.judge.golden_set_id,
             assignment__query__status=Query.Status.ACTIVE,
@@ -296,8 +300,8 @@ def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int
         )
         # A grade given on other content than the document's now is not compared with the judge's.
         .filter(Q(content_hash="") | Q(content_hash=F("document__content_hash")))
-        .order_by("assignment__completed", "pk")
         .values_list(
+            "assignment__completed",
             "assignment__query_id",
             "document_id",
             "grade",
@@ -305,9 +309,30 @@ def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int
             "assignment__query__locale",
         )
     )
-    humans = [row for row in humans if qualification.covers(row[3], row[4])]
-    grades = judge_grades(judge=qualification.judge, pairs={(q, d) for q, d, *_ in humans})
-    return [(grades[(q, d)], grade) for q, d, grade, *_ in humans if (q, d) in grades]
+    decided = (
+        Adjudication.objects.filter(
+            query__golden_set=qualification.judge.golden_set_id,
+            query__status=Query.Status.ACTIVE,
+            at__gt=qualification.at,
+        )
+        .filter(Q(content_hash="") | Q(content_hash=F("document__content_hash")))
+        .values_list("at", "query_id", "document_id", "grade", "query__stratum", "query__locale")
+    )
+    # In the order they landed; a rater's grades before a reviewer's decided at the same instant.
+    landed: list[tuple[Any, int, int, PkKey, int]] = [
+        (at, 0, n, (query, document), grade)
+        for n, (at, query, document, grade, stratum, locale) in enumerate(
+            graded.order_by("assignment__completed", "pk")
+        )
+        if qualification.covers(stratum, locale)
+    ] + [
+        (at, 1, n, (query, document), grade)
+        for n, (at, query, document, grade, stratum, locale) in enumerate(decided.order_by("at", "pk"))
+        if qualification.covers(stratum, locale)
+    ]
+    scoped = [(pair, grade) for *_, pair, grade in sorted(landed)]
+    grades = judge_grades(judge=qualification.judge, pairs={pair for pair, _ in scoped})
+    return [(grades[pair], grade) for pair, grade in scoped if pair in grades]
 
 
 def drift_reading(qualification: JudgeQualification) -> DriftReading:
@@ -369,17 +394,27 @@ def _mail_reviewers(qualification: JudgeQualification) -> None:
 
 
 def drift_check_schedule(*, golden_set_id: int) -> None:
-    """After the current transaction commits, run the drift watch for the set, only if it has an active
-    qualification (one cheap query otherwise). A failure of the check is logged, never raised."""
+    """After the current transaction commits, queue the drift watch of the set for a worker (the task
+    `labeling.judge_drift_check`), only if the set has an active qualification (one cheap query
+    otherwise). A failure to queue it is logged, never raised: the human's work is saved either way."""
+    from celery import current_app
+
+    def queue() -> None:
+        current_app.tasks[DRIFT_CHECK].delay(golden_set_id)
+
     try:
         if not JudgeQualification.objects.filter(judge__golden_set_id=golden_set_id, status=Active).exists():
             return
-        transaction.on_commit(lambda: drift_check_safely(golden_set_id=golden_set_id), robust=True)
+        transaction.on_commit(queue, robust=True)
     except Exception:
         logger.exception("drift watch of golden set %s could not be scheduled", golden_set_id)
 
 
+DRIFT_CHECK = "labeling.judge_drift_check"  # the task's name: queued by name, as judge jobs are
+
+
 def drift_check_safely(*, golden_set_id: int) -> None:
+    """The drift watch as the worker runs it: a failure is logged with the set, never raised."""
     try:
         drift_check(golden_set_id=golden_set_id)
     except Exception:

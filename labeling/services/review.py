@@ -37,6 +37,7 @@ from labeling.models import (
 from labeling.selectors import DUAL_KINDS
 from labeling.services.assignments import AssignmentError, _refresh_completion, gold_distribute
 from labeling.services.grading import MAX_NOTE
+from labeling.services.judge_qualification import drift_check_schedule
 
 
 class ReviewError(Exception):
@@ -128,12 +129,20 @@ def retired_work_reopen(*, query: Query) -> int:
 
 @transaction.atomic
 def adjudication_create(
-    *, query: Query, document: Document, reviewer: User, grade: int, rationale: str
+    *,
+    query: Query,
+    document: Document,
+    reviewer: User,
+    grade: int,
+    rationale: str,
+    watch: bool = True,
 ) -> Adjudication:
     """A reviewer's final grade for one judged document of an active query, with a required rationale.
 
     It becomes the final label (method `adjudicated`) until a newer adjudication or a re-judgment of
-    changed content. The raters' judgments stay as they are.
+    changed content. The raters' judgments stay as they are. A human label landed: the set's qualified
+    judges are checked against it after the commit (`watch=False`: the caller schedules that check once
+    for a batch, as a calibration round's promotion does).
     """
     rubric = query.golden_set.rubric
     if type(grade) is not int or not rubric.scale_min <= grade <= rubric.scale_max:
@@ -146,7 +155,7 @@ def adjudication_create(
         or Candidate.objects.filter(query=query, document=document).exists()
     ):
         raise ReviewError(f"document {document.doc_id} is not in the pool of query {query.external_id}")
-    return Adjudication.objects.create(
+    adjudication = Adjudication.objects.create(
         query=query,
         document=document,
         reviewer=reviewer,
@@ -154,6 +163,9 @@ def adjudication_create(
         rationale=rationale,
         content_hash=document.content_hash,
     )
+    if watch:
+        drift_check_schedule(golden_set_id=query.golden_set_id)
+    return adjudication
 
 
 @transaction.atomic

@@ -2,7 +2,8 @@
 OpenAI-compatible stub (tests/support/judge_stub.py), as tests/integration/test_runs_workers.py runs
 evaluation runs.
 
-Covered: a job runs through its chain of chunks on a worker; a worker SIGKILLed mid-job loses nothing,
+Covered: the drift watch a rater's done queues runs on a worker; a job runs through its chain of chunks
+on a worker; a worker SIGKILLed mid-job loses nothing,
 under the default settings: the job's heartbeat stops, the sweeper on beat (every 15 s; embedded in the
 second worker here) sends its unfinished chunks again, and the second worker judges only the pairs not
 answered yet: a stored answer is never asked for again, only the request in flight when the worker died.
@@ -17,9 +18,11 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 
-from labeling.models import GoldenSet, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel
+from labeling.models import GoldenSet, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel, JudgeQualification
 from labeling.services import judges
+from labeling.services.done import assignment_done
 from tests import factories
 from tests.support.judge_stub import graded, judge_key, judge_settings, judge_stub, user_message
 from tests.support.stub_server import StubServer
@@ -107,3 +110,46 @@ def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
     assert all(asked[pair] == 1 for pair in answered)
     assert sum(n - 1 for n in asked.values()) <= 1
     assert job.prompt_tokens == 24 * 100 and job.elapsed_ms > 0
+
+
+def test_a_worker_runs_the_drift_watch_a_rater_marking_done_queues(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    golden_set: GoldenSet,
+    rita: User,
+) -> None:
+    """The request only queues the check (after its commit); a worker suspends the qualification once the
+    human grades landing since it (the default watch: 50 pairs at least) disagree with the judge."""
+    judge, _ = judges.judge_save(
+        golden_set=golden_set, settings=judge_settings("http://127.0.0.1:9"), by=None
+    )
+    qualification = JudgeQualification.objects.create(
+        judge=judge, by=rita, rationale="agreed on billing", bar=0.7, strata=["billing"]
+    )
+    rater = golden_set.raters.first()
+    assert rater is not None
+    assignments = []
+    for _ in range(13):  # 52 pairs, the judge's grade the reverse of the rater's
+        query = factories.pooled_query(golden_set, 4, stratum="billing")
+        assignment = factories.AssignmentFactory.create(query=query, rater=rater)
+        for candidate, grade in zip(query.candidates.order_by("best_rank"), range(4), strict=True):
+            JudgeLabel.objects.create(
+                judge=judge,
+                query=query,
+                document=candidate.document,
+                grade=3 - grade,
+                content_hash=candidate.document.content_hash,
+            )
+            factories.grade(assignment, candidate.document, grade)
+        assignments.append(assignment)
+    start_worker("w1")
+    for assignment in assignments:
+        assignment_done(assignment_id=assignment.pk, rater=rater)
+    _wait(
+        lambda: JudgeQualification.objects.filter(
+            pk=qualification.pk, status=JudgeQualification.Status.SUSPENDED
+        ).exists(),
+        "the worker to suspend the qualification",
+    )
+    qualification.refresh_from_db()
+    assert qualification.ended_reason.startswith("the drift watch: the running kappa over the latest 200")
+    assert "at pair 50" in qualification.ended_reason

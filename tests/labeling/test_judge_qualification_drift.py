@@ -1,12 +1,15 @@
-"""The drift watch (labeling/services/judge_qualification.py): human grades that land after a judge's
-qualification, in its scope, when their query is marked done; a suspension with the numbers once the
-running kappa falls below the bar (never before `min_pairs`), the reviewers mailed, the banner, the
-judge's labels no longer counting; and a failing check never breaking the rater's done."""
+"""The drift watch (labeling/services/judge_qualification.py): human labels that land after a judge's
+qualification, in its scope (a rater's grades when their query is marked done, a reviewer's final grade
+when it is recorded: an adjudication, an accepted proposal, a promoted calibration round); a suspension
+with the numbers once the running kappa falls below the bar (never before `min_pairs`), the reviewers
+mailed, the banner, the judge's labels no longer counting; and a failing check never breaking the rater's
+done. The check is the task `labeling.judge_drift_check`, run in-process here (`eager_celery`);
+tests/integration/test_judge_workers.py runs it on a real worker."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,16 +18,26 @@ from django.core import mail
 from django.test import Client
 from django.utils.html import escape
 
-from labeling.models import Assignment, GoldenSet, Judge, JudgeQualification, Query
+from labeling import rounds
+from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, JudgeQualification, Query
 from labeling.selectors.judge_scope import qualified_judge_labels
 from labeling.services import judge_qualification as jq
 from labeling.services.done import assignment_done
+from labeling.services.review import adjudication_create
 from tests import factories
 from tests.labeling.test_judge_qualification import dual_query, label, make_judge
+from tests.support.runs import eager_celery
 
 pytestmark = pytest.mark.django_db
 
 HUMAN = [0, 1, 2, 3]
+
+
+@pytest.fixture(autouse=True)
+def _eager() -> Iterator[None]:
+    """The queued check runs in-process (a worker runs it in tests/integration/test_judge_workers.py)."""
+    with eager_celery():
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -205,3 +218,53 @@ def test_grades_on_other_content_than_the_documents_now_are_not_compared(
     judgments[1].content_hash = judgments[1].document.content_hash
     judgments[1].save()
     assert jq.drift_pairs(qualification) == [(2, 1), (1, 2), (0, 3)]
+
+
+def test_a_reviewers_final_grade_is_a_human_label_the_watch_compares(
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    rita: User,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    query = judged_query(golden_set, judge, [3, 2, 1, 0], "billing")
+    rater_done(query, alice, HUMAN, django_capture_on_commit_callbacks)
+    documents = [c.document for c in query.candidates.order_by("best_rank")]
+    # Decided after the rater's grades: the two final grades land after them, in the order decided.
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudication_create(query=query, document=documents[3], reviewer=rita, grade=1, rationale="minor")
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudication_create(query=query, document=documents[0], reviewer=rita, grade=0, rationale="off")
+    assert jq.drift_pairs(qualification) == [(3, 0), (2, 1), (1, 2), (0, 3), (0, 1), (3, 0)]
+    # Six pairs far apart: the reviewer's decisions tipped the watch, which the adjudication queued.
+    qualification.refresh_from_db()
+    assert qualification.status == JudgeQualification.Status.SUSPENDED
+    assert "at pair 6" in qualification.ended_reason
+
+
+def test_a_promoted_calibration_round_queues_one_check_and_its_medians_are_compared(
+    golden_set: GoldenSet,
+    judge: Judge,
+    qualification: JudgeQualification,
+    alice: User,
+    bob: User,
+    rita: User,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    queries = [judged_query(golden_set, judge, [3, 2, 1, 0], "billing") for _ in range(2)]
+    round_ = rounds.calibration_round_start(
+        golden_set=golden_set, name="spring", queries=queries, raters=[alice, bob], by=rita
+    )
+    for assignment in Assignment.objects.filter(calibration_round=round_):
+        for candidate in assignment.query.candidates.order_by("best_rank"):
+            factories.grade(assignment, candidate.document, 3)
+    calls: list[int] = []
+    monkeypatch.setattr(jq, "drift_check", lambda *, golden_set_id: calls.append(golden_set_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        result = rounds.calibration_round_promote(round=CalibrationRound.objects.get(pk=round_.pk), by=rita)
+    assert len(result.adjudications) == 8
+    assert calls == [golden_set.pk]  # one check for the round, not one per document
+    # The round's own grades measure the rubric, not the judge: only the promoted medians are compared.
+    assert jq.drift_pairs(qualification) == [(3, 3), (2, 3), (1, 3), (0, 3)] * 2
