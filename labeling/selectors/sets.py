@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
+from assay.golden.model import JUDGE
 from labeling.models import (
     Assignment,
     Candidate,
@@ -67,6 +68,8 @@ class ReviewRow:
     final: PairLabel | None = None  # the consolidated label and how it was reached (None: not judged)
     gold: int | None = None  # the known answer, when the document is a gold item of the query
     cant_judge: tuple[CantJudgeMark, ...] = ()  # raters' can't-judge marks with reasons: not grades
+    # When a judge decided the frozen label (`FrozenLabel.source`): its name ("" when the file named none).
+    frozen_judge: str | None = None
 
 
 def _by_document(
@@ -88,8 +91,16 @@ def _by_document(
 def query_review_get(*, query: Query) -> list[ReviewRow]:
     """Everything about one query's pool, for reviewers: provenance, frozen label, every rater's grade
     or can't-judge mark and note with its history (`history` on each: the document's events in that
-    assignment, grades a mark or an undo replaced included), the consolidated label and the gold answer."""
-    frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+    assignment, grades a mark or an undo replaced included), the consolidated label and the gold answer.
+    A frozen label a judge decided says so, with the judge's name."""
+    frozen: dict[int, int] = {}
+    frozen_judge: dict[int, str] = {}
+    for document_id, grade, source, judge_name in FrozenLabel.objects.filter(query=query).values_list(
+        "document_id", "grade", "source", "judge_name"
+    ):
+        frozen[document_id] = grade
+        if source == JUDGE:
+            frozen_judge[document_id] = judge_name
     finals = {d: label for (_, d), label in _pair_labels(query.golden_set, [query.pk]).items()}
     gold = dict(GoldItem.objects.filter(query=query).values_list("document_id", "grade"))
     history: dict[tuple[int, int], list[JudgmentEvent]] = {}
@@ -110,6 +121,7 @@ def query_review_get(*, query: Query) -> list[ReviewRow]:
             finals.get(c.document_id),
             gold.get(c.document_id),
             tuple(marks.get(c.document_id, ())),
+            frozen_judge.get(c.document_id),
         )
         for c in candidates
     ]

@@ -72,6 +72,11 @@ def test_a_freeze_records_each_labels_source_and_the_version_counts_the_judges(
     assert 'id="judge-labels"' in page and f"{judge.name} 2" in page
     page = client.get(reverse("golden_io:version_detail", args=[golden_set.slug, "v1"])).content.decode()
     assert 'id="judge-labels"' not in page
+    # The query's page says which frozen labels a judge decided, and which one.
+    page = client.get(reverse("labeling:query_review", args=[golden_set.slug, query.pk])).content.decode()
+    for doc in docs:
+        cell = page.split(f'data-doc="{doc.doc_id}"')[1].split("</td>", 3)[2]
+        assert (f"judge: {judge.name}" in cell) is (doc != docs[0]), doc.doc_id
 
 
 def test_the_source_survives_the_git_export_and_a_golden_file_import(
