@@ -32,6 +32,7 @@ _CHANGES = (
     "judgments_removed",
     "judgments_regraded",
     "keys_changed",
+    "sources_changed",
 )
 
 
@@ -86,6 +87,17 @@ class KeyChange:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceChange:
+    """Who decided a judgment changed while its doc id stayed: `None` for humans, "judge" for a qualified
+    judge (the file's `source`), e.g. humans graded a pair a judge had filled."""
+
+    query_id: str
+    doc_id: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class GoldenDiff:
     old_version: str
     new_version: str
@@ -100,6 +112,7 @@ class GoldenDiff:
     judgments_removed: tuple[JudgmentChange, ...] = ()
     judgments_regraded: tuple[JudgmentChange, ...] = ()
     keys_changed: tuple[KeyChange, ...] = ()
+    sources_changed: tuple[SourceChange, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -155,6 +168,10 @@ class GoldenDiff:
             )
         if self.keys_changed:
             parts.append(f"{_n(c['keys_changed'], 'durable key', 'durable keys')} changed")
+        if self.sources_changed:
+            moves = Counter((source_text(s.old), source_text(s.new)) for s in self.sources_changed)
+            by_kind = ", ".join(f"{old} -> {new}: {n}" for (old, new), n in sorted(moves.items()))
+            parts.append(f"{_n(c['sources_changed'], 'label source', 'label sources')} changed ({by_kind})")
         if self.tier_moves:
             moves = Counter((m.old, m.new) for m in self.tier_moves)
             by_kind = ", ".join(f"{old} -> {new}: {n}" for (old, new), n in sorted(moves.items()))
@@ -213,6 +230,11 @@ class GoldenDiff:
             ("query", "document", "old key", "new key"),
             [(c.query_id, c.doc_id, c.old, c.new) for c in self.keys_changed],
         )
+        table(
+            "Label sources",
+            ("query", "document", "old source", "new source"),
+            [(c.query_id, c.doc_id, source_text(c.old), source_text(c.new)) for c in self.sources_changed],
+        )
         return "\n".join(lines) + "\n"
 
 
@@ -248,6 +270,7 @@ def diff(old: GoldenFile, new: GoldenFile) -> GoldenDiff:
     removed: list[JudgmentChange] = []
     regraded: list[JudgmentChange] = []
     keys: list[KeyChange] = []
+    sources: list[SourceChange] = []
     for qid in common:
         before = {j.doc_id: j for j in old_q[qid].judgments}
         after = {j.doc_id: j for j in new_q[qid].judgments}
@@ -263,6 +286,8 @@ def diff(old: GoldenFile, new: GoldenFile) -> GoldenDiff:
                     regraded.append(JudgmentChange(qid, doc, a.grade, b.grade))
                 if a.key != b.key:
                     keys.append(KeyChange(qid, doc, a.key, b.key))
+                if a.source != b.source:
+                    sources.append(SourceChange(qid, doc, a.source, b.source))
 
     return GoldenDiff(
         old_version=old.version,
@@ -278,6 +303,7 @@ def diff(old: GoldenFile, new: GoldenFile) -> GoldenDiff:
         judgments_removed=tuple(removed),
         judgments_regraded=tuple(regraded),
         keys_changed=tuple(keys),
+        sources_changed=tuple(sources),
     )
 
 
@@ -299,6 +325,11 @@ def _file_value(name: str, value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     return value
+
+
+def source_text(source: str | None) -> str:
+    """A judgment's source in words: "humans" where the file names none."""
+    return "humans" if source is None else source
 
 
 def _text(value: Any) -> str:

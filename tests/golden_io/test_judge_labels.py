@@ -5,10 +5,12 @@ file marks them `"source": "judge"` so that they stay recognisable after export 
 from __future__ import annotations
 
 import subprocess
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -108,3 +110,26 @@ def test_the_source_survives_the_git_export_and_a_golden_file_import(
     # Frozen again with nothing changed: the same content, so the freeze is refused as unchanged.
     with pytest.raises(services.FreezeUnchanged):
         services.golden_version_freeze(golden_set=golden_set, by=rita, name="v2")
+
+
+def test_humans_grading_a_pair_the_judge_filled_shows_as_a_source_change(
+    golden_set: GoldenSet, query: Query, docs: list[Document], alice: User, rita: User, client: Client
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    label(judge, query, docs[1], 2)
+    qualify(judge, rita)
+    services.golden_version_freeze(golden_set=golden_set, by=rita, name="v1")
+    # A rater confirms the judge's grade: the label is the humans' now, its grade unchanged.
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    factories.grade(assignment, docs[1], 2)
+    services.golden_version_freeze(golden_set=golden_set, by=rita, name="v2")
+
+    client.force_login(rita)
+    page = client.get(reverse("golden_io:diff", args=[golden_set.slug]), {"old": "v1", "new": "v2"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "1 label source changed (judge -&gt; humans: 1)" in html
+    assert f"<td>q-1</td><td>{docs[1].doc_id}</td><td>judge</td><td>humans</td>" in html
+    out = StringIO()
+    call_command("golden_diff", f"{golden_set.slug}@v1", "v2", stdout=out)
+    assert f"~ source q-1 {docs[1].doc_id}: judge -> humans" in out.getvalue()

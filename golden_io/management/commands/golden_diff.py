@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from assay.golden.diff import diff
+from assay.golden.diff import diff, source_text
 from golden_io import selectors
 from golden_io.management.commands._common import version_get
 from labeling.selectors import proposals_pending_count
@@ -77,4 +77,8 @@ def _text(change: Any) -> str:
     lines += [f"+ grade {j.query_id} {j.doc_id}: {j.new}" for j in change.judgments_added]
     lines += [f"- grade {j.query_id} {j.doc_id}: {j.old}" for j in change.judgments_removed]
     lines += [f"~ key {k.query_id} {k.doc_id}: {k.old} -> {k.new}" for k in change.keys_changed]
+    lines += [
+        f"~ source {s.query_id} {s.doc_id}: {source_text(s.old)} -> {source_text(s.new)}"
+        for s in change.sources_changed
+    ]
     return "\n".join(lines)

@@ -9,7 +9,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.golden.diff import FieldChange, GoldenDiff, JudgmentChange, KeyChange, QueryEntry, TierMove, diff
+from assay.golden.diff import (
+    FieldChange,
+    GoldenDiff,
+    JudgmentChange,
+    KeyChange,
+    QueryEntry,
+    SourceChange,
+    TierMove,
+    diff,
+)
 from assay.golden.format import from_dict, load, to_dict
 from assay.golden.model import GoldenFile
 from tests.assay.golden.test_format import GOLDEN
@@ -183,6 +192,27 @@ def test_it_lists_durable_key_changes_even_when_the_grade_stays() -> None:
     assert diff(old, new).keys_changed == (KeyChange("q-1", "d", "https://a", "https://b"),)
     assert diff(old, unkeyed).keys_changed == (KeyChange("q-1", "d", "https://a", None),)
     assert not diff(old, new).is_empty and diff(old, new).judgments_regraded == ()
+
+
+def test_it_lists_who_decided_a_label_when_only_that_changed() -> None:
+    def one(grade: int, **source: str) -> GoldenFile:
+        return golden([{"id": "q-1", "text": "t", "judgments": [{"doc_id": "d", "grade": grade, **source}]}])
+
+    filled, confirmed, regraded = one(2, source="judge"), one(2), one(3)
+    result = diff(filled, confirmed)
+    assert result.sources_changed == (SourceChange("q-1", "d", "judge", None),)
+    assert not result.is_empty and result.judgments_regraded == ()
+    assert result.counts["sources_changed"] == 1
+    assert "1 label source changed (judge -> humans: 1)." in result.summary()
+    assert "| q-1 | d | judge | humans |" in result.to_markdown()
+    assert result.to_dict()["sources_changed"] == [
+        {"query_id": "q-1", "doc_id": "d", "old": "judge", "new": None}
+    ]
+    # A regrade by humans of a judge's label is both: the grade and who decided it.
+    both = diff(filled, regraded)
+    assert both.sources_changed == (SourceChange("q-1", "d", "judge", None),)
+    assert both.judgments_regraded == (JudgmentChange("q-1", "d", 2, 3),)
+    assert diff(confirmed, regraded).sources_changed == ()
 
 
 def _two_versions() -> tuple[GoldenFile, GoldenFile]:
