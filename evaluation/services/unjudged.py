@@ -93,9 +93,10 @@ def unjudged_queue(*, run: EvaluationRun, by: Any = None) -> UnjudgedQueued:
 def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     """Send the run's unjudged top-k documents to a judge: per query, the judge of the newest active
     qualification covering it (`labeling.selectors.judge_scope`), one job per judge over exactly those
-    (query, document) pairs (`judge_job_create`). The documents join their pools as with `unjudged_queue`,
-    since a judge's label fills only a pool pair no human labeled; a query no judge is qualified for is
-    listed in `no_judge` and left alone."""
+    (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
+    fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
+    the judge is asked, not the raters. A query no judge is qualified for is listed in `no_judge` and left
+    alone."""
     from labeling.selectors.judge_scope import newest_qualified_judges
     from labeling.services import pool_merge
     from labeling.services.judges import judge_job_create
@@ -117,7 +118,7 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
         pairs.extend((query_pk, entry.document.pk) for entry in entries)
         outcome.queued[query.external_id] = [entry.document.doc_id for entry in entries]
     sent = {pk: entries for pk, entries in pools.items() if pk in judges}
-    outcome.added = pool_merge(pools=sent) if sent else 0
+    outcome.added = pool_merge(pools=sent, reopen=False) if sent else 0
     for judge, pairs in asked.values():
         outcome.jobs.append(
             judge_job_create(

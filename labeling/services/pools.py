@@ -30,12 +30,13 @@ def candidates_add(*, query: Query, entries: Iterable[PoolEntry]) -> int:
 
 
 @transaction.atomic
-def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]]) -> int:
+def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True) -> int:
     """Union the entries into the pools of the given query ids; returns how many candidates are new.
 
     A system appears once per candidate: a rebuilt pool replaces that system's rank instead of adding a
     second entry, so rebuilding is idempotent. Open work is kept honest: a finished assignment whose pool
-    grew is open again.
+    grew is open again, unless `reopen=False` (documents sent to a judge instead of the raters: its label
+    fills a pool pair no human labeled, and raters who finished the query are not asked again).
     """
     existing = {
         (c.query_id, c.document_id): c for c in Candidate.objects.filter(query_id__in=list(pools)).order_by()
@@ -60,7 +61,7 @@ def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]]) -> int:
     Candidate.objects.bulk_create(new.values(), batch_size=1000)
     Candidate.objects.bulk_update(changed.values(), ["provenance", "best_rank"], batch_size=1000)
     grown = {query_id for query_id, _ in new}
-    if grown:
+    if grown and reopen:
         Assignment.objects.filter(
             query_id__in=grown, status=Assignment.Status.DONE, scope__isnull=True
         ).update(status=Assignment.Status.OPEN, completed=None)

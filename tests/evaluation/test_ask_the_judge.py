@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 
 from evaluation.models import EvaluationRun
 from evaluation.services import unjudged_ask_judge, unjudged_judge_offer
-from labeling.models import Candidate, GoldenSet, JudgeJob
+from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob
 from tests import factories
 from tests.support.evaluation import ada_fixture, logged_in, other_set_fixture, victor_fixture  # noqa: F401
 from tests.support.judge_labels import make_judge, qualify
@@ -76,6 +77,21 @@ def test_each_query_goes_to_its_newest_qualified_judge_with_exactly_its_unjudged
     assert outcome.unknown_documents == [("q-1", "d9")] and outcome.no_judge == []
     # They join the pools, where a judge's label can fill a pair no human labeled.
     assert Candidate.objects.filter(document=labeling["docs"]["d3"]).count() == 6
+
+
+def test_the_judge_is_asked_not_the_raters_who_finished_the_query(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User, alice: User, labeling: dict[str, Any]
+) -> None:
+    qualify(make_judge(golden_set, "m1"), rita)
+    done = factories.AssignmentFactory.create(
+        query=labeling["queries"]["q-2"], rater=alice, status=Assignment.Status.DONE, completed=timezone.now()
+    )
+
+    unjudged_ask_judge(run=run, by=rita)
+
+    done.refresh_from_db()
+    assert done.status == Assignment.Status.DONE and done.completed is not None
+    assert Candidate.objects.filter(query=done.query, document=labeling["docs"]["d3"]).exists()
 
 
 def test_a_query_no_judge_is_qualified_for_is_left_alone(
