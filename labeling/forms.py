@@ -234,3 +234,44 @@ class JudgeJobForm(forms.Form):
     def __init__(self, *args: Any, queries: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["queries"].choices = queries  # type: ignore[attr-defined]
+
+
+# --- judge qualification ---------------------------------------------------------------------------
+
+
+class QualifyForm(forms.Form):
+    """Qualify a judge for a scope (docs/judge-qualification.md): the choices are the set's strata and
+    locales, (value, label)."""
+
+    strata = forms.MultipleChoiceField(
+        required=False, help_text="none chosen: every stratum", widget=forms.SelectMultiple(attrs={"size": 4})
+    )
+    locales = forms.MultipleChoiceField(
+        required=False, help_text="none chosen: every locale", widget=forms.SelectMultiple(attrs={"size": 4})
+    )
+    rationale = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="why this judge's grades may count there"
+    )
+
+    def __init__(
+        self, *args: Any, strata: list[tuple[str, str]], locales: list[tuple[str, str]], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["strata"].choices = strata  # type: ignore[attr-defined]
+        self.fields["locales"].choices = locales  # type: ignore[attr-defined]
+
+
+class WithdrawForm(forms.Form):
+    reason = forms.CharField(max_length=1000, help_text="why its grades must stop counting")
+
+
+class CompareForm(forms.Form):
+    judges = forms.MultipleChoiceField(
+        required=False,
+        help_text="none chosen: every judge of the set",
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+    )
+
+    def __init__(self, *args: Any, judges: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["judges"].choices = judges  # type: ignore[attr-defined]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -21,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from assay.labels.judge_agreement import NOT_QUALIFIED, QUALIFIED
-from labeling.forms import form_errors
+from labeling.forms import CompareForm, QualifyForm, WithdrawForm, form_errors
 from labeling.models import GoldenSet, Judge, JudgeQualification, Query
 from labeling.selectors.judge_items import judge_items_get, judges_compare_get
 from labeling.services import judge_qualification as qualification_services
@@ -38,39 +37,10 @@ def _scope_choices(golden_set: GoldenSet, field: str) -> list[tuple[str, str]]:
     return [(value, value or f"(no {field})") for value in values]
 
 
-class QualifyForm(forms.Form):
-    strata = forms.MultipleChoiceField(
-        required=False, help_text="none chosen: every stratum", widget=forms.SelectMultiple(attrs={"size": 4})
+def _qualify_form(golden_set: GoldenSet, data: Any = None) -> QualifyForm:
+    return QualifyForm(
+        data, strata=_scope_choices(golden_set, "stratum"), locales=_scope_choices(golden_set, "locale")
     )
-    locales = forms.MultipleChoiceField(
-        required=False, help_text="none chosen: every locale", widget=forms.SelectMultiple(attrs={"size": 4})
-    )
-    rationale = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), help_text="why this judge's grades may count there"
-    )
-
-    def __init__(self, *args: Any, golden_set: GoldenSet, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["strata"].choices = _scope_choices(golden_set, "stratum")  # type: ignore[attr-defined]
-        self.fields["locales"].choices = _scope_choices(golden_set, "locale")  # type: ignore[attr-defined]
-
-
-class WithdrawForm(forms.Form):
-    reason = forms.CharField(max_length=1000, help_text="why its grades must stop counting")
-
-
-class CompareForm(forms.Form):
-    judges = forms.MultipleChoiceField(
-        required=False,
-        help_text="none chosen: every judge of the set",
-        widget=forms.SelectMultiple(attrs={"size": 6}),
-    )
-
-    def __init__(self, *args: Any, judges: list[Judge], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["judges"].choices = [  # type: ignore[attr-defined]
-            (str(j.pk), f"{j.name} #{j.pk} · {j.model}") for j in judges
-        ]
 
 
 def _page_url(judge: Judge) -> str:
@@ -111,7 +81,9 @@ def judge_qualification(request: HttpRequest, slug: str, pk: int) -> HttpRespons
             "qualifications": qualifications,
             "drift": drift,
             "newer": Judge.objects.filter(golden_set=golden_set, previous=judge).order_by("-created"),
-            "qualify_form": QualifyForm(golden_set=golden_set),
+            "qualify_form": QualifyForm(
+                strata=_scope_choices(golden_set, "stratum"), locales=_scope_choices(golden_set, "locale")
+            ),
             "withdraw_form": WithdrawForm(),
         },
     )
@@ -135,7 +107,7 @@ def judge_qualification_job(request: HttpRequest, slug: str, pk: int) -> HttpRes
 @require_POST
 def judge_qualify(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     judge = get_judge_for_reviewer(request, slug, pk)
-    form = QualifyForm(request.POST, golden_set=judge.golden_set)
+    form = _qualify_form(judge.golden_set, request.POST)
     if not form.is_valid():
         messages.error(request, f"Not qualified: {form_errors(form)}")
         return back(_page_url(judge))
@@ -178,7 +150,9 @@ def judge_qualification_withdraw(request: HttpRequest, slug: str, pk: int, q_pk:
 def judge_compare(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set_for_reviewer(request, slug)
     judges = list(Judge.objects.filter(golden_set=golden_set).select_related("golden_set"))
-    form = CompareForm(request.GET or None, judges=judges)
+    form = CompareForm(
+        request.GET or None, judges=[(str(j.pk), f"{j.name} #{j.pk} · {j.model}") for j in judges]
+    )
     chosen = judges
     if form.is_bound and form.is_valid() and form.cleaned_data["judges"]:
         wanted = set(form.cleaned_data["judges"])
