@@ -193,11 +193,13 @@ PAGES: dict[str, Where] = {
     "admin golden set": _at("admin:labeling_goldenset_change", lambda s: s.golden_set.pk),
     "not found (404)": lambda s: "/no-such-page/",
     "doc": _at("doc_page", lambda s: "metrics"),
+    "API docs": _at("api-docs"),  # Swagger UI, as it loads (tests/browser/test_api_docs.py opens it further)
 }
-# Left out: Swagger UI (`api-docs`), drf-spectacular's page of a third-party bundle that axe-core finds
-# colour contrast, nesting and heading faults in; the schema and downloads are not pages.
+# Left out: the schema and downloads, which are not pages.
 # Pages that are a state of another: the key that opens it once the page has loaded.
 KEYS = {"grading help": "?", "grading, can't judge": "x"}
+# Pages their script draws after they load (Swagger UI, from the schema it fetches): what shows once drawn.
+DRAWN = {"API docs": ".swagger-ui .opblock"}
 RATERS = ("queue", "grading", *KEYS)
 ADMINS = ("Django admin", "admin golden sets", "admin golden set")
 
@@ -205,7 +207,7 @@ ADMINS = ("Django admin", "admin golden sets", "admin golden set")
 # told 404, a reviewer asking for the rater's queue 403).
 ROLE_PAGES: dict[str, list[str]] = {
     "anonymous": ["login"],
-    "rater": ["home", *RATERS, "runs", "doc"],
+    "rater": ["home", *RATERS, "runs", "doc", "API docs"],
     "reviewer": [*(name for name in PAGES if name not in ("login", *RATERS, *ADMINS)), "queue"],
-    "admin": ["home", *ADMINS],
+    "admin": ["home", *ADMINS, "API docs"],
 }

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
-from tests.browser.site import KEYS, PAGES, ROLE_PAGES, USERS, Site
+from tests.browser.site import DRAWN, KEYS, PAGES, ROLE_PAGES, USERS, Site
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -51,6 +51,8 @@ def test_no_page_of_the_role_has_an_accessibility_violation(
             page = context.new_page()
             page.goto(f"{live_server.url}{PAGES[name](site)}")
             page.wait_for_load_state("networkidle")
+            if name in DRAWN:
+                page.locator(DRAWN[name]).first.wait_for()
             if name in KEYS:
                 page.keyboard.press(KEYS[name])
             violations = axe_violations(page)
