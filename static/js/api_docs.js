@@ -1,8 +1,9 @@
 // Swagger UI's page (templates/drf_spectacular/swagger_ui.html): names for the controls and regions
 // Swagger UI draws without one, as an operation opens or is tried out. An enum parameter's <select> is
 // named after its parameter, the request body's editor "Request body", a response table (role="region",
-// one per operation) after its operation, e.g. "Responses of GET /api/v1/runs/". Only aria-label is set,
-// an attribute React does not render here, so it leaves it alone; an element redrawn is named again.
+// one per operation) after its operation, e.g. "Responses of GET /api/v1/runs/"; the Authorize dialog
+// below. Only attributes React does not render on these elements are set, so it leaves them alone; an
+// element redrawn is named again.
 "use strict";
 
 (() => {
@@ -19,7 +20,31 @@
       const path = summary?.querySelector(".opblock-summary-path")?.dataset.path ?? "";
       table.setAttribute("aria-label", `Responses of ${method} ${path}`.trim());
     }
+    // The Authorize dialog: a dialog named by its heading, its close button named, its headings in order,
+    // its Authorize and Logout buttons named by their own words (their aria-label, "Apply credentials",
+    // hides them).
+    for (const dialog of root.querySelectorAll(".modal-ux:not([role])")) {
+      dialog.setAttribute("role", "dialog");
+      dialog.setAttribute("aria-modal", "true");
+      dialog.setAttribute("aria-label", dialog.querySelector(".modal-ux-header h3")?.textContent ?? "Authorize");
+    }
+    for (const close of root.querySelectorAll(".modal-ux .close-modal:not([aria-label])")) {
+      close.setAttribute("aria-label", "Close");
+    }
+    // "Authorized" (an h6 under the scheme's h4, once a token is given) a level below the h4.
+    for (const heading of root.querySelectorAll(".modal-ux h6:not([aria-level])")) {
+      heading.setAttribute("aria-level", "5");
+    }
+    for (const button of root.querySelectorAll(".modal-ux .modal-btn[aria-label]")) {
+      button.removeAttribute("aria-label");
+    }
   };
   const root = document.getElementById("swagger-ui");
-  new MutationObserver(() => named(root)).observe(root, { childList: true, subtree: true });
+  // aria-label too: React sets a button's again when it turns from Authorize to Logout.
+  new MutationObserver(() => named(root)).observe(root, {
+    childList: true,
+    subtree: true,
+    attributes: true,
+    attributeFilter: ["aria-label"],
+  });
 })();

@@ -1,5 +1,6 @@
 """Swagger UI (`/api/docs/`) stays free of axe-core violations past the state it loads in, which
-tests/browser/test_accessibility.py checks: with operations open, tried out, and a call made. What makes it
+tests/browser/test_accessibility.py checks: with operations open, tried out, a call made, and the
+Authorize dialog open, before and after a token is given. What makes it
 so: templates/drf_spectacular/swagger_ui.html, static/css/api_docs.css, static/js/api_docs.js and
 SPECTACULAR_SETTINGS in config/settings.py."""
 
@@ -42,3 +43,11 @@ def test_swagger_ui_opened_and_tried_out_has_no_accessibility_violation(
     listing.locator(".btn.execute").click()
     expect(listing.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
     _assert_clean(page, "tried out, the list of runs called")
+    page.locator(".scheme-container .btn.authorize").click()
+    dialog = page.get_by_role("dialog", name="Available authorizations")
+    expect(dialog).to_be_visible()
+    _assert_clean(page, "the Authorize dialog open")
+    dialog.locator(".auth-container", has=page.locator("input")).first.locator("input").fill("a-token")
+    dialog.get_by_role("button", name="Authorize").first.click()
+    expect(dialog.get_by_role("button", name="Logout")).to_be_visible()
+    _assert_clean(page, "a token given in the Authorize dialog")
