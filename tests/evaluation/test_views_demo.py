@@ -94,5 +94,8 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert re.search(rf'<tr id="run-{baseline.pk}"[^>]*>\s*<td>[^\n]*class="badge baseline"', run_list)
     assert "both started by `reviewer (manage.py demo_runs)`: run 1 marked\n   *baseline*" in readme
     agreement = page_text(reviewer.get("/sets/help-center/agreement/"))
-    assert "0.967" in agreement and "not enough data (2 queries with pairable grades" in agreement
-    assert "0.967 with its 95% interval; read *not enough\n   data*" in readme
+    assert "0.938 reliable (lower bound 0.883 >= 0.800)" in agreement and "in 21 queries" in agreement
+    assert (
+        "(ordinal, 0.938 with its 95% interval [0.883, 0.982] over 21 queries; read *reliable*"
+        in " ".join(readme.split())
+    )

@@ -19,7 +19,7 @@ from assay.problems import ImportReport
 from golden_io.services import golden_import
 from labeling import services
 from labeling.management.demo_users import DEMO_USERS, demo_logins, render_logins
-from labeling.models import Assignment, FrozenLabel, GoldenSet, Judge, Judgment, Query
+from labeling.models import Assignment, Candidate, FrozenLabel, GoldenSet, Judge, Judgment, Query
 from labeling.services import judges
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
@@ -29,6 +29,8 @@ DEMO_SYSTEMS = {"bm25": False, "bm25-rewrite": True}
 # Strata whose dual-labeled queries the demo grades with a disagreement (not billing: the evaluation demo's
 # story is about billing, and its frozen labels stay as the golden file has them).
 DISAGREEMENT_STRATA = ("account", "developer")
+# The stratum whose every dual-labeled query demo_load grades (the others keep one in the raters' queues).
+DUAL_ALL_STRATUM = "billing"
 
 
 class Command(BaseCommand):
@@ -83,7 +85,11 @@ class Command(BaseCommand):
                 )
             )
         assigned = services.assignments_create(golden_set=golden_set)
+        first_load = not Judgment.objects.filter(assignment__query__golden_set=golden_set).exists()
         disputed = _demo_disagreements(golden_set)
+        dual_done = (
+            _demo_dual_sample(golden_set, skip=disputed, reviewer=users["reviewer"]) if first_load else []
+        )
         judge_note = _demo_judge(golden_set, users["reviewer"])
         n_docs, n_queries = golden_set.documents.count(), golden_set.queries.count()
         return (
@@ -91,6 +97,7 @@ class Command(BaseCommand):
             f"frozen labels {golden_set.frozen_version}; "
             f"new assignments: {assigned.primary} primary, {assigned.second} second."
             + (f" Graded as a disagreement for the review queue: {', '.join(disputed)}." if disputed else "")
+            + (f" Dual-labeled queries graded by both raters: {len(dual_done)}." if dual_done else "")
             + judge_note
         )
 
@@ -209,25 +216,16 @@ def _demo_disagreements(golden_set: GoldenSet) -> list[str]:
         if target is None:
             continue
         doc_id, theirs = target
-        for n, candidate in enumerate(candidates):
-            grade = frozen.get(candidate.document_id, 0)
-            for assignment in (first, second):
-                own = theirs if assignment is second and candidate.document_id == doc_id else grade
-                note = (
-                    "reads as only loosely related to the question"
-                    if own != frozen.get(candidate.document_id, own)
-                    else ""
-                )
-                services.judgment_submit(
-                    assignment_id=assignment.pk,
-                    rater=assignment.rater,
-                    candidate_id=candidate.pk,
-                    grade=own,
-                    note=note,
-                    time_spent_ms=3000 + 700 * (n % 7),
-                )
-        for assignment in (first, second):
-            services.assignment_done(assignment_id=assignment.pk, rater=assignment.rater)
+        grades = {
+            c.pk: (
+                frozen.get(c.document_id, 0),
+                theirs if c.document_id == doc_id else frozen.get(c.document_id, 0),
+            )
+            for c in candidates
+        }
+        _both_raters_grade(
+            first, second, candidates, grades, frozen, note="reads as only loosely related to the question"
+        )
         chosen.append(query.external_id)
         if len(chosen) == 2:
             break
@@ -245,3 +243,85 @@ def _disagreement_target(frozen: dict[int, int], cutoff: int, *, hard: bool) -> 
         if not hard and grade in (cutoff, cutoff - 1):
             return document_id, cutoff - 1 if grade == cutoff else cutoff
     return None
+
+
+def _both_raters_grade(
+    first: Assignment,
+    second: Assignment,
+    candidates: list[Candidate],
+    grades: dict[int, tuple[int, int]],
+    frozen: dict[int, int],
+    *,
+    note: str,
+) -> None:
+    """The primary and the second rater grade every candidate through the grading service (`grades`: the
+    candidate's pk to the first's and the second's grade; `note` on a grade other than the frozen label,
+    0 where there is none), then mark the query done, which runs the dispute check."""
+    for n, candidate in enumerate(candidates):
+        for assignment, own in zip((first, second), grades[candidate.pk], strict=True):
+            services.judgment_submit(
+                assignment_id=assignment.pk,
+                rater=assignment.rater,
+                candidate_id=candidate.pk,
+                grade=own,
+                note=note if own != frozen.get(candidate.document_id, 0) else "",
+                time_spent_ms=3000 + 700 * (n % 7),
+            )
+    for assignment in (first, second):
+        services.assignment_done(assignment_id=assignment.pk, rater=assignment.rater)
+
+
+def _demo_dual_sample(golden_set: GoldenSet, *, skip: list[str], reviewer: User) -> list[str]:
+    """On the first load only (the caller checks): both raters grade most of the other dual-labeled
+    queries, so that a machine judge has human items to be measured on (docs/judge-qualification.md):
+    every billing one (a stratum needs ten queries for a verdict) and all but the last of each other
+    stratum, which stay in the raters' queues. The grades are the frozen labels, 0 for the rest of the
+    pool, except on the pool's tail (documents no system ranked within the set's k, which the golden file
+    leaves unjudged): two of every three of those, in pool order, get a 1 from one rater (alternately the
+    second and the first) and a 0 from the other. One grade apart below the relevance cutoff, outside the
+    top: no dispute. The demo has no third rater, so the reviewer settles each as 0 (an adjudication; a
+    core query's document without a final grade would block the freeze): no frozen label changes, nor
+    the runs' figures (a 0 outside the top counts nowhere). Returns the queries graded, by id."""
+    seconds = list(
+        Assignment.objects.filter(query__golden_set=golden_set, kind=Assignment.Kind.SECOND)
+        .exclude(query__external_id__in=skip)
+        .exclude(status=Assignment.Status.DONE)
+        .select_related("query")
+        .order_by("query__stratum", "query__external_id")
+    )
+    last = {s.query.stratum: s.pk for s in seconds}
+    cutoff, done = golden_set.relevant_min_grade, []
+    tail, settle = 0, []
+    for second in seconds:
+        query = second.query
+        if query.stratum != DUAL_ALL_STRATUM and last[query.stratum] == second.pk:
+            continue
+        first = Assignment.objects.filter(query=query, kind=Assignment.Kind.PRIMARY).first()
+        if first is None:
+            continue
+        frozen = dict(FrozenLabel.objects.filter(query=query).values_list("document_id", "grade"))
+        candidates = list(query.candidates.select_related("query", "document").order_by("id"))
+        grades: dict[int, tuple[int, int]] = {}
+        for candidate in candidates:
+            grade = frozen.get(candidate.document_id, 0)
+            grades[candidate.pk] = (grade, grade)
+            outside = candidate.best_rank is not None and candidate.best_rank > golden_set.k
+            if outside and candidate.document_id not in frozen and cutoff > 1:
+                tail += 1
+                if tail % 3:
+                    grades[candidate.pk] = (0, 1) if tail % 2 else (1, 0)
+                    settle.append(candidate)
+        _both_raters_grade(
+            first, second, candidates, grades, frozen, note="mentions the question only in passing"
+        )
+        done.append(query.external_id)
+    for candidate in settle:
+        services.adjudication_create(
+            query=candidate.query,
+            document=candidate.document,
+            reviewer=reviewer,
+            grade=0,
+            rationale="off the question: it mentions the words only in passing",
+        )
+    services.pool_add_judged(golden_set=golden_set)
+    return sorted(done)
