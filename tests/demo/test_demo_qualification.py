@@ -88,7 +88,7 @@ def test_the_demo_leaves_human_items_on_enough_queries(demo: GoldenSet) -> None:
         judge_figures_get(golden_set=demo, grades=consensus, items=items).figures
     )
     assert perfect.overall.verdict == QUALIFIED and perfect.strata[1].verdict == QUALIFIED  # billing
-    # Only the two seeded disagreements were disputed into shadow.
+    # Only the two disagreements demo_load grades on purpose were disputed into shadow.
     assert set(Query.objects.filter(tier="shadow").values_list("external_id", flat=True)) == {
         "q-0202",
         "q-0203",
