@@ -48,7 +48,8 @@ def _snapshot() -> dict[str, Any]:
         "users": sorted(User.objects.values_list("username", flat=True)),
         "rubrics": Rubric.objects.count(),
         "documents": Document.objects.count(),
-        "queries": sorted(Query.objects.values_list("external_id", flat=True)),
+        # With their tiers: a reload must not put the disputed queries back into core.
+        "queries": sorted(Query.objects.values_list("external_id", "tier", "status", "quarantine_reason")),
         "frozen": sorted(FrozenLabel.objects.values_list("query__external_id", "document__doc_id", "grade")),
         "pool": sorted(Candidate.objects.values_list("query__external_id", "document__doc_id", "provenance")),
         "assignments": sorted(
@@ -68,6 +69,7 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
         assert User.objects.get(username=name).check_password(password)
     first = _snapshot()
     assert first["documents"] > 300 and len(first["queries"]) > 75
+    frozen_version = GoldenSet.objects.get(slug="help-center").frozen_version
     assert ("q-0471", "doc-8821", 3) in first["frozen"]
     assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
     assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
@@ -117,6 +119,7 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     factories.JudgmentFactory.create(assignment=assignment, document=candidate.document, grade=1, note="kept")
     again = _call("demo_load")
     assert _snapshot() == first
+    assert GoldenSet.objects.get(slug="help-center").frozen_version == frozen_version
     assert Judgment.objects.count() == n_judgments + 1
     assert Judgment.objects.get(assignment=assignment).note == "kept"
     assert DisputeCheck.objects.count() == 21 and "Graded as a disagreement" not in again
