@@ -8,8 +8,12 @@ PORT ?= 8000
 
 # The suite runs against the real services (PostgreSQL, Redis) as CI does; override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/assay
-TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/14
 PYTEST_ARGS ?=
+# Two pytest-xdist workers: much of the suite waits on servers, Celery workers and the browser. Each has
+# its own test database, Redis database (TEST_REDIS_URL's and the next: 14 and 15) and loopback ports
+# (tests/support/parallel.py). `make test PYTEST_XDIST=` runs it in one process.
+PYTEST_XDIST ?= -n 2 --dist worksteal
 
 .PHONY: install chromium services run test lint bench clean
 
@@ -54,7 +58,7 @@ services:
 
 # A fresh machine needs nothing else: the services, Chromium, the venv are set up by their targets.
 test: install chromium services lint
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Every section of docs/benchmarks.md in one run; `make bench SECTIONS="harness runs"` re-runs those only.
 SECTIONS ?=

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group, User
 
 from labeling.models import Assignment, GoldenSet
 from tests import factories
+from tests.support.parallel import isolate_redis, worker_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
@@ -28,6 +30,8 @@ os.environ.setdefault("ASSAY_GIT_EXPORT_ROOTS", tempfile.gettempdir())
 # The search servers the tests start listen on loopback, which targets may reach only when the operator
 # allows private addresses (assay.netpolicy); tests of that policy turn it off for themselves.
 os.environ.setdefault("ASSAY_TARGET_ALLOW_PRIVATE", "true")
+# Under pytest-xdist each worker has a Redis database of its own (tests/support/parallel.py).
+isolate_redis(django_settings, os.environ, worker_index())
 
 
 @pytest.fixture(autouse=True)

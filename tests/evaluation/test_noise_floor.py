@@ -6,7 +6,6 @@ the run page marks it (docs/metrics.md, "Noise floor")."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -15,7 +14,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 
 from assay.metric_table import format_number
 from assay.noise import suggest_budgets
@@ -24,6 +22,7 @@ from evaluation.models import Baseline, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from golden_io.services import golden_version_freeze
 from labeling.models import GoldenSet
+from tests.support.demo_once import demo_once_fixture  # noqa: F401  (the demo, loaded once)
 from tests.support.evaluation import form_fields, logged_in, page_text, section_text
 from tests.support.processes import serving
 from tests.support.runs import eager_celery
@@ -40,9 +39,8 @@ def demo_search() -> Iterator[str]:
 
 
 @pytest.fixture
-def demo(settings: Any, tmp_path: Path) -> GoldenSet:
-    settings.VAR_DIR = tmp_path  # demo_load keeps the demo logins there
-    call_command("demo_load", stdout=io.StringIO())
+def demo(demo_once: Path, settings: Any, tmp_path: Path) -> GoldenSet:
+    settings.VAR_DIR = tmp_path  # what the test writes there stays its own
     golden_set = GoldenSet.objects.get(slug="help-center")
     services.budgets_set(golden_set=golden_set, data=json.loads(DEMO_BUDGETS.read_text()), by=None)
     return golden_set

@@ -41,7 +41,10 @@ def _beat(tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
 def _lock_held() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND granted",
+            # This test database's lock only: pg_locks shows the whole server's, and the beats of other
+            # databases (another xdist worker's workers, another run's) hold theirs meanwhile.
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [ADVISORY_KEY],
         )
         return bool(cursor.fetchone()[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -12,18 +13,41 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.parallel import port_range, worker_index
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+# The ports free_port handed out in this process, each once; the next one is tried after the last.
+_handed_out: set[int] = set()
+_next: list[int] = []
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, from this xdist worker's own range (tests/support/parallel.py)
+    below the kernel's ephemeral ports: the servers a test run starts on port 0 and the outgoing
+    connections never take it, nor does another worker's free_port, and this one hands it out once."""
+    ports = port_range(worker_index())
+    if not _next:
+        _next.append(random.randrange(len(ports)))  # where to start: runs side by side rarely meet
+    for _ in range(len(ports)):
+        port = ports[_next[0] % len(ports)]
+        _next[0] += 1
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port left in {ports}")
 
 
 def refused_url() -> str:
     """A loopback URL where nothing listens (connect errors). The port was free a moment ago; nothing
-    in a test run binds ports other than 0, so it stays free."""
+    in a test run binds it on purpose but its test, so it stays free."""
     return f"http://127.0.0.1:{free_port()}/search"
 
 

@@ -99,8 +99,9 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
 
     from config.celery import app
 
-    # The workers consume the broker this suite publishes to (REDIS_URL: database 8 here, 15 in CI),
-    # flushed first so no earlier run's messages are redelivered into this test.
+    # The workers consume the broker this suite publishes to (REDIS_URL's database; under xdist one of
+    # each worker's own, tests/support/parallel.py), flushed first so no earlier run's messages are
+    # redelivered into this test.
     url = str(app.conf.broker_url)
     redis.Redis.from_url(url).flushdb()
     workers: list[Worker] = []
