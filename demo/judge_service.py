@@ -11,6 +11,15 @@ It is no model: it reads the query and the document out of the prompt Assay send
 - 0: none is.
 
 Words are lower-cased runs of letters and digits of 3 or more characters, less a short stopword list.
+
+It serves a second model, `assay-demo-answer-key` (ANSWER_KEY_MODEL), which exists only so the demo can
+show a judge that qualifies: for a query of the billing stratum it answers the demo golden file's grade
+for the document (demo/golden.json, 0 for a document the file does not judge for that query; about one
+in five of its 3s, chosen by a hash of the pair, is answered 2, so it is not a plain copy), so its
+agreement with the humans on billing is by construction, not earned; for every other query it answers as
+the overlap grader does. Any other model name gets the overlap grader. Queries are found by their text
+among the golden file's, documents by their title in demo/corpus.jsonl (both read once, titles unique).
+
 The same prompt always gets the same answer. The pages label a judge backed by it "stand-in".
 
 Run it:  python -m demo.judge_service [--host 127.0.0.1] [--port 8766]
@@ -26,13 +35,23 @@ import asyncio
 import contextlib
 import json
 import re
+import zlib
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 DEFAULT_PORT = 8766
 MODEL = "assay-demo-overlap"
+# Demo only: reads the demo golden file's grades for billing, so it qualifies there by construction.
+ANSWER_KEY_MODEL = "assay-demo-answer-key"
+ANSWER_KEY_STRATUM = "billing"
+DEMO = Path(__file__).resolve().parent
+GOLDEN = DEMO / "golden.json"
+CORPUS = DEMO / "corpus.jsonl"
+SLIP_EVERY = 5  # one in about five of its 3s (by a hash of the pair) is answered 2
 STOPWORDS = frozenset(
     [
         "the",
@@ -85,6 +104,39 @@ def grade(query: str, title: str, text: str) -> tuple[int, str]:
     return 0, share
 
 
+@cache
+def answer_key() -> dict[str, dict[str, int]]:
+    """For each billing query of the demo golden file, by its text: the grade of each document it
+    judges, by the document's title (from the demo corpus, whose titles are unique)."""
+    titles: dict[str, str] = {}
+    with CORPUS.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                document = json.loads(line)
+                titles[document["id"]] = document["title"]
+    if len(set(titles.values())) != len(titles):
+        raise ValueError(f"{CORPUS.name}: document titles are not unique, the answer key cannot use them")
+    key: dict[str, dict[str, int]] = {}
+    for query in json.loads(GOLDEN.read_text(encoding="utf-8"))["queries"]:
+        if query.get("stratum") == ANSWER_KEY_STRATUM:
+            key[query["text"]] = {titles[j["doc_id"]]: int(j["grade"]) for j in query.get("judgments", [])}
+    return key
+
+
+def grade_by_key(query: str, title: str, text: str) -> tuple[int, str]:
+    """The answer-key model's grade: the golden file's for a billing query, else the overlap grader's."""
+    grades = answer_key().get(query)
+    if grades is None:
+        value, reason = grade(query, title, text)
+        return value, f"word overlap: {reason}"
+    if title in grades:
+        value = grades[title]
+        if value == 3 and zlib.crc32(f"{query}\n{title}".encode()) % SLIP_EVERY == 0:
+            return 2, "demo answer key: the golden file's 3, answered 2 (a planted slip)"
+        return value, "demo answer key: the golden file's grade"
+    return 0, "demo answer key: the golden file does not judge this document for this query"
+
+
 def answer(body: Any) -> tuple[str, int]:
     """The reply's content for a chat completion request, and a rough prompt size in words."""
     prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
@@ -98,7 +150,8 @@ def answer(body: Any) -> tuple[str, int]:
     )
     found = [pattern.search(user) for pattern in (_QUERY, _TITLE, _TEXT)]
     query, title, text = (m.group(1) if m else "" for m in found)
-    value, reason = grade(query, title, text)
+    grader = grade_by_key if body.get("model") == ANSWER_KEY_MODEL else grade
+    value, reason = grader(query, title, text)
     return json.dumps({"grade": value, "reason": reason}), len(prompt.split())
 
 
@@ -137,7 +190,7 @@ def chat_completion(
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok", "model": MODEL})
+    return web.json_response({"status": "ok", "model": MODEL, "models": [MODEL, ANSWER_KEY_MODEL]})
 
 
 def make_app() -> web.Application:
@@ -148,6 +201,7 @@ def make_app() -> web.Application:
 
 
 async def serve(host: str, port: int) -> None:
+    answer_key()  # read the demo's files once, before the first request
     runner = web.AppRunner(make_app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -4,6 +4,7 @@ loopback answering every pair of the demo corpus's documents within the contract
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,40 @@ DEMO = Path(__file__).resolve().parents[2] / "demo"
 def test_the_grade_is_term_overlap_on_the_scale(query: str, title: str, text: str, grade: int) -> None:
     assert judge_service.grade(query, title, text)[0] == grade
     assert judge_service.grade(query, title, text) == judge_service.grade(query, title, text)
+
+
+def _ask(model: str, query: str, title: str, text: str = "") -> dict[str, object]:
+    user = f"Query: {query}\nLocale: en-US\nFilters: none\n\nDocument title: {title}\nDocument text:\n{text}"
+    content, _ = judge_service.answer({"model": model, "messages": [{"role": "user", "content": user}]})
+    answer: dict[str, object] = json.loads(content)
+    return answer
+
+
+def test_the_answer_key_reads_the_golden_file_for_billing_and_overlaps_elsewhere() -> None:
+    key = judge_service.ANSWER_KEY_MODEL
+    policy = "Refund policy for Lanternly plans"
+    # A billing query: the golden file's grade, 0 for a document it does not judge for that query.
+    assert _ask(key, "refund policy for annual plan", policy) == {
+        "grade": 3,
+        "reason": "demo answer key: the golden file's grade",
+    }
+    assert _ask(key, "refund policy for annual plan", "Hardware return policy")["grade"] == 0
+    unjudged = _ask(key, "refund policy for annual plan", "Reset your password")
+    assert unjudged["grade"] == 0 and "does not judge" in str(unjudged["reason"])
+    # The overlap model reads no key: the same billing pair gets its term-overlap grade.
+    assert _ask(judge_service.MODEL, "refund policy for annual plan", "Hardware return policy")["grade"] == 1
+    # Any other query: exactly the overlap grader's grade, said so.
+    for query, title in [("reset password", "Reset your password"), ("unknown words", "Anything")]:
+        grade, reason = judge_service.grade(query, title, "")
+        assert _ask(key, query, title) == {"grade": grade, "reason": f"word overlap: {reason}"}
+    # A few of its billing 3s are answered 2, always the same ones.
+    answers = judge_service.answer_key()
+    golden = json.loads((DEMO / "golden.json").read_text())["queries"]
+    assert set(answers) == {q["text"] for q in golden if q["stratum"] == "billing"}
+    threes = [(q, t) for q, grades in answers.items() for t, g in grades.items() if g == 3]
+    slips = [(q, t) for q, t in threes if judge_service.grade_by_key(q, t, "")[0] == 2]
+    assert 0 < len(slips) < len(threes) / 4
+    assert slips == [(q, t) for q, t in threes if judge_service.grade_by_key(q, t, "")[0] == 2]
 
 
 @pytest.fixture
