@@ -73,9 +73,13 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     assert ("q-0471", "doc-8821", 3) in first["frozen"]
     assert {k for _, _, k in first["assignments"]} == {"primary", "second"}
     assert {r for _, r, _ in first["assignments"]} == {"rater1", "rater2"}
-    # The stand-in judge (demo/judge_service.py), once, pointing at the port runstack starts it on.
-    [(_, _, base_url, stand_in, _)] = first["judges"]
-    assert stand_in and base_url == "http://127.0.0.1:8766/v1" and "Demo judge: the stand-in" in out
+    # The two stand-in judges (demo/judge_service.py), once each, pointing at the port runstack starts
+    # them on: the term-overlap grader and the answer key (billing only).
+    assert sorted((model, base_url, stand_in) for _, model, base_url, stand_in, _ in first["judges"]) == [
+        ("assay-demo-answer-key", "http://127.0.0.1:8766/v1", True),
+        ("assay-demo-overlap", "http://127.0.0.1:8766/v1", True),
+    ]
+    assert "Demo judges: the stand-ins (term overlap; answer key, billing only)" in out
     # Two dual-labeled queries were graded with a disagreement: disputed, in shadow, waiting for a reviewer.
     checks = DisputeCheck.objects.filter(disputed=True)
     assert checks.count() == 2
@@ -128,6 +132,12 @@ def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     assert "new assignments: 0 primary, 0 second" in again
     admin = User.objects.get(username="admin")
     assert admin.is_superuser and admin.groups.filter(name="admins").exists()
+    assert "Demo judge" not in again
+    # An install made before the answer key existed gains it on its next load, and only it.
+    Judge.objects.filter(model="assay-demo-answer-key").delete()
+    later = _call("demo_load")
+    assert "Demo judge: the stand-in (answer key, billing only)" in later
+    assert _snapshot()["judges"] == first["judges"]
 
 
 def test_print_logins_only_prints(var_dir: Path) -> None:

@@ -111,29 +111,43 @@ class Command(BaseCommand):
 
 
 def _demo_judge(golden_set: GoldenSet, reviewer: User) -> str:
-    """The stand-in judge (demo/judge_service.py, which runstack starts on loopback), created once; a
-    later load changes nothing. Loopback is a private address: without ASSAY_TARGET_ALLOW_PRIVATE=true
-    (`make run` sets it) the judge is not created and the summary says why."""
-    from demo.judge_service import DEFAULT_PORT, MODEL
+    """The demo's two stand-in judges (demo/judge_service.py, which runstack starts on loopback), each
+    created once by its model: the term-overlap grader, which stays "not qualified", and the answer key,
+    which reads the demo golden file's grades for billing so that the demo can walk a qualified judge.
+    An install that has the first gains the second on its next load; a later load changes nothing.
+    Loopback is a private address: without ASSAY_TARGET_ALLOW_PRIVATE=true (`make run` sets it) a judge
+    is not created and the summary says why."""
+    from demo.judge_service import ANSWER_KEY_MODEL, DEFAULT_PORT, MODEL
 
-    if Judge.objects.filter(golden_set=golden_set, stand_in=True).exists():
+    wanted = {
+        MODEL: "demo stand-in (term overlap)",
+        ANSWER_KEY_MODEL: "demo stand-in (answer key, billing)",
+    }
+    have = set(Judge.objects.filter(golden_set=golden_set, stand_in=True).values_list("model", flat=True))
+    missing = [model for model in wanted if model not in have]
+    if not missing:
         return ""
-    settings = judges.JudgeSettings(
-        name="demo stand-in (term overlap)",
-        base_url=f"http://127.0.0.1:{DEFAULT_PORT}/v1",
-        model=MODEL,
-        api_key_env="",
-        temperature=0.0,
-        concurrency=4,
-        text_budget=2000,
-        instructions=DEFAULT_INSTRUCTIONS,
-        structured=True,
+    for model in missing:
+        settings = judges.JudgeSettings(
+            name=wanted[model],
+            base_url=f"http://127.0.0.1:{DEFAULT_PORT}/v1",
+            model=model,
+            api_key_env="",
+            temperature=0.0,
+            concurrency=4,
+            text_budget=2000,
+            instructions=DEFAULT_INSTRUCTIONS,
+            structured=True,
+        )
+        try:
+            judges.judge_save(golden_set=golden_set, settings=settings, by=reviewer, stand_in=True)
+        except judges.JudgeError as exc:
+            return f" Demo judge not created: {exc}."
+    return (
+        " Demo judges: the stand-ins (term overlap; answer key, billing only), on the set's Judges page."
+        if len(missing) == len(wanted)
+        else " Demo judge: the stand-in (answer key, billing only), on the set's Judges page."
     )
-    try:
-        judges.judge_save(golden_set=golden_set, settings=settings, by=reviewer, stand_in=True)
-    except judges.JudgeError as exc:
-        return f" Demo judge not created: {exc}."
-    return " Demo judge: the stand-in (term overlap), on the set's Judges page."
 
 
 def _user(username: str, group: str, password: str) -> User:
