@@ -7,12 +7,14 @@ own arrival timestamps, never from the test's wall clock.
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
 import pytest
 
+from assay import harness
 from assay.golden.model import GoldenQuery
 from assay.harness import (
     HarnessConfig,
@@ -301,14 +303,27 @@ def test_it_never_has_more_requests_in_flight_than_its_concurrency(stub_server: 
     assert stub_server.max_in_flight == 3
 
 
-def test_the_rate_limit_spaces_request_starts(stub_server: StubServer) -> None:
+def test_the_rate_limit_spaces_request_starts(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     queries = [q(f"q{i}") for i in range(6)]
+    # When each request may start, on the client's clock: the server's arrival times can bunch up on a
+    # busy machine (a late first arrival), but no start can come before its slot.
+    starts: list[float] = []
+    wait = harness._RateLimiter.wait
+
+    async def recorded(self: Any) -> None:
+        await wait(self)
+        starts.append(time.monotonic())
+
+    monkeypatch.setattr(harness._RateLimiter, "wait", recorded)
 
     search_all_sync(queries, config(stub_server, concurrency=6, rate_limit=10.0))
 
-    arrivals = sorted(r.received_at for r in stub_server.requests)
-    # 6 starts at 10/s need 5 intervals of 0.1 s; loopback transit jitter is far below the margin.
-    assert arrivals[-1] - arrivals[0] >= 0.45
+    assert len(starts) == 6 and len(stub_server.requests) == 6
+    # 6 starts at 10/s: the first at once, each next one at its slot (0.1 s after the last) or later.
+    starts.sort()
+    assert starts[-1] - starts[0] >= 0.5 - 0.01
 
 
 def test_it_reads_the_index_generation_from_a_header_and_the_model_id_from_the_body(
