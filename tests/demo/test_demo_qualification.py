@@ -6,14 +6,11 @@ qualified for billing only, and once qualified its labels fill billing pairs no 
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -26,6 +23,7 @@ from labeling.selectors.judge_items import JudgeItems, PkKey, judge_figures_get,
 from labeling.selectors.judge_scope import qualified_judge_labels
 from labeling.services import judge_qualification, judges
 from tests.demo.test_judge_service import stand_in  # noqa: F401  (fixture)
+from tests.support.demo_once import demo_once_fixture  # noqa: F401  (fixture)
 from tests.support.processes import REPO
 
 pytestmark = pytest.mark.django_db
@@ -56,9 +54,8 @@ ANSWER_KEY_VERDICTS = {
 
 
 @pytest.fixture
-def demo(tmp_path: Path, settings: Any) -> GoldenSet:
-    settings.VAR_DIR = tmp_path  # demo_load keeps the demo logins there
-    call_command("demo_load", stdout=io.StringIO())
+def demo(demo_once: Path) -> GoldenSet:
+    """The demo as demo_load leaves it, loaded once for the module (tests/support/demo_once.py)."""
     return GoldenSet.objects.get(slug="help-center")
 
 

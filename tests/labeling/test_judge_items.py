@@ -5,7 +5,6 @@ ones (biased) gets the figures scikit-learn and krippendorff give."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import random
 from collections import defaultdict
@@ -16,7 +15,6 @@ import krippendorff
 import numpy as np
 import pytest
 from django.contrib.auth.models import Group, User
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
@@ -49,6 +47,7 @@ from labeling.selectors.judge_items import (
     judge_items_get,
     judges_compare_get,
 )
+from tests.support.demo_once import demo_once_fixture  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -96,9 +95,8 @@ def _round(golden_set: GoldenSet, name: str, queries: list[Query], raters: list[
 
 
 @pytest.fixture
-def demo(tmp_path: Path, settings: Any) -> GoldenSet:
-    settings.VAR_DIR = tmp_path  # demo_load keeps the demo logins there
-    call_command("demo_load", stdout=io.StringIO())
+def demo(demo_once: Path) -> GoldenSet:
+    """The demo as demo_load leaves it, loaded once for the module (tests/support/demo_once.py)."""
     golden_set = GoldenSet.objects.get(slug="help-center")
     rng = random.Random(17)
     _grade_dual_queries(golden_set, rng)
