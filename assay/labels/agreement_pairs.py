@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.metrics import cohen_kappa_score
 
 from assay.labels.agreement_alpha import figure_reading, percentile_interval, resampled_sums
 from assay.labels.agreement_input import Columns, PairRows
@@ -73,6 +72,10 @@ def _kappas(
     a: list[IntArray], b: list[IntArray], undefined: npt.NDArray[np.bool_], **options: Any
 ) -> list[float | None]:
     """`cohen_kappa_score(a[p], b[p], **options)` for every pair p, None where `undefined`."""
+    # Imported here: scikit-learn takes seconds to import, and every web and worker process imports this
+    # module, most of them never to compute a kappa.
+    from sklearn.metrics import cohen_kappa_score
+
     return [
         None if skip else float(cohen_kappa_score(x, y, **options))
         for x, y, skip in zip(a, b, undefined.tolist(), strict=True)

@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from assay.golden.model import Scale
 from assay.labels.agreement_alpha import alpha_from_coincidences, percentile_interval, resampled_sums
@@ -427,6 +426,8 @@ def _estimates(
     if not len(rows.a):
         missing = Undefined(none)
         return {name: Estimate(missing, missing) for name in names}, confusion, 0
+    from sklearn.metrics import cohen_kappa_score  # here: seconds to import (assay.labels.agreement_pairs)
+
     point = _Batch.of(confusion[None])
     labels = list(range(scale.min, scale.max + 1))  # always the full scale (docs/agreement.md)
     a, b = rows.a + scale.min, rows.b + scale.min
