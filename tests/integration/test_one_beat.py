@@ -15,9 +15,7 @@ from django.db import connection
 
 from config.beat_lock import ADVISORY_KEY, _file_lock
 from tests.support.processes import REPO
-from tests.support.workers import _database_url
-
-WAIT_S = 30.0
+from tests.support.workers import WAIT_S, _database_url  # a wait returns once its condition holds
 
 
 def _beat(tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
