@@ -318,18 +318,19 @@ def drift_pairs(qualification: JudgeQualification) -> list[tuple[int | None, int
         .filter(Q(content_hash="") | Q(content_hash=F("document__content_hash")))
         .values_list("at", "query_id", "document_id", "grade", "query__stratum", "query__locale")
     )
+
+    def in_scope(rows: Any, kind: int) -> list[tuple[Any, int, int, PkKey, int]]:
+        """(when it landed, kind, order within its kind, pair, grade) of the rows in the scope."""
+        return [
+            (at, kind, n, (query, document), grade)
+            for n, (at, query, document, grade, stratum, locale) in enumerate(rows)
+            if qualification.covers(stratum, locale)
+        ]
+
     # In the order they landed; a rater's grades before a reviewer's decided at the same instant.
-    landed: list[tuple[Any, int, int, PkKey, int]] = [
-        (at, 0, n, (query, document), grade)
-        for n, (at, query, document, grade, stratum, locale) in enumerate(
-            graded.order_by("assignment__completed", "pk")
-        )
-        if qualification.covers(stratum, locale)
-    ] + [
-        (at, 1, n, (query, document), grade)
-        for n, (at, query, document, grade, stratum, locale) in enumerate(decided.order_by("at", "pk"))
-        if qualification.covers(stratum, locale)
-    ]
+    landed = in_scope(graded.order_by("assignment__completed", "pk"), 0) + in_scope(
+        decided.order_by("at", "pk"), 1
+    )
     scoped = [(pair, grade) for *_, pair, grade in sorted(landed)]
     grades = judge_grades(judge=qualification.judge, pairs={pair for pair, _ in scoped})
     return [(grades[pair], grade) for pair, grade in scoped if pair in grades]
@@ -393,6 +394,9 @@ def _mail_reviewers(qualification: JudgeQualification) -> None:
     send_mail(f"[Assay] Judge {judge.name} suspended in {golden_set.name}", body, None, to)
 
 
+DRIFT_CHECK = "labeling.judge_drift_check"  # the task's name: queued by name, as judge jobs are
+
+
 def drift_check_schedule(*, golden_set_id: int) -> None:
     """After the current transaction commits, queue the drift watch of the set for a worker (the task
     `labeling.judge_drift_check`), only if the set has an active qualification (one cheap query
@@ -408,9 +412,6 @@ def drift_check_schedule(*, golden_set_id: int) -> None:
         transaction.on_commit(queue, robust=True)
     except Exception:
         logger.exception("drift watch of golden set %s could not be scheduled", golden_set_id)
-
-
-DRIFT_CHECK = "labeling.judge_drift_check"  # the task's name: queued by name, as judge jobs are
 
 
 def drift_check_safely(*, golden_set_id: int) -> None:

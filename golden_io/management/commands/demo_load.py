@@ -93,11 +93,15 @@ class Command(BaseCommand):
                 )
             )
         assigned = services.assignments_create(golden_set=golden_set)
-        first_load = not Judgment.objects.filter(assignment__query__golden_set=golden_set).exists()
-        disputed = _demo_disagreements(golden_set)
-        dual_done = (
-            _demo_dual_sample(golden_set, skip=disputed, reviewer=users["reviewer"]) if first_load else []
-        )
+        # The raters' work is graded on the first load only (the set has no judgment yet).
+        disputed: list[str] = []
+        dual_done: list[str] = []
+        if not Judgment.objects.filter(assignment__query__golden_set=golden_set).exists():
+            disputed = _demo_disagreements(golden_set)
+            dual_done = _demo_dual_sample(golden_set, skip=disputed, reviewer=users["reviewer"])
+            # What was just judged joins the pools as "judged" now, not on the next load (which must
+            # change nothing).
+            services.pool_add_judged(golden_set=golden_set)
         judge_note = _demo_judge(golden_set, users["reviewer"])
         n_docs, n_queries = golden_set.documents.count(), golden_set.queries.count()
         return (
@@ -205,13 +209,11 @@ def _demo_rankings(demo: Path, golden_set: GoldenSet, *, rewrite: bool) -> dict[
 
 
 def _demo_disagreements(golden_set: GoldenSet) -> list[str]:
-    """On the first load only (the set has no judgment yet): rater1 and rater2 grade two dual-labeled
+    """On the first load only (the caller checks): rater1 and rater2 grade two dual-labeled
     queries through the grading service, agreeing with the frozen labels (0 for the rest of the pool)
     except on one document each: a hard disagreement (two grades apart) on the first, a relevance flip
     (one grade apart, across the cutoff) on the second. Finishing the second assignment runs the dispute
     check, so both queries are in shadow and in the reviewers' queue on first start."""
-    if Judgment.objects.filter(assignment__query__golden_set=golden_set).exists():
-        return []
     cutoff = golden_set.relevant_min_grade
     chosen: list[str] = []
     seconds = (
@@ -249,8 +251,6 @@ def _demo_disagreements(golden_set: GoldenSet) -> list[str]:
         chosen.append(query.external_id)
         if len(chosen) == 2:
             break
-    # What was just judged joins the pools as "judged" now, not on the next load (which must change nothing).
-    services.pool_add_judged(golden_set=golden_set)
     return chosen
 
 
@@ -343,5 +343,4 @@ def _demo_dual_sample(golden_set: GoldenSet, *, skip: list[str], reviewer: User)
             grade=0,
             rationale="off the question: it mentions the words only in passing",
         )
-    services.pool_add_judged(golden_set=golden_set)
     return sorted(done)
