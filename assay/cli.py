@@ -17,7 +17,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -401,19 +402,35 @@ _COLUMNS_MIN_BYTES = 1 << 20
 _JSONL_START = re.compile(rb"(?:\xef\xbb\xbf)?\s*\{")
 
 
+@contextmanager
+def _beside(read: Callable[[str], Any], path: str) -> Iterator[Callable[[], Any]]:
+    """`read(path)` done beside the block, by a forked process when the file is large (decoding the
+    golden file holds the GIL, so a thread would mostly wait for it); the block calls what it yields for
+    the result, or `read`'s exception. A small file, or a platform without fork, is read when asked."""
+    import multiprocessing
+
+    try:
+        large = os.path.getsize(path) >= _COLUMNS_MIN_BYTES
+    except OSError:
+        large = False  # `read` names what is wrong with the path
+    if not large or "fork" not in multiprocessing.get_all_start_methods():
+        yield lambda: read(path)
+        return
+    # The pool forks its process before it starts its own threads, and no thread of ours is running.
+    # Leaving the block ends the process, still reading if the block failed (a bad golden file).
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        yield pool.apply_async(read, (path,)).get
+
+
 @gc_paused()  # builds a report of 10^5 small acyclic objects
 def cmd_score(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
     from assay.ranked import match_table
     from assay.report import build_report
 
     no_huge_pages()
-    # The run file is read (pyarrow's reader works outside the GIL) while the golden file is decoded.
-    with ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(_read_run, args.run)
+    with _beside(_read_run, args.run) as reading:
         golden = _load_golden_columns(args.golden)
-        table, results = reading.result()
+        table, results = reading()
     run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
     known = {q.id for q in golden.queries}
     if table is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,7 +179,14 @@ def build_report(
         weight=np.array([q.weight for q in queries], dtype=np.float64),
     )
     positive = columns.has_positive()
-    per_query, critical = _per_query(columns, matched, scores, values, compact_ranks, critical_rank)
+    tiers = np.array([q.tier for q in queries], dtype=object)
+    core = tiers == "core"
+    scored_core = core & ~errored & ~cols.expect_empty
+    # The interval's resampling (numpy, outside the GIL) runs beside the rows' Python work.
+    with ThreadPoolExecutor(1) as pool:
+        interval = pool.submit(bootstrap_interval, scores.ndcg[scored_core], seed=bootstrap_seed)
+        per_query, critical = _per_query(columns, matched, scores, values, compact_ranks, critical_rank)
+        ndcg_interval = interval.result()
     flags: dict[str, Any] = {
         "no_positive_judgments": [
             q.id for q, pos in zip(queries, positive.tolist(), strict=True) if not pos and not q.expect_empty
@@ -194,10 +202,7 @@ def build_report(
         ],
     }
 
-    tiers = np.array([q.tier for q in queries], dtype=object)
-    core = tiers == "core"
     core_agg = _aggregate(cols, core)
-    scored_core = core & ~errored & ~cols.expect_empty
     titles = matched.titles
     report: dict[str, Any] = {
         "metrics_spec": METRICS_SPEC,
@@ -212,7 +217,7 @@ def build_report(
         "slices": _slices(queries, cols, core),
         "ci": {
             "seed": bootstrap_seed,
-            "ndcg": bootstrap_interval(scores.ndcg[scored_core], seed=bootstrap_seed),
+            "ndcg": ndcg_interval,
         },
         "flags": flags,
         "critical": critical,

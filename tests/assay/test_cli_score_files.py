@@ -135,6 +135,41 @@ def test_bad_lines_deep_in_a_large_run_get_the_careful_messages(
     assert "Traceback" not in proc.stderr and not (tmp_path / "o.json").exists()
 
 
+def test_a_bad_golden_file_beside_a_large_run_is_named_and_the_run_reader_ends(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The large run is read by a forked process while the golden file is decoded: the golden file's
+    # error is the command's, and the reading process does not outlive it.
+    golden, run = files
+    data = golden_data()
+    data["queries"][7]["judgments"][0]["grade"] = 9
+    golden.write_text(json.dumps(data))
+    out = tmp_path / "o.json"
+
+    proc = subprocess.Popen(
+        [str(ASSAY), "score", "--golden", str(golden), "--run", str(run), "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    _, stderr = proc.communicate(timeout=300)
+
+    assert proc.returncode == 2 and "grade: 9 is outside the scale 0..3" in stderr, stderr
+    assert "Traceback" not in stderr and not out.exists()
+    assert not _processes_naming(str(golden))  # a forked process keeps the command line it was forked with
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue  # ended meanwhile
+    return found
+
+
 def test_validate_names_a_problem_deep_in_a_large_golden_file_as_before(tmp_path: Path) -> None:
     data = golden_data()
     data["queries"][1500]["judgments"][3]["grade"] = 7
