@@ -424,13 +424,13 @@ def _beside(read: Callable[[str], Any], path: str) -> Iterator[Callable[[], Any]
 
 @gc_paused()  # builds a report of 10^5 small acyclic objects
 def cmd_score(args: argparse.Namespace) -> int:
+    no_huge_pages()
+    with _beside(_read_run, args.run) as reading:  # forked before the imports below: it needs none
+        golden = _load_golden_columns(args.golden)
+        table, results = reading()
     from assay.ranked import match_table
     from assay.report import build_report
 
-    no_huge_pages()
-    with _beside(_read_run, args.run) as reading:
-        golden = _load_golden_columns(args.golden)
-        table, results = reading()
     run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
     known = {q.id for q in golden.queries}
     if table is not None:

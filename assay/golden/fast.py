@@ -88,7 +88,8 @@ _DECODER = msgspec.json.Decoder(_File)
 def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
     """Every string non-blank, no lone surrogate or control character, at most MAX_LENGTH[field] long
     and, for ids, no whitespace."""
-    if strings and max(map(len, strings)) > MAX_LENGTH[field]:
+    lengths = list(map(len, strings))
+    if strings and max(lengths) > MAX_LENGTH[field]:
         return False
     joined = "".join(strings)
     # Printable ASCII (the usual case) holds no surrogate or control character: one C pass, no regex.
@@ -98,7 +99,7 @@ def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
     if ident:  # no whitespace in them: non-blank is non-empty
         if (" " in joined) if plain else _NOT_IN_ID.search(joined):
             return False
-        return min(map(len, strings), default=1) > 0
+        return min(lengths, default=1) > 0
     return all(map(str.strip, strings))
 
 
@@ -169,7 +170,7 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     """The columns of the JSON golden file `raw` (UTF-8), or None when it is not valid or not in a shape
     checked here (the caller then runs the careful walk, which names every problem). `canonical=False`
     checks as much but leaves queries and judgments in the file's order (enough to count them)."""
-    if b"\\u003a" in raw or b"\\u003A" in raw:
+    if b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw):  # one byte's search, then both escapes
         return None  # an escaped colon would upset the count of object members below
     try:
         data = _DECODER.decode(raw)
