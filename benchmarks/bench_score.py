@@ -3,7 +3,8 @@
 A golden JSON file (20 judgments per query, grades 0-3, 10 among each list's top 30 and 10 deeper) and a
 TREC run 100 deep are written to a temporary directory for 20,000 and 100,000 queries. Each tool runs as
 a subprocess under /usr/bin/time, from process start to its output (`assay score`: the artifact written;
-pytrec_eval: the three means printed), wall time and peak memory (maximum resident set size) of the child.
+pytrec_eval: the three means printed), wall time and peak memory (maximum resident set size) of the child,
+or of its process tree sampled while it runs when that is larger (`assay score` forks a run reader).
 The pytrec_eval script does what a user of it does: reads the golden file with the json module and the
 run line by line into its dicts, gives each topic's top 10 (trec_eval's recip_rank has no cutoff; the
 cut also makes its evaluation faster), evaluates `ndcg_cut_10` on 2^g - 1 gains, `P_10` and `recip_rank`
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -95,17 +97,44 @@ def write_files(queries: int, directory: Path) -> tuple[Path, Path]:
 
 
 def timed(command: list[str], directory: Path) -> tuple[float, float, float, str]:
-    """(wall seconds, peak resident MB, CPU seconds (user + system), stdout) of one child process."""
+    """(wall seconds, peak MB, CPU seconds (user + system), stdout) of one child process. The peak is the
+    larger of the child's maximum resident set size and the most its whole process tree held at once
+    (`assay score` forks a reader for a large run file; the tree's proportional set sizes, so pages the
+    processes share count once, sampled every 20 ms)."""
     stats = directory / "time.txt"
-    done = subprocess.run(
-        ["/usr/bin/time", "-o", str(stats), "-f", "%e %M %U %S", *command],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            ["/usr/bin/time", "-o", str(stats), "-f", "%e %M %U %S", *command],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.PIPE,
+        )
+        tree_kb = 0
+        while proc.poll() is None:
+            tree_kb = max(tree_kb, _tree_pss_kb(proc.pid))
+            time.sleep(0.02)  # reading the sizes costs CPU: seldom enough not to slow what is timed
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, command, stderr=stderr)
+        out.seek(0)
+        stdout = out.read().decode()
     wall, peak_kb, user, system = stats.read_text().split()[-4:]
-    return float(wall), int(peak_kb) / 1024, float(user) + float(system), done.stdout
+    return float(wall), max(int(peak_kb), tree_kb) / 1024, float(user) + float(system), stdout
+
+
+def _tree_pss_kb(root: int) -> int:
+    """The proportional set size of `root` and every process below it, in KB (0 for any that ended)."""
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        pending.extend(int(child) for child in children)
+        total += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+    return total
 
 
 JSON_FLOOR = "json.load (validate's floor)"
@@ -193,9 +222,11 @@ def main() -> None:
         f"""### `assay score` and `assay validate` from files
 
 Each tool a subprocess from process start to its output, best of {REPEATS} alternating runs (wall time
-and CPU time, user + system; peak memory is the largest maximum resident set size seen). Golden JSON
-with {JUDGED} judgments per query, TREC run {DEPTH} deep, nDCG@{K}, P@{K} and RR at grade >= {LEVEL};
-pytrec_eval reads the same files with the json module and line by line, and the means agree to 1e-9.
+and CPU time, user + system, a forked reader's included; peak memory is the largest seen of the
+process's maximum resident set size or its process tree's proportional set sizes summed, sampled every
+20 ms). Golden JSON with {JUDGED} judgments per query, TREC run {DEPTH} deep, nDCG@{K}, P@{K} and RR at
+grade >= {LEVEL}; pytrec_eval reads the same files with the json module and line by line, and the means
+agree to 1e-9.
 Artifact sizes: {"; ".join(sizes)}.
 
 | queries | tool | wall s | CPU s | peak MB | speed-up (wall) |
