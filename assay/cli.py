@@ -404,22 +404,37 @@ _JSONL_START = re.compile(rb"(?:\xef\xbb\xbf)?\s*\{")
 
 @contextmanager
 def _beside(read: Callable[[str], Any], path: str) -> Iterator[Callable[[], Any]]:
-    """`read(path)` done beside the block, by a forked process when the file is large (decoding the
-    golden file holds the GIL, so a thread would mostly wait for it); the block calls what it yields for
-    the result, or `read`'s exception. A small file, or a platform without fork, is read when asked."""
+    """`read(path)` done beside the block; the block calls what this yields for the result (or `read`'s
+    exception). A large file is read by a forked process: decoding the golden file holds the GIL, so a
+    thread would mostly wait for it. A smaller one, or any file where the platform cannot fork, is read
+    by a thread: a forked process would first import what the thread shares. So is any file when this
+    process already runs another thread (`assay` called in-process by a threaded program)."""
     import multiprocessing
 
     try:
-        large = os.path.getsize(path) >= _COLUMNS_MIN_BYTES
+        large = os.path.getsize(path) >= _FORK_MIN_BYTES
     except OSError:
         large = False  # `read` names what is wrong with the path
-    if not large or "fork" not in multiprocessing.get_all_start_methods():
-        yield lambda: read(path)
+    # Forking while another thread runs may copy a lock it holds (the child then waits forever): only a
+    # process of one thread forks, as `assay` started from the shell is here.
+    import threading
+
+    alone = threading.active_count() == 1
+    if not (large and alone) or "fork" not in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as threads:
+            yield threads.submit(read, path).result
         return
     # The pool forks its process before it starts its own threads, and no thread of ours is running.
     # Leaving the block ends the process, still reading if the block failed (a bad golden file).
     with multiprocessing.get_context("fork").Pool(1) as pool:
         yield pool.apply_async(read, (path,)).get
+
+
+# From this size a run file is read by a forked process (at 6 MB, 2,000 queries x 100, the fork and its
+# own imports cost more than they save; at 60 MB it saves a third of `assay score`'s time).
+_FORK_MIN_BYTES = 16 << 20
 
 
 @gc_paused()  # builds a report of 10^5 small acyclic objects

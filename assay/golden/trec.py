@@ -219,36 +219,39 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     import pyarrow.csv as csv
 
     names = ["qid", "q0", "docno", "rank", "score", "tag"]
+    words = pa.dictionary(pa.int32(), pa.string())  # each distinct value once, rows as codes
     try:
-        # Bytes, not strings: no UTF-8 check (only printable ASCII passes below) and no dictionary built
-        # while reading, which costs the reader more than encoding the columns that need one afterwards.
         table = csv.read_csv(
             pa.py_buffer(source) if isinstance(source, bytes) else source,
             read_options=csv.ReadOptions(column_names=names, block_size=_BLOCK, use_threads=False),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
             convert_options=csv.ConvertOptions(
-                column_types={**dict.fromkeys(names, pa.binary()), "score": pa.float64()},
+                column_types={**dict.fromkeys(names, words), "score": pa.float64()},
                 null_values=[],  # "nan", "NA", "null" are not missing values here but bad scores
                 strings_can_be_null=False,
             ),
-        )
-        # Q0 and rank are read by nobody: checked plain as they stand; the others, each distinct value once.
-        if not table.num_rows or not all(_plain(table[name].combine_chunks()) for name in ("q0", "rank")):
-            return None
-        columns = {name: table[name].combine_chunks().dictionary_encode() for name in ("qid", "docno", "tag")}
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None  # a row of another width, mostly (or a column past 2 GiB): read line by line instead
-    if not all(_plain(column.dictionary) for column in columns.values()):
+        ).unify_dictionaries()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
+        return None  # a row of another width, mostly: the line-by-line reading names its line
+    if not table.num_rows:
         return None
+    columns = {name: table[name].combine_chunks() for name in names if name != "score"}
+    for column in columns.values():
+        values = column.dictionary.to_pylist()
+        joined = "".join(values)
+        # The line-by-line reading splits on any whitespace: only printable ASCII without spaces reads the
+        # same both ways (an empty value is two spaces, or one at either end of a line).
+        if not (joined.isascii() and joined.isprintable()) or " " in joined or "" in values:
+            return None
     qids, docs = columns["qid"], columns["docno"]
     topic = _numbers(qids.indices, np.int32).astype(np.int64)
     doc = _numbers(docs.indices, np.int32).astype(np.int64)
     score = _numbers(table["score"].combine_chunks(), np.float64) + 0.0  # -0.0 ties 0.0
     if np.isnan(score).any():
         return None
-    tags = tuple(_texts(columns["tag"].dictionary))  # in order of first appearance
+    tags = tuple(columns["tag"].dictionary.to_pylist())  # in order of first appearance
     del table, columns
-    docnos = _texts(docs.dictionary)
+    docnos = docs.dictionary.to_pylist()
     if not _in_trec_order(topic, score, doc, docnos):
         # numpy's sort, not pyarrow's: pyarrow.compute and pa.array of a list import pandas (0.5 s).
         by_name = np.empty(len(docnos), dtype=np.int64)
@@ -262,25 +265,7 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     counts = np.bincount(topic, minlength=len(qids.dictionary))
     bounds = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
-    return RunTable(_texts(qids.dictionary), topic, bounds, docnos, doc, tags)
-
-
-# Printable ASCII but the space: the line-by-line reading splits on any whitespace, so only values made
-# of these read the same both ways.
-_PLAIN = bytes(range(0x21, 0x7F))
-
-
-def _plain(array: Any) -> bool:
-    """Whether every value of a pyarrow binary array is non-empty and made of `_PLAIN` bytes only."""
-    ends = np.frombuffer(array.buffers()[1], dtype=np.int32, count=len(array) + 1, offset=array.offset * 4)
-    data = array.buffers()[2]
-    held = b"" if data is None else data.to_pybytes()[int(ends[0]) : int(ends[-1])]
-    return not held.translate(None, _PLAIN) and not bool((ends[1:] == ends[:-1]).any())
-
-
-def _texts(array: Any) -> list[str]:
-    """A binary array of printable ASCII (`_plain`) as Python strings."""
-    return [value.decode("ascii") for value in array.to_pylist()]
+    return RunTable(qids.dictionary.to_pylist(), topic, bounds, docnos, doc, tags)
 
 
 def _numbers(array: Any, dtype: type[np.generic]) -> NDArray[Any]:

@@ -5,17 +5,21 @@ artifact equal to the standard module's, and `--compact-ranks` artifacts the gat
 from __future__ import annotations
 
 import json
+import multiprocessing
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay import cli
 from assay.artifacts import artifact_bytes
 from assay.golden import trec
-from assay.golden.format import from_dict, parse
+from assay.golden.format import from_dict, parse, parse_columns
 from assay.golden.trec import read_run
+from assay.ranked import match_table
 from assay.report import build_report
 from assay.results import QueryResult
 from tests.support.processes import REPO
@@ -135,28 +139,73 @@ def test_bad_lines_deep_in_a_large_run_get_the_careful_messages(
     assert "Traceback" not in proc.stderr and not (tmp_path / "o.json").exists()
 
 
-def test_a_bad_golden_file_beside_a_large_run_is_named_and_the_run_reader_ends(
+def deep_run(path: Path) -> Path:
+    """A run past the size `assay score` reads in a forked process: 2,000 topics x 320 documents."""
+    with path.open("w") as out:
+        for i in range(QUERIES):
+            out.write("".join(f"q{i} Q0 x{r} {r + 1} {320 - r} tag-a\n" for r in range(320)))
+    assert path.stat().st_size >= cli._FORK_MIN_BYTES
+    return path
+
+
+def test_a_bad_golden_file_beside_a_forked_run_reader_is_named_and_the_reader_ends(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    # The large run is read by a forked process while the golden file is decoded: the golden file's
-    # error is the command's, and the reading process does not outlive it.
-    golden, run = files
+    # The run is read by a forked process while the golden file is decoded: the golden file's error is
+    # the command's, and the reading process does not outlive it.
+    golden, _ = files
+    run = deep_run(tmp_path / "deep.trec")
     data = golden_data()
     data["queries"][7]["judgments"][0]["grade"] = 9
     golden.write_text(json.dumps(data))
     out = tmp_path / "o.json"
 
-    proc = subprocess.Popen(
-        [str(ASSAY), "score", "--golden", str(golden), "--run", str(run), "--out", str(out)],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    _, stderr = proc.communicate(timeout=300)
+    proc = assay("score", "--golden", str(golden), "--run", str(run), "--out", str(out))
 
-    assert proc.returncode == 2 and "grade: 9 is outside the scale 0..3" in stderr, stderr
-    assert "Traceback" not in stderr and not out.exists()
+    assert proc.returncode == 2 and "grade: 9 is outside the scale 0..3" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
     assert not _processes_naming(str(golden))  # a forked process keeps the command line it was forked with
+
+
+def test_a_forked_run_reader_gives_the_same_artifact_and_the_same_messages(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    golden, _ = files
+    run = deep_run(tmp_path / "deep.trec")
+    out = tmp_path / "artifact.json"
+
+    proc = assay("score", "--golden", str(golden), "--run", str(run), "--out", str(out))
+
+    assert proc.returncode == 0, proc.stderr
+    table = trec.read_run_table(str(run))  # read here, in this process
+    assert table is not None
+    block = {"source": "score", "run_file": str(run), "golden_file": str(golden)}
+    expected = build_report(
+        parse_columns(golden.read_bytes()),
+        match_table(parse_columns(golden.read_bytes()), table),
+        run={**block, "format": "trec", "tags": ["tag-a"]},
+    )
+    assert json.loads(out.read_text()) == json.loads(artifact_bytes(expected))
+
+    with run.open("a") as lines:
+        lines.write("q1 Q0 x0 1 high tag-a\n")
+    proc = assay("score", "--golden", str(golden), "--run", str(run), "--out", str(tmp_path / "o.json"))
+    assert proc.returncode == 2 and f"line {2_000 * 320 + 1}: score 'high' is not a number" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o.json").exists()
+
+
+def test_a_threaded_caller_reads_a_large_run_without_forking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forking beside another thread may copy a lock that thread holds, and the child then waits forever:
+    # a caller running threads gets the thread reader.
+    run = deep_run(tmp_path / "deep.trec")
+    monkeypatch.setattr(multiprocessing, "get_context", lambda *_: pytest.fail("forked beside a thread"))
+    with ThreadPoolExecutor(1) as busy:
+        busy.submit(lambda: None).result()  # its thread stays alive until the block ends
+        with cli._beside(cli._read_run, str(run)) as reading:
+            table, _ = reading()
+    assert table is not None and table.topics[:2] == ["q0", "q1"]
 
 
 def _processes_naming(text: str) -> list[int]:
