@@ -251,6 +251,9 @@ def read_run_table(source: bytes | str) -> RunTable | None:
         return None
     tags = tuple(columns["tag"].dictionary.to_pylist())  # in order of first appearance
     del table, columns
+    # What the reader allocated goes back to the system now, not when the allocator gets round to it: the
+    # rest of the command (or the process reading the run, `assay score`) needs no more of it.
+    pa.default_memory_pool().release_unused()
     docnos = docs.dictionary.to_pylist()
     if not _in_trec_order(topic, score, doc, docnos):
         # numpy's sort, not pyarrow's: pyarrow.compute and pa.array of a list import pandas (0.5 s).
