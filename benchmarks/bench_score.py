@@ -99,8 +99,8 @@ def write_files(queries: int, directory: Path) -> tuple[Path, Path]:
 def timed(command: list[str], directory: Path) -> tuple[float, float, float, str]:
     """(wall seconds, peak MB, CPU seconds (user + system), stdout) of one child process. The peak is the
     larger of the child's maximum resident set size and the most its whole process tree held at once
-    (`assay score` forks a reader for a large run file; the tree's proportional set sizes, so pages the
-    processes share count once, sampled every 20 ms)."""
+    (`assay score` forks a reader for a large run file; the tree's resident set sizes summed, sampled
+    every 20 ms)."""
     stats = directory / "time.txt"
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
@@ -111,7 +111,7 @@ def timed(command: list[str], directory: Path) -> tuple[float, float, float, str
         )
         tree_kb = 0
         while proc.poll() is None:
-            tree_kb = max(tree_kb, _tree_pss_kb(proc.pid))
+            tree_kb = max(tree_kb, _tree_rss_kb(proc.pid))
             time.sleep(0.02)  # reading the sizes costs CPU: seldom enough not to slow what is timed
         stderr = proc.stderr.read().decode() if proc.stderr else ""
         if proc.returncode:
@@ -122,18 +122,22 @@ def timed(command: list[str], directory: Path) -> tuple[float, float, float, str
     return float(wall), max(int(peak_kb), tree_kb) / 1024, float(user) + float(system), stdout
 
 
-def _tree_pss_kb(root: int) -> int:
-    """The proportional set size of `root` and every process below it, in KB (0 for any that ended)."""
+def _tree_rss_kb(root: int) -> int:
+    """The resident set size of `root` and every process below it, in KB (0 for any that ended). Pages
+    the processes share count once per process, so the sum errs high; read from `statm`, which costs the
+    kernel nothing to answer (`smaps_rollup`'s proportional sizes walk every page table, and reading them
+    this often slowed a 2 GB process by a third)."""
     total, pending = 0, [root]
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     while pending:
         pid = pending.pop()
         try:
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
+            resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
             continue
         pending.extend(int(child) for child in children)
-        total += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+        total += resident * page_kb
     return total
 
 
@@ -223,10 +227,10 @@ def main() -> None:
 
 Each tool a subprocess from process start to its output, best of {REPEATS} alternating runs (wall time
 and CPU time, user + system, a forked reader's included; peak memory is the largest seen of the
-process's maximum resident set size or its process tree's proportional set sizes summed, sampled every
-20 ms). Golden JSON with {JUDGED} judgments per query, TREC run {DEPTH} deep, nDCG@{K}, P@{K} and RR at
-grade >= {LEVEL}; pytrec_eval reads the same files with the json module and line by line, and the means
-agree to 1e-9.
+process's maximum resident set size or its process tree's resident set sizes summed (shared pages
+counted in each process), sampled every 20 ms). Golden JSON with {JUDGED} judgments per query, TREC
+run {DEPTH} deep, nDCG@{K}, P@{K} and RR at grade >= {LEVEL}; pytrec_eval reads the same files with the
+json module and line by line, and the means agree to 1e-9.
 Artifact sizes: {"; ".join(sizes)}.
 
 | queries | tool | wall s | CPU s | peak MB | speed-up (wall) |
