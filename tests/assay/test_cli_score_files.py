@@ -180,10 +180,9 @@ def test_a_forked_run_reader_gives_the_same_artifact_and_the_same_messages(
     table = trec.read_run_table(str(run))  # read here, in this process
     assert table is not None
     block = {"source": "score", "run_file": str(run), "golden_file": str(golden)}
+    columns = parse_columns(golden.read_bytes())
     expected = build_report(
-        parse_columns(golden.read_bytes()),
-        match_table(parse_columns(golden.read_bytes()), table),
-        run={**block, "format": "trec", "tags": ["tag-a"]},
+        columns, match_table(columns, table), run={**block, "format": "trec", "tags": ["tag-a"]}
     )
     assert json.loads(out.read_text()) == json.loads(artifact_bytes(expected))
 
