@@ -102,20 +102,21 @@ def timed(command: list[str], directory: Path) -> tuple[float, float, float, str
     (`assay score` forks a reader for a large run file; the tree's resident set sizes summed, sampled
     every 20 ms)."""
     stats = directory / "time.txt"
-    with tempfile.TemporaryFile() as out:
+    # Both outputs to files: a pipe nobody reads while the child runs could fill and stop it.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             ["/usr/bin/time", "-o", str(stats), "-f", "%e %M %U %S", *command],
             cwd=REPO,
             stdout=out,
-            stderr=subprocess.PIPE,
+            stderr=err,
         )
         tree_kb = 0
         while proc.poll() is None:
             tree_kb = max(tree_kb, _tree_rss_kb(proc.pid))
             time.sleep(0.02)  # reading the sizes costs CPU: seldom enough not to slow what is timed
-        stderr = proc.stderr.read().decode() if proc.stderr else ""
         if proc.returncode:
-            raise subprocess.CalledProcessError(proc.returncode, command, stderr=stderr)
+            err.seek(0)
+            raise subprocess.CalledProcessError(proc.returncode, command, stderr=err.read().decode())
         out.seek(0)
         stdout = out.read().decode()
     wall, peak_kb, user, system = stats.read_text().split()[-4:]
