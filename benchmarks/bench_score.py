@@ -34,7 +34,11 @@ LEVEL = 2
 POOL = 20_011  # a prime, so a stride walk over the pool never repeats a document within a list
 SEED = 20261202
 REPEATS = 3
-VALIDATE_BEFORE_S = 5.08  # `assay validate` of the 20,000-query file before any fast path (same machine)
+# `assay validate` of the 20,000-query file before its fast path (e1f8a4e, the commit before it), measured
+# on a quiet machine alternately with json.load of the same file: 2.73 s against 0.28 s (medians of 5,
+# 2026-12-03, bytecode compiled). Its target, a tenth of that time, is judged as this ratio to the floor
+# measured in the same run, so a busy or quiet machine moves both sides alike.
+VALIDATE_BEFORE_S, VALIDATE_BEFORE_FLOOR_S = 2.73, 0.28
 TARGET = 4.0  # `assay score` at least this many times faster than pytrec_eval, at no more memory
 REPO = Path(__file__).resolve().parent.parent
 ASSAY = [sys.executable, "-m", "assay.cli"]
@@ -215,8 +219,12 @@ def main() -> None:
                 f"{peak / pytrec_peak:.0%} of its peak memory, target {'met' if met else 'not met'}"
             )
             if queries == 20_000:
-                took = result["assay validate"][0]
-                validate_verdict = f"{took:.2f} s, {'met' if took < VALIDATE_BEFORE_S / 10 else 'not met'}"
+                took, floor = result["assay validate"][0], result[JSON_FLOOR][0]
+                share = VALIDATE_BEFORE_S / VALIDATE_BEFORE_FLOOR_S / 10
+                validate_verdict = (
+                    f"{took:.2f} s against {share * floor:.2f} s, {share:.2f} x this run's json.load; "
+                    f"{'met' if took < share * floor else 'not met'}"
+                )
             full, compact, _ = result["artifact MB"]
             sizes.append(f"{queries:,} queries: {full:.1f} MB, {compact:.1f} MB with `--compact-ranks`")
             print(rows[-len(TOOLS) :], f"pytrec peak {pytrec_peak:.0f} MB", sizes[-1], flush=True)
@@ -240,7 +248,8 @@ Artifact sizes: {"; ".join(sizes)}.
 
 Target: `assay score` at least {TARGET:.0f}x faster than pytrec_eval at no more peak memory.
 {"; ".join(verdicts)}. Target for `assay validate`: the 20,000-query file in under a tenth of the
-{VALIDATE_BEFORE_S} s it took before its fast path ({validate_verdict}).
+time it took before its fast path ({VALIDATE_BEFORE_S} s when json.load of the file took
+{VALIDATE_BEFORE_FLOOR_S} s on a quiet machine), judged by the json.load of this run ({validate_verdict}).
 
 Load average (1, 5, 15 min) on {cpus} CPUs: {" / ".join(f"{v:.1f}" for v in load_before)} before,
 {" / ".join(f"{v:.1f}" for v in load_after)} after. The machine is shared with other work, so the figures
