@@ -442,12 +442,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     no_huge_pages()
     with _beside(_read_run, args.run) as reading:  # forked before the imports below: it needs none
         golden = _load_golden_columns(args.golden)
+        # What the scoring needs, while the run is still being read (the golden file is mostly done first).
+        from assay.ranked import match_table
+        from assay.report import build_report
+
+        known = {q.id for q in golden.queries}
         table, results = reading()
-    from assay.ranked import match_table
-    from assay.report import build_report
 
     run_block: dict[str, Any] = {"source": "score", "run_file": args.run, "golden_file": args.golden}
-    known = {q.id for q in golden.queries}
     if table is not None:
         run_block.update(format="trec", tags=list(table.tags))
         scored: Any = match_table(golden, table)

@@ -200,6 +200,19 @@ class RunTable:
             self.tags,
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by the process `assay score` forks to read a run: the topic column follows from the bounds
+        # (rows stand topic by topic) and the document codes fit 32 bits, so a quarter of the bytes cross.
+        doc = self.doc.astype(np.int32) if len(self.docnos) < 2**31 else self.doc
+        return (_unpickled_run_table, (self.topics, self.bounds, self.docnos, doc, self.tags))
+
+
+def _unpickled_run_table(
+    topics: list[str], bounds: NDArray[np.int64], docnos: list[str], doc: NDArray[Any], tags: tuple[str, ...]
+) -> RunTable:
+    topic = np.repeat(np.arange(len(topics), dtype=np.int64), np.diff(bounds))
+    return RunTable(topics, topic, bounds, docnos, doc.astype(np.int64), tags)
+
 
 def _read_run_arrow(text: str) -> TrecRun | None:
     """`read_run` for a run file in the plain shape, columnar; None when the file is not in that shape or

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -288,3 +290,9 @@ def test_the_columnar_reading_orders_any_run_as_the_line_by_line_reading(
     table = read_run_table(text.encode("ascii"))
     assert table is not None
     assert table.ranked().items() == read_run(text).items()
+    # As the process `assay score` forks to read a run sends it back: every column equal, same types.
+    sent = pickle.loads(pickle.dumps(table))  # noqa: S301  # its own bytes
+    assert (sent.topics, sent.docnos, sent.tags) == (table.topics, table.docnos, table.tags)
+    for name in ("topic", "bounds", "doc"):
+        mine, theirs = getattr(sent, name), getattr(table, name)
+        assert mine.dtype == theirs.dtype == np.int64 and np.array_equal(mine, theirs), name
