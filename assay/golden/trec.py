@@ -233,13 +233,19 @@ def read_run_table(source: bytes | str) -> RunTable | None:
 
     names = ["qid", "q0", "docno", "rank", "score", "tag"]
     words = pa.dictionary(pa.int32(), pa.string())  # each distinct value once, rows as codes
+    # Q0 and rank only need checking, as bytes: a dictionary of them would hash every row for nothing.
+    unread = ("q0", "rank")
     try:
         table = csv.read_csv(
             pa.py_buffer(source) if isinstance(source, bytes) else source,
             read_options=csv.ReadOptions(column_names=names, block_size=_BLOCK, use_threads=False),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
             convert_options=csv.ConvertOptions(
-                column_types={**dict.fromkeys(names, words), "score": pa.float64()},
+                column_types={
+                    **dict.fromkeys(names, words),
+                    **dict.fromkeys(unread, pa.binary()),
+                    "score": pa.float64(),
+                },
                 null_values=[],  # "nan", "NA", "null" are not missing values here but bad scores
                 strings_can_be_null=False,
             ),
@@ -248,12 +254,14 @@ def read_run_table(source: bytes | str) -> RunTable | None:
         return None  # a row of another width, mostly: the line-by-line reading names its line
     if not table.num_rows:
         return None
-    columns = {name: table[name].combine_chunks() for name in names if name != "score"}
+    # The line-by-line reading splits on any whitespace: only printable ASCII without spaces reads the
+    # same both ways (an empty value is two spaces, or one at either end of a line).
+    if not all(_plain_bytes(chunk) for name in unread for chunk in table[name].chunks):
+        return None
+    columns = {name: table[name].combine_chunks() for name in ("qid", "docno", "tag")}
     for column in columns.values():
         values = column.dictionary.to_pylist()
         joined = "".join(values)
-        # The line-by-line reading splits on any whitespace: only printable ASCII without spaces reads the
-        # same both ways (an empty value is two spaces, or one at either end of a line).
         if not (joined.isascii() and joined.isprintable()) or " " in joined or "" in values:
             return None
     qids, docs = columns["qid"], columns["docno"]
@@ -282,6 +290,18 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     bounds = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
     return RunTable(qids.dictionary.to_pylist(), topic, bounds, docnos, doc, tags)
+
+
+def _plain_bytes(array: Any) -> bool:
+    """Whether every value of a pyarrow binary array is non-empty printable ASCII without a space."""
+    if not len(array):
+        return True
+    _, offsets, data = array.buffers()
+    ends = np.frombuffer(offsets, dtype=np.int32, count=len(array) + 1, offset=array.offset * 4)
+    if bool((ends[1:] <= ends[:-1]).any()):
+        return False  # an empty value
+    chars = np.frombuffer(data, dtype=np.uint8)[ends[0] : ends[-1]]
+    return bool(((chars > 0x20) & (chars < 0x7F)).all())
 
 
 def _numbers(array: Any, dtype: type[np.generic]) -> NDArray[Any]:

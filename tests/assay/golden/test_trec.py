@@ -296,3 +296,40 @@ def test_the_columnar_reading_orders_any_run_as_the_line_by_line_reading(
     for name in ("topic", "bounds", "doc"):
         mine, theirs = getattr(sent, name), getattr(table, name)
         assert mine.dtype == theirs.dtype == np.int64 and np.array_equal(mine, theirs), name
+
+
+# Mostly plain tokens, so that many runs are read both ways.
+_PLAIN = st.sampled_from(["Q0", "1", "tag-a", "d1", "d2"])
+_TOKEN = st.one_of(*[_PLAIN] * 8, st.text(alphabet="aZ0- \xa0\x0b\t\x00é\u3000", max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2"]),
+            _TOKEN,
+            _TOKEN,
+            _TOKEN,
+            st.sampled_from(["1", "2.5", "3", "x"]),
+            _TOKEN,
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_columnar_reading_takes_only_runs_the_line_by_line_reading_reads_alike(
+    rows: list[tuple[str, ...]],
+) -> None:
+    # Any column may hold an empty value, a space of another kind, a control or non-ASCII character: the
+    # columnar reader either declines (the line-by-line reading then reads or names every problem) or
+    # gives what the line-by-line reading gives.
+    # Each row's docno ends in its number, so that topics seldom hold one twice.
+    text = "".join(
+        f"{qid} {q0} {doc}{i} {rank} {score} {tag}\n"
+        for i, (qid, q0, doc, rank, score, tag) in enumerate(rows)
+    )
+    table = read_run_table(text.encode("utf-8"))
+    if table is not None:
+        run = read_run(text)
+        assert table.ranked().items() == run.items() and table.tags == run.tags
