@@ -19,11 +19,11 @@ import re
 from collections.abc import Sequence
 from itertools import chain, pairwise
 from operator import attrgetter
-from typing import Any
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
 import numpy as np
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, Meta, Struct, UnsetType
 from numpy.typing import NDArray
 
 from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _bad_chars, _Checker
@@ -48,12 +48,22 @@ _DOC_ID, _GRADE, _KEY, _SOURCE = (
 _NONE_RICH = (UNSET,) * len(_RICH)
 
 
-class _Judgment(Struct, forbid_unknown_fields=True, gc=False):
-    doc_id: str
+class _PlainJudgment(Struct, forbid_unknown_fields=True, gc=False):
+    # Its length checked as it is decoded: a blank or overlong doc id sends the file to the careful walk.
+    doc_id: Annotated[str, Meta(min_length=1, max_length=MAX_LENGTH["doc_id"])]
     grade: int
+
+
+class _Judgment(_PlainJudgment, forbid_unknown_fields=True, gc=False):
     key: str | UnsetType | None = UNSET
     # Any JSON value: a source other than JUDGMENT_SOURCES or null sends the file to the careful walk.
     source: Any = UNSET
+
+
+class _PlainQuery(Struct, forbid_unknown_fields=True, gc=False):
+    id: str
+    text: str
+    judgments: list[_PlainJudgment] | UnsetType = UNSET
 
 
 class _Query(Struct, forbid_unknown_fields=True, gc=False):
@@ -73,16 +83,17 @@ class _Query(Struct, forbid_unknown_fields=True, gc=False):
     tags: Any = UNSET
 
 
-class _File(Struct, forbid_unknown_fields=True, gc=False):
-    queries: list[_Query]
-    version: Any = UNSET
-    k: Any = UNSET
-    relevant_min_grade: Any = UNSET
-    scale: Any = UNSET
-    rubric: Any = UNSET
+def _decoder(query: type[Struct]) -> msgspec.json.Decoder[Any]:
+    """A decoder of the whole file: its queries as `query`, the header's fields as any JSON value."""
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [("queries", list[query])]  # type: ignore[valid-type]
+    fields.extend((name, Any, UNSET) for name in HEADER_FIELDS)
+    return msgspec.json.Decoder(msgspec.defstruct("_File", fields, forbid_unknown_fields=True, gc=False))
 
 
-_DECODER = msgspec.json.Decoder(_File)
+# A file whose queries hold only an id, a text and judgments of a doc id and a grade (the usual shape) is
+# decoded without the other fields: no query then needs looking at one by one. Any other file fails that
+# decoder, mostly at its first query, and is decoded with every field.
+_PLAIN_DECODER, _DECODER = _decoder(_PlainQuery), _decoder(_Query)
 
 
 def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
@@ -110,17 +121,21 @@ def _sort_keys(values: list[str]) -> list[Any]:
     return numbers.tolist() if numbers is not None else list(map(natural_key, values))
 
 
-def _numbers(values: list[str]) -> NDArray[np.int64] | None:
+def _numbers(values: list[str], joined: str | None = None) -> NDArray[np.int64] | None:
     """The number after each id's shared digit-free prefix, when natural order is that number's order
-    (every id is the prefix and a number without leading zeros); None otherwise."""
+    (every id is the prefix and a number without leading zeros); None otherwise. `joined`: the ids
+    joined by single spaces, when the caller has it already."""
     if not values:
         return None
     prefix = _PREFIX.match(values[0]).group()  # type: ignore[union-attr]  # matches every string
     # Ids hold no whitespace, so a space separates them.
-    joined = " ".join(values)
+    if joined is None:
+        joined = " ".join(values)
     if prefix:
-        # Every id starts with the prefix (a space before each but the first) and holds it nowhere else.
-        if (" " + joined).count(" " + prefix) != len(values) or joined.count(prefix) != len(values):
+        # Every id starts with the prefix (the first, and each after a space) and holds it nowhere else.
+        if not joined.startswith(prefix) or joined.count(" " + prefix) != len(values) - 1:
+            return None
+        if joined.count(prefix) != len(values):
             return None
         joined = joined.replace(prefix, "")
     digits = joined.replace(" ", "")
@@ -128,10 +143,10 @@ def _numbers(values: list[str]) -> NDArray[np.int64] | None:
         return None  # something other than digits, or an id that is the prefix alone
     if joined.startswith(" ") or _LEADING_ZERO.search(" " + joined):
         return None
-    if max(map(len, values)) - len(prefix) > 18:
-        return None  # beyond int64
-    # Checked above: digit runs of at most 18 digits, one space apart, which numpy's text reader takes.
-    return np.fromstring(joined, dtype=np.int64, sep=" ")
+    # Checked above: digit runs, one space apart, which numpy's text reader takes (clamping any beyond
+    # int64, which the limit below then refuses: without leading zeros, 19 digits or more is >= 10^18).
+    numbers = np.fromstring(joined, dtype=np.int64, sep=" ")
+    return numbers if int(numbers.max()) < 10**18 else None
 
 
 def _colons(value: Any) -> tuple[int, int]:
@@ -173,9 +188,12 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     if b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw):  # one byte's search, then both escapes
         return None  # an escaped colon would upset the count of object members below
     try:
-        data = _DECODER.decode(raw)
-    except msgspec.DecodeError:  # malformed, or not in the shape above (ValidationError is a DecodeError)
-        return None
+        data, plain = _PLAIN_DECODER.decode(raw), True
+    except msgspec.DecodeError:  # another shape, malformed, or not valid (ValidationError is a DecodeError)
+        try:
+            data, plain = _DECODER.decode(raw), False
+        except msgspec.DecodeError:
+            return None
     header = _fields(data, HEADER_FIELDS)
     checker = _Checker()
     version, k, scale, rmg, rubric = checker.header(header, "")
@@ -184,10 +202,10 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     members, colons = _colons(header)
     members += 1  # "queries"
 
-    simple: list[_Query] = []
+    simple: list[Any] = []  # _PlainQuery or _Query
     extras: list[dict[str, Any] | None] = []  # beside `simple`: each one's fields beyond id and text
     careful: list[GoldenQuery] = []
-    for i, item in enumerate(data.queries):
+    for i, item in enumerate(() if plain else data.queries):
         rich = _rich(item)
         extra = None if rich == _NONE_RICH else _bulk_fields(rich, item)
         if rich == _NONE_RICH or extra is not None:
@@ -204,24 +222,29 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
         careful.append(query)
         sub_members, sub_colons = _colons(as_dict)
         members, colons = members + sub_members, colons + sub_colons
-    built = _simple_columns(simple, extras, scale)
-    if built is None:
+    if plain:
+        simple, extras = data.queries, [None] * len(data.queries)
+    bulk = _simple_columns(simple, extras, scale, plain=plain)
+    if bulk is None:
         return None
-    queries, docs, grades, keys, sources, sizes, simple_members, simple_colons = built
-    if raw.count(b":") - colons - simple_colons != members + simple_members:
+    queries, docs, grades, keys, sources, sizes, spaced = bulk[:7]
+    if raw.count(b":") - colons - bulk.colons != members + bulk.members:
         return None
-    for query in careful:
-        queries.append(query)
-        docs.extend(j.doc_id for j in query.judgments)
-        grades.extend(j.grade for j in query.judgments)
-        keys.extend(j.key for j in query.judgments)
-        sources.extend(j.source for j in query.judgments)
-        sizes.append(len(query.judgments))
+    if careful:
+        spaced = None  # the doc ids below are not in it
+        judgments = [j for query in careful for j in query.judgments]
+        queries.extend(careful)
+        docs.extend(j.doc_id for j in judgments)
+        grades = np.concatenate([grades, np.fromiter((j.grade for j in judgments), np.int64, len(judgments))])
+        keys.extend(j.key for j in judgments)
+        sources.extend(j.source for j in judgments)
+        sizes.extend(len(query.judgments) for query in careful)
     ids = [q.id for q in queries]
     if len(set(ids)) != len(ids):
         return None
     assert version is not None and k is not None and rmg is not None
-    return _in_order(version, k, scale, rmg, rubric, queries, docs, grades, keys, sources, sizes, canonical)
+    columns = (queries, docs, grades, keys, sources, sizes)
+    return _in_order(version, k, scale, rmg, rubric, *columns, canonical=canonical, spaced=spaced)
 
 
 def _in_order(
@@ -232,14 +255,17 @@ def _in_order(
     rubric: str | None,
     queries: list[GoldenQuery],
     docs: list[str],
-    grades: list[int],
+    grades: NDArray[np.int64],
     keys: list[str | None],
     sources: list[str | None],
     sizes: list[int],
+    *,
     canonical: bool,
+    spaced: str | None,
 ) -> GoldenColumns | None:
     """The columns in canonical order (with `canonical`: else in the file's): queries in natural id order,
-    each query's judgments in natural doc id order; None when a query holds a doc id twice."""
+    each query's judgments in natural doc id order; None when a query holds a doc id twice. `spaced`: the
+    doc ids joined by single spaces, when the caller has it."""
     if canonical:
         query_order = np.asarray(
             sorted(range(len(queries)), key=_sort_keys([q.id for q in queries]).__getitem__)
@@ -249,7 +275,7 @@ def _in_order(
     place = np.empty(len(queries), dtype=np.int64)
     place[query_order] = np.arange(len(queries))
     owner = place[np.repeat(np.arange(len(queries)), sizes)]
-    perm = _judgment_order(owner, docs)
+    perm = _judgment_order(owner, docs, spaced)
     if perm is None:
         return None
     if not canonical:
@@ -262,7 +288,7 @@ def _in_order(
         rubric=rubric,
         queries=tuple(queries[i] for i in query_order.tolist()),
         doc_ids=_taken(docs, perm),
-        grades=np.asarray(grades, dtype=np.int64)[perm],
+        grades=grades[perm],
         keys=_taken(keys, perm) if keys.count(None) < len(keys) else None,
         bounds=offsets(np.asarray(sizes, dtype=np.int64)[query_order]),
         sources=_taken(sources, perm) if sources.count(None) < len(sources) else None,
@@ -362,15 +388,26 @@ def _rich_colons(rich: tuple[Any, ...]) -> tuple[int, int]:
     return members + len(present), colons
 
 
+class _Bulk(NamedTuple):
+    """What `_simple_columns` gives: the columns of the queries checked in bulk, in the file's order."""
+
+    queries: list[GoldenQuery]
+    docs: list[str]
+    grades: NDArray[np.int64]
+    keys: list[str | None]
+    sources: list[str | None]
+    sizes: list[int]  # judgments per query
+    spaced: str | None  # the doc ids joined by single spaces, when they are all printable ASCII
+    members: int  # object members of their id, text and judgments
+    colons: int  # ':' inside those strings
+
+
 def _simple_columns(
-    items: list[_Query], extras: list[dict[str, Any] | None], scale: Scale
-) -> (
-    tuple[list[GoldenQuery], list[str], list[int], list[str | None], list[str | None], list[int], int, int]
-    | None
-):
+    items: list[Any], extras: list[dict[str, Any] | None], scale: Scale, *, plain: bool
+) -> _Bulk | None:
     """Queries whose id, text and judgments are checked in bulk (their other fields `extras`, checked by
-    `_bulk_fields`): (queries, doc ids, grades, keys, sources, judgments per query, members, colons) in
-    the file's order, the members and colons of those three fields; None when not valid."""
+    `_bulk_fields`), or None when not valid. `plain`: the items are `_PlainQuery`s (judgments without a
+    key or source), else `_Query`s."""
     ids = list(map(_ID, items))
     texts = list(map(_TEXT, items))
     lists = [[] if judgments is UNSET else judgments for judgments in map(_JUDGMENTS, items)]
@@ -378,12 +415,21 @@ def _simple_columns(
         return None
     flat = list(chain.from_iterable(lists))
     docs = list(map(_DOC_ID, flat))
-    grades = list(map(_GRADE, flat))
-    keys: list[Any] = list(map(_KEY, flat))
-    if grades and (min(grades) < scale.min or max(grades) > scale.max):
+    try:
+        grades = np.fromiter(map(_GRADE, flat), dtype=np.int64, count=len(flat))
+    except OverflowError:
+        return None  # beyond 64 bits, so off the scale
+    if grades.size and (int(grades.min()) < scale.min or int(grades.max()) > scale.max):
         return None
-    if not _clean(docs, ident=True, field="doc_id"):
+    # The doc ids' lengths were checked as they were decoded: what is left is their characters.
+    joined = " ".join(docs)
+    spaced = joined if joined.isascii() and joined.isprintable() else None  # no surrogate or control
+    if spaced is not None:
+        if spaced.count(" ") != max(len(docs) - 1, 0):
+            return None  # a space inside a doc id
+    elif not _clean(docs, ident=True, field="doc_id"):
         return None
+    keys: list[Any] = [] if plain else list(map(_KEY, flat))
     absent = keys.count(UNSET)
     given = [key for key in keys if key is not UNSET] if absent < len(keys) else []
     present = [key for key in given if key is not None]
@@ -391,9 +437,11 @@ def _simple_columns(
         return None
     keys = [None if key is UNSET else key for key in keys] if given else [None] * len(flat)
     # A source is the careful walk's `_Checker.source`: absent or null (humans), else one of the sources.
-    raw_sources: list[Any] = list(map(_SOURCE, flat))
+    raw_sources: list[Any] = [] if plain else list(map(_SOURCE, flat))
     unset_sources = raw_sources.count(UNSET)
-    stated = [source for source in raw_sources if source is not UNSET] if unset_sources < len(flat) else []
+    stated = (
+        [source for source in raw_sources if source is not UNSET] if unset_sources < len(raw_sources) else []
+    )
     if stated and not all(source is None or source in JUDGMENT_SOURCES for source in stated):
         return None
     sources: list[str | None] = (
@@ -409,15 +457,15 @@ def _simple_columns(
     ]
     members = 2 * len(items) + len(items) - list(map(_JUDGMENTS, items)).count(UNSET)
     members += 2 * len(flat) + len(given) + len(stated)  # JUDGMENT_SOURCES hold no ':'
-    colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(docs).count(":")
-    colons += "".join(present).count(":")
-    return queries, docs, grades, keys, sources, sizes, members, colons
+    colons = "".join(ids).count(":") + "".join(texts).count(":") + "".join(present).count(":")
+    colons += joined.count(":")  # the spaces add none
+    return _Bulk(queries, docs, grades, keys, sources, sizes, spaced, members, colons)
 
 
-def _judgment_order(owner: NDArray[np.int64], docs: list[str]) -> NDArray[np.intp] | None:
+def _judgment_order(owner: NDArray[np.int64], docs: list[str], spaced: str | None) -> NDArray[np.intp] | None:
     """Indices putting the judgments in order of their query's place (`owner`), then natural doc id order,
-    or None when a query holds a doc id twice."""
-    numbers = _numbers(docs)
+    or None when a query holds a doc id twice (`spaced`: as `_in_order`)."""
+    numbers = _numbers(docs, spaced)
     if numbers is not None and (not numbers.size or int(numbers.max()) < 2**62 // max(len(owner), 1)):
         # One shared prefix: equal numbers are equal doc ids. One integer key per judgment, sorted.
         key = owner * (int(numbers.max(initial=0)) + 1) + numbers

@@ -337,3 +337,29 @@ def test_a_judgment_source_is_taken_or_refused_as_the_careful_walk_does(value: A
         assert isinstance(expected, list) and len(expected) == 1
         assert expected[0].startswith("queries[0].judgments[0].source: ")
         assert "is not a judgment source: use judge, or leave it out (humans)" in expected[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "value"),
+    [("judgment", "key", "https://x/9"), ("judgment", "source", "judge"), ("query", "locale", "de-DE")],
+)
+def test_a_field_beyond_the_plain_shape_in_the_last_query_only_is_kept(
+    where: str, name: str, value: str
+) -> None:
+    # The fast path first decodes a file as id, text and judgments of a doc id and a grade; a field beyond
+    # that anywhere, even in the last query only, has it decode every field instead.
+    data: dict[str, Any] = {
+        "version": "v1",
+        "queries": [
+            {"id": f"q{i}", "text": "t", "judgments": [{"doc_id": "d1", "grade": 1}]} for i in range(50)
+        ],
+    }
+    last = data["queries"][-1]
+    (last["judgments"][0] if where == "judgment" else last)[name] = value
+    text = json.dumps(data)
+
+    got = fast(text)
+
+    assert got is not None and got == careful(text)
+    query = got.query("q49")
+    assert getattr(query.judgments[0] if where == "judgment" else query, name) == value
