@@ -202,8 +202,9 @@ class RunTable:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by the process `assay score` forks to read a run: the topic column follows from the bounds
-        # (rows stand topic by topic) and the document codes fit 32 bits, so a quarter of the bytes cross.
-        doc = self.doc.astype(np.int32) if len(self.docnos) < 2**31 else self.doc
+        # (rows stand topic by topic) and the document codes go in the smallest type that holds them (16
+        # bits for up to 65,536 distinct docnos), so an eighth to a quarter of the bytes cross.
+        doc = self.doc.astype(np.min_scalar_type(max(len(self.docnos) - 1, 0)))
         return (_unpickled_run_table, (self.topics, self.bounds, self.docnos, doc, self.tags))
 
 
