@@ -179,13 +179,15 @@ _BLOCK = 8 << 20
 class RunTable:
     """A run file's rows in trec_eval's order, as columns: topic by topic (in order of first appearance),
     within a topic by score descending, ties by docno descending. Row r is document
-    `docnos[doc[r]]` of topic `topics[topic[r]]`; topic t holds rows `bounds[t]:bounds[t + 1]`."""
+    `docnos[doc[r]]` of topic `topics[topic[r]]`; topic t holds rows `bounds[t]:bounds[t + 1]`. The codes
+    `topic` and `doc` are 32-bit (pyarrow's dictionary indices, maybe read-only): widen them before any
+    arithmetic that could pass 2^31."""
 
     topics: list[str]
-    topic: NDArray[np.int64]
+    topic: NDArray[np.int32]
     bounds: NDArray[np.int64]
     docnos: list[str]  # the distinct docnos
-    doc: NDArray[np.int64]
+    doc: NDArray[np.int32]
     tags: tuple[str, ...]
 
     def ranked(self) -> TrecRun:
@@ -211,8 +213,8 @@ class RunTable:
 def _unpickled_run_table(
     topics: list[str], bounds: NDArray[np.int64], docnos: list[str], doc: NDArray[Any], tags: tuple[str, ...]
 ) -> RunTable:
-    topic = np.repeat(np.arange(len(topics), dtype=np.int64), np.diff(bounds))
-    return RunTable(topics, topic, bounds, docnos, doc.astype(np.int64), tags)
+    topic = np.repeat(np.arange(len(topics), dtype=np.int32), np.diff(bounds))
+    return RunTable(topics, topic, bounds, docnos, doc.astype(np.int32), tags)
 
 
 def _read_run_arrow(text: str) -> TrecRun | None:
@@ -266,8 +268,8 @@ def read_run_table(source: bytes | str) -> RunTable | None:
         if not (joined.isascii() and joined.isprintable()) or " " in joined or "" in values:
             return None
     qids, docs = columns["qid"], columns["docno"]
-    topic = _numbers(qids.indices, np.int32).astype(np.int64)
-    doc = _numbers(docs.indices, np.int32).astype(np.int64)
+    topic = _numbers(qids.indices, np.int32)
+    doc = _numbers(docs.indices, np.int32)
     score = _numbers(table["score"].combine_chunks(), np.float64) + 0.0  # -0.0 ties 0.0
     if np.isnan(score).any():
         return None
@@ -284,7 +286,7 @@ def read_run_table(source: bytes | str) -> RunTable | None:
         order = np.lexsort((-by_name[doc], -score, topic))  # the last key first: topic, score, docno
         topic, doc = topic[order], doc[order]
     width = len(docs.dictionary)
-    pairs = np.sort(topic * width + doc)
+    pairs = np.sort(topic.astype(np.int64) * width + doc)
     if (pairs[1:] == pairs[:-1]).any():
         return None  # a docno twice in a topic: reported with both lines
     counts = np.bincount(topic, minlength=len(qids.dictionary))
@@ -313,7 +315,7 @@ def _numbers(array: Any, dtype: type[np.generic]) -> NDArray[Any]:
 
 
 def _in_trec_order(
-    topic: NDArray[np.int64], score: NDArray[np.float64], doc: NDArray[np.int64], docnos: list[str]
+    topic: NDArray[np.int32], score: NDArray[np.float64], doc: NDArray[np.int32], docnos: list[str]
 ) -> bool:
     """Whether rows already stand in trec_eval's order (most run files are written that way): topics in
     order of first appearance, scores descending, ties by docno descending."""
