@@ -84,34 +84,39 @@ def match_table(golden: GoldenColumns, table: RunTable) -> Matched:
     width = len(table.docnos) + 1
     judged = np.flatnonzero(doc_code >= 0)
     judgment_key = golden.owner[judged] * width + doc_code[judged]
-    known = row_query >= 0
-    row_key = np.where(known, row_query * width + table.doc, -1)
-    # The judgment each row holds (-1: none), found by binary search among the sorted keys of the judged
-    # documents the run returned (numpy's sorts and searches beat a hash join here).
+    # A row of a topic not in the golden file (query -1) gets a negative key, which no judgment has.
+    row_key = row_query * width + table.doc
+    # The judgment each row holds, found by binary search among the sorted keys of the judged documents
+    # the run returned (numpy's sorts and searches beat a hash join here); then only those rows.
     by_key = np.argsort(judgment_key)
     sorted_keys = judgment_key[by_key]
-    at = np.minimum(np.searchsorted(sorted_keys, row_key), max(len(sorted_keys) - 1, 0))
-    judgment = np.full(len(row_key), -1, dtype=np.int64)
-    hit = known & (sorted_keys[at] == row_key) if len(sorted_keys) else np.zeros(len(row_key), dtype=bool)
-    judgment[hit] = judged[by_key[at[hit]]]
-    rank = np.arange(len(table.topic), dtype=np.int64) - table.bounds[table.topic] + 1
+    if len(sorted_keys):
+        at = np.searchsorted(sorted_keys, row_key)
+        np.minimum(at, len(sorted_keys) - 1, out=at)
+        hit = np.flatnonzero(sorted_keys[at] == row_key)  # the rows holding a judgment
+        judgment = judged[by_key[at[hit]]]
+    else:
+        hit = judgment = np.zeros(0, dtype=np.int64)
+    hit_rank = hit - table.bounds[table.topic[hit]] + 1
 
     first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
-    first_rank[judgment[hit]] = rank[hit]
-    top = known & (rank <= k)
+    first_rank[judgment] = hit_rank
     grades = np.full((k, queries), UNJUDGED, dtype=np.int64)
-    slot_grade = np.full(len(row_key), UNJUDGED, dtype=np.int64)
-    slot_grade[hit] = golden.grades[judgment[hit]]
-    grades[rank[top] - 1, row_query[top]] = slot_grade[top]
+    in_top = hit_rank <= k
+    grades[hit_rank[in_top] - 1, row_query[hit[in_top]]] = golden.grades[judgment[in_top]]
 
     n = np.zeros(queries, dtype=np.int64)
     counts = np.diff(table.bounds)
     listed = topic_query >= 0
     n[topic_query[listed]] = counts[listed]
+    # The top k rows of each listed topic, topic by topic: a run of `sizes[t]` rows from its first.
+    sizes = np.minimum(counts[listed], k)
+    before = np.cumsum(sizes) - sizes
+    top = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(table.bounds[:-1][listed] - before, sizes)
     names = np.array(table.docnos, dtype=object)[table.doc[top]].tolist()
     top_ids: list[list[str]] = [[] for _ in range(queries)]
-    start = 0  # rows stand topic by topic: each listed topic's top rows are the next run of `names`
-    for query, size in zip(topic_query[listed].tolist(), np.minimum(counts[listed], k).tolist(), strict=True):
+    start = 0  # each listed topic's top rows are the next run of `names`
+    for query, size in zip(topic_query[listed].tolist(), sizes.tolist(), strict=True):
         top_ids[query] = names[start : start + size]
         start += size
     return Matched(
