@@ -261,24 +261,23 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     # same both ways (an empty value is two spaces, or one at either end of a line).
     if not all(_plain_bytes(chunk) for name in unread for chunk in table[name].chunks):
         return None
-    columns = {name: table[name].combine_chunks() for name in ("qid", "docno", "tag")}
-    for column in columns.values():
-        values = column.dictionary.to_pylist()
+    qids, docs = (table[name].combine_chunks() for name in ("qid", "docno"))
+    topics, docnos = qids.dictionary.to_pylist(), docs.dictionary.to_pylist()
+    # Tags in order of first appearance: unified, every chunk holds the same dictionary.
+    tags = tuple(table["tag"].chunk(0).dictionary.to_pylist())
+    for values in (topics, docnos, tags):
         joined = "".join(values)
         if not (joined.isascii() and joined.isprintable()) or " " in joined or "" in values:
             return None
-    qids, docs = columns["qid"], columns["docno"]
     topic = _numbers(qids.indices, np.int32)
     doc = _numbers(docs.indices, np.int32)
     score = _numbers(table["score"].combine_chunks(), np.float64) + 0.0  # -0.0 ties 0.0
     if np.isnan(score).any():
         return None
-    tags = tuple(columns["tag"].dictionary.to_pylist())  # in order of first appearance
-    del table, columns
+    del table
     # What the reader allocated goes back to the system now, not when the allocator gets round to it: the
     # rest of the command (or the process reading the run, `assay score`) needs no more of it.
     pa.default_memory_pool().release_unused()
-    docnos = docs.dictionary.to_pylist()
     if not _in_trec_order(topic, score, doc, docnos):
         # numpy's sort, not pyarrow's: pyarrow.compute and pa.array of a list import pandas (0.5 s).
         by_name = np.empty(len(docnos), dtype=np.int64)
@@ -292,7 +291,7 @@ def read_run_table(source: bytes | str) -> RunTable | None:
     counts = np.bincount(topic, minlength=len(qids.dictionary))
     bounds = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
-    return RunTable(qids.dictionary.to_pylist(), topic, bounds, docnos, doc, tags)
+    return RunTable(topics, topic, bounds, docnos, doc, tags)
 
 
 def _plain_bytes(array: Any) -> bool:

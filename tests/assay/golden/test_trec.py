@@ -333,3 +333,16 @@ def test_the_columnar_reading_takes_only_runs_the_line_by_line_reading_reads_ali
     if table is not None:
         run = read_run(text)
         assert table.ranked().items() == run.items() and table.tags == run.tags
+
+
+def test_the_columnar_reading_finds_every_tag_of_a_run_read_in_several_blocks() -> None:
+    # Over 8 MB, so pyarrow reads it in more than one block: a tag first seen in the last block counts.
+    lines = [f"q{i} Q0 d{r} {r + 1} {100 - r} tag-a\n" for i in range(4_000) for r in range(100)]
+    lines[-1] = lines[-1].replace("tag-a", "tag-b")
+    text = "".join(lines)
+    assert len(text) > 8 << 20
+
+    table = read_run_table(text.encode("ascii"))
+
+    assert table is not None and table.tags == ("tag-a", "tag-b")
+    assert len(table.topics) == 4_000 and table.bounds[-1] == 400_000
