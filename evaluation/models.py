@@ -8,6 +8,8 @@ tasks claim work with conditional updates on its `status`, and `QueryRunResult` 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -405,10 +407,14 @@ class ApiToken(models.Model):
     """
 
     SCOPES = {
-        "read": "read search targets and evaluation runs (status, report, verdict)",
-        "golden:read": "read golden sets, their versions and version files",
+        "read": "read everything the user can see: golden sets, versions and their files, search targets, "
+        "evaluation runs (status, report, verdict)",
+        "golden:read": "read golden sets, their versions and version files only",
         "runs:write": "trigger and cancel evaluation runs",
     }
+    # A scope that reads everything holds every narrower reading scope: a token made with `read` must
+    # read every resource its user can see, whatever name the endpoint's own scope has.
+    IMPLIED = {"read": frozenset({"golden:read"})}
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, help_text="what it is for, e.g. 'CI on search-api'")
@@ -430,4 +436,9 @@ class ApiToken(models.Model):
         return self.revoked is None
 
     def has_scope(self, scope: str) -> bool:
-        return scope in (self.scopes or [])
+        return scope_held(self.scopes or [], scope)
+
+
+def scope_held(scopes: Iterable[str], scope: str) -> bool:
+    """Whether tokens with `scopes` may use an endpoint asking for `scope` (directly or implied)."""
+    return any(held == scope or scope in ApiToken.IMPLIED.get(held, ()) for held in scopes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -39,10 +40,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
-    """Tells drf-spectacular how the token is sent, so the schema and Swagger UI's Authorize work."""
+    """Tells drf-spectacular how the token is sent, so the schema and Swagger UI's Authorize work.
+
+    drf-spectacular lists security schemes by name and Swagger UI's Authorize dialog shows them in that
+    order: the name sorts before the session's `cookieAuth`, so the token's field comes first and a token
+    pasted into the first field is sent as `Authorization: Bearer …`, not as a session cookie."""
 
     target_class = "evaluation.api.authentication.ApiTokenAuthentication"
-    name = "tokenAuth"
+    name = "apiToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
         return {
@@ -50,4 +55,21 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API token (`manage.py api_token_create` or the Tokens page), "
             "sent as `Authorization: Bearer assay_…`.",
+        }
+
+
+class BrowserSessionScheme(OpenApiAuthenticationExtension):
+    """The session, described for Swagger UI's Authorize dialog: the browser sends it by itself."""
+
+    target_class = "rest_framework.authentication.SessionAuthentication"
+    name = "cookieAuth"
+    priority = 1  # over drf-spectacular's own SessionScheme, which has no description
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": settings.SESSION_COOKIE_NAME,
+            "description": "The signed-in browser session: sent by the browser on its own while you are "
+            "signed in. Paste an API token into apiToken above, never here.",
         }

@@ -35,8 +35,10 @@ class TokenScopes(BasePermission):
             self.message = f"{request.method} here is not open to API tokens"
             return False
         if not token.has_scope(scope):
+            holders = [scope, *(held for held, implied in ApiToken.IMPLIED.items() if scope in implied)]
             self.message = (
-                f"this token lacks the scope {scope!r} (it has: {', '.join(token.scopes) or 'none'})"
+                f"this token lacks the scope {' or '.join(repr(held) for held in holders)} "
+                f"(it has: {', '.join(token.scopes) or 'none'})"
             )
             return False
         return True

@@ -363,10 +363,10 @@ def test_the_openapi_schema_validates(tmp_path: Path) -> None:
         "/api/v1/runs/{id}/verdict/",
         "/api/v1/runs/{id}/cancel/",
     } <= paths
-    assert schema["components"]["securitySchemes"]["tokenAuth"] == {
+    assert schema["components"]["securitySchemes"]["apiToken"] == {
         "type": "http",
         "scheme": "bearer",
-        "description": schema["components"]["securitySchemes"]["tokenAuth"]["description"],
+        "description": schema["components"]["securitySchemes"]["apiToken"]["description"],
     }
 
 

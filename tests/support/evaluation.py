@@ -100,6 +100,15 @@ def scene_fixture(
     return Scene(golden_set, version, target, baseline, current)
 
 
+@pytest.fixture(name="light_scene")
+def light_scene_fixture(
+    finished: RunFactory, golden_set: GoldenSet, version: GoldenVersion, target: SearchTarget
+) -> Scene:
+    """One finished run as both baseline and current: for checks that need a run to exist, not two."""
+    run = finished()
+    return Scene(golden_set, version, target, run, run)
+
+
 TokenFor = Callable[..., str]
 
 

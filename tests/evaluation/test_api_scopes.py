@@ -1,0 +1,108 @@
+"""Scopes mean their names: a token made with `read` reads every resource its user can see (every GET
+operation of the schema), and Swagger UI offers the token first."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from drf_spectacular.generators import SchemaGenerator
+
+from evaluation.models import ApiToken, scope_held
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+    Scene,
+    TokenFor,
+    bearer,
+    finished_fixture,
+    light_scene_fixture,
+    stub_fixture,
+    target_fixture,
+    token_for_fixture,
+    version_fixture,
+    victor_fixture,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _schema() -> dict[str, Any]:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _path_values(scene: Scene) -> dict[str, str]:
+    return {
+        "slug": scene.golden_set.slug,
+        "name": scene.version.name,
+        "fmt": "json",
+        "id": str(scene.current.pk),
+    }
+
+
+def test_read_holds_every_reading_scope_and_nothing_else() -> None:
+    assert scope_held(["read"], "golden:read")
+    assert scope_held(["read"], "read")
+    assert not scope_held(["read"], "runs:write")
+    assert not scope_held(["golden:read"], "read")
+    assert not scope_held(["runs:write"], "golden:read")
+
+
+def test_a_read_token_gets_every_get_operation_of_the_schema(
+    light_scene: Scene, token_for: TokenFor, rita: User
+) -> None:
+    """rita reviews the scene's set: every GET answers 200 with a token of the `read` scope alone. The
+    operations come from the schema, so an endpoint added later is covered without editing this test."""
+    headers = bearer(token_for(rita, "read"))
+    values = _path_values(light_scene)
+    client = Client()
+    gets = [path for path, operations in _schema()["paths"].items() if "get" in operations]
+    assert len(gets) >= 11
+    for template in gets:
+        path = re.sub(r"\{(\w+)\}", lambda found: values[found.group(1)], template)
+        response = client.get(path, **headers)
+        assert response.status_code == 200, (template, response.content[:300])
+
+
+def test_a_read_token_of_another_user_gets_a_documented_404_for_what_they_cannot_see(
+    light_scene: Scene, token_for: TokenFor, victor: User
+) -> None:
+    """victor reviews another set: lists answer 200 (without the scene's objects), single objects the
+    404 each operation documents; never a 403 for a missing scope."""
+    headers = bearer(token_for(victor, "read"))
+    values = _path_values(light_scene)
+    client = Client()
+    for template, operations in _schema()["paths"].items():
+        if "get" not in operations:
+            continue
+        path = re.sub(r"\{(\w+)\}", lambda found: values[found.group(1)], template)
+        response = client.get(path, **headers)
+        expected = 200 if "{" not in template else 404
+        assert response.status_code == expected, (template, response.content[:300])
+        assert str(expected) in operations["get"]["responses"]
+
+
+def test_a_token_without_a_reading_scope_is_told_which_scopes_would_do(
+    light_scene: Scene, token_for: TokenFor, rita: User
+) -> None:
+    response = Client().get("/api/v1/golden-sets/", **bearer(token_for(rita, "runs:write")))
+    assert response.status_code == 403
+    assert response.json()["detail"] == (
+        "this token lacks the scope 'golden:read' or 'read' (it has: runs:write)"
+    )
+
+
+def test_swagger_ui_offers_the_token_first_and_sends_it_as_a_bearer_header() -> None:
+    schema = _schema()
+    schemes = schema["components"]["securitySchemes"]
+    assert next(iter(schemes)) == "apiToken"
+    assert schemes["apiToken"]["scheme"] == "bearer"
+    assert "never here" in schemes["cookieAuth"]["description"]
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            assert next(iter(operation["security"][0])) == "apiToken"
+
+
+def test_the_scope_choices_say_what_read_covers() -> None:
+    assert "golden sets" in ApiToken.SCOPES["read"]
