@@ -221,9 +221,18 @@ def cmd_remote_run(args: argparse.Namespace) -> int:
         }
         if args.version:
             body["version"] = args.version
+        if args.rescore_baseline:
+            body["rescore_baseline"] = True
+        if args.rebaseline:
+            body["rebaseline"] = True
         with Client(args.server, token) as client:
             run = client.start(body)
             say(f"run {run['id']} started: {run['golden_set']}@{run['golden_version']} on {run['target']}")
+            if run.get("rescore_baseline"):
+                say(
+                    f"gated against the baseline re-scored on {run['golden_version']} "
+                    "if the baseline is on another version"
+                )
             say(f"report page: {run['links']['page']}")
             if not args.wait:
                 print(run["id"])
@@ -266,7 +275,20 @@ def add_remote_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--token", metavar="TOKEN", help=f"API token with runs:write and read (or {TOKEN_ENV})")
     run.add_argument("--golden-set", required=True, metavar="SLUG")
     run.add_argument("--target", required=True, metavar="NAME", help="search target name")
-    run.add_argument("--version", metavar="NAME", help="golden version (default: the set's newest)")
+    run.add_argument(
+        "--version",
+        metavar="NAME",
+        help="golden version (default: the version of the target's baseline, else the set's newest); "
+        "another version than the baseline's is refused unless --rescore-baseline or --rebaseline",
+    )
+    run.add_argument(
+        "--rescore-baseline",
+        action="store_true",
+        help="the baseline is on another version: gate against its lists re-scored on this one",
+    )
+    run.add_argument(
+        "--rebaseline", action="store_true", help="gate as a rebaseline: identity differences are notes"
+    )
     run.add_argument(
         "--param",
         action="append",

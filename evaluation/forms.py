@@ -11,7 +11,7 @@ from typing import Any
 
 from django import forms
 
-from evaluation import access
+from evaluation import access, selectors
 from evaluation.models import ApiToken, RunSchedule, SearchTarget
 from evaluation.services.targets import TARGET_FIELDS
 from golden_io.models import GoldenVersion
@@ -86,6 +86,12 @@ class RunForm(ParamLinesForm):
         label="Gate as a rebaseline",
         help_text="accept a different golden version, k or scale than the baseline's (notes, not a refusal)",
     )
+    rescore_baseline = forms.BooleanField(
+        required=False,
+        label="Re-score the baseline",
+        help_text="when the baseline is on another golden version: gate against its stored result lists "
+        "scored on this version's labels (docs/runs.md)",
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -99,13 +105,49 @@ class RunForm(ParamLinesForm):
         target_field = self.fields["target"]
         assert isinstance(target_field, forms.ModelChoiceField)
         target_field.queryset = access.targets_for(user)
-        # The newest version and a lone target are what a user picks nearly always.
-        newest = version_field.queryset.order_by("-created", "-id").first()
-        if newest is not None:
-            self.initial.setdefault("golden_version", newest.pk)
+        # A lone target is what a user picks nearly always; the version its baseline is on is the one a
+        # run compares like with like (another is refused unless the baseline is re-scored: `clean`),
+        # else the newest.
         targets = list(target_field.queryset[:2])
         if len(targets) == 1:
             self.initial.setdefault("target", targets[0].pk)
+        chosen = next((t for t in targets if str(t.pk) == str(self.initial.get("target"))), None)
+        based = selectors.baseline_version_for(target=chosen) if chosen is not None else None
+        if based is not None and version_field.queryset.filter(pk=based.pk).exists():
+            self.initial.setdefault("golden_version", based.pk)
+        newest = version_field.queryset.order_by("-created", "-id").first()
+        if newest is not None:
+            self.initial.setdefault("golden_version", newest.pk)
+
+    def plan(self) -> selectors.GatePlan | None:
+        """What the chosen version and target will be gated against (None until both are chosen): after
+        validation from the cleaned data, before it from the submitted or initial choice alone (the page
+        says it before Start)."""
+        if hasattr(self, "cleaned_data"):
+            version, target = self.cleaned_data.get("golden_version"), self.cleaned_data.get("target")
+        else:
+            version, target = self._chosen("golden_version"), self._chosen("target")
+        if version is None or target is None:
+            return None
+        return selectors.gate_plan(golden_version=version, target=target)
+
+    def _chosen(self, name: str) -> Any:
+        field = self.fields[name]
+        value = self.data.get(self.add_prefix(name)) if self.is_bound else self.initial.get(name)
+        try:
+            return field.clean(value) if value not in (None, "") else None
+        except forms.ValidationError:
+            return None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        plan = self.plan()
+        if plan is not None:
+            for problem in plan.problems(
+                rescore=bool(cleaned.get("rescore_baseline")), rebaseline=bool(cleaned.get("rebaseline"))
+            ):
+                self.add_error(None, problem)
+        return cleaned
 
 
 def _json_field(label: str) -> forms.CharField:

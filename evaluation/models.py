@@ -124,6 +124,11 @@ class EvaluationRun(models.Model):
     rebaseline = models.BooleanField(
         default=False, help_text="gate as a rebaseline: identity differences are accepted, not refused"
     )
+    rescore_baseline = models.BooleanField(
+        default=False,
+        help_text="when the baseline is on another golden version, gate against its stored lists re-scored "
+        "on this run's version instead of refusing to compare",
+    )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)

@@ -414,3 +414,99 @@ def target_list(*, golden_set: GoldenSet | None = None) -> QuerySet[SearchTarget
     if golden_set is not None:
         targets = targets.filter(golden_sets=golden_set)
     return targets.order_by("name")
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """What a new run of (golden version, target) will be gated against, known before it starts: the
+    Start-a-run form and the API say it before a run is made, so no verdict comes as a surprise.
+
+    `baseline` is the one in force (None: the run will have nothing to compare with, and passes on its
+    own errors only). When it is on another golden version the gate refuses to compare unless the run
+    re-scores the baseline on the run's version (`rescore_problem` says why it cannot, None when it can)
+    or is gated as a rebaseline."""
+
+    golden_version: GoldenVersion
+    target: SearchTarget
+    baseline: Baseline | None
+    rescore_problem: str | None = None
+
+    @property
+    def other_version(self) -> bool:
+        return self.baseline is not None and self.baseline.run.golden_version_id != self.golden_version.pk
+
+    def describe(self, *, via: PlanWords | None = None) -> str:
+        """One sentence for the form and the API's refusals; `via` names the choices as the caller
+        offers them (the form's boxes by default)."""
+        words = via or FORM_WORDS
+        version = self.golden_version.name
+        if self.baseline is None:
+            return (
+                f"{self.target.name} has no baseline on {self.golden_version.golden_set.slug} yet: the "
+                "run is gated on its own errors only (promote a run to compare the next ones with it)."
+            )
+        run, base_version = self.baseline.run, self.baseline.run.golden_version.name
+        if not self.other_version:
+            return f"Gated against the baseline, run {run.pk} on version {version}."
+        if self.rescore_problem is None:
+            return (
+                f"The baseline, run {run.pk}, is on version {base_version}, not {version}: the gate refuses "
+                f"to compare unless its stored lists are re-scored on {version}'s labels ({words.rescore}), "
+                f"or the run is gated as a rebaseline ({words.rebaseline}); or pick {base_version}."
+            )
+        return (
+            f"The baseline, run {run.pk}, is on version {base_version}, not {version}, and cannot be "
+            f"re-scored on it ({self.rescore_problem}): pick {base_version}, or gate the run as a rebaseline "
+            f"({words.rebaseline})."
+        )
+
+    def problems(self, *, rescore: bool, rebaseline: bool, via: PlanWords | None = None) -> list[str]:
+        """Why a run with these choices would end in a refusal rather than a comparison (empty: it will
+        compare, or it has nothing to compare with)."""
+        if not self.other_version or rebaseline:
+            return []
+        if rescore and self.rescore_problem is None:
+            return []
+        return [self.describe(via=via)]
+
+
+@dataclass(frozen=True)
+class PlanWords:
+    """How a caller offers the two choices, for `GatePlan.describe`."""
+
+    rescore: str
+    rebaseline: str
+
+
+FORM_WORDS = PlanWords("tick 'Re-score the baseline'", "tick 'Gate as a rebaseline'")
+API_WORDS = PlanWords(
+    '"rescore_baseline": true; assay remote run --rescore-baseline',
+    '"rebaseline": true; assay remote run --rebaseline',
+)
+
+
+def gate_plan(*, golden_version: GoldenVersion, target: SearchTarget) -> GatePlan:
+    baseline = baseline_get(golden_set=golden_version.golden_set, target=target)
+    if baseline is None or baseline.run.golden_version_id == golden_version.pk:
+        return GatePlan(golden_version, target, baseline)
+    report = baseline.run.report
+    problem = None
+    if report is None:
+        problem = f"run {baseline.run.pk} has no report"
+    elif report.get("k") != golden_version.k:
+        problem = (
+            f"it was scored at k={report.get('k')} and version {golden_version.name} scores at "
+            f"k={golden_version.k}"
+        )
+    return GatePlan(golden_version, target, baseline, problem)
+
+
+def baseline_version_for(*, target: SearchTarget) -> GoldenVersion | None:
+    """The golden version of the target's newest baseline in force (the Start-a-run form's default: a
+    run on it compares like with like)."""
+    newest = (
+        Baseline.objects.filter(target=target)
+        .select_related("run__golden_version")
+        .order_by("-approved_at", "-id")
+    ).first()
+    return newest.run.golden_version if newest is not None else None

@@ -8,6 +8,7 @@ app_name = "evaluation"
 urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/", views.run_list, name="run_list"),
     path("runs/new/", views.run_new, name="run_new"),
+    path("runs/new/plan/", views.run_new_plan, name="run_new_plan"),
     path("runs/compare/", views.run_compare, name="run_compare"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/row/", views.run_row, name="run_row"),

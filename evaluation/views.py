@@ -146,6 +146,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 trigger=EvaluationRun.Trigger.WEB,
                 params=form.cleaned_data["params"],
                 rebaseline=form.cleaned_data["rebaseline"],
+                rescore_baseline=form.cleaned_data["rescore_baseline"],
             )
         except services.RunError as exc:
             for problem in exc.problems:
@@ -154,7 +155,16 @@ def run_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Run {run.pk} queued.")
             return redirect("evaluation:run_detail", run_id=run.pk)
     status = 422 if request.method == "POST" else 200
-    return render(request, "evaluation/run_new.html", {"form": form}, status=status)
+    return render(request, "evaluation/run_new.html", {"form": form, "plan": form.plan()}, status=status)
+
+
+@require_GET
+def run_new_plan(request: HttpRequest) -> HttpResponse:
+    """The Start-a-run form's note on what the chosen version and target will be gated against, shown as
+    soon as either is picked (htmx), before Start."""
+    _require_evaluation_user(request)
+    form = RunForm(request.GET, user=request.user)
+    return render(request, "evaluation/_gate_plan.html", {"plan": form.plan()})
 
 
 # ------------------------------------------------------------------------------------- runs: report

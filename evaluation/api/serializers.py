@@ -208,6 +208,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "params",
             "effective_params",
             "rebaseline",
+            "rescore_baseline",
             "baseline_run",
             "baseline_rescore",
             "error_message",
@@ -243,7 +244,10 @@ class RunCreateSerializer(serializers.Serializer[Any]):
     golden_set = serializers.SlugField(help_text="the golden set's slug")
     target = serializers.CharField(max_length=100, help_text="the search target's name")
     version = serializers.CharField(
-        max_length=100, required=False, help_text="golden version name (default: the set's newest)"
+        max_length=100,
+        required=False,
+        help_text="golden version name (default: the version of the target's baseline on this set, else "
+        "the set's newest)",
     )
     params = serializers.DictField(
         child=serializers.JSONField(),
@@ -253,6 +257,12 @@ class RunCreateSerializer(serializers.Serializer[Any]):
     )
     rebaseline = serializers.BooleanField(
         required=False, default=False, help_text="gate as a rebaseline (identity differences are notes)"
+    )
+    rescore_baseline = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="when the baseline is on another golden version, gate against its stored lists "
+        "re-scored on this run's version (without it, or rebaseline, such a run is refused: 400)",
     )
     trigger = serializers.ChoiceField(
         choices=[EvaluationRun.Trigger.API.value, EvaluationRun.Trigger.CI.value],

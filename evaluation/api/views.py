@@ -17,7 +17,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evaluation import access
+from evaluation import access, selectors
 from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.api.serializers import (
     VERSION_FILES,
@@ -295,13 +295,20 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
         if values.get("version"):
             version = _version(request, golden_set.slug, values["version"])
         else:
+            # Like the Start-a-run form: the baseline's version compares like with like.
+            baseline = selectors.baseline_get(golden_set=golden_set, target=target)
             latest = golden_selectors.version_latest(golden_set=golden_set)
             if latest is None:
                 return _problems(
                     "no golden version",
                     [f"golden set {golden_set.slug} has no version yet: freeze one first"],
                 )
-            version = latest
+            version = baseline.run.golden_version if baseline is not None else latest
+        refused = selectors.gate_plan(golden_version=version, target=target).problems(
+            rescore=values["rescore_baseline"], rebaseline=values["rebaseline"], via=selectors.API_WORDS
+        )
+        if refused:
+            return _problems("the run would be refused by its gate", refused)
         try:
             run = run_create(
                 golden_version=version,
@@ -310,6 +317,7 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
                 trigger=values["trigger"],
                 params=values["params"],
                 rebaseline=values["rebaseline"],
+                rescore_baseline=values["rescore_baseline"],
             )
         except RunError as exc:
             return _problems("the run cannot start", exc.problems)

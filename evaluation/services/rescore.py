@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from assay.golden.keys import resolve_keys
 from assay.rescore import RescoreError, rescore_results, rescored_at
-from evaluation.models import Baseline, BaselineRescore, EvaluationRun, RunSchedule
+from evaluation.models import Baseline, BaselineRescore, EvaluationRun
 from evaluation.selectors import golden_of, run_results
 from evaluation.services.runs import RunError
 from golden_io.models import GoldenVersion
@@ -62,12 +62,11 @@ def baseline_rescore_get_or_create(
 def baseline_rescore_auto(
     *, run: EvaluationRun, baseline: Baseline | None
 ) -> tuple[BaselineRescore | None, list[str]]:
-    """Finalize's hook: the re-score `run` is gated against without a click, when it came from a nightly
-    schedule with `rescore_baseline` on and `baseline` is on another golden version; else None. When the
-    re-score is refused, the reasons come back as gate notes and the run is gated as without the opt-in."""
-    if baseline is None or run.schedule_id is None:
-        return None, []
-    if not RunSchedule.objects.filter(pk=run.schedule_id, rescore_baseline=True).exists():
+    """Finalize's hook: the re-score `run` is gated against without a click, when the run asked for it
+    (`rescore_baseline`: the reviewer confirmed it on the Start-a-run form or the API, or its nightly
+    schedule opted in) and `baseline` is on another golden version; else None. When the re-score is
+    refused, the reasons come back as gate notes and the run is gated as without the opt-in."""
+    if baseline is None or not run.rescore_baseline:
         return None, []
     source = baseline.run
     if source.golden_version_id == run.golden_version_id:

@@ -72,12 +72,15 @@ def run_create(
     trigger: str = EvaluationRun.Trigger.WEB,
     params: Mapping[str, Any] | None = None,
     rebaseline: bool = False,
+    rescore_baseline: bool = False,
     schedule: RunSchedule | None = None,
 ) -> EvaluationRun:
     """Queue an evaluation of `golden_version` on `target` (the task starts once this commits).
 
     `triggered_by` is the user who asked (None for the schedule); `trigger` says how (web, api, ci,
-    schedule). `params` override the target's params and stages for this run only. The target must list
+    schedule). `params` override the target's params and stages for this run only. `rescore_baseline`:
+    when the baseline in force is on another golden version, gate against it re-scored on this one
+    (`evaluation.selectors.gate_plan` says beforehand whether it can be). The target must list
     the version's golden set. Raises RunError naming every problem; nothing is created then.
     """
     problems: list[str] = []
@@ -109,6 +112,8 @@ def run_create(
         params=overrides,
         effective_params=effective,
         rebaseline=rebaseline,
+        # A nightly schedule's opt-in holds for each of its runs.
+        rescore_baseline=rescore_baseline or (schedule is not None and schedule.rescore_baseline),
         trigger=trigger,
         triggered_by=triggered_by,
         schedule=schedule,
