@@ -6,7 +6,8 @@
 - `assay.metrics`, `assay.report`: per-query metrics and the report;
 - `assay.budgets`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate;
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
-- `assay.noise`: the noise floor of a budget (run-to-run and bootstrap) and budgets suggested above it;
+- `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
+  and budgets suggested above it;
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.results`: calling a search
   system, and the addresses a target may reach;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;

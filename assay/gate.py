@@ -382,7 +382,10 @@ def compare(
         _check_errors(gate, baseline, "baseline", budgets)
     _check_critical(gate, current, budgets)
     _check_unexpected_hits(gate, current)
-    gate.warnings.extend(Finding("noise", m, s, k) for s, k, m in noise_warnings(budgets, noise_floor))
+    # One warning per scope, naming each of its budgets below the floor (docs/metrics.md, "Noise floor").
+    gate.warnings.extend(
+        Finding("noise", message, scope) for scope, message in noise_warnings(budgets, noise_floor)
+    )
 
     verdict: Verdict = "fail" if gate.failures else "warn" if gate.warnings else "pass"
     return GateResult(

@@ -1,20 +1,18 @@
-"""The noise floor of a budget: how far a gated metric moves when nothing changed (pure, no Django).
+"""The noise floor of a budget: how far a gated metric moves between runs when nothing changed (pure, no
+Django).
 
 Measured on reports of one configuration run more than once (an A/A pair at least: the same system, golden
 version and parameters), per scope (the core tier, and each stratum of it) and per gated metric of the
-metric table (`assay.metric_table`); docs/metrics.md, "Noise floor":
-
-- run-to-run: the range of the scope's aggregate over the runs (largest minus smallest), the largest
-  change the gate would have seen between two of them; with two runs, their absolute difference;
-- the bootstrap half-width: half the width of the 95% percentile bootstrap interval of the scope's mean
-  (`assay.report.bootstrap_interval` with the report's seed), resampling the queries the mean counts; the
-  largest over the runs;
-- the floor: the larger of the two. A budget below it gates changes that noise alone can make.
+metric table (`assay.metric_table`); docs/metrics.md, "Noise floor": the floor is the range of the
+scope's aggregate over the runs (largest minus smallest: the largest pairwise difference, the largest
+change the gate would have seen between two of them; with two runs, their absolute difference). A
+deterministic engine has a floor of 0. How far a mean would move on another sample of queries is not part
+of it: the gate compares runs of the same queries, paired, and prints that change's own interval.
 
 `suggest_budgets` puts warn at 1.5 times and fail at 3 times the floor, rounded up to a readable step and
 never below the metric table's defaults; `below_floor` lists the thresholds under the floor and
-`noise_warnings` words them for the gate (`assay.gate.compare(noise_floor=...)`). A floor is stored as
-JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
+`noise_warnings` words them for the gate, one warning per scope (`assay.gate.compare(noise_floor=...)`).
+A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
 """
 
 from __future__ import annotations
@@ -28,15 +26,17 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any, NamedTuple
 
 from assay.budgets import Budget, Budgets
-from assay.changes import IDENTITY_FIELDS, TOLERANCE, per_query_value, report_seed
+from assay.changes import IDENTITY_FIELDS, TOLERANCE
 from assay.golden.fields import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget, format_number
-from assay.report import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_interval
 
-NOISE_SPEC = "1"
+NOISE_SPEC = "2"
+# Spec "1" floors also counted the bootstrap half-width of each run's mean: read as their run-to-run figures.
+OLDER_SPECS = ("1",)
 MIN_RUNS = 2
-# The suggestion: warn a margin above the floor (two runs see less than the worst of the noise), fail at
-# twice the warn, the ratio of the metric table's own defaults (0.01 / 0.025, 0.005 / 0.015).
+# The suggestion: fail well clear of the noise (a change between two noisy runs spreads 1.4 times one run's
+# noise, and two runs' range is about 1.1 times it), warn at half the fail, the ratio of the metric table's
+# own defaults (0.01 / 0.025, 0.005 / 0.015).
 WARN_FACTOR = 1.5
 FAIL_FACTOR = 3.0
 # Every gated metric lies in [0, 1]: a budget above 1 could never trip, so such a suggestion is "off".
@@ -60,18 +60,18 @@ class NoiseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MetricNoise:
-    """One metric's noise in one scope; None: not measured (no value, or no query counted)."""
+    """One metric's noise in one scope: the range of its value over the runs; None: not measured (a value
+    in fewer than two runs: no query counted)."""
 
     run_to_run: float | None = None
-    half_width: float | None = None
 
     @property
     def floor(self) -> float | None:
-        known = [v for v in (self.run_to_run, self.half_width) if v is not None]
-        return max(known) if known else None
+        """The noise floor: the run-to-run movement itself."""
+        return self.run_to_run
 
     def to_dict(self) -> dict[str, float | None]:
-        return {"run_to_run": self.run_to_run, "half_width": self.half_width, "floor": self.floor}
+        return {"run_to_run": self.run_to_run}
 
 
 class BelowFloor(NamedTuple):
@@ -105,7 +105,6 @@ class NoiseFloor:
             "noise_spec": NOISE_SPEC,
             "golden_version": self.golden_version,
             "runs": list(self.runs),
-            "bootstrap": {"level": BOOTSTRAP_LEVEL, "resamples": BOOTSTRAP_RESAMPLES},
             "core": _scope_dict(self.core),
             "strata": {name: _scope_dict(noise) for name, noise in self.strata.items()},
         }
@@ -119,12 +118,19 @@ class NoiseFloor:
             hint = "write one with `assay gate --suggest-budgets REPORT ... --noise-out FILE`"
             raise NoiseError([f"{where}: not a noise floor (it has no noise_spec); {hint}"])
         problems: list[str] = []
-        allowed = ("noise_spec", "golden_version", "runs", "bootstrap", "core", "strata")
+        spec = data.get("noise_spec")
+        older = spec in OLDER_SPECS
+        allowed = (
+            "noise_spec",
+            "golden_version",
+            "runs",
+            "core",
+            "strata",
+            *(("bootstrap",) if older else ()),
+        )
         problems += [f"{where}: {key}: unknown key" for key in data if key not in allowed]
-        if data.get("noise_spec") != NOISE_SPEC:
-            problems.append(
-                f"{where}: noise_spec: expected {NOISE_SPEC!r}, got {_shown(data.get('noise_spec'))}"
-            )
+        if spec != NOISE_SPEC and not older:
+            problems.append(f"{where}: noise_spec: expected {NOISE_SPEC!r}, got {_shown(spec)}")
         version = data.get("golden_version")
         if not isinstance(version, str):
             problems.append(f"{where}: golden_version: expected a string, got {_shown(version)}")
@@ -132,7 +138,7 @@ class NoiseFloor:
         if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
             problems.append(f"{where}: runs: expected a list of run names, got {_kind(runs)}")
             runs = []
-        core = _read_scope(data.get("core"), f"{where}: core", problems)
+        core = _read_scope(data.get("core"), f"{where}: core", problems, older=older)
         raw_strata = data.get("strata", {})
         strata: dict[str, dict[str, MetricNoise]] = {}
         if not isinstance(raw_strata, Mapping):
@@ -141,7 +147,7 @@ class NoiseFloor:
             )
         else:
             for name, noise in raw_strata.items():
-                strata[str(name)] = _read_scope(noise, f"{where}: strata.{name}", problems)
+                strata[str(name)] = _read_scope(noise, f"{where}: strata.{name}", problems, older=older)
         if problems:
             raise NoiseError(problems)
         return cls(golden_version=str(version), runs=tuple(runs), core=core, strata=strata)
@@ -168,35 +174,26 @@ def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-def _read_scope(data: object, where: str, problems: list[str]) -> dict[str, MetricNoise]:
+def _read_scope(data: object, where: str, problems: list[str], *, older: bool) -> dict[str, MetricNoise]:
     if not isinstance(data, Mapping):
         problems.append(f"{where}: expected an object of metric -> noise, got {_kind(data)}")
         return {}
+    # An older floor's other figures are read past: its run-to-run is what the floor means now.
+    known = ("run_to_run", "half_width", "floor") if older else ("run_to_run",)
     scope: dict[str, MetricNoise] = {}
     for metric, entry in data.items():
         if metric not in GATED_METRICS:
             problems.append(f"{where}.{metric}: unknown metric; expected one of {', '.join(GATED_METRICS)}")
             continue
         if not isinstance(entry, Mapping):
-            problems.append(f"{where}.{metric}: expected an object with run_to_run and half_width")
+            problems.append(f"{where}.{metric}: expected an object with run_to_run")
             continue
-        values: dict[str, float | None] = {}
-        for key in ("run_to_run", "half_width"):
-            value = entry.get(key)
-            if value is not None and not (_is_number(value) and value >= 0):
-                problems.append(f"{where}.{metric}.{key}: {_shown(value)} is not a number >= 0 or null")
-                value = None
-            values[key] = None if value is None else float(value)
-        noise = MetricNoise(values["run_to_run"], values["half_width"])
-        for key in entry:
-            if key not in ("run_to_run", "half_width", "floor"):
-                problems.append(f"{where}.{metric}.{key}: unknown key")
-        if "floor" in entry and entry["floor"] != noise.floor:
-            problems.append(
-                f"{where}.{metric}.floor: {_shown(entry['floor'])} is not the larger of run_to_run and "
-                "half_width: edit those, the floor follows"
-            )
-        scope[metric] = noise
+        problems += [f"{where}.{metric}.{key}: unknown key" for key in entry if key not in known]
+        value = entry.get("run_to_run")
+        if value is not None and not (_is_number(value) and value >= 0):
+            problems.append(f"{where}.{metric}.run_to_run: {_shown(value)} is not a number >= 0 or null")
+            value = None
+        scope[metric] = MetricNoise(None if value is None else float(value))
     return scope
 
 
@@ -230,20 +227,6 @@ def _report_problems(report: object, name: str) -> list[str]:
             entry = agg.get(metric)
             if entry is not None and not (isinstance(entry, Mapping) and _value_ok(entry.get("value"))):
                 problems.append(f'{name}: {path}.{metric}: expected {{"value": a number or null}}')
-    rows = report.get("per_query")
-    if not isinstance(rows, list):
-        return [*problems, f"{name}: per_query: expected a list, got {_kind(rows)}"]
-    for i, row in enumerate(rows):
-        if not isinstance(row, Mapping) or not isinstance(row.get("id"), str):
-            problems.append(f"{name}: per_query[{i}]: expected an object with a string id")
-            continue
-        for metric in GATED_METRICS:
-            key = BY_KEY[metric].per_query
-            if not (_value_ok(row.get(key)) or isinstance(row.get(key), bool)):
-                problems.append(f"{name}: per_query[{i}].{key}: expected a number, true or false, or null")
-        for key in ("tier", "stratum"):
-            if row.get(key) is not None and not isinstance(row[key], str):
-                problems.append(f"{name}: per_query[{i}].{key}: expected a string or null")
     return problems
 
 
@@ -270,53 +253,15 @@ def configuration_differences(reports: Sequence[Mapping[str, Any]], names: Seque
     return problems
 
 
-Figures = dict[str, tuple[float | None, float | None]]  # metric -> (aggregate, bootstrap half-width)
-
-
 def _aggregate(agg: object, metric: str) -> float | None:
     entry = agg.get(metric) if isinstance(agg, Mapping) else None
     value = entry.get("value") if isinstance(entry, Mapping) else None
     return None if value is None else float(value)
 
 
-def _figures(agg: object, rows: Sequence[Mapping[str, Any]], seed: int) -> Figures:
-    figures: Figures = {}
-    for key in GATED_METRICS:
-        metric = BY_KEY[key]
-        values = [v for row in rows if (v := per_query_value(row, metric)) is not None]
-        half: float | None = None
-        if values and min(values) == max(values):
-            half = 0.0  # every resample is the same multiset of one value (an empty rate with no empty)
-        elif values:
-            # One call per scope and metric: its resamples are drawn as index matrices, not one by one.
-            interval = bootstrap_interval(values, seed=seed)
-            half = (interval["high"] - interval["low"]) / 2.0
-        figures[key] = (_aggregate(agg, key), half)
-    return figures
-
-
-def _run_figures(report: Mapping[str, Any], strata: Sequence[str]) -> dict[str | None, Figures]:
-    """One report's figures per scope (None: the core tier; else a stratum of it)."""
-    core_rows = [row for row in report["per_query"] if (row.get("tier") or "core") == "core"]
-    by_stratum: dict[str, list[Mapping[str, Any]]] = {}
-    for row in core_rows:
-        if row.get("stratum") is not None:
-            by_stratum.setdefault(row["stratum"], []).append(row)
-    seed = report_seed(report)
-    slices = report["slices"]["stratum"]
-    figures: dict[str | None, Figures] = {None: _figures(report["tiers"].get("core"), core_rows, seed)}
-    for name in strata:
-        figures[name] = _figures(slices.get(name), by_stratum.get(name, []), seed)
-    return figures
-
-
-def _combine(figures: Sequence[tuple[float | None, float | None]]) -> MetricNoise:
-    values = [value for value, _ in figures if value is not None]
-    halves = [half for _, half in figures if half is not None]
-    return MetricNoise(
-        run_to_run=max(values) - min(values) if len(values) >= MIN_RUNS else None,
-        half_width=max(halves) if halves else None,
-    )
+def _range(values: Sequence[float | None]) -> MetricNoise:
+    known = [value for value in values if value is not None]
+    return MetricNoise(max(known) - min(known) if len(known) >= MIN_RUNS else None)
 
 
 def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -> NoiseFloor:
@@ -343,16 +288,17 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
     if problems:
         raise NoiseError(problems)
     strata = sorted({str(name) for r in checked for name in r["slices"]["stratum"]}, key=natural_key)
-    per_run = [_run_figures(report, strata) for report in checked]
 
-    def scope(key: str | None) -> dict[str, MetricNoise]:
-        return {metric: _combine([run[key][metric] for run in per_run]) for metric in GATED_METRICS}
+    def scope(aggregates: Sequence[object]) -> dict[str, MetricNoise]:
+        return {metric: _range([_aggregate(agg, metric) for agg in aggregates]) for metric in GATED_METRICS}
 
     return NoiseFloor(
         golden_version=str(checked[0]["golden_version"]),
         runs=tuple(labels),
-        core=scope(None),
-        strata={name: scope(name) for name in strata},
+        core=scope([report["tiers"].get("core") for report in checked]),
+        strata={
+            name: scope([report["slices"]["stratum"].get(name) for report in checked]) for name in strata
+        },
     )
 
 
@@ -376,9 +322,9 @@ def _suggest_level(
 ) -> float | None:
     if current is None:
         return None  # a level that is off stays off: the suggestion moves thresholds, not what is gated
-    value = max(default or 0.0, readable_ceiling(noise_floor, factor))
-    if value <= 0:
-        return current  # no noise and no default to go by
+    # The lower bound says which change matters to the product: the metric table's default, or, for a
+    # metric without one, the budget the user chose. Only the measured movement raises it.
+    value = max(default if default is not None else current, readable_ceiling(noise_floor, factor))
     return None if value > MAX_CHANGE else value
 
 
@@ -399,9 +345,10 @@ def _suggest_scope(current: Mapping[str, Budget], noise: Mapping[str, MetricNois
 def suggest_budgets(floor: NoiseFloor, budgets: Budgets | None = None) -> Budgets:
     """`budgets` (default: the defaults) with each gated threshold moved to the rule of docs/metrics.md,
     "Noise floor": warn = 1.5 x floor and fail = 3 x floor, each rounded up by `readable_ceiling` and never
-    below the metric table's default; a level that is off stays off; a metric the floor did not measure
-    keeps its budgets. Every stratum the floor measured gets budgets (its own floor, the core's levels
-    when the budgets do not name it); the rest of `budgets` is kept as it is."""
+    below the metric table's default (the budget given, for a metric without one), so a floor of 0 suggests
+    the defaults; a level that is off stays off; a level above 1 is turned off (it could never trip); a
+    metric the floor did not measure keeps its budgets. Every stratum the floor measured gets budgets (its
+    own floor, the core's levels when the budgets do not name it); the rest of `budgets` is kept as it is."""
     base = budgets if budgets is not None else Budgets()
     strata = dict(base.strata)
     for name, noise in floor.strata.items():
@@ -428,32 +375,41 @@ def below_floor(budgets: Budgets, floor: NoiseFloor) -> list[BelowFloor]:
     return found
 
 
-def noise_warnings(budgets: Budgets, floor: NoiseFloor | None) -> list[tuple[str, str, str]]:
-    """(scope, metric, message) for each threshold below the floor, in the gate's words; none without a
-    floor."""
+def below_floor_named(budgets: Budgets, floor: NoiseFloor) -> dict[str, dict[str, str]]:
+    """`below_floor` grouped: scope -> metric -> its thresholds below the floor in words ("nDCG@k warn
+    0.01 and fail 0.025 (floor 0.0312)"), in scope and metric order."""
+    grouped: dict[str, dict[str, list[BelowFloor]]] = {}
+    for found in below_floor(budgets, floor):
+        grouped.setdefault(found.scope, {}).setdefault(found.metric, []).append(found)
+    return {
+        scope: {
+            metric: f"{BY_KEY[metric].label} {' and '.join(f'{b.level} {b.threshold}' for b in levels)} "
+            f"(floor {BY_KEY[metric].format(levels[0].floor)})"
+            for metric, levels in by_metric.items()
+        }
+        for scope, by_metric in grouped.items()
+    }
+
+
+def noise_warnings(budgets: Budgets, floor: NoiseFloor | None) -> list[tuple[str, str]]:
+    """(scope, message): one warning per scope with a threshold below its floor, in the gate's words,
+    naming each such threshold and the floor of its metric; none without a floor."""
     if floor is None:
         return []
-    noise = {scope: metrics for scope, _, metrics in floor.scopes()}
-    warnings = []
-    for found in below_floor(budgets, floor):
-        shown, measured = BY_KEY[found.metric], noise[found.scope][found.metric]
-        warnings.append(
-            (
-                found.scope,
-                found.metric,
-                f"{found.scope} {shown.label} {found.level} budget {found.threshold} is below the noise "
-                f"floor {shown.format(found.floor)} (run-to-run {shown.format(measured.run_to_run)}, "
-                f"bootstrap half-width {shown.format(measured.half_width)}): a change this small can be "
-                "noise",
-            )
+    return [
+        (
+            scope,
+            f"{scope} budgets below the noise floor: {', '.join(named.values())}: a change this small "
+            "happens between runs of one unchanged configuration; raise them to the suggested budgets",
         )
-    return warnings
+        for scope, named in below_floor_named(budgets, floor).items()
+    ]
 
 
 def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str:
     """The floor as a plain-text table beside the budgets and the suggestion; "*" marks a budget below it."""
     below = {(b.scope, b.metric) for b in below_floor(budgets, floor)}
-    rows = [("scope", "metric", "run-to-run", "half-width", "floor", "budget warn / fail", "suggested")]
+    rows = [("scope", "metric", "floor", "budget warn / fail", "suggested")]
     for scope, name, noise in floor.scopes():
         current = budgets.core if name is None else budgets.strata.get(name)
         proposed = suggested.core if name is None else suggested.strata.get(name)
@@ -471,8 +427,6 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
                 (
                     scope,
                     BY_KEY[metric].label,
-                    format_number(measured.run_to_run),
-                    format_number(measured.half_width),
                     format_number(measured.floor),
                     budget,
                     suggestion,
@@ -481,13 +435,16 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"noise floor of {len(floor.runs)} runs ({', '.join(floor.runs)}) on golden version "
-        f"{floor.golden_version}: the larger of the run-to-run range and the {BOOTSTRAP_LEVEL:.0%} bootstrap "
-        'half-width (docs/metrics.md, "Noise floor")',
+        f"{floor.golden_version}: how far each metric moved between them, the largest minus the smallest "
+        'value (docs/metrics.md, "Noise floor")',
         *(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows
         ),
     ]
     if below:
-        lines.append("* below the noise floor: a change this small can be noise")
+        lines.append("* below the noise floor: a change this small happens between runs of one configuration")
+    floors = [m.floor for _, _, noise in floor.scopes() for m in noise.values() if m.floor is not None]
+    if floors and max(floors) == 0:
+        lines.append("every metric had the same value in every run: no budget is below the floor")
     return "\n".join(lines) + "\n"

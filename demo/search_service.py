@@ -5,6 +5,7 @@ library only, and stands on its own as a small engine to read or copy.
 
 Run it:  python -m demo.search_service --corpus FILE.jsonl [--host 127.0.0.1] [--port 8765]
          [--synonyms FILE] [--generation ID] [--delay-ms N] [--min-should-match N]
+         [--jitter RATE] [--jitter-seed N]
 It prints one line `listening on http://HOST:PORT` once it accepts connections (`--port 0` picks a free
 port and the line names it).
 
@@ -31,6 +32,13 @@ Query semantics, deliberately like a stock Elasticsearch `match` query on a help
   followed by its expansions, and the rewritten string is searched as if the user had typed it. Every
   added word is therefore an ordinary clause: it adds its own BM25 term to the score and counts towards
   the minimum-should-match. demo/README.md explains why that erases refunds.
+
+Jitter (off by default): `--jitter RATE` makes the service an engine that moves between runs with nothing
+changed, to see a noise floor above 0 (docs/metrics.md, "Noise floor"). The n-th time the server is asked
+one request (the same `q`, `filters`, `locale`, `rewrite` and `size`), its two top hits are swapped when a
+hash of (`--jitter-seed`, the request, n) falls below RATE: a run of the golden file sees some queries
+swapped, the next run others, reproducibly for a fresh server and a seed, whatever order the requests
+come in. `meta.jittered` says whether this reply was swapped. The search itself stays deterministic.
 """
 
 from __future__ import annotations
@@ -597,6 +605,8 @@ class SearchServer(ThreadingHTTPServer):
         generation: str,
         delay_ms: int,
         min_should_match: int,
+        jitter: float = 0.0,
+        jitter_seed: int = 0,
     ) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
@@ -606,6 +616,23 @@ class SearchServer(ThreadingHTTPServer):
         self.generation = generation
         self.delay_ms = delay_ms
         self.min_should_match = min_should_match
+        self.jitter = jitter
+        self.jitter_seed = jitter_seed
+        self._asked: dict[str, int] = {}  # request -> how many times it was asked (for the jitter)
+        self._asked_lock = threading.Lock()
+
+    def jittered(self, request: SearchRequest) -> bool:
+        """Whether this asking of `request` swaps its two top hits (the module docstring, "Jitter")."""
+        if self.jitter <= 0:
+            return False
+        key = json.dumps(
+            [request.q, request.filters, request.locale, request.rewrite, request.size], sort_keys=True
+        )
+        with self._asked_lock:
+            asked = self._asked.get(key, 0)
+            self._asked[key] = asked + 1
+        digest = hashlib.sha256(f"{self.jitter_seed}\0{key}\0{asked}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.jitter
 
     @property
     def url(self) -> str:
@@ -694,17 +721,20 @@ class SearchHandler(BaseHTTPRequestHandler):
             return
         if self.server.delay_ms:
             time.sleep(self.server.delay_ms / 1000)
+        hits = list(result.hits)
+        jittered = len(hits) >= 2 and self.server.jittered(request)
+        if jittered:
+            hits[0], hits[1] = hits[1], hits[0]
+        meta: dict[str, Any] = {
+            "index_generation": self.server.generation,
+            "rewriter": result.rewriter,
+            "rewritten_query": result.rewritten_query,
+            "took_ms": result.took_ms,
+        }
+        if self.server.jitter > 0:
+            meta["jittered"] = jittered
         self._send(
-            200,
-            {
-                "hits": [{"id": h.id, "title": h.title, "score": h.score} for h in result.hits],
-                "meta": {
-                    "index_generation": self.server.generation,
-                    "rewriter": result.rewriter,
-                    "rewritten_query": result.rewritten_query,
-                    "took_ms": result.took_ms,
-                },
-            },
+            200, {"hits": [{"id": h.id, "title": h.title, "score": h.score} for h in hits], "meta": meta}
         )
 
 
@@ -717,10 +747,15 @@ def make_server(
     generation: str | None = None,
     delay_ms: int = 0,
     min_should_match: int = DEFAULT_MIN_SHOULD_MATCH,
+    jitter: float = 0.0,
+    jitter_seed: int = 0,
 ) -> SearchServer:
-    """A bound (not yet serving) server; call `serve_forever()` in a thread, `shutdown()` to stop."""
+    """A bound (not yet serving) server; call `serve_forever()` in a thread, `shutdown()` to stop.
+    `jitter`: the share of askings whose two top hits are swapped (the module docstring, "Jitter")."""
     if delay_ms < 0:
         raise ValueError(f"delay_ms: expected 0 or more, got {delay_ms}")
+    if not 0 <= jitter <= 1:
+        raise ValueError(f"jitter: expected a share from 0 to 1, got {jitter}")
     if min_should_match < 1:
         raise ValueError(f"min_should_match: expected at least 1, got {min_should_match}")
     return SearchServer(
@@ -730,7 +765,19 @@ def make_server(
         generation=generation or index.generation,
         delay_ms=delay_ms,
         min_should_match=min_should_match,
+        jitter=jitter,
+        jitter_seed=jitter_seed,
     )
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value}")
+    return value
 
 
 def _non_negative(text: str) -> int:
@@ -758,6 +805,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--generation", default=None, help="index generation id (default: content hash)")
     parser.add_argument("--delay-ms", type=_non_negative, default=0, help="added to every search reply")
     parser.add_argument("--min-should-match", type=_positive, default=DEFAULT_MIN_SHOULD_MATCH)
+    parser.add_argument(
+        "--jitter",
+        type=_share,
+        default=0.0,
+        help="share of askings whose two top hits are swapped (default 0: off)",
+    )
+    parser.add_argument("--jitter-seed", type=int, default=0, help="seed of the jitter's choice")
     args = parser.parse_args(argv)
     try:
         docs = load_corpus(args.corpus)
@@ -777,6 +831,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             generation=args.generation,
             delay_ms=args.delay_ms,
             min_should_match=args.min_should_match,
+            jitter=args.jitter,
+            jitter_seed=args.jitter_seed,
         )
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)

@@ -30,9 +30,7 @@ class NoiseLine:
     metric: str
     label: str
     budget: str  # "0.01 / 0.025", "off", "not gated" (a stratum the budgets do not name)
-    run_to_run: Num
-    half_width: Num
-    floor: Num
+    floor: Num  # how far the metric moved between the runs of the baseline's configuration
     suggested: str
     below: list[str]  # the levels whose threshold is below the floor: "warn", "fail"
 
@@ -81,8 +79,6 @@ def _lines(measure: selectors.NoiseMeasure, budgets: Budgets, suggested: Budgets
                     metric=metric,
                     label=BY_KEY[metric].label,
                     budget=_budget_text(current[metric] if current is not None else None),
-                    run_to_run=num(measured.run_to_run, why=why, metric=metric),
-                    half_width=num(measured.half_width, why=why, metric=metric),
                     floor=num(measured.floor, why=why, metric=metric),
                     suggested=_budget_text(proposed[metric]),
                     below=below.get((scope, metric), []),

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils.html import format_html
 
-from assay.budgets import SLICE_KEYS
+from assay.budgets import SLICE_KEYS, BudgetsError, load_budgets
 from assay.changes import LeftOut, pair_scope, report_seed
 from assay.golden.format import natural_key
 from assay.harness import redact_url
@@ -29,7 +29,7 @@ from assay.metric_table import (
     format_number,
     format_p_value,
 )
-from assay.noise import NOT_ENOUGH_RUNS
+from assay.noise import NOT_ENOUGH_RUNS, NoiseError, NoiseFloor, below_floor_named
 from assay.report import judge_label_effect
 from assay.targets import TargetError, TargetSpec, shown_headers
 from evaluation import selectors
@@ -139,7 +139,7 @@ class MetricRow:
     weighted_change: ChangeCells
     budget: str
     status: str
-    noise: str = ""  # the gate's warnings that this budget is below the noise floor
+    noise: str = ""  # which of this budget's thresholds the gate found below the noise floor
 
 
 def metric_rows(run: EvaluationRun, baseline_report: Mapping[str, Any] | None) -> list[MetricRow]:
@@ -202,7 +202,7 @@ class SliceRow:
     n_queries: int
     cells: list[SliceCell]
     tripped: bool = False
-    noise: str = ""  # a stratum's: the gate's warnings that its budgets are below the noise floor
+    noise: str = ""  # a stratum's: which of its budgets the gate found below the noise floor
 
 
 @dataclass
@@ -515,36 +515,35 @@ def judge_effect_get(run: EvaluationRun) -> dict[str, Any] | None:
     return effect | {"judges": counts.get("judges") or []}
 
 
-def _noise_warnings(gate: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
-    """scope -> metric -> the gate's `noise` warnings (docs/metrics.md, "Noise floor")."""
-    found: dict[str, dict[str, list[str]]] = {}
-    for warning in gate.get("warnings") or []:
-        if warning.get("kind") == "noise":
-            found.setdefault(warning.get("scope"), {}).setdefault(warning.get("metric"), []).append(
-                warning.get("message", "")
-            )
-    return found
+def _below_floor(gate: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """scope -> metric -> its thresholds below the noise floor the gate held the budgets to, in words
+    (docs/metrics.md, "Noise floor"): the gate's one warning per scope names them, the rows are marked."""
+    data, floor_data = gate.get("budgets"), gate.get("noise_floor")
+    if not isinstance(data, Mapping) or not isinstance(floor_data, Mapping):
+        return {}
+    try:
+        return below_floor_named(load_budgets(data), NoiseFloor.from_dict(floor_data))
+    except (BudgetsError, NoiseError):  # a gate stored in a form this code no longer reads: no marks
+        return {}
 
 
 def _noise_marked(rows: list[MetricRow], gate: Mapping[str, Any]) -> list[MetricRow]:
-    core = _noise_warnings(gate).get("core", {})
+    core = _below_floor(gate).get("core", {})
     for row in rows:
-        row.noise = " ".join(core.get(row.metric, []))
+        row.noise = core.get(row.metric, "")
     return rows
 
 
 def _noise_marked_strata(tables: list[SliceTable], gate: Mapping[str, Any]) -> list[SliceTable]:
     # Slice rows show a stratum's name with spaces for underscores; the gate names its scope as is.
     strata = {
-        scope.removeprefix("stratum ").replace("_", " "): [
-            m for messages in by_metric.values() for m in messages
-        ]
-        for scope, by_metric in _noise_warnings(gate).items()
-        if scope and scope.startswith("stratum ")
+        scope.removeprefix("stratum ").replace("_", " "): ", ".join(named.values())
+        for scope, named in _below_floor(gate).items()
+        if scope.startswith("stratum ")
     }
     for table in tables:
         for row in table.rows if table.kind == "stratum" else []:
-            row.noise = " ".join(strata.get(row.name, []))
+            row.noise = strata.get(row.name, "")
     return tables
 
 

@@ -344,8 +344,8 @@ def budgets_get(*, golden_set: GoldenSet) -> Budgets:
 
 # --- the noise floor of a baseline's configuration (docs/metrics.md, "Noise floor")
 
-# The newest runs a floor is measured from: enough to see the noise, and a bounded cost (each run is one
-# bootstrap per scope and metric) for the finalize step and the budgets page.
+# The newest runs a floor is measured from: enough to see the noise (the range only grows with more runs),
+# and a bounded cost (each run's report is loaded) for the finalize step and the budgets page.
 NOISE_RUNS = 10
 
 

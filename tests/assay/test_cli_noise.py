@@ -1,6 +1,7 @@
 """`assay gate --suggest-budgets` and `assay gate --noise` through the installed console script: the
 suggested budgets load as a budgets file, the floor file feeds the gate's `noise` warnings, and every
-unusable input is one worded line with exit 2 (docs/cli.md)."""
+unusable input is one worded line with exit 2 (docs/cli.md). The demo's real runs are in
+tests/demo/test_noise_floor_demo.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.budgets import load_budgets
+from assay.budgets import Budgets, load_budgets
 from assay.noise import NoiseFloor, below_floor
 from tests.assay.test_cli import assay, no_traceback
 from tests.assay.test_cli_gate import artifact
@@ -49,13 +50,31 @@ def test_it_prints_suggested_budgets_that_load_and_the_floor_on_stderr(
     lines = proc.stderr.splitlines()
     assert lines[0].startswith(f"noise floor of 2 runs ({runs[0]}, {runs[1]}) on golden version 2026-08-01")
     core_ndcg = next(line for line in lines if line.startswith("core ") and "nDCG@k" in line)
-    assert core_ndcg.split()[2:5] == [
-        f"{floor.core['ndcg'].run_to_run:.4f}",
-        f"{floor.core['ndcg'].half_width:.4f}",
-        f"{floor.core['ndcg'].floor:.4f}",
-    ]
+    assert core_ndcg.split()[2] == f"{floor.core['ndcg'].floor:.4f}" != "0.0000"
     assert "0.01 / 0.025 *" in core_ndcg
-    assert lines[-1] == "* below the noise floor: a change this small can be noise"
+    assert (
+        lines[-1] == "* below the noise floor: a change this small happens between runs of one configuration"
+    )
+
+
+def test_identical_runs_suggest_the_budgets_given_and_their_floor_adds_no_warning(tmp_path: Path) -> None:
+    runs = [artifact(tmp_path / f"a{i}.json", swapped=4) for i in (1, 2, 3)]
+    floor_file = tmp_path / "floor.json"
+
+    proc = assay("gate", "--suggest-budgets", *map(str, runs), "--noise-out", str(floor_file))
+    gated = assay("gate", "--current", str(runs[2]), "--baseline", str(runs[0]), "--noise", str(floor_file))
+
+    assert proc.returncode == 0, proc.stderr
+    # The defaults, for the core and for each stratum measured: nothing but a movement raises a budget.
+    defaults = Budgets().core
+    assert load_budgets(json.loads(proc.stdout)) == Budgets(
+        core=defaults, strata=dict.fromkeys(("billing", "docs"), defaults)
+    )
+    assert "every metric had the same value in every run" in proc.stderr and "*" not in proc.stderr
+    assert gated.returncode == 0 and gated.stdout.startswith(
+        "Relevance gate: PASS — 0 failure(s), 0 warning(s)"
+    )
+    assert "WARN" not in gated.stdout
 
 
 def test_the_gate_given_the_floor_warns_on_each_budget_below_it(
@@ -70,8 +89,20 @@ def test_the_gate_given_the_floor_warns_on_each_budget_below_it(
 
     assert plain.returncode == 0 and plain.stdout.startswith("Relevance gate: PASS"), plain.stdout
     assert noisy.returncode == 0 and noisy.stdout.startswith("Relevance gate: WARN"), noisy.stdout
-    assert "WARN  core nDCG@k fail budget 0.025 is below the noise floor" in noisy.stdout
-    assert "a change this small can be noise" in noisy.stdout
+    floor = NoiseFloor.from_dict(json.loads(floor_file.read_text()))
+    below = below_floor(load_budgets(None), floor)
+    assert {(b.scope, b.metric, b.level) for b in below} >= {
+        ("core", "ndcg", "warn"),
+        ("core", "mrr", "warn"),
+    }
+    # One WARN line per scope with a budget below its floor, naming each of them.
+    noise_lines = [line for line in noisy.stdout.splitlines() if "below the noise floor" in line]
+    assert [line.split(" budgets below")[0] for line in noise_lines] == [
+        f"WARN  {scope}" for scope in dict.fromkeys(b.scope for b in below)
+    ]
+    assert noise_lines[0].startswith("WARN  core budgets below the noise floor: nDCG@k warn 0.01 (floor ")
+    assert ", MRR warn 0.01 (floor " in noise_lines[0]
+    assert noise_lines[0].endswith("raise them to the suggested budgets")
 
 
 def test_a_floor_of_another_golden_version_is_used_with_a_warning(
@@ -102,7 +133,7 @@ def test_a_floor_of_another_golden_version_is_used_with_a_warning(
         ("noise out alone", "--noise-out goes with --suggest-budgets"),
         ("budgets as floor", "not a noise floor (it has no noise_spec)"),
         ("deep floor", "--noise deep.json: nested deeper than 64 levels"),
-        ("bad floor", "core.ndcg.half_width: -1 is not a number >= 0 or null"),
+        ("bad floor", "core.ndcg.run_to_run: -1 is not a number >= 0 or null"),
     ],
 )
 def test_unusable_input_is_one_worded_line_and_exit_2(
@@ -113,8 +144,8 @@ def test_unusable_input_is_one_worded_line_and_exit_2(
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "not-a-report.json").write_text('{"tiers": 3}')
     (tmp_path / "budgets.json").write_text("{}")
-    bad_floor = {"noise_spec": "1", "golden_version": "2026-08-01", "runs": [], "strata": {}}
-    bad_floor["core"] = {"ndcg": {"run_to_run": 0.01, "half_width": -1}}
+    bad_floor = {"noise_spec": "2", "golden_version": "2026-08-01", "runs": [], "strata": {}}
+    bad_floor["core"] = {"ndcg": {"run_to_run": -1}}
     (tmp_path / "bad-floor.json").write_text(json.dumps(bad_floor))
     gate = ("gate", "--current", a, "--baseline", b)
     args = {

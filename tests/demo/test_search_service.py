@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -422,3 +423,63 @@ def test_it_exits_2_naming_the_bad_corpus_line(tmp_path: Path) -> None:
     assert line == ""
     assert proc.stderr is not None
     assert f"error: {corpus}:2: id: 'a' already used on line 1" in proc.stderr.read()
+
+
+# ------------------------------------------------------------------------------------- jitter
+
+
+@contextmanager
+def _serving(index: SearchIndex, **options: Any) -> Iterator[SearchServer]:
+    srv = make_server(index, port=0, synonyms=PACK, **options)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _asked(server: SearchServer, body: dict[str, Any], times: int) -> list[tuple[list[str], Any]]:
+    replies = [_post(server, body).json() for _ in range(times)]
+    return [([h["id"] for h in reply["hits"]], reply["meta"].get("jittered")) for reply in replies]
+
+
+def test_without_jitter_the_same_request_always_gets_the_same_hits(server: SearchServer) -> None:
+    answers = _asked(server, {"q": "refund", "size": 5}, 20)
+
+    assert len({tuple(ids) for ids, _ in answers}) == 1 and len(answers[0][0]) >= 2
+    assert {jittered for _, jittered in answers} == {None}  # no jitter, no meta.jittered
+
+
+def test_jitter_swaps_the_two_top_hits_of_some_askings_reproducibly_for_a_seed(index: SearchIndex) -> None:
+    body = {"q": "refund", "size": 5}
+    steady = _ids(index, "refund", size=5)
+    swapped = [steady[1], steady[0], *steady[2:]]
+    seen = []
+    for _ in range(2):  # two fresh servers with the same seed
+        with _serving(index, jitter=0.5, jitter_seed=3) as srv:
+            seen.append(_asked(srv, body, 40))
+
+    first = seen[0]
+    # Every answer is the engine's own or its two top hits swapped, as meta.jittered says.
+    assert all(ids == (swapped if jittered else steady) for ids, jittered in first)
+    assert 5 <= sum(jittered for _, jittered in first) <= 35  # about half, and both kinds occur
+    assert seen[1] == first  # the n-th asking of a request decides, not chance
+    with _serving(index, jitter=0.5, jitter_seed=4) as srv:
+        assert _asked(srv, body, 40) != first  # another seed, other askings swapped
+    with _serving(index, jitter=1.0) as srv:
+        assert {tuple(ids) for ids, _ in _asked(srv, body, 5)} == {tuple(swapped)}
+        # A reply with fewer than two hits has nothing to swap.
+        assert _asked(srv, {"q": "webhooks"}, 3) == [(["doc-6"], False)] * 3
+
+
+def test_a_jitter_outside_0_to_1_is_refused(index: SearchIndex, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"jitter: expected a share from 0 to 1, got 1\.5"):
+        make_server(index, port=0, jitter=1.5)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "title": "ok"}) + "\n")
+    proc, line = _start("--corpus", str(corpus), "--port", "0", "--jitter", "nan")
+    assert proc.wait(timeout=10) == 2 and line == ""
+    assert proc.stderr is not None
+    assert "--jitter: expected a number from 0 to 1, got nan" in proc.stderr.read()
