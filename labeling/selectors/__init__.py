@@ -34,9 +34,12 @@ from labeling.selectors.labels import (
     Consolidated,
     FinalLabel,
     KindGrade,
+    NotDone,
     PairLabel,
     Unresolved,
+    grade_counts,
     labels_consolidated,
+    single_rater_work,
     third_counted,
 )
 from labeling.selectors.proposals import (
@@ -93,6 +96,7 @@ __all__ = [
     "GradingItem",
     "GradingPage",
     "KindGrade",
+    "NotDone",
     "PairLabel",
     "ProposalRow",
     "ProposalsPage",
@@ -113,6 +117,7 @@ __all__ = [
     "dispute_next",
     "golden_set_list",
     "golden_set_queries",
+    "grade_counts",
     "grades_get",
     "grading_page_get",
     "labels_consolidated",
@@ -124,5 +129,6 @@ __all__ = [
     "ratings_list",
     "review_queue_get",
     "shuffle_key",
+    "single_rater_work",
     "third_counted",
 ]

@@ -37,7 +37,7 @@ def test_a_counted_judge_label_fills_only_the_pairs_no_human_labeled(
     judge = make_judge(golden_set, "m1")
     for doc in docs:
         label(judge, query, doc, 1)
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[0], 3)  # judged
     factories.AdjudicationFactory.create(query=query, document=docs[1], reviewer=rita, grade=2)  # adjudicated
     factories.FrozenLabelFactory.create(query=query, document=docs[2], grade=0)  # frozen by humans
@@ -107,7 +107,7 @@ def test_a_frozen_judge_label_gives_way_to_humans_and_to_the_judge_counted_now(
     )
     label(judge, query, docs[0], 2)
     qualify(judge, rita)
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[1], 1)  # one rater's grade: no proposal against a judge's label
     labels = _labels(golden_set)
     assert labels[(query.pk, docs[0].pk)] == FinalLabel(
