@@ -30,6 +30,7 @@ from labeling.selectors.grading import (
 from labeling.selectors.labels import (
     DUAL_KINDS,
     FROZEN,
+    NOT_DONE,
     REJUDGE,
     Consolidated,
     FinalLabel,
@@ -83,6 +84,7 @@ __all__ = [
     "DECIDED_ROWS",
     "DUAL_KINDS",
     "FROZEN",
+    "NOT_DONE",
     "OTHER_GRADE_NAMES",
     "QUERY_PROGRESS",
     "QUEUE_STATES",
