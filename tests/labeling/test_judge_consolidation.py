@@ -132,3 +132,22 @@ def test_limited_to_queries_and_documents(
     other.status = Query.Status.RETIRED
     other.save()
     assert labels_consolidated(golden_set=golden_set, query_ids=[other.pk]).labels == []
+
+
+def test_a_grade_on_work_not_marked_done_leaves_the_pair_to_the_judge_until_it_is_done(
+    golden_set: GoldenSet, query: Query, docs: list[Document], alice: User, rita: User
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    label(judge, query, docs[0], 1)
+    qualify(judge, rita)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    factories.grade(assignment, docs[0], 3)  # one rater's work in progress: it counts for nothing yet
+
+    result = labels_consolidated(golden_set=golden_set)
+    assert [(f.document_id, f.grade, f.source) for f in result.labels] == [(docs[0].pk, 1, JUDGE)]
+    assert [(n.document_id, n.grades, n.label) for n in result.not_done] == [(docs[0].pk, (3,), 1)]
+
+    assignment.status = "done"
+    assignment.save(update_fields=["status"])
+
+    assert _labels(golden_set)[(query.pk, docs[0].pk)] == FinalLabel(query.pk, docs[0].pk, 3, "single")
