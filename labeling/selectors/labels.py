@@ -46,7 +46,7 @@ def single_rater_work(kind: str, *, dual: bool) -> bool:
 def grade_counts(kind: str, status: str, *, dual: bool) -> bool:
     """Does a grade saved on a live everyday assignment (not reassigned, not a calibration round's) of
     this kind and status count toward the final label? The one rule every reader of labels applies
-    (docs/agreement.md, "Final labels"):
+    (docs/agreement.md, "Final labels", "Which grades count"):
 
     - a gold check never does (it measures the rater);
     - single-rater work (`single_rater_work`) only once the rater has marked the query done: nothing
