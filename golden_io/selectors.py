@@ -94,12 +94,34 @@ class UnresolvedLabel:
         return f"{self.query_id} / {self.doc_id} ({self.tier}): {self.reason}"
 
 
+# A version's count of documents graded on work not marked done, whose grades it left out.
+NOT_DONE_COUNT = "left_out_not_done"
+
+
+@dataclass(frozen=True, slots=True)
+class NotDoneLabel:
+    """A (query, document) graded on single-rater work the rater has not marked done: those grades are
+    left out (`labeling.selectors.grade_counts`). `label` is the grade the file has for it without them
+    (an earlier label, an adjudication, a judge's), None when the document is not in the file."""
+
+    query_id: str  # external id
+    doc_id: str
+    grades: tuple[int, ...]
+    label: int | None
+
+    def __str__(self) -> str:
+        graded = ", ".join(map(str, self.grades))
+        kept = "not in the file" if self.label is None else f"the file keeps {self.label}"
+        return f"{self.query_id} / {self.doc_id}: graded {graded}, not marked done ({kept})"
+
+
 @dataclass(frozen=True, slots=True)
 class WorkingGolden:
     """The golden file a freeze would write now, and what stands in its way.
 
     `blocked`: unresolved labels in core queries (a freeze refuses them or moves their queries to shadow).
     `left_out`: unresolved labels in shadow and challenge queries, left out of the file and listed.
+    `not_done`: documents graded on single-rater work not marked done: those grades are left out.
     `documents`: per judged doc id, its durable key and the content hash that was judged.
     """
 
@@ -113,12 +135,17 @@ class WorkingGolden:
     # (query external id, doc id) -> (judge pk or None, judge name) for each label a judge gave (its
     # judgment's source is "judge"): the frozen labels record which judge.
     judged_by: dict[tuple[str, str], tuple[int | None, str]]
+    not_done: tuple[NotDoneLabel, ...] = ()
 
     @property
     def counts(self) -> dict[str, Any]:
         return (
             golden_counts(self.golden)
-            | {"methods": dict(sorted(self.methods.items())), "left_out_unresolved": len(self.left_out)}
+            | {
+                "methods": dict(sorted(self.methods.items())),
+                "left_out_unresolved": len(self.left_out),
+                NOT_DONE_COUNT: len(self.not_done),
+            }
             | judge_counts(self.golden, self.judged_by)
         )
 
@@ -175,9 +202,11 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
     rubric = golden_set.rubric
     consolidated = labels_consolidated(golden_set=golden_set)
     queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE)}
-    doc_pks = {label.document_id for label in consolidated.labels} | {
-        u.document_id for u in consolidated.unresolved
-    }
+    doc_pks = (
+        {label.document_id for label in consolidated.labels}
+        | {u.document_id for u in consolidated.unresolved}
+        | {n.document_id for n in consolidated.not_done}
+    )
     docs = {
         d.pk: d
         for d in Document.objects.filter(golden_set=golden_set, pk__in=doc_pks).only(
@@ -208,6 +237,14 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
             continue
         item = UnresolvedLabel(query.external_id, doc.doc_id, query.tier, u.reason)
         (blocked if query.tier == Query.Tier.CORE else left_out).append(item)
+    not_done = sorted(
+        (
+            NotDoneLabel(queries[n.query_id].external_id, docs[n.document_id].doc_id, n.grades, n.label)
+            for n in consolidated.not_done
+            if n.query_id in queries and n.document_id in docs
+        ),
+        key=_label_order,
+    )
     raw = GoldenFile(
         version=name,
         # In natural id order, as to_dict writes them, so a problem's place `queries[i]` is this tuple's i.
@@ -233,10 +270,11 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
         query_pks={q.external_id: pk for pk, q in queries.items()},
         document_pks={d.doc_id: d.pk for d in docs.values()},
         judged_by=judged_by,
+        not_done=tuple(not_done),
     )
 
 
-def _label_order(u: UnresolvedLabel) -> tuple[Any, ...]:
+def _label_order(u: UnresolvedLabel | NotDoneLabel) -> tuple[Any, ...]:
     return (natural_key(u.query_id), natural_key(u.doc_id))
 
 

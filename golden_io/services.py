@@ -55,11 +55,23 @@ class FreezeError(Exception):
 
 class FreezeUnchanged(FreezeError):
     """The labels, queries, documents and settings are the parent version's: a freeze would only rename
-    them (`_unchanged` says what counts)."""
+    them (`_unchanged` says what counts). `not_done` counts the documents graded on work not marked done,
+    which would have changed it once done."""
 
-    def __init__(self, parent: GoldenVersion) -> None:
+    def __init__(self, parent: GoldenVersion, not_done: int = 0) -> None:
         self.parent = parent
-        super().__init__([f"nothing changed since version {parent.name}: not frozen"])
+        problems = [f"nothing changed since version {parent.name}: not frozen"]
+        if not_done:
+            problems.append(not_done_text(not_done))
+        super().__init__(problems)
+
+
+def not_done_text(n: int) -> str:
+    """The freeze's words for the documents whose grades were left out as work not marked done."""
+    return (
+        f"{n} document(s) graded on work not marked done yet were left out: a rater's grades count once"
+        " the rater marks the query done"
+    )
 
 
 class FreezeBlocked(FreezeError):
@@ -167,7 +179,12 @@ def _freeze(
         if working.blocked:  # labels changed under us in a way the lock does not cover: refuse, roll back
             raise FreezeBlocked(working.blocked)
     if parent is not None and _unchanged(parent, working):
-        raise FreezeUnchanged(parent)
+        raise FreezeUnchanged(parent, len(working.not_done))
+    if working.not_done:
+        extra_notes.append(
+            f"Left out: {not_done_text(len(working.not_done))}.\n"
+            + "\n".join(f"- {n}" for n in working.not_done)
+        )
     if working.left_out:
         extra_notes.append(
             "Left out (no final grade yet, shadow or challenge queries):\n"

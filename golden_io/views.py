@@ -237,6 +237,8 @@ def freeze(request: HttpRequest, slug: str) -> HttpResponse:
             context["problems"] = exc.problems
         else:
             messages.success(request, f"Froze {version} ({version.counts.get('total_queries', 0)} queries).")
+            if not_done := version.counts.get(selectors.NOT_DONE_COUNT):
+                messages.warning(request, services.not_done_text(not_done) + " (the notes list them).")
             return redirect("golden_io:version_detail", slug=golden_set.slug, name=version.name)
     try:
         latest, working, change = selectors.working_diff(golden_set=golden_set)

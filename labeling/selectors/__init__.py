@@ -30,13 +30,17 @@ from labeling.selectors.grading import (
 from labeling.selectors.labels import (
     DUAL_KINDS,
     FROZEN,
+    NOT_DONE,
     REJUDGE,
     Consolidated,
     FinalLabel,
     KindGrade,
+    NotDone,
     PairLabel,
     Unresolved,
+    grade_counts,
     labels_consolidated,
+    single_rater_work,
     third_counted,
 )
 from labeling.selectors.proposals import (
@@ -80,6 +84,7 @@ __all__ = [
     "DECIDED_ROWS",
     "DUAL_KINDS",
     "FROZEN",
+    "NOT_DONE",
     "OTHER_GRADE_NAMES",
     "QUERY_PROGRESS",
     "QUEUE_STATES",
@@ -93,6 +98,7 @@ __all__ = [
     "GradingItem",
     "GradingPage",
     "KindGrade",
+    "NotDone",
     "PairLabel",
     "ProposalRow",
     "ProposalsPage",
@@ -113,6 +119,7 @@ __all__ = [
     "dispute_next",
     "golden_set_list",
     "golden_set_queries",
+    "grade_counts",
     "grades_get",
     "grading_page_get",
     "labels_consolidated",
@@ -124,5 +131,6 @@ __all__ = [
     "ratings_list",
     "review_queue_get",
     "shuffle_key",
+    "single_rater_work",
     "third_counted",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 from django.db.models import QuerySet
@@ -31,7 +31,32 @@ FROZEN = "frozen"  # a label carried over from the set's current frozen labels: 
 JUDGE = "judge"  # a qualified judge's label filling a pool pair no human labeled (method and source)
 HUMAN = "human"  # the source of every label humans decided
 REJUDGE = str(Assignment.Kind.REJUDGE)
+# Why a judged pair has no label yet when its only grades are on work the rater has not marked done.
+NOT_DONE = "graded on work not marked done yet: the grades count once the rater marks the query done"
 T = TypeVar("T")
+
+
+def single_rater_work(kind: str, *, dual: bool) -> bool:
+    """Work whose grade stands alone in consolidation (`single`): a re-judgment, or the primary rater of
+    a query outside the dual sample (`dual`: the query has a live second assignment). Dual-labeled work
+    is checked by agreement and disputes instead."""
+    return kind == Assignment.Kind.REJUDGE or (kind == Assignment.Kind.PRIMARY and not dual)
+
+
+def grade_counts(kind: str, status: str, *, dual: bool) -> bool:
+    """Does a grade saved on a live everyday assignment (not reassigned, not a calibration round's) of
+    this kind and status count toward the final label? The one rule every reader of labels applies
+    (docs/agreement.md, "Final labels", "Which grades count"):
+
+    - a gold check never does (it measures the rater);
+    - single-rater work (`single_rater_work`) only once the rater has marked the query done: nothing
+      stands between one rater's grade and the label but that, so work in progress is no label;
+    - the first and second raters of the dual sample and a third rater as they are given, since the
+      agreement check, the third rater and the reviewer stand between two raters' grades and the label.
+    """
+    if kind == Assignment.Kind.GOLD:
+        return False
+    return status == Assignment.Status.DONE or not single_rater_work(kind, dual=dual)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +90,22 @@ class Unresolved:
 
 
 @dataclass(frozen=True, slots=True)
+class NotDone:
+    """A (query, document) graded on single-rater work not marked done: those grades (`grades`) do not
+    count yet. `label` is the final grade the pair has without them (its earlier label, an adjudication
+    or a judge's), None when it has none and is left out of a freeze."""
+
+    query_id: int
+    document_id: int
+    grades: tuple[int, ...]
+    label: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Consolidated:
     labels: list[FinalLabel]
     unresolved: list[Unresolved]
+    not_done: list[NotDone] = field(default_factory=list)
 
 
 class _Graded(NamedTuple):
@@ -103,6 +141,8 @@ def labels_consolidated(
       imported and frozen without changes comes back unchanged;
     - two disagreeing grades with no third rater coming (the dual assignments are done and no live third
       assignment covers the document) wait for a reviewer, not for a third rater;
+    - a single rater's grade counts once the rater marked the query done (`grade_counts`); until then
+      the pair is as if ungraded, and is listed in `not_done` (with the label it has without them);
     - a single rater's grade (`single`) that differs from the frozen label keeps the frozen label: it is
       a proposed change (`LabelProposal`) until a reviewer accepts it, which is an adjudication. Dual
       work (agreed, median) and adjudications change labels as before. Calibration rounds make none.
@@ -117,10 +157,15 @@ def labels_consolidated(
     """
     labels: list[FinalLabel] = []
     unresolved: list[Unresolved] = []
+    not_done: list[NotDone] = []
     pairs = _pair_labels(golden_set, query_ids, document_ids)
     if judges:
         _judge_fill(pairs, golden_set, query_ids, document_ids)
     for (query_id, document_id), label in sorted(pairs.items()):
+        if label.not_done:
+            not_done.append(NotDone(query_id, document_id, label.not_done, label.grade))
+        if label.graded_not_done_only:
+            continue  # as if nobody graded it yet: neither a label nor unresolved
         if label.grade is not None and label.method is not None:
             labels.append(
                 FinalLabel(
@@ -138,7 +183,7 @@ def labels_consolidated(
             unresolved.append(
                 Unresolved(query_id, document_id, label.reason or "unresolved", label.awaiting or "reviewer")
             )
-    return Consolidated(labels=labels, unresolved=unresolved)
+    return Consolidated(labels=labels, unresolved=unresolved, not_done=not_done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +200,13 @@ class PairLabel:
     source: str = HUMAN  # or JUDGE (a judge's fill-in, or a frozen label that came from one)
     judge_id: int | None = None
     judge_name: str = ""
+    # Grades on single-rater work not marked done: they do not count (yet), `grade_counts`.
+    not_done: tuple[int, ...] = ()
+
+    @property
+    def graded_not_done_only(self) -> bool:
+        """Nothing that counts decides the pair: its only grades are on work not marked done."""
+        return self.method is None and not self.grades and bool(self.not_done)
 
 
 def _judge_fill(
@@ -180,10 +232,17 @@ def _judge_fill(
         if pair not in pool or pair in gold:
             continue
         held = pairs.get(pair)
-        if held is not None and not (held.source == JUDGE and held.method == FROZEN and not held.grades):
+        if held is not None and not (
+            held.graded_not_done_only or (held.source == JUDGE and held.method == FROZEN and not held.grades)
+        ):
             continue  # humans labeled it: judged, adjudicated, or a frozen label humans decided
         pairs[pair] = PairLabel(
-            label.grade, JUDGE, source=JUDGE, judge_id=label.judge_id, judge_name=label.judge_name
+            label.grade,
+            JUDGE,
+            source=JUDGE,
+            judge_id=label.judge_id,
+            judge_name=label.judge_name,
+            not_done=held.not_done if held is not None else (),
         )
 
 
@@ -201,16 +260,18 @@ def _pair_labels(
     live = (
         Assignment.objects.everyday().filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
     )
-    dual: set[int] = set()
+    assignments = list(live.values_list("pk", "query_id", "kind", "status"))
+    dual = {query_id for _, query_id, kind, _ in assignments if kind == Assignment.Kind.SECOND}
     done: dict[int, set[str]] = {}
     counted: dict[int, tuple[int, str]] = {}  # assignment -> (query, kind), for the ones that make labels
-    for pk, query_id, kind, status in live.values_list("pk", "query_id", "kind", "status"):
-        if kind == Assignment.Kind.SECOND:
-            dual.add(query_id)
+    not_done: dict[int, int] = {}  # assignment -> query, for single-rater work not marked done
+    for pk, query_id, kind, status in assignments:
         if status == Assignment.Status.DONE:
             done.setdefault(query_id, set()).add(kind)
-        if kind != Assignment.Kind.GOLD:
+        if grade_counts(kind, status, dual=query_id in dual):
             counted[pk] = (query_id, kind)
+        elif kind != Assignment.Kind.GOLD:
+            not_done[pk] = query_id
     third_scope = set(
         live.filter(kind=Assignment.Kind.THIRD).values_list("scope__query_id", "scope__document_id")
     )
@@ -234,7 +295,11 @@ def _pair_labels(
         )
     )
     graded: dict[tuple[int, int], list[_Graded]] = defaultdict(list)
+    waiting: dict[tuple[int, int], list[int]] = defaultdict(list)
     for assignment_id, document_id, grade, digest, pk in rows:
+        if assignment_id in not_done:
+            waiting[(not_done[assignment_id], document_id)].append(grade)
+            continue
         query_id, kind = counted[assignment_id]
         graded[(query_id, document_id)].append(_Graded(pk, grade, kind, digest, rejudged_at.get(pk)))
     adjudications: dict[tuple[int, int], tuple[int, Any, str]] = {}
@@ -265,6 +330,13 @@ def _pair_labels(
             third_coming=pair in third_scope or pair[0] not in dual_done,
             scale=scale,
             frozen=frozen.get(pair),
+        )
+    for pair, given in waiting.items():
+        held = out.get(pair)
+        out[pair] = (
+            replace(held, not_done=tuple(sorted(given)))
+            if held is not None
+            else PairLabel(None, None, NOT_DONE, None, not_done=tuple(sorted(given)))
         )
     return out
 

@@ -36,13 +36,15 @@ from labeling.selectors.labels import (
     PairLabel,
     Unresolved,
     _pair_labels,
+    grade_counts,
     labels_consolidated,
     third_counted,
 )
 
 
 def labels_summary_get(*, golden_set: GoldenSet) -> dict[str, Any]:
-    """How the set's labels stand: final labels per method and unresolved ones per who acts next."""
+    """How the set's labels stand: final labels per method, unresolved ones per who acts next, and the
+    documents graded on single-rater work not marked done (not counted yet)."""
     consolidated = labels_consolidated(golden_set=golden_set)
     methods: dict[str, int] = {}
     for label in consolidated.labels:
@@ -55,6 +57,7 @@ def labels_summary_get(*, golden_set: GoldenSet) -> dict[str, Any]:
         "methods": dict(sorted(methods.items())),
         "unresolved": len(consolidated.unresolved),
         "awaiting": dict(sorted(awaiting.items())),
+        "not_done": len(consolidated.not_done),
     }
 
 
@@ -62,16 +65,22 @@ def labels_summary_get(*, golden_set: GoldenSet) -> dict[str, Any]:
 def ratings_list(*, golden_set: GoldenSet) -> list[Rating]:
     """Every rater's current grade on the set's active queries, as agreement statistics take them.
 
-    Reassigned work is left out; after a re-judgment of changed content only the re-judgment counts for
-    that document (the earlier grades were given on other content). Gold checks count: they are
-    independent grades of the same items.
+    Reassigned work is left out, and so is single-rater work not marked done (its grades count toward
+    nothing yet, `selectors.labels.grade_counts`); after a re-judgment of changed content only the
+    re-judgment counts for that document (the earlier grades were given on other content). Gold checks
+    count: they are independent grades of the same items.
     """
-    assignments = {
-        pk: (external_id, username, kind)
-        for pk, external_id, username, kind in Assignment.objects.everyday()
+    live = list(
+        Assignment.objects.everyday()
         .filter(query__golden_set=golden_set, query__status=Query.Status.ACTIVE)
         .exclude(status=Assignment.Status.REASSIGNED)
-        .values_list("pk", "query__external_id", "rater__username", "kind")
+        .values_list("pk", "query_id", "query__external_id", "rater__username", "kind", "status")
+    )
+    dual = {query_id for _, query_id, _, _, kind, _ in live if kind == Assignment.Kind.SECOND}
+    assignments = {
+        pk: (external_id, username, kind)
+        for pk, query_id, external_id, username, kind, status in live
+        if kind == Assignment.Kind.GOLD or grade_counts(kind, status, dual=query_id in dual)
     }
     doc_ids = _doc_ids(golden_set)
     # Plain columns of one table; the names come from the two small maps above.

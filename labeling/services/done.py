@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
 from labeling.selectors import DUAL_KINDS
-from labeling.selectors.labels import JUDGE
+from labeling.selectors.labels import JUDGE, single_rater_work
 from labeling.services.assignments import assignment_counts
 from labeling.services.grading import (
     DONE_BUSY_MESSAGE,
@@ -152,18 +152,16 @@ def overturns_list(*, assignment: Assignment) -> list[Overturn]:
 
 
 def single_rater(assignment: Assignment) -> bool:
-    """Work whose grade stands alone in consolidation (`single`): a re-judgment, or the primary rater of
-    a query outside the dual sample. Dual-labeled work is checked by agreement and disputes instead."""
-    if assignment.kind == Assignment.Kind.REJUDGE:
-        return True
+    """Work whose grade stands alone in consolidation (`selectors.labels.single_rater_work`)."""
     if assignment.kind != Assignment.Kind.PRIMARY:
-        return False
-    return (
-        not Assignment.objects.everyday()
+        return single_rater_work(assignment.kind, dual=False)
+    dual = (
+        Assignment.objects.everyday()
         .filter(query_id=assignment.query_id, kind=Assignment.Kind.SECOND)
         .exclude(status=Assignment.Status.REASSIGNED)
         .exists()
     )
+    return single_rater_work(assignment.kind, dual=dual)
 
 
 def _proposals_sync(*, assignment: Assignment, overturns: Sequence[Overturn]) -> int:

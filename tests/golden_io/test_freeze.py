@@ -74,6 +74,7 @@ def test_it_freezes_consolidated_labels_with_tiers_rubric_and_cutoff(
         "documents": 3,
         "methods": {"adjudicated": 1, "frozen": 3, "single": 1},
         "left_out_unresolved": 1,
+        "left_out_not_done": 0,
         "pending_proposals": 0,
     }
     assert version.created_by == rita and version.parent is None

@@ -123,12 +123,13 @@ def test_a_freeze_takes_real_grades_agreement_and_adjudication(
     dual = factories.pooled_query(golden_set, 2, external_id="q-1", text="refund policy")
     single = factories.pooled_query(golden_set, 1, external_id="q-2", text="reset password")
     agreed_doc, split_doc = (dual.candidates.get(best_rank=r).document for r in (1, 2))
-    for rater, grades in ((alice, (3, 0)), (bob, (3, 3))):
-        assignment = factories.AssignmentFactory.create(query=dual, rater=rater)
+    for rater, kind, grades in ((alice, "primary", (3, 0)), (bob, "second", (3, 3))):
+        assignment = factories.AssignmentFactory.create(query=dual, rater=rater, kind=kind)
         for doc, value in zip((agreed_doc, split_doc), grades, strict=True):
             factories.grade(assignment, doc, value)
     lone_doc = single.candidates.get().document
-    factories.grade(factories.AssignmentFactory.create(query=single, rater=alice), lone_doc, 2)
+    # One rater's work counts once it is marked done (docs/agreement.md, "Final labels").
+    factories.grade(factories.AssignmentFactory.create(query=single, rater=alice, status="done"), lone_doc, 2)
 
     with pytest.raises(services.FreezeBlocked) as blocked:
         services.golden_version_freeze(golden_set=golden_set, by=rita, name="2026-11-01")

@@ -42,7 +42,7 @@ def _frozen(golden_set: GoldenSet) -> dict[str, tuple[int, str, int | None, str]
 def test_a_freeze_records_each_labels_source_and_the_version_counts_the_judges(
     golden_set: GoldenSet, query: Query, docs: list[Document], alice: User, rita: User, client: Client
 ) -> None:
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[0], 3)
     judge = make_judge(golden_set, "m1")
     for doc, grade in zip(docs, (0, 2, 1), strict=True):
@@ -84,7 +84,7 @@ def test_a_freeze_records_each_labels_source_and_the_version_counts_the_judges(
 def test_the_source_survives_the_git_export_and_a_golden_file_import(
     golden_set: GoldenSet, query: Query, docs: list[Document], alice: User, rita: User, tmp_path: Path
 ) -> None:
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[0], 3)
     judge = make_judge(golden_set, "m1")
     label(judge, query, docs[1], 2)
@@ -120,7 +120,7 @@ def test_humans_grading_a_pair_the_judge_filled_shows_as_a_source_change(
     qualify(judge, rita)
     services.golden_version_freeze(golden_set=golden_set, by=rita, name="v1")
     # A rater confirms the judge's grade: the label is the humans' now, its grade unchanged.
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[1], 2)
     services.golden_version_freeze(golden_set=golden_set, by=rita, name="v2")
 

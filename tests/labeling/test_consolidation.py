@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from labeling.models import Assignment, Document, GoldenSet, Judgment, Query
-from labeling.selectors import FinalLabel, Unresolved, labels_consolidated
+from labeling.selectors import FinalLabel, NotDone, Unresolved, labels_consolidated
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -99,8 +99,15 @@ def test_a_single_raters_grade_where_nothing_was_frozen_is_the_label(
     doc = query.candidates.first().document  # type: ignore[union-attr]
     assignment = factories.AssignmentFactory.create(query=query, rater=alice)
     factories.grade(assignment, doc, 1, content_hash="h-judged")
+    # Not marked done: work in progress is neither a label nor unresolved, it is listed as not done.
+    result = labels_consolidated(golden_set=golden_set)
+    assert (result.labels, result.unresolved) == ([], [])
+    assert result.not_done == [NotDone(query.pk, doc.pk, (1,), None)]
+
+    _done(assignment)
 
     assert _label(golden_set, query, doc) == FinalLabel(query.pk, doc.pk, 1, "single", "h-judged")
+    assert labels_consolidated(golden_set=golden_set).not_done == []
 
 
 def test_a_dual_sampled_document_with_one_grade_awaits_the_second_rater(dual: Dual) -> None:
@@ -203,7 +210,7 @@ def test_reassigned_work_and_gold_checks_make_no_label(golden_set: GoldenSet, al
     factories.grade(gold, doc, 1)
     assert labels_consolidated(golden_set=golden_set).labels == []
     carol = factories.UserFactory.create(username="carol", groups=["raters"])
-    live = factories.AssignmentFactory.create(query=query, rater=carol)
+    live = factories.AssignmentFactory.create(query=query, rater=carol, status="done")
     factories.grade(live, doc, 3)
     assert labels_consolidated(golden_set=golden_set).labels == [FinalLabel(query.pk, doc.pk, 3, "single")]
 
@@ -220,8 +227,13 @@ def test_a_rejudgment_replaces_the_earlier_grades_and_outdates_an_older_adjudica
     rejudge = factories.AssignmentFactory.create(query=dual.query, rater=carol, kind="rejudge")
     rejudge.scope.set(dual.query.candidates.filter(document=doc))
     factories.grade(rejudge, doc, 2, content_hash="v2")
-    # The adjudication was made before the re-judgment (on the old content): the new grade stands alone.
+    # The adjudication was made before the re-judgment (on the old content): the new grade stands alone,
+    # once the re-judgment is marked done; until then it counts for nothing and the adjudication stands.
     Judgment.objects.filter(assignment=rejudge).update(updated=adjudication.at + dt.timedelta(seconds=5))
+    assert _label(dual.query.golden_set, dual.query, doc) == FinalLabel(
+        dual.query.pk, doc.pk, 1, "adjudicated"
+    )
+    _done(rejudge)
     assert _label(dual.query.golden_set, dual.query, doc) == FinalLabel(
         dual.query.pk, doc.pk, 2, "single", "v2"
     )

@@ -37,7 +37,7 @@ def test_a_counted_judge_label_fills_only_the_pairs_no_human_labeled(
     judge = make_judge(golden_set, "m1")
     for doc in docs:
         label(judge, query, doc, 1)
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[0], 3)  # judged
     factories.AdjudicationFactory.create(query=query, document=docs[1], reviewer=rita, grade=2)  # adjudicated
     factories.FrozenLabelFactory.create(query=query, document=docs[2], grade=0)  # frozen by humans
@@ -107,7 +107,7 @@ def test_a_frozen_judge_label_gives_way_to_humans_and_to_the_judge_counted_now(
     )
     label(judge, query, docs[0], 2)
     qualify(judge, rita)
-    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice, status="done")
     factories.grade(assignment, docs[1], 1)  # one rater's grade: no proposal against a judge's label
     labels = _labels(golden_set)
     assert labels[(query.pk, docs[0].pk)] == FinalLabel(
@@ -132,3 +132,22 @@ def test_limited_to_queries_and_documents(
     other.status = Query.Status.RETIRED
     other.save()
     assert labels_consolidated(golden_set=golden_set, query_ids=[other.pk]).labels == []
+
+
+def test_a_grade_on_work_not_marked_done_leaves_the_pair_to_the_judge_until_it_is_done(
+    golden_set: GoldenSet, query: Query, docs: list[Document], alice: User, rita: User
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    label(judge, query, docs[0], 1)
+    qualify(judge, rita)
+    assignment = factories.AssignmentFactory.create(query=query, rater=alice)
+    factories.grade(assignment, docs[0], 3)  # one rater's work in progress: it counts for nothing yet
+
+    result = labels_consolidated(golden_set=golden_set)
+    assert [(f.document_id, f.grade, f.source) for f in result.labels] == [(docs[0].pk, 1, JUDGE)]
+    assert [(n.document_id, n.grades, n.label) for n in result.not_done] == [(docs[0].pk, (3,), 1)]
+
+    assignment.status = "done"
+    assignment.save(update_fields=["status"])
+
+    assert _labels(golden_set)[(query.pk, docs[0].pk)] == FinalLabel(query.pk, docs[0].pk, 3, "single")

@@ -3,10 +3,11 @@
 `consolidated` gives the freeze fixed consolidated labels through exactly the interface it reads,
 `labeling.selectors.labels_consolidated(*, golden_set) -> Consolidated` (labels: labeling's
 FinalLabel(query_id, document_id, grade, method), humans' labels; unresolved: Unresolved(query_id,
-document_id, reason)). Consolidation itself is labeling's (docs/agreement.md) and tested there; here it
-is a stand-in so each constructed case (a regrade, an unresolved document in a core query) is exactly
-what the test says. By default it returns the set's FrozenLabel rows as method "frozen", which is what
-consolidation returns when nothing was judged since.
+document_id, reason); not_done: NotDone(query_id, document_id, grades, label), empty here).
+Consolidation itself is labeling's (docs/agreement.md) and tested there; here it is a stand-in so each
+constructed case (a regrade, an unresolved document in a core query) is exactly what the test says. By
+default it returns the set's FrozenLabel rows as method "frozen", which is what consolidation returns when
+nothing was judged since.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from golden_io.models import GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.models import Document, FrozenLabel, GoldenSet, Query
-from labeling.selectors import FinalLabel  # the real label: its source and judge at their defaults (humans)
+from labeling.selectors import (
+    FinalLabel,  # the real label: its source and judge at their defaults (humans)
+    NotDone,
+)
 from tests import factories
 
 
@@ -37,6 +41,7 @@ class Unresolved:
 class Consolidated:
     labels: list[FinalLabel]
     unresolved: list[Unresolved]
+    not_done: list[NotDone] = field(default_factory=list)
 
 
 @dataclass

@@ -37,31 +37,39 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             change = diff(old.golden(), working.golden)
             pending_new = proposals_pending_count(golden_set=old.golden_set)
+            not_done_new: int | None = len(working.not_done)
         else:
             new = version_get(new_ref, default_set=options["golden_set"] or old.golden_set.slug)
             if new.golden_set_id != old.golden_set_id:
                 raise CommandError(f"{old} and {new} belong to different golden sets")
             change = selectors.version_diff(old=old, new=new)
             pending_new = new.counts.get("pending_proposals")
+            not_done_new = new.counts.get(selectors.NOT_DONE_COUNT)
         # Proposed label changes a reviewer had not decided when each side was cut: their documents kept
-        # the earlier labels (unknown for versions frozen before proposals existed).
+        # the earlier labels (unknown for versions frozen before proposals existed). Documents graded on
+        # work not marked done: those grades were left out (unknown for versions cut before that rule).
         pending = {"old": old.counts.get("pending_proposals"), "new": pending_new}
+        not_done = {"old": old.counts.get(selectors.NOT_DONE_COUNT), "new": not_done_new}
+        notes = _count_line("pending proposals (kept the earlier labels)", pending) + _count_line(
+            "left out, graded on work not marked done", not_done
+        )
         if options["format"] == "json":
-            data = change.to_dict() | {"pending_proposals": pending}
+            data = change.to_dict() | {"pending_proposals": pending, selectors.NOT_DONE_COUNT: not_done}
             self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
         elif options["format"] == "markdown":
-            self.stdout.write(change.to_markdown() + _pending_line(pending, "\n"))
+            self.stdout.write(change.to_markdown() + notes)
         else:
-            self.stdout.write(_text(change) + _pending_line(pending, "\n"))
+            self.stdout.write(_text(change) + notes)
         if options["exit_code"] and not change.is_empty:
             raise SystemExit(1)
 
 
-def _pending_line(pending: dict[str, int | None], sep: str) -> str:
-    if not any(pending.values()):
+def _count_line(what: str, count: dict[str, int | None]) -> str:
+    """`\n! <what>: old 0, new 3` when either side has some (`?`: the version did not record it)."""
+    if not any(count.values()):
         return ""
-    old, new = ("?" if n is None else str(n) for n in (pending["old"], pending["new"]))
-    return f"{sep}! pending proposals (kept the earlier labels): old {old}, new {new}"
+    old, new = ("?" if n is None else str(n) for n in (count["old"], count["new"]))
+    return f"\n! {what}: old {old}, new {new}"
 
 
 def _text(change: Any) -> str:
