@@ -7,8 +7,9 @@
 - `assay.budgets`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate;
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
 - `assay.noise`: the noise floor of a budget (run-to-run and bootstrap) and budgets suggested above it;
-- `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.results`: calling a search
-  system, and the addresses a target may reach;
+- `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.results`:
+  calling a search system, and the one network policy of every outbound address (with its hook in each
+  HTTP client);
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
 - `assay.display`: how params, a dispute's grades, gate findings and numbers read on every page;
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command,

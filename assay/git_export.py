@@ -48,7 +48,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
-from assay.netpolicy import name_problem, private_targets_allowed, refused_in, url_problem
+from assay.netpolicy import host_problem, name_problem, private_targets_allowed, refused_in, url_problem
 from assay.secrets import git_export_path_problem, secret_env_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
@@ -142,11 +142,12 @@ def remote_url_problem(url: str) -> str | None:
     return remote_address_problem(url, client)
 
 
-def remote_address_problem(url: str, client: GitClient | None = None) -> str | None:
+def remote_address_problem(url: str, client: GitClient | None = None, *, resolve: bool = False) -> str | None:
     """Why the network policy (assay.netpolicy) refuses the remote's host; None when it allows it, for a
     local remote, or when private addresses are allowed. The host is taken as dulwich reads it (the
-    client it would push with) and, over http(s), as urllib3 and urlsplit read the URL too. A refused
-    remote is refused before anything is written or sent."""
+    client it would push with) and, over http(s), as urllib3 and urlsplit read the URL too. With
+    `resolve` (just before a push), an ssh or git:// host name is also judged on what it resolves to:
+    those clients connect on their own, past the connect-time check http(s) gets."""
     if private_targets_allowed():
         return None
     if client is None:
@@ -158,7 +159,9 @@ def remote_address_problem(url: str, client: GitClient | None = None) -> str | N
             client.get_url(""), clients=("urllib3",), allow_private=False
         )
     host = getattr(client, "host", None) or getattr(client, "_host", None)  # ssh, git://
-    return name_problem(str(host)) if host else f"remote URL {_safe_url(url)!r}: no host to push to"
+    if not host:
+        return f"remote URL {_safe_url(url)!r}: no host to push to"
+    return name_problem(str(host)) if resolve else host_problem(str(host))
 
 
 def local_remote_path(url: str) -> str | None:
@@ -535,7 +538,7 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
             if value is None:
                 return f"the environment variable {env_name} (the {field}) is not set in this process", None
             credentials[field] = value
-    if refused := remote_address_problem(remote.url):  # judged again at use: the policy may have changed
+    if refused := remote_address_problem(remote.url, resolve=True):
         return refused, None
     out, err = io.BytesIO(), io.BytesIO()
     try:

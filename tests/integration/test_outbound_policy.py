@@ -340,3 +340,32 @@ def test_a_name_that_resolves_to_loopback_is_saved_but_never_reached(
 
     assert "intranet.test resolves to 127.0.0.1, which is a loopback address" in used, used
     assert _received(stub, before) == 0
+
+
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "git@１２７.０.０.１:assay/golden.git",  # scp-like ssh, full-width digits
+        "ssh://git@127。0。0。1/assay/golden.git",
+        "git://0x7f000001/golden.git",
+        "ssh://[::ffff:127.0.0.1]/golden.git",
+        "127.1:golden.git",  # `host:path` is ssh to 127.1 (git and dulwich read it so), not a directory
+    ],
+)
+@pytest.mark.usefixtures("policy_off")
+def test_ssh_and_git_remotes_on_loopback_are_refused_before_anything_is_written(
+    remote: str, context: dict[str, Any], tmp_path: Path
+) -> None:
+    assert "loopback address" in save_remote(remote, **context)
+    assert "loopback address" in use_remote(remote, **context)
+    assert not (tmp_path / "export").exists()  # refused before the repository was even created
+
+
+@pytest.mark.usefixtures("policy_off")
+def test_an_ssh_remote_whose_name_resolves_to_loopback_is_not_pushed_to(
+    context: dict[str, Any], intranet: str
+) -> None:
+    """Saved (a name), refused just before the push on what it resolves to: no ssh is started."""
+    remote = f"git@{intranet}:assay/golden.git"
+    assert save_remote(remote, **context) == ""
+    assert "intranet.test resolves to 127.0.0.1, which is a loopback address" in use_remote(remote, **context)
