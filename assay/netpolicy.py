@@ -272,7 +272,10 @@ def public_connection(
     through httpcore, urllib3 under dulwich); `timeout` is a number, None, or either library's "default"
     marker, which leaves the socket's default."""
     host, port = address
-    found = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    try:
+        found = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    except UnicodeError as exc:  # a label the IDNA codec refuses: for the clients, a failed lookup
+        raise socket.gaierror(socket.EAI_NONAME, f"host {host!r} is not a valid host name") from exc
     allowed = [info for info in found if resolved_problem(host, str(info[4][0])) is None]
     if not allowed:
         refused = str(found[0][4][0]) if found else host
