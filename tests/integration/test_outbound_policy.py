@@ -324,7 +324,7 @@ def _refusal_in(exc: BaseException) -> bool:
     return isinstance(refused_in(exc), AddressRefused)
 
 
-@pytest.mark.parametrize("kind", ["search target", "judge base URL", "webhook", "git remote"])
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_a_name_that_resolves_to_loopback_is_saved_but_never_reached(
     kind: str, stubs: dict[str, StubServer], context: dict[str, Any], intranet: str, policy_off: None
 ) -> None:
@@ -335,7 +335,8 @@ def test_a_name_that_resolves_to_loopback_is_saved_but_never_reached(
     url = url_for(intranet, stub, path)
     before = len(stub.requests)
 
-    assert save(url, **context) == ""
+    if save is not use:  # a pool and the CLI are called as they are given: nothing is saved first
+        assert save(url, **context) == ""
     used = use(url, **context)
 
     assert "intranet.test resolves to 127.0.0.1, which is a loopback address" in used, used
