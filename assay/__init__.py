@@ -8,8 +8,9 @@
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
 - `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
   and budgets suggested above it;
-- `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.results`: calling a search
-  system, and the addresses a target may reach;
+- `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.results`:
+  calling a search system, and the one network policy of every outbound address (with its hook in each
+  HTTP client);
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
 - `assay.display`: how params, a dispute's grades, gate findings and numbers read on every page;
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command,

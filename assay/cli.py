@@ -178,6 +178,7 @@ class _Progress:
 
 def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
     from assay.harness import HarnessConfig
+    from assay.netpolicy import private_targets_allowed
 
     template = None
     if args.template:
@@ -201,9 +202,10 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
             solr_method=args.solr_method,
             trust_env=args.trust_env,
             # Whoever runs the command names the URL on their own machine (often a search service on
-            # localhost in CI): no one else's URL reaches this process, so the server's address policy
-            # (assay.netpolicy) does not apply.
-            allow_private=True,
+            # localhost in CI), so private addresses are allowed unless ASSAY_TARGET_ALLOW_PRIVATE says
+            # false: a machine that runs the command for others (a shared runner) applies the server's
+            # policy (assay.netpolicy) by setting it.
+            allow_private=private_targets_allowed(default=True),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

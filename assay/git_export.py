@@ -34,6 +34,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dulwich import porcelain
+from dulwich.client import (
+    AbstractHttpGitClient,
+    GitClient,
+    LocalGitClient,
+    default_urllib3_manager,
+    get_transport_and_path,
+)
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import commit_tree_changes
@@ -41,6 +48,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
+from assay.netpolicy import host_problem, name_problem, private_targets_allowed, refused_in, url_problem
 from assay.secrets import git_export_path_problem, secret_env_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
@@ -116,6 +124,8 @@ def tag_problem(tag: str) -> str | None:
 
 
 def remote_url_problem(url: str) -> str | None:
+    """Why a remote URL may not be pushed to: an unsupported scheme, a password in it, a local directory
+    outside the export roots, or a host the network policy refuses (`remote_address_problem`)."""
     if not url:
         return None
     parts = urlsplit(url)
@@ -123,18 +133,45 @@ def remote_url_problem(url: str) -> str | None:
         return f"remote URL scheme {parts.scheme!r} is not supported (use {', '.join(_REMOTE_SCHEMES)})"
     if parts.password is not None:
         return "the remote URL must not contain a password: name an environment variable for it instead"
-    local = local_remote_path(url)
-    return git_export_path_problem(local) if local is not None else None
+    try:
+        client, path = get_transport_and_path(url)
+    except (ValueError, KeyError) as exc:
+        return f"remote URL {_safe_url(url)!r} cannot be read: {exc}"
+    if isinstance(client, LocalGitClient):
+        return git_export_path_problem(path)
+    return remote_address_problem(url, client)
+
+
+def remote_address_problem(url: str, client: GitClient | None = None, *, resolve: bool = False) -> str | None:
+    """Why the network policy (assay.netpolicy) refuses the remote's host; None when it allows it, for a
+    local remote, or when private addresses are allowed. The host is taken as dulwich reads it (the
+    client it would push with) and, over http(s), as urllib3 and urlsplit read the URL too. With
+    `resolve` (just before a push), an ssh or git:// host name is also judged on what it resolves to:
+    those clients connect on their own, past the connect-time check http(s) gets."""
+    if private_targets_allowed():
+        return None
+    if client is None:
+        client, _path = get_transport_and_path(url)
+    if isinstance(client, LocalGitClient):
+        return None
+    if isinstance(client, AbstractHttpGitClient):
+        return url_problem(url, clients=("urllib3",), allow_private=False) or url_problem(
+            client.get_url(""), clients=("urllib3",), allow_private=False
+        )
+    host = getattr(client, "host", None) or getattr(client, "_host", None)  # ssh, git://
+    if not host:
+        return f"remote URL {_safe_url(url)!r}: no host to push to"
+    return name_problem(str(host)) if resolve else host_problem(str(host))
 
 
 def local_remote_path(url: str) -> str | None:
-    """The directory a remote URL names on this machine (file:// or a plain path), else None."""
-    parts = urlsplit(url)
-    if parts.scheme == "file":
-        return parts.path
-    if not parts.scheme and not re.match(r"^[\w.-]+@[\w.-]+:", url):
-        return url
-    return None
+    """The directory a remote URL names on this machine (file:// or a plain path), else None. Read as
+    dulwich reads it: `host:path` is an ssh remote, not a directory."""
+    try:
+        client, path = get_transport_and_path(url)
+    except (ValueError, KeyError):
+        return None
+    return path if isinstance(client, LocalGitClient) else None
 
 
 def config_problems(
@@ -501,6 +538,8 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
             if value is None:
                 return f"the environment variable {env_name} (the {field}) is not set in this process", None
             credentials[field] = value
+    if refused := remote_address_problem(remote.url, resolve=True):
+        return refused, None
     out, err = io.BytesIO(), io.BytesIO()
     try:
         result = porcelain.push(
@@ -509,12 +548,15 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
             refspecs=[r + b":" + r for r in refs],
             outstream=out,
             errstream=err,
+            **_public_pool(repo, remote.url),
             **credentials,  # type: ignore[arg-type]
         )
     except porcelain.DivergedBranches as exc:
         # Retrying cannot help here, and forcing would throw the remote's commits (or tag) away.
         return _diverged(repo, refs, exc.current_sha, exc.new_sha)
     except Exception as exc:  # every transport error is a failed push, reported in words
+        if (address := refused_in(exc)) is not None:
+            return str(address), None
         reason = str(exc) or type(exc).__name__
         return f"{type(exc).__name__}: {reason}", None
     # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
@@ -528,6 +570,21 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
             f"{ref} ({why})" for ref, why in sorted(rejected.items())
         ), None
     return None
+
+
+def _public_pool(repo: Repo, url: str) -> dict[str, Any]:
+    """For an http(s) remote while private addresses are refused, dulwich's usual urllib3 pool manager
+    (git config and environment: proxies, CA bundle) built on `assay.outbound.PublicPoolManager`, so the
+    address each connection reaches is judged by the network policy. (Through a proxy, the proxy is
+    connected to, and it reaches the host.)"""
+    if private_targets_allowed() or urlsplit(url).scheme not in ("http", "https"):
+        return {}
+    from assay.outbound import PublicPoolManager
+
+    manager = default_urllib3_manager(
+        repo.get_config_stack(), pool_manager_cls=PublicPoolManager, base_url=url
+    )
+    return {"pool_manager": manager}
 
 
 def _diverged(repo: Repo, refs: list[bytes], remote_sha: bytes, local_sha: bytes) -> tuple[str, str]:

@@ -43,7 +43,13 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from assay.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
-from assay.netpolicy import AddressRefused, host_problem, private_targets_allowed, resolved_problem
+from assay.netpolicy import (
+    AddressRefused,
+    private_targets_allowed,
+    public_socket,
+    resolved_problem,
+    url_problem,
+)
 from assay.results import QueryResult
 
 
@@ -117,7 +123,8 @@ def config_problems(config: HarnessConfig) -> list[str]:
         except ValueError as exc:
             problems.append(f"search URL: {exc}")
         else:
-            refused = None if config.allow_private else host_problem(parts.hostname or "")
+            # Judged on the host as yarl (aiohttp's URL parser) reads it, and as urlsplit does.
+            refused = url_problem(config.url, clients=("aiohttp",), allow_private=config.allow_private)
             if refused:
                 problems.append(f"search URL: {refused}")
     if config.size < 1:
@@ -549,7 +556,7 @@ class _PublicResolver(aiohttp.abc.AbstractResolver):
     The connector connects to exactly the addresses a resolver returns and asks again for each new
     connection once its short cache expires, so checking here (after resolution, not on the name) also
     holds when a name is re-pointed at a private address during a run. Address literals never reach a
-    resolver: `config_problems` judges them.
+    resolver: `public_connector`'s socket factory judges every address connected to, literals included.
     """
 
     def __init__(self) -> None:
@@ -568,6 +575,19 @@ class _PublicResolver(aiohttp.abc.AbstractResolver):
         await self._inner.close()
 
 
+def public_connector(*, limit: int, allow_private: bool) -> aiohttp.TCPConnector:
+    """A connector that connects only where `assay.netpolicy` allows (unless private addresses are
+    allowed): names through `_PublicResolver` (only their allowed addresses are tried, and the error names
+    the host), and every address about to be connected to, literals included, through the policy's socket
+    factory, which aiohttp calls after its parser and resolver have done their work: whatever a URL's host
+    turned into, the address itself is judged."""
+    if allow_private:
+        return aiohttp.TCPConnector(limit=limit, limit_per_host=0)
+    return aiohttp.TCPConnector(
+        limit=limit, limit_per_host=0, resolver=_PublicResolver(), socket_factory=public_socket
+    )
+
+
 def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
     outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
@@ -576,8 +596,7 @@ def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(
         total=None, connect=config.timeout, sock_connect=config.timeout, sock_read=config.timeout
     )
-    resolver = None if config.allow_private else _PublicResolver()
-    connector = aiohttp.TCPConnector(limit=config.concurrency, limit_per_host=0, resolver=resolver)
+    connector = public_connector(limit=config.concurrency, allow_private=config.allow_private)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=timeout,

@@ -27,8 +27,9 @@ PASSWORD = "correct horse battery staple"
 # Git exports may write only below the allowed roots (assay.secrets); the tests' repositories live in
 # pytest's temporary directories. Set before any worker process is started, which inherits it.
 os.environ.setdefault("ASSAY_GIT_EXPORT_ROOTS", tempfile.gettempdir())
-# The search servers the tests start listen on loopback, which targets may reach only when the operator
-# allows private addresses (assay.netpolicy); tests of that policy turn it off for themselves.
+# The servers the tests start (search, judge, webhook, git) listen on loopback, which outbound addresses
+# may reach only when the operator allows private ones (assay.netpolicy); tests of that policy turn it off
+# for themselves.
 os.environ.setdefault("ASSAY_TARGET_ALLOW_PRIVATE", "true")
 # Under pytest-xdist each worker has a Redis database of its own (tests/support/parallel.py).
 isolate_redis(django_settings, os.environ, worker_index())

@@ -3,8 +3,8 @@
 At most `concurrency` requests are in flight (an asyncio semaphore: the judge's limit for its endpoint);
 429 (honouring `Retry-After`, in seconds or as an HTTP date, capped), every 5xx, timeouts and dropped
 connections are retried with capped exponential backoff; other 4xx are not. Addresses follow
-`assay.netpolicy` as search targets do (the harness's resolver on every connection). Each pair's reply
-is handed to `on_reply` as it finishes, so the caller can store it at once.
+`assay.netpolicy` as search targets do (the harness's `public_connector` on every connection). Each
+pair's reply is handed to `on_reply` as it finishes, so the caller can store it at once.
 
 The API key goes into the `Authorization` header and nowhere else: errors are built from statuses, body
 shapes (content type and size, `assay.netpolicy.body_shape`) and the exception's kind, never from a
@@ -26,12 +26,12 @@ import aiohttp
 
 from assay.harness import (
     _describe_transport_error,
-    _PublicResolver,
     is_transient_status,
     parse_retry_after,
+    public_connector,
 )
 from assay.judge.answer import Answer, parse_answer
-from assay.netpolicy import AddressRefused, body_shape, host_problem, private_targets_allowed
+from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +71,10 @@ def endpoint_problem(base_url: str, *, allow_private: bool | None = None) -> str
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "expected http(s)://host[:port]/path, e.g. https://api.example.com/v1"
-    allowed = private_targets_allowed() if allow_private is None else allow_private
-    return None if allowed else host_problem(parts.hostname)
+    # The request goes to <base_url>/chat/completions, read by yarl (aiohttp's parser).
+    return url_problem(
+        base_url.rstrip("/") + "/chat/completions", clients=("aiohttp",), allow_private=allow_private
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +211,7 @@ def _session(endpoint: Endpoint) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(
         total=None, connect=endpoint.timeout, sock_connect=endpoint.timeout, sock_read=endpoint.timeout
     )
-    resolver = None if endpoint.allow_private else _PublicResolver()
-    connector = aiohttp.TCPConnector(limit=endpoint.concurrency, limit_per_host=0, resolver=resolver)
+    connector = public_connector(limit=endpoint.concurrency, allow_private=endpoint.allow_private)
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
     )

@@ -36,7 +36,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from assay.netpolicy import body_shape
+from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -232,15 +232,34 @@ def _send_email(message: VerdictMessage, recipients: list[str]) -> None:
         raise _Transient(f"sending mail failed: {type(exc).__name__}: {exc}") from exc
 
 
+def webhook_url_problem(url: str, variable: str) -> str | None:
+    """Why a webhook URL (the value of `variable`) may not be posted to: not http(s), or an address the
+    network policy refuses, judged as httpx will read the host (assay.netpolicy). The words name the
+    variable, never the URL, which is a secret."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the value of {variable} is not an http(s) URL"
+    return url_problem(url, clients=("httpx",), shown=f"the host of the URL in {variable}")
+
+
 def _webhook_url(variable: str) -> str:
     try:
-        url = secret_env_read(variable)
+        url = secret_env_read(variable).strip()
     except SecretEnvError as exc:
         raise _Refused(f"webhook: {exc}") from exc
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _Refused(f"webhook: the value of {variable} is not an http(s) URL")
-    return url.strip()
+    if problem := webhook_url_problem(url, variable):
+        raise _Refused(f"webhook: {problem}")
+    return url
+
+
+def _webhook_client(timeout: float) -> httpx.Client:
+    """A client whose connections go through the network policy (unless private addresses are allowed):
+    the address actually connected to is judged, whatever the URL's host turned into (assay.outbound)."""
+    if private_targets_allowed():
+        return httpx.Client(timeout=timeout, follow_redirects=False)
+    from assay.outbound import public_httpx_transport
+
+    return httpx.Client(timeout=timeout, follow_redirects=False, transport=public_httpx_transport())
 
 
 def _post_webhook(message: VerdictMessage, variable: str) -> None:
@@ -251,10 +270,13 @@ def _post_webhook(message: VerdictMessage, variable: str) -> None:
         return text.replace(url, f"${variable}")
 
     try:
-        reply = httpx.post(url, json=message.payload, timeout=timeout, follow_redirects=False)
+        with _webhook_client(timeout) as client:
+            reply = client.post(url, json=message.payload)
     except httpx.TimeoutException as exc:
         raise _Transient(f"webhook: no answer within {timeout:g} s ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:  # refused, reset, DNS, a broken reply
+        if (refused := refused_in(exc)) is not None:  # the policy's answer: the same next time
+            raise _Refused(hidden(f"webhook ${variable}: {refused}")) from exc
         raise _Transient(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
     except (httpx.InvalidURL, httpx.HTTPError) as exc:  # a URL httpx will not call, whatever the time
         raise _Refused(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc

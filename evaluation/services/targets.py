@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from assay.secrets import secret_env_name_problem
 from assay.storable import json_problem, text_problem
 from assay.targets import SPEC_FIELDS, TargetError, spec_problems
 from evaluation.models import SearchTarget
+from evaluation.services.notifications import webhook_url_problem
 from labeling.models import GoldenSet
 
 # Settings of a target that are not part of how it is called (the run's snapshot, assay.targets).
@@ -28,9 +30,13 @@ def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def webhook_problems(webhook_env: str) -> list[str]:
     """Why a target's webhook variable is refused (empty: it is fine, or there is none). The webhook's URL
-    is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it."""
+    is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it. When the variable is
+    set in this process, its URL is judged by the network policy now (and again at each delivery, where
+    the workers' value is the one used); the message names the variable, never the URL."""
     name = webhook_env.strip()
     refused = secret_env_name_problem(name) if name else None
+    if refused is None and name and (url := os.environ.get(name, "").strip()):
+        refused = webhook_url_problem(url, name)
     return [f"webhook_env: {refused}"] if refused else []
 
 

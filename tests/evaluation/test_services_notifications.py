@@ -23,6 +23,7 @@ from django.db import connection
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assay.targets import TargetError
 from evaluation import tasks
 from evaluation.models import EvaluationRun, Notification, SearchTarget
 from evaluation.services import (
@@ -393,6 +394,37 @@ def test_a_webhook_variable_that_cannot_be_used_fails_at_once(
     assert says in webhook.last_error
     if value:
         assert value not in webhook.last_error
+
+
+@pytest.mark.parametrize(
+    "host", ["１２７.０.０.１", "127。0。0。1", "2130706433", "[::ffff:127.0.0.1]", "localhost."]
+)
+def test_a_webhook_on_a_disguised_loopback_address_is_refused_without_a_request(
+    host: str,
+    finished: RunFactory,
+    stub: StubServer,
+    target: SearchTarget,
+    hook: StubServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The network policy holds for webhooks as for targets. The run (its target on loopback) runs while
+    private addresses are allowed; the webhook is added and the policy turned on before it is told."""
+    run = _failing(finished, stub)
+    url = f"http://{host}:{hook.port}/hook"
+    monkeypatch.setenv(HOOK_VAR, url)
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
+    with pytest.raises(TargetError, match=f"webhook_env: the host of the URL in {HOOK_VAR} is a loopback"):
+        target_update(target=target, webhook_env=HOOK_VAR)  # refused at save, naming the variable
+    SearchTarget.objects.filter(pk=target.pk).update(webhook_env=HOOK_VAR)  # as if saved before
+
+    (waiting,) = notifications_prepare(run_id=run.pk)
+    outcome = notification_deliver(notification_id=waiting, attempt=1)
+
+    webhook = _rows(run)["webhook"]
+    assert outcome == "failed" and (webhook.status, webhook.attempts) == (Status.FAILED, 1)  # not retried
+    assert f"the host of the URL in {HOOK_VAR} is a loopback address" in webhook.last_error
+    assert host not in webhook.last_error and url not in webhook.last_error
+    assert hook.requests == []
 
 
 # ----------------------------------------------------------------------------------------- the claim

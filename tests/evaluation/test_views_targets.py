@@ -429,6 +429,16 @@ def test_the_target_list_and_detail_hide_targets_of_sets_the_user_cannot_see(
         ("http://10.0.0.5/search", "host 10.0.0.5 is a private address"),
         ("http://localhost:9200/search", "host localhost is a loopback address"),
         ("http://[::ffff:127.0.0.1]/search", "host ::ffff:127.0.0.1 is a loopback address"),
+        # The forms an attacker saved before the host was read as the HTTP stack reads it.
+        (
+            "http://１２７.０.０.１:8968/techo",
+            "host １２７.０.０.１ (read as 127.0.0.1) is a loopback address",
+        ),
+        ("http://127。0。0。1:8968/", "host 127。0。0。1 (read as 127.0.0.1) is a loopback address"),
+        (
+            "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/latest/meta-data/",
+            "(read as 169.254.169.254) is a link-local address",
+        ),
     ],
 )
 def test_a_target_on_a_private_address_is_refused_unless_the_operator_allows_it(

@@ -12,18 +12,20 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 
 from assay import git_export
 from assay.git_export import Author, GitExportError, Remote, TagConflict, git_write, read_file
 from assay.golden.format import dump_jsonl
 from golden_io import services
-from golden_io.models import GitExport, GoldenVersion
+from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
     consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
+from tests.support.stub_server import StubServer
 
 RITA = Author("Rita Reviewer", "rita@example.org")
 
@@ -633,3 +635,65 @@ def test_a_stored_unprefixed_secret_variable_is_never_read_or_sent(
     assert not result.pushed and result.push_error is not None
     assert "does not start with ASSAY_SECRET_" in result.push_error
     assert "s3cret" not in result.push_error
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("remote_url", "says"),
+    [
+        ("http://169.254.169.254/latest/meta-data/x.git", "host 169.254.169.254 is a link-local address"),
+        ("http://127.0.0.1:8968/repo2.git", "host 127.0.0.1 is a loopback address"),
+        ("http://１２７.０.０.１:8968/repo2.git", "(read as 127.0.0.1) is a loopback address"),
+        ("git@10.0.0.5:team/golden.git", "host 10.0.0.5 is a private address"),
+    ],
+)
+def test_the_settings_page_refuses_a_remote_on_a_private_address(
+    client: Client,
+    golden_set: GoldenSet,
+    rita: User,
+    monkeypatch: pytest.MonkeyPatch,
+    remote_url: str,
+    says: str,
+) -> None:
+    """The reported remotes saved with the policy off, and an export then requested `info/refs` there."""
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
+    client.force_login(rita)
+    form = {
+        "repository_path": f"{tempfile.gettempdir()}/golden-{golden_set.slug}",
+        "branch": "main",
+        "file_path": "help.json",
+        "file_format": "json",
+        "remote_url": remote_url,
+        "username_env": "",
+        "password_env": "",
+    }
+    response = client.post(f"/sets/{golden_set.slug}/versions/git/", form)
+    assert response.status_code == 422 and says in response.content.decode()
+    assert not GitExportConfig.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_export_to_a_remote_refused_since_it_was_saved_writes_and_sends_nothing(
+    versions: tuple[GoldenVersion, GoldenVersion],
+    golden_set: GoldenSet,
+    rita: User,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Saved while private addresses were allowed; the operator turned that off; the export refuses."""
+    with StubServer() as stub:
+        repo = tmp_path / "golden"
+        services.git_export_configure(
+            golden_set=golden_set,
+            repository_path=str(repo),
+            file_path="help.json",
+            remote_url=f"{stub.url}/x.git",
+        )
+        monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
+        v1, _ = versions
+
+        row = services.golden_version_export(version=v1, by=rita)
+
+        assert row.status == "failed" and "nothing was written" in row.message
+        assert "host 127.0.0.1 is a loopback address" in row.message
+        assert stub.requests == [] and not repo.exists()

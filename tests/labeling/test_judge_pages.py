@@ -103,14 +103,11 @@ def test_a_reviewer_sees_the_judge_its_jobs_and_labels_marked_stand_in(
     assert "succeeded" in page and "hx-get" not in page  # final: no polling
 
 
-def test_trying_a_prompt_shows_the_prompt_and_each_answer(
-    client: Client, golden_set: GoldenSet, assignment: Assignment, stub: StubServer, rita: User
-) -> None:
-    stub.on(assignment.query.text, graded(3, "exactly it"), chat_reply("Relevant, I think."))
-    client.force_login(rita)
+def _try_form(assignment: Assignment, base_url: str, **changes: str) -> dict[str, str]:
+    """The new-judge form as a reviewer fills it in to try the prompt on the assignment's query."""
     form = {
         "name": "tried",
-        "base_url": f"{stub.url}/v1",
+        "base_url": base_url,
         "model": "stub-model",
         "api_key_env": "",
         "temperature": "0",
@@ -121,6 +118,15 @@ def test_trying_a_prompt_shows_the_prompt_and_each_answer(
         "try_query": str(assignment.query.pk),
         "action": "try",
     }
+    return form | changes
+
+
+def test_trying_a_prompt_shows_the_prompt_and_each_answer(
+    client: Client, golden_set: GoldenSet, assignment: Assignment, stub: StubServer, rita: User
+) -> None:
+    stub.on(assignment.query.text, graded(3, "exactly it"), chat_reply("Relevant, I think."))
+    client.force_login(rita)
+    form = _try_form(assignment, f"{stub.url}/v1")
     page = client.post(f"/sets/{golden_set.slug}/judges/new/", form).content.decode()
     assert page.count('class="tried-pair"') == 3
     assert "Grade <strong>3</strong>: exactly it" in page
@@ -168,3 +174,30 @@ def test_no_rater_page_shows_judge_data(
         text = client.get(url).content.decode()
         for shown in ("Quillfeather", "fits the rubric", "stand-in", "stub-model", "/judges/"):
             assert shown not in text, (url, shown)
+
+
+def test_trying_a_judge_on_a_disguised_loopback_address_sends_nothing(
+    client: Client,
+    golden_set: GoldenSet,
+    assignment: Assignment,
+    stub: StubServer,
+    rita: User,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reported attack: a full-width base URL reached the stub through "try", with the API key."""
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
+    monkeypatch.setenv("ASSAY_SECRET_NET_JUDGE_KEY", "sk-must-not-leave")
+    client.force_login(rita)
+    form = _try_form(
+        assignment, f"http://１２７.０.０.１:{stub.port}/v1", api_key_env="ASSAY_SECRET_NET_JUDGE_KEY"
+    )
+    tried = client.post(f"/sets/{golden_set.slug}/judges/new/", form)
+    assert "Not tried: base URL: host １２７.０.０.１ (read as 127.0.0.1) is a loopback address" in (
+        tried.content.decode()
+    )
+    saved = client.post(f"/sets/{golden_set.slug}/judges/new/", form | {"action": "save"})
+    assert saved.status_code == 400 and "(read as 127.0.0.1) is a loopback address" in saved.content.decode()
+    assert stub.requests == [] and not Judge.objects.exists()
+    monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "true")  # the control: the same try reaches the stub
+    client.post(f"/sets/{golden_set.slug}/judges/new/", form)
+    assert stub.requests and stub.requests[0].headers["authorization"] == "Bearer sk-must-not-leave"
