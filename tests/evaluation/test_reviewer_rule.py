@@ -32,7 +32,7 @@ from evaluation.services import run_create
 from evaluation.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from labeling.roles import reviewed_sets, reviews
+from labeling.roles import reviewed_sets, reviewer_emails, reviews
 from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     ALL_SCOPES,
@@ -354,3 +354,16 @@ def test_labeling_and_golden_io_pages_of_the_set_are_404_without_the_role(who: s
         reverse("labeling:set_detail", args=[world.golden_set.slug])
     )
     assert page.status_code == 200
+
+
+def test_the_sets_mail_reaches_only_those_on_the_list_who_review_it(
+    golden_set: GoldenSet, rita: User, alice: User, charlie: User
+) -> None:
+    """A failing verdict and a suspended judge are mailed to `reviewer_emails`: a name on the list without
+    the role is told nothing, as it is shown nothing."""
+    ada = factories.UserFactory.create(username="ada", email="ada@example.org", groups=["admins"])
+    dora = factories.UserFactory.create(username="dora", email="dora@example.org", groups=["reviewers"])
+    golden_set.reviewers.add(alice, charlie, ada, dora)
+    assert reviewer_emails(golden_set) == ["ada@example.org", "dora@example.org", "rita@example.org"]
+    dora.groups.clear()
+    assert reviewer_emails(golden_set) == ["ada@example.org", "rita@example.org"]
