@@ -155,7 +155,8 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
 
 
 def _target_form(w: World, **changes: str) -> dict[str, Any]:
-    return target_form(w.golden_set, name="prod-search", url="http://127.0.0.1:9/elsewhere", **changes)
+    values = {"name": "prod-search", "url": "http://127.0.0.1:9/elsewhere", **changes}
+    return target_form(w.golden_set, **values)
 
 
 # What a POST to each page would change if it were let through (anything else posts nothing).
