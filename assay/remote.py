@@ -156,6 +156,9 @@ def _wait(
     deadline = clock() + timeout
     shown = ""
     while True:
+        # The start's reply says which run and where (a runs:write reply carries nothing it did): its
+        # status, progress and error come from polling, the first time at once.
+        run = client.status(int(run["id"]))
         line = _progress_line(run)
         if line != shown:
             say(line)
@@ -168,7 +171,6 @@ def _wait(
                 f"{run['links']['page']}"
             )
         time.sleep(poll)
-        run = client.status(int(run["id"]))
 
 
 def _print_verdict(verdict: dict[str, Any]) -> None:

@@ -1,13 +1,23 @@
 """Who sees and changes what in evaluation, for the pages and the API alike (a token acts as its user).
 
 The pages and `evaluation.api` both look objects up here, so the API package is never a page's import.
+Everything here reads the one rule of `labeling.roles`: a user **reviews** a golden set when they are an
+admin, or hold the reviewer role (the `reviewers` group) and are on the set's reviewers list; both are
+read from the database at every request, so a reviewer whose group is removed (and every API token they
+made) loses all of this at once. Evaluation is reviewers' work: run pages name systems and rank documents,
+and grading is blind, so nobody without the role (raters, users with no group, a name left on a list
+without the role) sees a run, target or golden set here.
 
-- Runs: admins all; reviewers the runs of their golden sets; a user the runs they triggered
-  (`evaluation.selectors.runs_visible`). Never raters: run pages name systems and rank documents, and
-  grading is blind, so a user who is a rater and not a reviewer sees no run, target or golden set here.
-- Golden sets: admins all; reviewers (the group) the sets they review, as on the golden version pages.
-- Targets: admins all; a reviewer the targets that list one of their sets, and the targets they own.
-- Changing a target: admins, its owner, or a reviewer of every set it lists.
+- Golden sets: the sets the user reviews (`labeling.roles.reviewed_sets`; admins all).
+- Runs: the runs of those sets (`evaluation.selectors.runs_visible`). Who started a run gives no access
+  of its own: a run's ranks and grades are its set's, so a reviewer taken off the set, or who lost the
+  role, no longer sees the runs they started.
+- Starting a run, cancelling one, promoting a baseline, re-scoring, queueing unjudged documents, asking
+  a judge, budgets and schedules: those who review the set.
+- Targets: admins all; a reviewer (the role) the targets that list a set they review, and the targets
+  they own.
+- Creating a target: the reviewer role. Changing one: admins, its owner while they hold the role, or
+  whoever reviews every set it lists.
 
 Everything not visible is a 404 (its existence is not confirmed).
 """
@@ -21,21 +31,11 @@ from django.http import Http404
 
 from evaluation import selectors
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
-from evaluation.services import can_review
 from labeling.models import GoldenSet
-from labeling.roles import is_admin, is_rater, is_reviewer
-
-
-def blind(user: Any) -> bool:
-    """Anonymous users and raters who are not reviewers see nothing of evaluation."""
-    if not getattr(user, "is_authenticated", False):
-        return True
-    return is_rater(user) and not is_reviewer(user)
+from labeling.roles import is_admin, is_reviewer, reviewed_filter, reviewed_sets, reviews
 
 
 def runs_for(user: Any) -> QuerySet[EvaluationRun]:
-    if blind(user):
-        return EvaluationRun.objects.none()
     return selectors.runs_visible(user=user)
 
 
@@ -72,18 +72,11 @@ def run_rows(runs: QuerySet[EvaluationRun]) -> QuerySet[EvaluationRun]:
 
 
 def run_for(user: Any, run_id: int) -> EvaluationRun | None:
-    if blind(user):
-        return None
     return selectors.run_get(user=user, run_id=run_id)
 
 
 def golden_sets_for(user: Any) -> QuerySet[GoldenSet]:
-    sets = GoldenSet.objects.select_related("rubric")
-    if blind(user) or not is_reviewer(user):
-        return sets.none()
-    if is_admin(user):
-        return sets.order_by("slug")
-    return sets.filter(reviewers=user).order_by("slug")
+    return reviewed_sets(user).select_related("rubric").order_by("slug")
 
 
 def golden_set_for(user: Any, slug: str) -> GoldenSet | None:
@@ -92,10 +85,10 @@ def golden_set_for(user: Any, slug: str) -> GoldenSet | None:
 
 def targets_for(user: Any) -> QuerySet[SearchTarget]:
     targets = SearchTarget.objects.all()
-    if blind(user):
+    if not is_reviewer(user):
         return targets.none()
     if not is_admin(user):
-        visible = SearchTarget.objects.filter(Q(golden_sets__reviewers=user) | Q(owner=user))
+        visible = SearchTarget.objects.filter(reviewed_filter(user, "golden_sets") | Q(owner=user.pk))
         targets = targets.filter(pk__in=visible.values("pk"))
     return targets.select_related("owner").prefetch_related("golden_sets").order_by("name")
 
@@ -105,28 +98,26 @@ def target_for(user: Any, pk: int) -> SearchTarget | None:
 
 
 def may_trigger(user: Any, golden_set: GoldenSet) -> bool:
-    """Reviewers of the set and admins start runs on it."""
-    return not blind(user) and can_review(user, golden_set)
+    """Those who review the set start runs on it."""
+    return reviews(user, golden_set)
 
 
 def may_manage_run(user: Any, run: EvaluationRun) -> bool:
-    """Cancel: whoever started the run, the set's reviewers and admins."""
-    if blind(user):
-        return False
-    return run.triggered_by_id == user.pk or can_review(user, run.golden_version.golden_set)
+    """Cancel, promote, re-score, queue or ask a judge about a run: those who review its set."""
+    return reviews(user, run.golden_version.golden_set)
 
 
 def may_create_target(user: Any) -> bool:
-    return not blind(user) and is_reviewer(user)
+    return is_reviewer(user)
 
 
 def may_edit_target(user: Any, target: SearchTarget) -> bool:
-    if blind(user):
+    if not is_reviewer(user):
         return False
     if is_admin(user) or (target.owner_id is not None and target.owner_id == user.pk):
         return True
     listed = list(target.golden_sets.all())
-    return bool(listed) and all(can_review(user, s) for s in listed)
+    return bool(listed) and all(reviews(user, s) for s in listed)
 
 
 # --- the object or a 404 (pages and API alike)

@@ -3,7 +3,8 @@ query, unjudged documents in the top k, baselines, budgets and the noise floor o
 configuration, targets, and a run's golden file (parsed once per process).
 
 Runs show target names and rankings, which raters must never see (grading is blind): a run is visible
-to admins, to reviewers of its golden set and to the user who triggered it.
+to those who review its golden set (the one rule of `labeling.roles`: admins, and holders of the
+reviewer role on the set's list), and to nobody else, whoever started it.
 
 Reads import no service (the services read through here), so nothing here can write by accident.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from assay.drift import Budgets, load_budgets
 from assay.golden.keys import ResolvedGolden, resolve_keys
@@ -32,26 +33,16 @@ from assay.results import QueryResult
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from labeling.roles import reviewed_filter
 
 # The trend page charts every metric of the metric table.
 # The trend's series: each metric's core mean, then the traffic-weighted twins (`weighted_<metric>`).
 TREND_METRICS = METRIC_KEYS + tuple(f"{WEIGHTED_PREFIX}{m}" for m in WEIGHTED_METRICS)
 
 
-def _is_admin(user: Any) -> bool:
-    from labeling.roles import is_admin
-
-    return is_admin(user)
-
-
 def runs_visible(*, user: Any) -> QuerySet[EvaluationRun]:
-    """Every run `user` may see (see the module docstring)."""
-    runs = EvaluationRun.objects.all()
-    if not getattr(user, "is_authenticated", False):
-        return runs.none()
-    if _is_admin(user):
-        return runs
-    return runs.filter(Q(golden_version__golden_set__reviewers=user) | Q(triggered_by=user)).distinct()
+    """Every run `user` may see: the runs of the sets they review (see the module docstring)."""
+    return EvaluationRun.objects.filter(reviewed_filter(user, "golden_version__golden_set"))
 
 
 def run_list(

@@ -2,8 +2,9 @@
 promotion, rebaseline, queueing unjudged documents), targets (list, detail with its nightly schedules,
 form, trend charts), budgets, baseline history and API tokens.
 
-Who sees what is `evaluation.access` (the API's rules too): admins everything, reviewers their golden
-sets, whoever triggered a run that run; raters and outsiders get 404 (grading is blind). Views are thin:
+Who sees what is `evaluation.access` (the API's rules too): those who review a golden set (admins, and
+the reviewer role on the set's list: `labeling.roles`) see its runs, targets, budgets and baselines;
+everyone else gets 404 (grading is blind). Views are thin:
 look the object up through access, call one service or selector, render. The report page's tables are
 `evaluation.report_page`, the forms `evaluation.forms`, the trend charts' geometry `assay.charts`.
 """
@@ -59,7 +60,7 @@ from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.forms import UploadForm, form_errors
 from labeling.lists import list_page
 from labeling.models import GoldenSet
-from labeling.roles import is_admin, is_reviewer
+from labeling.roles import is_reviewer, reviews
 
 # ------------------------------------------------------------------------------------- access helpers
 
@@ -77,10 +78,9 @@ def _get_target(request: HttpRequest, pk: int) -> SearchTarget:
 
 
 def _require_evaluation_user(request: HttpRequest) -> None:
-    """Pages that list things: raters and users without a reviewer role get a 404 like everywhere."""
-    if access.blind(request.user) or not (
-        is_reviewer(request.user) or access.runs_for(request.user).exists()
-    ):
+    """Pages that list things: users without the reviewer role (raters included) get a 404 like
+    everywhere."""
+    if not is_reviewer(request.user):
         raise Http404("nothing here")
 
 
@@ -180,7 +180,7 @@ def _target_sends(run: EvaluationRun) -> dict[str, Any]:
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
     golden_set = run.golden_version.golden_set
-    may_review = services.can_review(request.user, golden_set)
+    may_review = reviews(request.user, golden_set)
     in_force = selectors.baseline_get(golden_set=golden_set, target=run.target)
     context: dict[str, Any] = {
         "run": run,
@@ -225,7 +225,7 @@ def run_report_download(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
     if not access.may_manage_run(request.user, run):
-        raise PermissionDenied("only who started the run, its set's reviewers and admins cancel it")
+        raise PermissionDenied("only the set's reviewers and admins cancel a run")
     if services.run_cancel(run=run, by=request.user):
         messages.success(request, f"Run {run.pk} cancelled.")
     else:
@@ -264,7 +264,7 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     """Re-score the baseline the run was gated against on the run's golden version, and gate it again."""
     run = _get_run(request, run_id)
-    if not services.can_review(request.user, run.golden_version.golden_set):
+    if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers re-score its baseline")
     try:
         run = services.run_regate_rescored(run=run, by=request.user)
@@ -282,7 +282,7 @@ def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
-    if not services.can_review(request.user, run.golden_version.golden_set):
+    if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers queue documents for rating")
     outcome = services.unjudged_queue(run=run, by=request.user)
     n_docs = sum(len(docs) for docs in outcome.queued.values())
@@ -300,7 +300,7 @@ def run_unjudged_ask_judge(request: HttpRequest, run_id: int) -> HttpResponse:
     """ "Ask the judge": the run's unjudged top-k documents to the judge qualified for each query (a job per
     judge over exactly those pairs; docs/runs.md, "Judge labels in the report")."""
     run = _get_run(request, run_id)
-    if not services.can_review(request.user, run.golden_version.golden_set):
+    if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers ask a judge")
     outcome = services.unjudged_ask_judge(run=run, by=request.user)
     if outcome.jobs:
@@ -690,7 +690,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, created: str = "", statu
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
     """Your API tokens; a new token is shown once, on the page that created it."""
-    if access.blind(request.user) or not (is_reviewer(request.user) or is_admin(request.user)):
+    if not is_reviewer(request.user):
         raise Http404("nothing here")
     form = TokenForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -708,7 +708,8 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
-    if access.blind(request.user):
+    # As the tokens page: reviewers' (a token without the role opens nothing; an admin revokes it).
+    if not is_reviewer(request.user):
         raise Http404("no such token")
     token = ApiToken.objects.filter(pk=pk, user_id=request.user.pk or 0).first()
     if token is None:

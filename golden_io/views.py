@@ -1,8 +1,9 @@
 """Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration;
 and the golden-file upload of labeling's import page.
 
-Reviewers of the set and admins only; anyone else (raters included) gets a 404, so the existence of a
-set or version is not confirmed. Thin: check access, call one service or selector, render.
+Reviewers of the set and admins only (the one rule of `labeling.roles`: the reviewer role and the set's
+list); anyone else (raters included) gets a 404, so the existence of a set or version is not confirmed.
+Thin: check access, call one service or selector, render.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from labeling import selectors as labeling_selectors
 from labeling.forms import UploadForm
 from labeling.lists import Filter, ListSpec, Sort, contains, list_page, ordered, where
 from labeling.models import GoldenSet
-from labeling.roles import is_admin, is_reviewer
+from labeling.roles import is_reviewer, reviewed_sets
 from labeling.views.imports import import_page_render, import_report_render
 from labeling.views.sets import SETS_SPEC
 
@@ -36,13 +37,9 @@ from labeling.views.sets import SETS_SPEC
 
 
 def _get_set(request: HttpRequest, slug: str) -> GoldenSet:
-    """The set, if the user reviews it or is an admin; a 404 for everyone else."""
-    if not is_reviewer(request.user):
-        raise Http404("no such golden set")
-    sets = GoldenSet.objects.select_related("rubric")
-    if not is_admin(request.user):
-        sets = sets.filter(reviewers=request.user.pk)
-    golden_set = sets.filter(slug=slug).first()
+    """The set, if the user reviews it or is an admin (`labeling.roles.reviewed_sets`); a 404 for everyone
+    else."""
+    golden_set = reviewed_sets(request.user).select_related("rubric").filter(slug=slug).first()
     if golden_set is None:
         raise Http404("no such golden set")
     return golden_set

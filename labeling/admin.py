@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
 from labeling import models
+from labeling.roles import reviewer_list_problem
 
 
 class _RecordAdmin:
@@ -54,8 +56,20 @@ class RubricAdmin(_RecordAdmin, admin.ModelAdmin):
     search_fields = ("name",)
 
 
+class GoldenSetForm(forms.ModelForm):
+    def clean_reviewers(self) -> Any:
+        """A set's reviewers hold the reviewer role (labeling.roles): a name without it would open
+        nothing, and would look as if it did."""
+        reviewers = self.cleaned_data["reviewers"]
+        problem = reviewer_list_problem(reviewers)
+        if problem:
+            raise forms.ValidationError(problem)
+        return reviewers
+
+
 @admin.register(models.GoldenSet)
 class GoldenSetAdmin(admin.ModelAdmin):
+    form = GoldenSetForm
     list_display = (
         "slug",
         "name",

@@ -169,7 +169,11 @@ class BaselineRescoreSerializer(serializers.ModelSerializer[BaselineRescore]):
         fields = ("id", "source_run", "from_version", "golden_version", "created_by", "created")
 
 
-class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
+class RunReceiptSerializer(serializers.ModelSerializer[EvaluationRun]):
+    """What a `runs:write` reply (starting or cancelling a run) carries: which run of what, its status and
+    where to follow it, nothing it found (progress, verdict, params, baseline, errors are `read`'s:
+    `GET` the `run` link)."""
+
     golden_set: serializers.SlugRelatedField[GoldenSet] = serializers.SlugRelatedField(
         source="golden_version.golden_set", slug_field="slug", read_only=True
     )
@@ -179,10 +183,33 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     target: serializers.SlugRelatedField[SearchTarget] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
+    final = serializers.SerializerMethodField()
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EvaluationRun
+        fields = ("id", "golden_set", "golden_version", "target", "status", "final", "created", "links")
+
+    def get_final(self, obj: EvaluationRun) -> bool:
+        return obj.status in EvaluationRun.FINAL
+
+    @extend_schema_field(RunLinksSerializer)
+    def get_links(self, obj: EvaluationRun) -> dict[str, str]:
+        return {
+            "run": _absolute(self.context, "api:run-detail", obj.pk),
+            "report": _absolute(self.context, "api:run-report", obj.pk),
+            "verdict": _absolute(self.context, "api:run-verdict", obj.pk),
+            "cancel": _absolute(self.context, "api:run-cancel", obj.pk),
+            "page": _absolute(self.context, "evaluation:run_detail", obj.pk),
+        }
+
+
+class RunSerializer(RunReceiptSerializer):
+    """A run as `read` shows it: the receipt's fields and what the run did."""
+
     triggered_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
-    final = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     params = serializers.JSONField(read_only=True)
     effective_params = serializers.JSONField(read_only=True)
@@ -190,7 +217,6 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     baseline_rescore = BaselineRescoreSerializer(
         read_only=True, allow_null=True, help_text="null: gated against the baseline run's own report"
     )
-    links = serializers.SerializerMethodField()
 
     class Meta:
         model = EvaluationRun
@@ -218,9 +244,6 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "links",
         )
 
-    def get_final(self, obj: EvaluationRun) -> bool:
-        return obj.status in EvaluationRun.FINAL
-
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, obj: EvaluationRun) -> dict[str, Any]:
         return {"done": obj.done, "total": obj.total, "errored": obj.errors, "percent": round(obj.percent, 2)}
@@ -228,16 +251,6 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_baseline_run(self, obj: EvaluationRun) -> int | None:
         return obj.baseline.run_id if obj.baseline_id is not None and obj.baseline is not None else None
-
-    @extend_schema_field(RunLinksSerializer)
-    def get_links(self, obj: EvaluationRun) -> dict[str, str]:
-        return {
-            "run": _absolute(self.context, "api:run-detail", obj.pk),
-            "report": _absolute(self.context, "api:run-report", obj.pk),
-            "verdict": _absolute(self.context, "api:run-verdict", obj.pk),
-            "cancel": _absolute(self.context, "api:run-cancel", obj.pk),
-            "page": _absolute(self.context, "evaluation:run_detail", obj.pk),
-        }
 
 
 class RunCreateSerializer(serializers.Serializer[Any]):
@@ -324,4 +337,4 @@ class ProblemsSerializer(serializers.Serializer[Any]):
 
 class CancelSerializer(serializers.Serializer[Any]):
     cancelled = serializers.BooleanField(help_text="false when the run had already finished")
-    run = RunSerializer()
+    run = RunReceiptSerializer()

@@ -26,6 +26,7 @@ from evaluation.api.serializers import (
     GoldenVersionSerializer,
     ProblemsSerializer,
     RunCreateSerializer,
+    RunReceiptSerializer,
     RunSerializer,
     TargetSerializer,
     VerdictSerializer,
@@ -274,7 +275,7 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
     @extend_schema(
         request=RunCreateSerializer,
         responses={
-            201: RunSerializer,
+            201: RunReceiptSerializer,
             400: ProblemsSerializer,
             404: OpenApiResponse(description="no golden set, version or target by that name you can see"),
         },
@@ -321,8 +322,8 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
             )
         except RunError as exc:
             return _problems("the run cannot start", exc.problems)
-        run = _run(request, run.pk)
-        body = RunSerializer(run, context=self.get_serializer_context()).data
+        # What was started and where to follow it; what it does is `read`'s (the run link).
+        body = RunReceiptSerializer(_run(request, run.pk), context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["run"]})
 
 
@@ -399,10 +400,11 @@ class RunCancel(ApiView):
         run = _run(request, pk)
         if not access.may_manage_run(request.user, run):
             return _problems(
-                "not allowed", ["only its reviewers, admins or who started it cancel a run"], 403
+                "not allowed",
+                [f"only reviewers of {run.golden_version.golden_set.slug} cancel its runs"],
+                403,
             )
         cancelled = run_cancel(run=run, by=request.user)
         run = _run(request, pk)
-        return Response(
-            {"cancelled": cancelled, "run": RunSerializer(run, context=self.get_serializer_context()).data}
-        )
+        receipt = RunReceiptSerializer(run, context=self.get_serializer_context()).data
+        return Response({"cancelled": cancelled, "run": receipt})

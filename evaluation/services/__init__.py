@@ -33,7 +33,6 @@ from assay.targets import TargetError
 from evaluation.services.baselines import (
     BaselineError,
     baseline_promote,
-    can_review,
     rebaseline_branch,
     rebaseline_write,
     relevance_notes,
@@ -107,7 +106,6 @@ __all__ = [
     "baseline_promote",
     "baseline_rescore_get_or_create",
     "budgets_set",
-    "can_review",
     "chunk_lease_claim",
     "chunk_leases_create",
     "notification_deliver",

@@ -21,6 +21,7 @@ from evaluation.services.rescore import baseline_rescore_get_or_create
 from evaluation.services.runs import RunError
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from labeling.roles import reviews
 
 Status = EvaluationRun.Status
 
@@ -29,19 +30,10 @@ class BaselineError(RunError):
     """A run that cannot become a baseline, or a promotion this user may not make."""
 
 
-def can_review(user: Any, golden_set: GoldenSet) -> bool:
-    """Reviewers of the set and admins approve baselines (and see runs of the set)."""
-    from labeling.roles import is_admin
-
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return is_admin(user) or golden_set.reviewers.filter(pk=user.pk).exists()
-
-
 def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str]:
     problems = []
     golden_set = run.golden_version.golden_set
-    if not can_review(by, golden_set):
+    if not reviews(by, golden_set):
         problems.append(f"only a reviewer of {golden_set.slug} can approve a baseline")
     unstorable = text_problem(rationale, free_text=True)
     if not rationale.strip():
@@ -236,7 +228,7 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> EvaluationRun:
     )
     golden_set = run.golden_version.golden_set
     problems = []
-    if not can_review(by, golden_set):
+    if not reviews(by, golden_set):
         problems.append(f"only a reviewer of {golden_set.slug} can re-score its baseline")
     if run.status != Status.SUCCEEDED or run.report is None:
         problems.append(f"run {run.pk} is {run.status}: only a finished run with a report is gated")

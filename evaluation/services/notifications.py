@@ -39,7 +39,7 @@ from django.utils import timezone
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
-from labeling.models import GoldenSet
+from labeling.roles import reviewer_emails
 
 logger = logging.getLogger(__name__)
 
@@ -130,12 +130,6 @@ def verdict_message(run: EvaluationRun) -> VerdictMessage:
 
 
 # ----------------------------------------------------------------------------------------- the rows
-
-
-def reviewer_emails(golden_set: GoldenSet) -> list[str]:
-    """The addresses of the set's active reviewers who have one, each once."""
-    rows = golden_set.reviewers.filter(is_active=True).exclude(email="").values_list("email", flat=True)
-    return sorted(set(rows))
 
 
 NOTIFIED_STATUSES = (EvaluationRun.Status.SUCCEEDED, EvaluationRun.Status.FAILED)

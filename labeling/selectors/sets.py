@@ -20,17 +20,15 @@ from labeling.models import (
     JudgmentEvent,
     Query,
 )
-from labeling.roles import is_admin
+from labeling.roles import reviewed_sets
 from labeling.selectors.grading import count_subquery
 from labeling.selectors.labels import PairLabel, _pair_labels
 
 
 def golden_set_list(*, user: Any) -> QuerySet[GoldenSet]:
-    """The sets a reviewer reviews (admins: all of them), with query counts."""
-    sets = GoldenSet.objects.select_related("rubric").annotate(n_queries=Count("queries", distinct=True))
-    if is_admin(user):
-        return sets.order_by("slug")
-    return sets.filter(reviewers=user).order_by("slug")
+    """The sets `user` reviews (`labeling.roles.reviewed_sets`; admins: all of them), with query counts."""
+    sets = reviewed_sets(user).select_related("rubric")
+    return sets.annotate(n_queries=Count("queries", distinct=True)).order_by("slug")
 
 
 _LIVE = Assignment.objects.filter(query_id=OuterRef("pk")).exclude(status=Assignment.Status.REASSIGNED)

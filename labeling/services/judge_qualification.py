@@ -63,6 +63,7 @@ from labeling.models import (
     Judgment,
     Query,
 )
+from labeling.roles import reviewer_emails
 from labeling.selectors.judge_items import JudgeItems, JudgeItemsFigures, judge_figures_get, judge_items_get
 from labeling.services.judges import judge_job_create
 
@@ -380,7 +381,7 @@ def _share(value: object) -> str:
 def _mail_reviewers(qualification: JudgeQualification) -> None:
     judge = qualification.judge
     golden_set = judge.golden_set
-    to = sorted(golden_set.reviewers.exclude(email="").values_list("email", flat=True))
+    to = reviewer_emails(golden_set)
     if not to:
         return
     scope = scope_text(qualification.strata, qualification.locales)

@@ -1,7 +1,9 @@
 """Access checks for the labeling pages, one helper per object kind, and the redirect after a POST.
 
-Login is required by the middleware; these add the role and ownership checks. A reviewer page answers
-404 to everyone else (as the golden-version pages do), so nothing about a set is confirmed to them.
+Login is required by the middleware; these add the role and ownership checks. Who reviews a set is the
+one rule of `labeling.roles` (the reviewer role and the set's list, or admin), which golden_io's and
+evaluation's pages and the API read too. A reviewer page answers 404 to everyone else (as the
+golden-version pages do), so nothing about a set is confirmed to them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 
 from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, Judge, Query
-from labeling.roles import is_admin, is_rater, is_reviewer
+from labeling.roles import is_admin, is_rater, is_reviewer, reviewed_filter, reviewed_sets
 
 
 def require_rater(request: HttpRequest) -> None:
@@ -40,11 +42,9 @@ def get_assignment_for_rater(request: HttpRequest, pk: int) -> Assignment:
 
 
 def get_set_for_reviewer(request: HttpRequest, slug: str) -> GoldenSet:
+    """A set the user reviews (`labeling.roles.reviewed_sets`), else 404."""
     require_reviewer(request)
-    sets = GoldenSet.objects.select_related("rubric")
-    if not is_admin(request.user):
-        sets = sets.filter(reviewers=request.user.pk)
-    return get_object_or_404(sets, slug=slug)
+    return get_object_or_404(reviewed_sets(request.user).select_related("rubric"), slug=slug)
 
 
 def get_query_for_reviewer(request: HttpRequest, slug: str, pk: int) -> Query:
@@ -54,9 +54,9 @@ def get_query_for_reviewer(request: HttpRequest, slug: str, pk: int) -> Query:
 
 def get_assignment_for_reviewer(request: HttpRequest, pk: int) -> Assignment:
     require_reviewer(request)
-    assignments = Assignment.objects.select_related("query__golden_set", "rater")
-    if not is_admin(request.user):
-        assignments = assignments.filter(query__golden_set__reviewers=request.user.pk)
+    assignments = Assignment.objects.select_related("query__golden_set", "rater").filter(
+        reviewed_filter(request.user, "query__golden_set")
+    )
     return get_object_or_404(assignments, pk=pk)
 
 

@@ -41,6 +41,10 @@ from tests.support.runs import eager_celery, make_version
 pytestmark = pytest.mark.django_db
 
 
+# What a runs:write reply (start, cancel) says of a run: which run of what, its status, where to follow it.
+RECEIPT = ("id", "golden_set", "golden_version", "target", "status", "final", "created", "links")
+
+
 def _post(client: Client, path: str, body: Any, **headers: Any) -> Any:
     return client.post(path, data=json.dumps(body), content_type="application/json", **headers)
 
@@ -77,6 +81,7 @@ def test_it_starts_a_run_as_the_tokens_user_and_the_run_finishes(
     assert (run.triggered_by, run.trigger, run.params) == (rita, "ci", {"rewrite": True})
     assert body["golden_version"] == version.name and body["target"] == target.name
     assert body["links"]["page"] == f"http://testserver/runs/{run.pk}/"
+    assert set(body) == set(RECEIPT)  # which run and where: what it does is the run link's
     status = client.get(f"/api/v1/runs/{run.pk}/", **bearer(token_for(rita))).json()
     assert (status["status"], status["final"], status["verdict"]) == ("succeeded", True, "none")
     assert status["progress"] == {"done": 6, "total": 6, "errored": 0, "percent": 100.0}
@@ -220,9 +225,39 @@ def test_cancel_stops_a_queued_run_and_says_when_it_had_finished(
     finished = client.post(f"/api/v1/runs/{scene.current.pk}/cancel/", **headers).json()
 
     assert cancelled["cancelled"] is True and cancelled["run"]["status"] == "cancelled"
-    assert cancelled["run"]["error_message"] == "cancelled by rita"
+    # The reply says which run and where; what happened to it is read's (docs/api.md).
+    assert set(cancelled["run"]) == set(RECEIPT)
+    status = client.get(cancelled["run"]["links"]["run"], **headers).json()
+    assert status["error_message"] == "cancelled by rita"
     assert again["cancelled"] is False
     assert finished["cancelled"] is False and finished["run"]["status"] == "succeeded"
+
+
+def test_a_runs_write_token_learns_nothing_a_run_found(
+    scene: Scene,
+    version: GoldenVersion,
+    target: SearchTarget,
+    rita: User,
+    token_for: TokenFor,
+) -> None:
+    """Starting and cancelling need the run's id, status and links; its verdict, progress, params,
+    baseline and errors are `read`'s, which this token lacks."""
+    client, headers = Client(), bearer(token_for(rita, "runs:write"))
+    body = {"golden_set": "help-center", "target": target.name}
+    started = _post(client, "/api/v1/runs/", body, **headers)
+    # The failing run of the scene, cancelled too late: the reply holds no trace of its verdict.
+    cancelled = client.post(f"/api/v1/runs/{scene.current.pk}/cancel/", **headers)
+
+    assert started.status_code == 201 and cancelled.status_code == 200
+    assert set(started.json()) == set(RECEIPT) and started.json()["status"] == "queued"
+    assert cancelled.json()["cancelled"] is False and set(cancelled.json()["run"]) == set(RECEIPT)
+    assert (cancelled.json()["run"]["status"], cancelled.json()["run"]["final"]) == ("succeeded", True)
+    for reply in (started.json(), cancelled.json()["run"]):
+        assert set(reply["links"]) == {"run", "report", "verdict", "cancel", "page"}
+    # Following the links is read's: this token gets 403 naming the scope.
+    for link in ("run", "report", "verdict"):
+        refused = client.get(started.json()["links"][link], **headers)
+        assert refused.status_code == 403 and "'read'" in refused.json()["detail"]
 
 
 def test_runs_list_filters_and_pages(scene: Scene, rita: User, token_for: TokenFor) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.selectors import (
@@ -37,20 +37,26 @@ from tests.support.stub_server import Reply, StubServer, hits_reply
 pytestmark = pytest.mark.django_db
 
 
-def test_runs_are_seen_by_the_sets_reviewers_and_whoever_triggered_them(
+def test_runs_are_seen_by_those_who_review_their_set_whoever_triggered_them(
     finished: Any, rita: User, alice: User, bob: User, charlie: User
 ) -> None:
     reviewed = finished()
-    mine = finished(triggered_by=charlie)
+    started_by_charlie = finished(triggered_by=charlie)
     admin = factories.UserFactory.create(username="ada", groups=["admins"])
 
-    assert list(run_list(user=rita)) == [mine, reviewed]
-    assert list(run_list(user=admin)) == [mine, reviewed]
-    assert list(run_list(user=charlie)) == [mine]
+    assert list(run_list(user=rita)) == [started_by_charlie, reviewed]
+    assert list(run_list(user=admin)) == [started_by_charlie, reviewed]
+    # Starting a run opens nothing of its own: its ranks and grades are the set's (evaluation.access).
+    assert list(run_list(user=charlie)) == []
     # Raters grade blind: run pages name systems and show rankings.
     assert list(run_list(user=alice)) == [] and run_get(user=bob, run_id=reviewed.pk) is None
     assert run_get(user=rita, run_id=reviewed.pk) == reviewed
     assert list(run_list(user=rita, status="queued")) == []
+    # Without the reviewer role, a place on the set's list opens nothing; with it back, everything.
+    rita.groups.clear()
+    assert list(run_list(user=User.objects.get(pk=rita.pk))) == []
+    rita.groups.add(Group.objects.get(name="reviewers"))
+    assert list(run_list(user=User.objects.get(pk=rita.pk))) == [started_by_charlie, reviewed]
 
 
 def test_progress_reads_fresh_counts(version: GoldenVersion, target: SearchTarget, rita: User) -> None:

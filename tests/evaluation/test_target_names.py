@@ -24,6 +24,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     page_text,
     stub_fixture,
     target_fixture,
+    target_form,
     token_for_fixture,
     version_fixture,
     victor_fixture,
@@ -33,26 +34,12 @@ from tests.support.runs import make_target
 pytestmark = pytest.mark.django_db
 
 
-def _form(golden_set: GoldenSet, **changes: Any) -> dict[str, Any]:
-    return {
-        "name": "docs-search",
-        "adapter": "http_json",
-        "url": "http://127.0.0.1:9/search",
-        "timeout": "5",
-        "concurrency": "4",
-        "retries": "0",
-        "solr_method": "GET",
-        "golden_sets": [golden_set.pk],
-        **changes,
-    }
-
-
 def test_a_name_only_another_teams_set_uses_is_answered_as_a_free_name(
     other_target: SearchTarget, golden_set: GoldenSet, rita: User
 ) -> None:
     # victor's `docs-search` is on developer-docs, which rita does not review.
-    taken = logged_in(rita).post("/targets/new/", _form(golden_set))
-    free = logged_in(rita).post("/targets/new/", _form(golden_set, name="free-name"))
+    taken = logged_in(rita).post("/targets/new/", target_form(golden_set))
+    free = logged_in(rita).post("/targets/new/", target_form(golden_set, name="free-name"))
     assert (taken.status_code, free.status_code) == (302, 302)
     assert SearchTarget.objects.filter(name="docs-search").count() == 2
     assert [t.golden_sets.get().slug for t in access.targets_for(rita).filter(name="docs-search")] == [
@@ -63,7 +50,7 @@ def test_a_name_only_another_teams_set_uses_is_answered_as_a_free_name(
 def test_within_a_set_a_taken_name_is_refused_naming_the_set(
     target: SearchTarget, golden_set: GoldenSet, rita: User
 ) -> None:
-    response = logged_in(rita).post("/targets/new/", _form(golden_set, name=target.name))
+    response = logged_in(rita).post("/targets/new/", target_form(golden_set, name=target.name))
     assert response.status_code == 422
     assert f"name: golden set help-center has a target named '{target.name}' already" in page_text(response)
     assert SearchTarget.objects.filter(name=target.name).count() == 1
@@ -78,19 +65,17 @@ def test_a_target_on_a_set_its_editor_does_not_review_keeps_its_name(
     make_target("http://127.0.0.1:9/x", other_set, name="taken-there")
     answers = []
     for name in ("free-name", "taken-there"):
-        response = logged_in(rita).post(f"/targets/{target.pk}/edit/", _form(golden_set, name=name))
+        response = logged_in(rita).post(f"/targets/{target.pk}/edit/", target_form(golden_set, name=name))
         answers.append((response.status_code, page_text(response).count("golden set(s) you do not review")))
     assert answers == [(422, 1), (422, 1)]
     target.refresh_from_db()
     assert target.name == "staging"
     # Its other settings still change; an admin may rename it.
-    assert (
-        logged_in(rita).post(f"/targets/{target.pk}/edit/", _form(golden_set, name="staging")).status_code
-        == 302
-    )
+    kept = logged_in(rita).post(f"/targets/{target.pk}/edit/", target_form(golden_set, name="staging"))
+    assert kept.status_code == 302
     renamed = logged_in(ada).post(
         f"/targets/{target.pk}/edit/",
-        _form(golden_set, name="free-name", golden_sets=[golden_set.pk, other_set.pk]),
+        target_form(golden_set, name="free-name", golden_sets=[golden_set.pk, other_set.pk]),
     )
     assert renamed.status_code == 302
     target.refresh_from_db()

@@ -103,16 +103,15 @@ def test_raters_outsiders_and_other_sets_reviewers_get_404(
     assert not BaselineRescore.objects.exists()
 
 
-def test_who_sees_the_run_without_reviewing_its_set_gets_403_and_no_button(
+def test_who_started_the_run_without_reviewing_its_set_gets_404(
     refused: EvaluationRun, finished: RunFactory, victor: User
 ) -> None:
-    theirs = finished(golden_version=refused.golden_version, triggered_by=victor)  # victor may see it
+    # Starting a run opens nothing of its own: the run is its set's reviewers' (evaluation.access).
+    theirs = finished(golden_version=refused.golden_version, triggered_by=victor)
     client = logged_in(victor)
 
-    assert client.get(f"/runs/{theirs.pk}/").status_code == 200
-    assert BUTTON not in page_text(client.get(f"/runs/{theirs.pk}/"))
-    assert client.post(f"/runs/{theirs.pk}/rescore-baseline/").status_code == 403
-    assert client.get(f"/runs/{theirs.pk}/rescore-baseline/").status_code == 405
+    assert client.get(f"/runs/{theirs.pk}/").status_code == 404
+    assert client.post(f"/runs/{theirs.pk}/rescore-baseline/").status_code == 404
     assert not BaselineRescore.objects.exists()
 
 

@@ -89,13 +89,18 @@ def test_every_page_answers_the_sets_reviewer_and_an_admin(scene: Scene, rita: U
             assert client.get(path).status_code == 200, (user.username, path)
 
 
-def test_whoever_triggered_a_run_sees_it_without_a_reviewer_role(
-    finished: Any, charlie: User, version: GoldenVersion
+def test_having_started_a_run_opens_nothing_to_who_does_not_review_its_set(
+    finished: Any, charlie: User, victor: User, version: GoldenVersion
 ) -> None:
-    run = finished(triggered_by=charlie)
-    client = logged_in(charlie)
-    assert client.get(f"/runs/{run.pk}/").status_code == 200
-    assert f"#{run.pk}" in page_text(client.get("/runs/"))
+    # A run's ranks and grades are its set's (evaluation.access): who started it sees it only while they
+    # review the set.
+    for user in (charlie, victor):
+        run = finished(triggered_by=user)
+        client = logged_in(user)
+        assert client.get(f"/runs/{run.pk}/").status_code == 404
+        assert client.get(f"/runs/{run.pk}/report.json").status_code == 404
+    assert logged_in(charlie).get("/runs/").status_code == 404  # no role, no list
+    assert f"#{run.pk}" not in page_text(logged_in(victor).get("/runs/"))
 
 
 # --- list and progress ----------------------------------------------------------------------------
@@ -317,12 +322,15 @@ def test_queueing_unjudged_documents_adds_them_to_the_pools(scene: Scene, rita: 
     assert "Not in the set's documents (import them first): q-1/d9" in text
 
 
-def test_a_rater_cannot_queue_and_a_reviewer_who_triggered_nothing_can(scene: Scene, charlie: User) -> None:
+def test_who_started_a_run_without_reviewing_its_set_cannot_queue(scene: Scene, charlie: User) -> None:
     run = scene.current
     EvaluationRun.objects.filter(pk=run.pk).update(triggered_by=charlie)
-    # charlie sees the run he triggered but reviews no set: he cannot queue documents for rating.
+    factories.QueryFactory.create(golden_set=scene.golden_set, external_id="q-1", text="query 1")
+    factories.DocumentFactory.create(golden_set=scene.golden_set, doc_id="d3")
+    before = Candidate.objects.count()
     response = logged_in(charlie).post(f"/runs/{run.pk}/unjudged/")
-    assert response.status_code == 403
+    assert response.status_code == 404
+    assert Candidate.objects.count() == before
 
 
 def test_promotion_needs_a_rationale_and_records_who_and_why(scene: Scene, rita: User) -> None:

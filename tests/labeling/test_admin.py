@@ -492,3 +492,28 @@ def test_decision_records_are_listed_read_only(golden_set: GoldenSet, rita: User
     response = client.post(f"/admin/labeling/tiermove/{move.pk}/change/", {"reason": "rewritten"})
     assert response.status_code == 403
     assert query.tier_moves.get().reason == "ambiguous"
+
+
+def test_the_admins_set_page_refuses_a_reviewer_without_the_role(
+    golden_set: GoldenSet, rita: User, charlie: User
+) -> None:
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", "root@example.org", "pw"))
+    url = reverse("admin:labeling_goldenset_change", args=[golden_set.pk])
+    form = client.get(url).context["adminform"].form
+    data = {
+        name: value
+        for name, value in form.initial.items()
+        if value is not None and name not in ("reviewers", "raters", "locales")
+    }
+    raters = [u.pk for u in golden_set.raters.all()]
+    data |= {"locales": json.dumps(golden_set.locales), "raters": raters, "_save": "Save"}
+
+    refused = client.post(url, {**data, "reviewers": [rita.pk, charlie.pk]})
+
+    assert refused.status_code == 200  # the form again, with the error
+    assert "charlie is not in the reviewers group" in refused.content.decode()
+    assert list(golden_set.reviewers.all()) == [rita]
+    saved = client.post(url, {**data, "reviewers": [rita.pk]})
+    assert saved.status_code == 302
+    assert sorted(u.pk for u in golden_set.raters.all()) == sorted(raters)

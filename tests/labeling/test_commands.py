@@ -64,6 +64,33 @@ def test_a_golden_set_is_built_from_the_command_line(
     }
 
 
+def test_create_golden_set_refuses_reviewers_without_the_role_and_writes_nothing(
+    golden_set: GoldenSet, rita: User, charlie: User, alice: User
+) -> None:
+    rubric = golden_set.rubric
+    with pytest.raises(CommandError) as refused:
+        _call(
+            "create_golden_set",
+            "new-set",
+            "--surface=help-center",
+            f"--rubric={rubric.name}@{rubric.version}",
+            "--reviewers=rita,charlie,alice",
+        )
+    assert str(refused.value) == (
+        "--reviewers: alice, charlie are not in the reviewers group: a set's reviewers must hold the "
+        "reviewer role (add them to the reviewers group first, or leave them off the list)"
+    )
+    assert not GoldenSet.objects.filter(slug="new-set").exists()
+    _call(
+        "create_golden_set",
+        "new-set",
+        "--surface=help-center",
+        f"--rubric={rubric.name}@{rubric.version}",
+        "--reviewers=rita",
+    )
+    assert list(GoldenSet.objects.get(slug="new-set").reviewers.all()) == [rita]
+
+
 def test_a_failed_import_exits_with_every_problem_and_writes_nothing(tmp_path: Path) -> None:
     factories.GoldenSetFactory.create(slug="hc")
     docs = tmp_path / "docs.jsonl"

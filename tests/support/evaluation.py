@@ -109,6 +109,21 @@ def light_scene_fixture(
     return Scene(golden_set, version, target, run, run)
 
 
+def target_form(golden_set: GoldenSet, **changes: Any) -> dict[str, Any]:
+    """What the target form posts for a plain http_json target of `golden_set`, with `changes`."""
+    return {
+        "name": "docs-search",
+        "adapter": "http_json",
+        "url": "http://127.0.0.1:9/search",
+        "timeout": "5",
+        "concurrency": "4",
+        "retries": "0",
+        "solr_method": "GET",
+        "golden_sets": [golden_set.pk],
+        **changes,
+    }
+
+
 TokenFor = Callable[..., str]
 
 

@@ -4,8 +4,10 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from labeling.models import GoldenSet, Rubric
+from labeling.roles import reviewer_list_problem
 
 
 class Command(BaseCommand):
@@ -32,23 +34,30 @@ class Command(BaseCommand):
             raise CommandError("--dual-rate must be between 0 and 1")
         if o["k"] < 1:
             raise CommandError("--k must be at least 1")
-        golden_set, created = GoldenSet.objects.update_or_create(
-            slug=slug,
-            defaults={
-                "name": o["name"] or slug,
-                "surface": o["surface"],
-                "rubric": rubric,
-                "locales": [x.strip() for x in o["locales"].split(",") if x.strip()],
-                "k": o["k"],
-                "relevant_min_grade": o["relevant_min_grade"],
-                "dual_rate": o["dual_rate"],
-            },
-        )
+        # Every person is checked before anything is written: a refusal leaves no set behind.
+        people = {}
         for field, names in (("raters", o["raters"]), ("reviewers", o["reviewers"])):
             wanted = [n.strip() for n in names.split(",") if n.strip()]
             users = list(get_user_model().objects.filter(username__in=wanted))
             missing = sorted(set(wanted) - {u.username for u in users})
             if missing:
                 raise CommandError(f"--{field}: no user(s) {', '.join(missing)}")
-            getattr(golden_set, field).add(*users)
+            people[field] = users
+        if problem := reviewer_list_problem(people["reviewers"]):
+            raise CommandError(f"--reviewers: {problem}")
+        with transaction.atomic():
+            golden_set, created = GoldenSet.objects.update_or_create(
+                slug=slug,
+                defaults={
+                    "name": o["name"] or slug,
+                    "surface": o["surface"],
+                    "rubric": rubric,
+                    "locales": [x.strip() for x in o["locales"].split(",") if x.strip()],
+                    "k": o["k"],
+                    "relevant_min_grade": o["relevant_min_grade"],
+                    "dual_rate": o["dual_rate"],
+                },
+            )
+            golden_set.raters.add(*people["raters"])
+            golden_set.reviewers.add(*people["reviewers"])
         self.stdout.write(f"{'created' if created else 'updated'} golden set {slug}")
