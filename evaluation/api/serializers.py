@@ -170,9 +170,9 @@ class BaselineRescoreSerializer(serializers.ModelSerializer[BaselineRescore]):
 
 
 class RunReceiptSerializer(serializers.ModelSerializer[EvaluationRun]):
-    """What a `runs:write` reply (starting or cancelling a run) carries: which run of what, its status and
-    where to follow it, nothing it found (progress, verdict, params, baseline, errors are `read`'s:
-    `GET` the `run` link)."""
+    """What a `runs:write` reply (starting or cancelling a run) carries: which run of what, how it will be
+    gated (`rebaseline`, `rescore_baseline`: what the caller asked), its status and where to follow it,
+    nothing it found (progress, verdict, params, baseline, errors are `read`'s: `GET` the `run` link)."""
 
     golden_set: serializers.SlugRelatedField[GoldenSet] = serializers.SlugRelatedField(
         source="golden_version.golden_set", slug_field="slug", read_only=True
@@ -188,7 +188,18 @@ class RunReceiptSerializer(serializers.ModelSerializer[EvaluationRun]):
 
     class Meta:
         model = EvaluationRun
-        fields = ("id", "golden_set", "golden_version", "target", "status", "final", "created", "links")
+        fields = (
+            "id",
+            "golden_set",
+            "golden_version",
+            "target",
+            "rebaseline",
+            "rescore_baseline",
+            "status",
+            "final",
+            "created",
+            "links",
+        )
 
     def get_final(self, obj: EvaluationRun) -> bool:
         return obj.status in EvaluationRun.FINAL

@@ -42,7 +42,18 @@ pytestmark = pytest.mark.django_db
 
 
 # What a runs:write reply (start, cancel) says of a run: which run of what, its status, where to follow it.
-RECEIPT = ("id", "golden_set", "golden_version", "target", "status", "final", "created", "links")
+RECEIPT = (
+    "id",
+    "golden_set",
+    "golden_version",
+    "target",
+    "rebaseline",
+    "rescore_baseline",
+    "status",
+    "final",
+    "created",
+    "links",
+)
 
 
 def _post(client: Client, path: str, body: Any, **headers: Any) -> Any:
