@@ -172,9 +172,9 @@ def test_nothing_a_rater_sees_of_a_candidate_sorts_into_the_systems_ranking(
                 identical[name] += ranks == sorted(ranks)
     # By id, each of these was 1.0 on every query. At random the mean of 20 taus of 6 items has a standard
     # deviation near 0.08: 0.35 is past four of them. The exact ranking turns up 1 time in 720 per query.
-    for name, values in taus.items():
-        mean = sum(values) / len(values)
-        assert abs(mean) < 0.35, (name, mean, values)
+    for name, per_query in taus.items():
+        mean = sum(per_query) / len(per_query)
+        assert abs(mean) < 0.35, (name, mean, per_query)
         assert identical[name] <= 1, (name, identical[name])
 
 
