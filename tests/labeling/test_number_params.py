@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from labeling import services
 from labeling.models import Assignment, Judge, JudgeJob, Judgment
 from tests import factories
 from tests.labeling.test_judge_pages import judge, stub  # noqa: F401  (fixtures by name)
@@ -127,3 +128,14 @@ def test_a_judge_job_over_queries_that_are_not_ids_leaves_them_out(
         response = client.post(url, {"queries": [*BAD_IDS, str(assignment.query.pk)]})
     assert response.status_code == 303
     assert JudgeJob.objects.get().total == 5  # the one real query's pool
+
+
+def test_the_save_service_takes_an_id_past_the_column_as_no_such_candidate(assignment: Assignment) -> None:
+    """Its other callers pass ids from the database; a number past the column is still no 500."""
+    with pytest.raises(services.NotFound, match="not part of this assignment"):
+        services.judgment_submit(
+            assignment_id=assignment.pk, rater=assignment.rater, candidate_id=int(HUGE), grade=1
+        )
+    with pytest.raises(services.NotFound, match="no such assignment"):
+        services.judgment_submit(assignment_id=int(HUGE), rater=assignment.rater, candidate_id=1, grade=1)
+    assert not Judgment.objects.exists()
