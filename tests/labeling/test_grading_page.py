@@ -96,6 +96,9 @@ def test_it_shows_the_raters_own_saved_grades_after_reload(pool, client: Client)
     body = client.get(reverse("labeling:grade", args=[mine.pk])).content.decode()
     assert f'data-candidate="{factories.token(mine, candidate)}" data-grade="2"' in body
     assert "1 of 12 graded" in body
+    # Saved today: its item says so (the page counts a later save of it no second time), and no other.
+    today = re.findall(r'data-candidate="([^"]*)"[^>]*data-today="true"', body)
+    assert today == [factories.token(mine, candidate)]
 
 
 def _queries_for_page(client: Client, assignment: Assignment) -> int:
