@@ -163,6 +163,7 @@ def count() -> None:
     from django.db.models import Count
 
     from labeling.models import Candidate, Judgment, JudgmentEvent
+    from labeling.selectors import candidate_token
 
     duplicates = (
         Judgment.objects.values("assignment_id", "document_id")
@@ -175,9 +176,10 @@ def count() -> None:
         for candidate, query, document in Candidate.objects.values_list("id", "query_id", "document_id")
     }
     rows = Judgment.objects.values_list("assignment_id", "assignment__query_id", "document_id", "grade")
+    # Keyed as the load generator keys its saves: by the token the grading page names the candidate by.
     judgments = {
-        f"{assignment}:{candidate_of[(query, document)]}": grade
-        for assignment, query, document, grade in rows
+        f"{a}:{candidate_token(assignment_id=a, candidate_id=candidate_of[(query, document)])}": grade
+        for a, query, document, grade in rows
     }
     last_event: dict[int, int | None] = {}
     for judgment_id, grade in JudgmentEvent.objects.order_by("id").values_list("judgment_id", "new_grade"):
@@ -263,7 +265,7 @@ async def _login(client: httpx.AsyncClient, username: str) -> str:
 
 
 async def _save(
-    client: httpx.AsyncClient, tally: Tally, token: str, assignment: int, candidate: int, grade: int
+    client: httpx.AsyncClient, tally: Tally, token: str, assignment: int, candidate: str, grade: int
 ) -> None:
     body = {"candidate": candidate, "grade": grade, "time_spent_ms": 900}
     started = time.perf_counter()
@@ -288,7 +290,7 @@ class RaterSession:
     index: int
     tab: httpx.AsyncClient
     token: str
-    work: list[tuple[int, list[int]]]  # (assignment, candidate ids in page order)
+    work: list[tuple[int, list[str]]]  # (assignment, candidate tokens in page order)
 
 
 async def _open_session(base: str, shape: str, index: int) -> RaterSession:
@@ -301,7 +303,7 @@ async def _open_session(base: str, shape: str, index: int) -> RaterSession:
     work = []
     for assignment in dict.fromkeys(int(a) for a in re.findall(r'href="/assignments/(\d+)/"', queue.text)):
         page = await tab.get(f"/assignments/{assignment}/")
-        work.append((assignment, [int(c) for c in re.findall(r'data-candidate="(\d+)"', page.text)]))
+        work.append((assignment, re.findall(r'data-candidate="([0-9a-f]+)"', page.text)))
     return RaterSession(index=index, tab=tab, token=token, work=work)
 
 

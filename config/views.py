@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.core.exceptions import BadRequest, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import connection
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -57,6 +57,9 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
             f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES:,} files, more than the "
             "server reads (DATA_UPLOAD_MAX_NUMBER_FILES). Nothing was saved."
         )
+    elif type(exception) is BadRequest:
+        # A view's own refusal of a parameter (raise BadRequest("after must be ...")), worded for people.
+        message = _said(exception, UNREADABLE)
     else:
         message = UNREADABLE
     return refusal(request, 400, "Bad request", message)

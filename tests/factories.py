@@ -8,6 +8,7 @@ import factory
 from django.contrib.auth.models import Group, User
 
 from labeling import models
+from labeling.selectors import candidate_token
 
 GRADES = [
     {
@@ -164,3 +165,14 @@ def grade(
 ) -> models.Judgment:
     """A judgment written directly (no service, so no completion or dispute check runs)."""
     return JudgmentFactory.create(assignment=assignment, document=document, grade=value, **fields)
+
+
+def token(assignment: models.Assignment, candidate: models.Candidate | int) -> str:
+    """What the grading page and its endpoints call `candidate` in `assignment` (never its id)."""
+    pk = candidate if isinstance(candidate, int) else candidate.pk
+    return candidate_token(assignment_id=assignment.pk, candidate_id=pk)
+
+
+def tokens(assignment: models.Assignment) -> dict[str, models.Candidate]:
+    """The assignment's pool by token: a page's or a reply's token back to its candidate."""
+    return {token(assignment, c): c for c in assignment.query.candidates.all()}

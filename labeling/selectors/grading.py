@@ -7,7 +7,8 @@ Blind: nothing here fetches a frozen label, an adjudication or another rater's g
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
+import hmac
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +28,62 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from assay.labels.pace import first_saves, pace_seconds
+from assay.wholenum import id_number
 from labeling.models import Assignment, Candidate, CantJudgeMark, Document, Judgment, JudgmentEvent, Query
+
+# What the grading page and its endpoints show of a candidate, and the order they show candidates in, come
+# from a keyed HMAC (Django's SECRET_KEY, one purpose string each), never from the candidate's id. Pools
+# create candidates in ranking order (labeling/services/pools.py), so the id, or anything a rater could
+# compute from it, would give the systems' ranks back (docs/labeling.md, "Ids that say nothing").
+TOKEN_LENGTH = 16  # hex digits: 64 bits, far past guessing, short in the page and the JSON
+_TOKEN = re.compile(rf"[0-9a-f]{{{TOKEN_LENGTH}}}")
+
+
+def _keyed(purpose: str, message: str) -> str:
+    return salted_hmac(f"labeling.{purpose}", message, algorithm="sha256").hexdigest()
 
 
 def shuffle_key(*, rater_id: int, query_id: int, candidate_id: int) -> str:
-    """The blind order: fixed per (rater, query), so stable across reloads and different per rater."""
-    return hashlib.sha256(f"{rater_id}:{query_id}:{candidate_id}".encode()).hexdigest()
+    """The blind order: fixed per (rater, query), so stable across reloads and different per rater.
+
+    Keyed: with a plain hash of the ids a rater could guess their own id, the query's and the pool's
+    consecutive candidate ids, sort the guesses as the page sorts and read each document's id, so its
+    rank, off the order."""
+    return _keyed("shuffle", f"{rater_id}:{query_id}:{candidate_id}")
+
+
+def candidate_token(*, assignment_id: int, candidate_id: int) -> str:
+    """What the grading page and its endpoints call a candidate: an HMAC of (assignment, candidate) keyed
+    with the SECRET_KEY, cut to `TOKEN_LENGTH` hex digits.
+
+    Chosen over random ids stored on the candidate: it needs no migration and no column, is stable
+    across reloads and tabs, and differs per assignment, so per rater: two raters (or one rater's two
+    assignments of a query in calibration rounds) cannot match their tokens up, and a token carries no
+    order that sorting could give back. A SECRET_KEY rotation changes every token; a page loaded before
+    it answers "not part of this assignment" to its saves until it is reloaded."""
+    return _keyed("candidate", f"{assignment_id}:{candidate_id}")[:TOKEN_LENGTH]
+
+
+def candidate_for_token(*, assignment_id: int, rater_id: int | None, token: str) -> int | None:
+    """The candidate `token` names in the rater's assignment, or None: a token of another assignment,
+    another rater's, a made-up one, or an assignment that is not the rater's all answer None, and the
+    save then answers as for any candidate outside the assignment. One query (the pool's ids)."""
+    if not _TOKEN.fullmatch(token) or id_number(assignment_id) is None:
+        return None
+    ids = Candidate.objects.filter(
+        query__assignments__pk=assignment_id, query__assignments__rater_id=rater_id
+    ).values_list("pk", flat=True)
+    found = None
+    for candidate_id in ids:
+        # Every candidate compared, in constant time each: how long the lookup takes says nothing.
+        if hmac.compare_digest(
+            candidate_token(assignment_id=assignment_id, candidate_id=candidate_id), token
+        ):
+            found = candidate_id
+    return found
 
 
 def count_subquery(queryset: QuerySet[Any]) -> Coalesce:
@@ -151,7 +200,8 @@ def rater_day_get(*, rater: Any, now: dt.datetime | None = None) -> RaterDay:
 
 @dataclass(frozen=True, slots=True)
 class GradingItem:
-    candidate_id: int
+    candidate_id: int  # never shown: the page names a candidate by `token`
+    token: str  # `candidate_token` of (assignment, candidate)
     document: Document
     grade: int | None  # the rater's own saved grade, nothing else
     note: str  # the note of the rater's own grade or can't-judge mark
@@ -200,6 +250,7 @@ def grading_page_get(*, assignment: Assignment) -> GradingPage:
         items.append(
             GradingItem(
                 candidate_id=c.pk,
+                token=candidate_token(assignment_id=assignment.pk, candidate_id=c.pk),
                 document=c.document,
                 grade=judgment.grade if judgment else None,
                 note=saved.note if saved else "",
@@ -217,8 +268,8 @@ def grading_page_get(*, assignment: Assignment) -> GradingPage:
 
 
 def grades_get(*, assignment: Assignment) -> dict[str, Any]:
-    """The rater's saved grades by candidate id, and (only when there are some) their can't-judge marks
-    by candidate id under `cant_judge` (a second tab refreshes itself from this)."""
+    """The rater's saved grades by candidate token, and (only when there are some) their can't-judge marks
+    by candidate token under `cant_judge` (a second tab refreshes itself from this)."""
     rows = Judgment.objects.filter(assignment=assignment).values_list("document_id", "grade", "note")
     by_document = {doc: (grade, note) for doc, grade, note in rows}
     marked = {
@@ -227,15 +278,20 @@ def grades_get(*, assignment: Assignment) -> dict[str, Any]:
             "document_id", "reason", "note"
         )
     }
-    candidates = Candidate.objects.filter(
-        query_id=assignment.query_id, document_id__in=[*by_document, *marked]
-    ).only("id", "document_id")
+    candidates = list(
+        Candidate.objects.filter(query_id=assignment.query_id, document_id__in=[*by_document, *marked]).only(
+            "id", "document_id"
+        )
+    )
     out: dict[str, Any] = {"status": assignment.status, "grades": {}}
-    for c in candidates:
+    tokens = {c.pk: candidate_token(assignment_id=assignment.pk, candidate_id=c.pk) for c in candidates}
+    # In the tokens' order: the rows come in id order, which is the pools' ranking order.
+    for c in sorted(candidates, key=lambda c: tokens[c.pk]):
+        token = tokens[c.pk]
         if c.document_id in by_document:
             grade, note = by_document[c.document_id]
-            out["grades"][str(c.pk)] = {"grade": grade, "note": note}
+            out["grades"][token] = {"grade": grade, "note": note}
         elif c.document_id in marked:
             reason, note = marked[c.document_id]
-            out.setdefault("cant_judge", {})[str(c.pk)] = {"reason": reason, "note": note}
+            out.setdefault("cant_judge", {})[token] = {"reason": reason, "note": note}
     return out

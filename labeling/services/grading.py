@@ -19,6 +19,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from assay.storable import text_problem
+from assay.wholenum import id_number
 from labeling.models import (
     Assignment,
     Candidate,
@@ -106,6 +107,9 @@ class Retired(GradingError):
 
 
 REASSIGNED_MESSAGE = "this assignment was reassigned to another rater; your grade was not saved"
+# One text for every candidate outside the assignment (another assignment's token, another rater's, a
+# made-up one): it names none of them, so trying tokens tells a rater nothing.
+NOT_IN_ASSIGNMENT = "this document is not part of this assignment (reload the page); your grade was not saved"
 RETIRED_MESSAGE = "this query was retired from its golden set; your grade was not saved"
 BUSY_MESSAGE = "the database is busy with other saves; your grade was not saved yet, try again in a moment"
 DONE_BUSY_MESSAGE = (
@@ -160,7 +164,7 @@ def judgment_submit(
     *,
     assignment_id: int,
     rater: User,
-    candidate_id: int,
+    candidate_id: int | None,
     grade: int | None,
     note: str = "",
     time_spent_ms: int = 0,
@@ -179,6 +183,10 @@ def judgment_submit(
 
     The assignment row is locked first: a rater's two tabs on one assignment take turns, and a
     reassignment (which takes the same lock) cannot slip between the check and the write.
+
+    `candidate_id` None: the grading page's token named no candidate of the assignment
+    (`selectors.candidate_for_token`); after the assignment's own checks the save answers NotFound with
+    `NOT_IN_ASSIGNMENT`, the same words for every candidate outside the assignment, whoever's it is.
     """
     if grade is not None and cant_judge:
         raise GradingError("a document is graded or marked can't judge, not both")
@@ -193,7 +201,7 @@ def judgment_submit(
         raise Reassigned(REASSIGNED_MESSAGE)
     scoped = row["n_scope"] > 0
     if row["document_id"] is None or (scoped and not row["in_scope"]):
-        raise NotFound(f"candidate {candidate_id} is not part of this assignment")
+        raise NotFound(NOT_IN_ASSIGNMENT)
     if grade is not None and not row["scale_min"] <= grade <= row["scale_max"]:
         raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
     note = note.strip() if grade is not None or cant_judge else ""  # a note belongs to a grade or a mark
@@ -334,7 +342,7 @@ def _ungraded_submit(
     )
 
 
-def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dict[str, Any] | None:
+def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None) -> dict[str, Any] | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
     content hash, scope membership and the rater's current judgment or can't-judge mark of it (no label:
@@ -349,6 +357,10 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int) -> dic
 
     Raw SQL because this is the app's hot path: building the equivalent ORM lookups cost three times the
     CPU of the rest of the save (docs/benchmarks.md, grading)."""
+    # Past the id column's range SQLite's driver raises OverflowError: no such row, as for any unknown id.
+    if id_number(assignment_id) is None:
+        return None
+    candidate_id = id_number(candidate_id)
     scope = Assignment.scope.field
     qn = connection.ops.quote_name
     t = {

@@ -5,12 +5,14 @@ with its jobs and labels, and a job's page with its progress (polled) and cancel
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
+from assay.wholenum import ID_MAX, id_number
 from labeling.forms import JudgeForm, JudgeJobForm, form_errors
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import GoldenSet, Judge, JudgeJob, Query
@@ -88,12 +90,13 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     (base URL, key variable, concurrency) or its name edits it in place. `action=try` sends the prompt
     for up to three pairs and saves nothing."""
     golden_set = get_set_for_reviewer(request, slug)
-    previous_id = request.GET.get("from") or request.POST.get("from")
-    previous = (
-        Judge.objects.filter(golden_set=golden_set, pk=previous_id).first()
-        if previous_id and str(previous_id).isdigit()
-        else None
-    )
+    previous_text = request.GET.get("from") or request.POST.get("from") or ""
+    previous_id = id_number(previous_text)
+    if previous_text and previous_id is None:
+        raise BadRequest(
+            f"from must be a judge's id (a whole number from 1 to {ID_MAX}), got {previous_text!r}"
+        )
+    previous = Judge.objects.filter(golden_set=golden_set, pk=previous_id).first() if previous_id else None
     queries = judge_selectors.judge_query_choices(golden_set=golden_set)
     bound = request.method == "POST"
     form = JudgeForm(request.POST if bound else None, initial=_initial(previous), queries=queries)
@@ -160,7 +163,8 @@ def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return back(_judge_url(judge))
     queries = Query.objects.filter(golden_set=judge.golden_set, status=Query.Status.ACTIVE)
     if not form.cleaned_data["all_queries"]:
-        chosen = [v for v in form.cleaned_data["queries"] if str(v).isdigit()]
+        # Anything that is not an id names no query: left out, as a query of another set is.
+        chosen = [pk for pk in map(id_number, form.cleaned_data["queries"]) if pk is not None]
         queries = queries.filter(pk__in=chosen)
     job = judge_services.judge_job_create(judge=judge, queries=list(queries), by=request.user)  # type: ignore[arg-type]
     if not job.total:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import BadRequest
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.jsonin import JsonInputError, json_loads
+from assay.wholenum import ID_MAX, id_number
 from labeling import selectors, services
 from labeling.lists import Filter, ListSpec, Sort, contains, equals, list_page, ordered
 from labeling.models import Assignment, CantJudgeMark, Query
@@ -67,10 +69,14 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def queue_next(request: HttpRequest) -> HttpResponse:
-    """Where `n` on the grading page goes: the next open assignment, else back to the queue."""
+    """Where `n` on the grading page goes: the next open assignment after `?after=<assignment id>` (none
+    or empty: the first), else back to the queue. An `after` that is not an id is a worded 400."""
     require_rater(request)
     after = request.GET.get("after", "")
-    nxt = selectors.assignment_next(rater=request.user, after=int(after) if after.isdigit() else None)
+    after_id = id_number(after)
+    if after and after_id is None:
+        raise BadRequest(f"after must be an assignment id (a whole number from 1 to {ID_MAX}), got {after!r}")
+    nxt = selectors.assignment_next(rater=request.user, after=after_id)
     if nxt is None:
         messages.info(request, "No open assignments left. Thank you!")
         return redirect("labeling:queue")
@@ -96,6 +102,7 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
     rubric = assignment.query.golden_set.rubric
     done = assignment.status == Assignment.Status.DONE
     day = selectors.rater_day_get(rater=request.user)
+    saved_today = {document for a, document in day.saved if a == assignment.pk}
     previous = selectors.assignment_previous(rater=request.user, before=assignment)
     return render(
         request,
@@ -109,13 +116,36 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
             "filters": sorted(page.query.filters.items()),
             "done": done,
             # Only once the rater has marked the query done: until then nothing here reads a label.
-            "overturns": services.overturns_list(assignment=assignment) if done else [],
+            "overturns": _overturns_out(assignment, services.overturns_list(assignment=assignment))
+            if done
+            else [],
             "day": day,
-            "saved_today": {c for a, c in day.saved if a == assignment.pk},
+            "saved_today": {item.token for item in page.items if item.document.pk in saved_today},
             "previous": previous,
             "reasons": CantJudgeMark.Reason.choices,
         },
     )
+
+
+def _overturns_out(assignment: Assignment, overturns: list[services.Overturn]) -> list[dict[str, Any]]:
+    """The grades to explain as the page and the done endpoint show them: each candidate by its token
+    (never its id), in the page's own blind order."""
+    shown = sorted(
+        overturns,
+        key=lambda o: selectors.shuffle_key(
+            rater_id=assignment.rater_id, query_id=assignment.query_id, candidate_id=o.candidate_id
+        ),
+    )
+    return [
+        {
+            "candidate": selectors.candidate_token(assignment_id=assignment.pk, candidate_id=o.candidate_id),
+            "title": o.title,
+            "doc_id": o.doc_id,
+            "grade": o.grade,
+            "note": o.note,
+        }
+        for o in shown
+    ]
 
 
 def _json_error(status: int, code: str, message: str) -> JsonResponse:
@@ -156,11 +186,16 @@ def grades(request: HttpRequest, pk: int) -> JsonResponse:
     problem = _grade_body_problem(body)
     if problem:
         return _json_error(400, "bad_request", problem)
+    # A token that names no candidate of this rater's assignment goes on as None: the save then answers
+    # as for any document outside the assignment, after the assignment's own checks (reassigned, retired).
+    candidate_id = selectors.candidate_for_token(
+        assignment_id=pk, rater_id=request.user.pk, token=body["candidate"]
+    )
     try:
         result = services.judgment_submit(
             assignment_id=pk,
             rater=request.user,  # type: ignore[arg-type]
-            candidate_id=body["candidate"],
+            candidate_id=candidate_id,
             grade=body["grade"],
             note=body.get("note") or "",
             time_spent_ms=body.get("time_spent_ms") or 0,
@@ -196,15 +231,17 @@ def done(request: HttpRequest, pk: int) -> JsonResponse:
         result = services.assignment_done(assignment_id=pk, rater=request.user)  # type: ignore[arg-type]
     except services.GradingError as exc:
         return _refused(exc)
+    assignment = get_assignment_for_rater(request, pk)  # marked done by this rater: theirs
+    overturns = [
+        {"candidate": o["candidate"], "title": o["title"], "grade": o["grade"], "note": o["note"]}
+        for o in _overturns_out(assignment, result.overturns)
+    ]
     return JsonResponse(
         {
             "done": True,
             "status": result.status,
             "already": result.already,
-            "overturns": [
-                {"candidate": o.candidate_id, "title": o.title, "grade": o.grade, "note": o.note}
-                for o in result.overturns
-            ],
+            "overturns": overturns,
             "notes_missing": result.notes_missing,
         }
     )
@@ -213,12 +250,14 @@ def done(request: HttpRequest, pk: int) -> JsonResponse:
 def _grade_body_problem(body: Any) -> str | None:
     if not isinstance(body, dict):
         return "the body must be a JSON object: {candidate, grade, note?, time_spent_ms?}"
-    for name in ("candidate", "grade"):
-        value = body.get(name)
-        if name == "grade" and value is None and "grade" in body:
-            continue  # null: no grade (a can't-judge mark, or neither)
-        if not isinstance(value, int) or isinstance(value, bool):
-            return f"{name} must be an integer, got {value!r}"
+    candidate = body.get("candidate")
+    if not isinstance(candidate, str):
+        # Whatever else it is (a database id, a number past any column's range): the same worded refusal.
+        return f"candidate must be the document's token from the grading page (text), got {_shown(candidate)}"
+    grade = body.get("grade")
+    no_grade = grade is None and "grade" in body  # null: no grade (a can't-judge mark, or neither)
+    if not no_grade and (not isinstance(grade, int) or isinstance(grade, bool)):
+        return f"grade must be an integer, got {_shown(grade)}"
     reason = body.get("cant_judge")
     if reason not in (None, "", *services.CANT_JUDGE_REASONS):
         return f"cant_judge must be one of {', '.join(services.CANT_JUDGE_REASONS)}, got {reason!r}"
@@ -230,5 +269,11 @@ def _grade_body_problem(body: Any) -> str | None:
         return "note must be text"
     spent = body.get("time_spent_ms", 0)
     if spent is not None and (not isinstance(spent, int) or isinstance(spent, bool) or spent < 0):
-        return f"time_spent_ms must be a non-negative integer, got {spent!r}"
+        return f"time_spent_ms must be a non-negative integer, got {_shown(spent)}"
     return None
+
+
+def _shown(value: Any) -> str:
+    """A value of the body as a refusal quotes it: a few dozen characters at most."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."

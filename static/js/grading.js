@@ -54,7 +54,7 @@
   let current = -1;
   let visible = !document.hidden;
   let focusedSince = performance.now();
-  const spent = new Map(); // candidate id -> ms looked at since its last save
+  const spent = new Map(); // candidate token -> ms looked at since its last save
 
   function csrfToken() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -233,7 +233,7 @@
       return;
     }
     setState(item, "saving", undo ? "Undoing…" : "Saving…");
-    const body = { candidate: Number(item.dataset.candidate), grade: grade, time_spent_ms: takeTime(item) };
+    const body = { candidate: item.dataset.candidate, grade: grade, time_spent_ms: takeTime(item) };
     if (state.cantJudge) body.cant_judge = state.cantJudge;
     if (state.note !== undefined) body.note = state.note;
     if (undo) body.undo = true;
@@ -403,7 +403,7 @@
       let response, data;
       try {
         ({ response, data } = await post(gradesUrl, {
-          candidate: Number(entry.dataset.candidate),
+          candidate: entry.dataset.candidate,
           grade: Number(entry.dataset.grade),
           note: note,
         }));

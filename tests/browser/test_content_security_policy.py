@@ -12,6 +12,7 @@ from django.urls import reverse
 from playwright.sync_api import ConsoleMessage, Page, Route, expect
 
 from labeling.models import Assignment, GoldenSet, Judgment
+from tests import factories
 from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -82,7 +83,7 @@ def test_a_save_answered_busy_is_resent_and_lands(
     login(page, "alice")
     page.goto(f"{live_server.url}{reverse('labeling:grade', args=[assignment.pk])}")
     focused = page.locator(".candidate.focused")
-    candidate = int(focused.get_attribute("data-candidate") or 0)
+    candidate = factories.tokens(assignment)[focused.get_attribute("data-candidate") or ""].pk
     page.keyboard.press("2")
     expect(focused.locator(".save-state")).to_contain_text("the server is busy. Trying again in 1 s")
     expect(focused.locator(".save-state")).to_have_text("Saved")

@@ -46,9 +46,11 @@ def _grade_focused(page: Page, grade: int) -> None:
     expect(focused).to_have_attribute("data-grade", str(grade))
 
 
-def _grades_shown(page: Page) -> dict[int, str]:
+def _grades_shown(page: Page, assignment: Assignment) -> dict[int, str]:
+    """The grade each candidate (by id, read back from the page's tokens) shows."""
+    by_token = factories.tokens(assignment)
     return {
-        int(item.get_attribute("data-candidate") or 0): item.get_attribute("data-grade") or ""
+        by_token[item.get_attribute("data-candidate") or ""].pk: item.get_attribute("data-grade") or ""
         for item in _items(page).all()
     }
 
@@ -63,14 +65,15 @@ def test_a_rater_grades_a_whole_query_by_keyboard_and_finds_every_grade_after_re
     wanted = {}
     for i in range(n):
         grade = (i * 5) % 4  # 0, 1, 2, 3, 0, 1
-        wanted[int(page.locator(".candidate.focused").get_attribute("data-candidate") or 0)] = str(grade)
+        token = page.locator(".candidate.focused").get_attribute("data-candidate") or ""
+        wanted[factories.tokens(work["alice"])[token].pk] = str(grade)
         _grade_focused(page, grade)
         if i < n - 1:
             page.keyboard.press("j")
     expect(page.locator("#progress-text")).to_contain_text("6 of 6 graded")
     page.reload()
     expect(page.locator("#progress-text")).to_contain_text("6 of 6 graded")
-    assert _grades_shown(page) == wanted
+    assert _grades_shown(page, work["alice"]) == wanted
     saved = {
         c.pk: str(Judgment.objects.get(assignment=work["alice"], document=c.document).grade)
         for c in Candidate.objects.filter(query=work["alice"].query)
@@ -134,9 +137,9 @@ def test_two_tabs_lose_nothing_and_duplicate_nothing(
     judgments = Judgment.objects.filter(assignment=assignment)
     assert judgments.count() == 3
     assert JudgmentEvent.objects.filter(judgment__assignment=assignment).count() == 4
-    first_doc = Candidate.objects.get(
-        pk=int(_items(tab1).nth(0).get_attribute("data-candidate") or 0)
-    ).document
+    first_doc = factories.tokens(assignment)[
+        _items(tab1).nth(0).get_attribute("data-candidate") or ""
+    ].document
     assert judgments.get(document=first_doc).grade in (1, 3)
     # Each tab, reloaded, shows everything saved from both.
     expected = {
@@ -146,7 +149,7 @@ def test_two_tabs_lose_nothing_and_duplicate_nothing(
     for tab in (tab1, tab2):
         tab.reload()
         expect(tab.locator("#progress-text")).to_contain_text("3 of 6 graded")
-        assert _grades_shown(tab) == expected
+        assert _grades_shown(tab, assignment) == expected
 
 
 def test_a_second_rater_sees_another_order_and_none_of_the_first_raters_grades(
@@ -165,7 +168,7 @@ def test_a_second_rater_sees_another_order_and_none_of_the_first_raters_grades(
     bob_order = [t.strip() for t in bob_page.locator(".doc-title").all_inner_texts()]
     assert sorted(bob_order) == sorted(alice_order)
     assert bob_order != alice_order
-    assert set(_grades_shown(bob_page).values()) == {""}
+    assert set(_grades_shown(bob_page, work["bob"]).values()) == {""}
     expect(bob_page.locator(".grade-btn.selected")).to_have_count(0)
     expect(bob_page.locator(".save-state.saved")).to_have_count(0)
     expect(bob_page.locator("#progress-text")).to_contain_text("0 of 6 graded")
@@ -193,10 +196,10 @@ def test_every_grade_key_answers_alike_on_a_labelled_document_and_done_asks_for_
     factories.FrozenLabelFactory.create(query=assignment.query, document=labeled.document, grade=2)
     session_for(page.context, "alice")
     _open(page, live_server, assignment)
-    ids = [int(x) for x in (i.get_attribute("data-candidate") for i in _items(page).all()) if x]
-    for _ in range(ids.index(labeled.pk)):
+    ids = [x for x in (i.get_attribute("data-candidate") for i in _items(page).all()) if x]
+    for _ in range(ids.index(factories.token(assignment, labeled))):
         page.keyboard.press("j")
-    item = page.locator(f"#c-{labeled.pk}")
+    item = page.locator(f"#c-{factories.token(assignment, labeled)}")
     expect(item).to_have_class("candidate focused")
     # Blind: every key saves at once and answers the same, whatever the frozen label (2) says.
     answers = []
@@ -223,12 +226,13 @@ def test_every_grade_key_answers_alike_on_a_labelled_document_and_done_asks_for_
     page.keyboard.press("d")
     expect(page.locator("#flow-message")).to_contain_text("1 of 6 graded")
     for other in candidates[1:]:
-        page.locator(f"#c-{other.pk} .grade-btn[data-grade='1']").click()
-        expect(page.locator(f"#c-{other.pk} .save-state")).to_have_text("Saved")
+        other_item = page.locator(f"#c-{factories.token(assignment, other)}")
+        other_item.locator(".grade-btn[data-grade='1']").click()
+        expect(other_item.locator(".save-state")).to_have_text("Saved")
     page.keyboard.press("d")
     overturns = page.locator("#overturns .overturn")
     expect(overturns).to_have_count(1)
-    expect(overturns.first).to_have_attribute("data-candidate", str(labeled.pk))
+    expect(overturns.first).to_have_attribute("data-candidate", factories.token(assignment, labeled))
     expect(overturns.first.locator(".save-state")).to_have_text("Note needed")
     overturns.first.locator("textarea").fill("archived page, wrong product")
     overturns.first.locator("button[type=submit]").click()
@@ -238,7 +242,7 @@ def test_every_grade_key_answers_alike_on_a_labelled_document_and_done_asks_for_
     proposal = LabelProposal.objects.get()
     assert (proposal.from_grade, proposal.to_grade, proposal.note) == (2, 0, "archived page, wrong product")
     # Locked: a grade key changes nothing now.
-    page.locator(f"#c-{labeled.pk}").click()
+    item.click()
     page.keyboard.press("3")
     expect(item.locator(".save-state")).to_contain_text("Locked")
     assert Judgment.objects.get(pk=judgment.pk).grade == 0

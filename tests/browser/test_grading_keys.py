@@ -59,8 +59,9 @@ def _focused(page: Page):
     return page.locator(".candidate.focused")
 
 
-def _focused_candidate(page: Page) -> Candidate:
-    return Candidate.objects.get(pk=int(_focused(page).get_attribute("data-candidate") or 0))
+def _focused_candidate(page: Page, assignment: Assignment) -> Candidate:
+    """The focused document's candidate, from the token the page names it by."""
+    return factories.tokens(assignment)[_focused(page).get_attribute("data-candidate") or ""]
 
 
 def _announced(page: Page, text: str) -> None:
@@ -81,7 +82,7 @@ def test_x_marks_the_focused_document_cant_judge_with_a_reason_chosen_by_keyboar
 ) -> None:
     page = alice_page
     _open(page, live_server, queue[0])
-    candidate = _focused_candidate(page)
+    candidate = _focused_candidate(page, queue[0])
     page.keyboard.press("x")
     form = _focused(page).locator(".cj-form")
     expect(form).to_be_visible()
@@ -90,7 +91,7 @@ def test_x_marks_the_focused_document_cant_judge_with_a_reason_chosen_by_keyboar
     page.keyboard.press("ArrowDown")  # the radio group: foreign language
     expect(form.locator("input[value='foreign-language']")).to_be_checked()
     page.keyboard.press("Enter")
-    item = page.locator(f"#c-{candidate.pk}")
+    item = page.locator(f"#c-{factories.token(queue[0], candidate)}")
     expect(item.locator(".cj-state")).to_have_text("Can't judge: foreign language")
     expect(item).to_have_attribute("data-cant-judge", "foreign-language")
     expect(form).to_be_hidden()
@@ -118,24 +119,26 @@ def test_u_undoes_each_change_of_this_page_through_the_save_and_the_history_reco
     _open(page, live_server, queue[0])
     page.keyboard.press("u")
     _announced(page, "Nothing to undo")
-    first = _focused_candidate(page)
+    first = _focused_candidate(page, queue[0])
     _grade_focused(page, 1)
     _grade_focused(page, 3)
     page.keyboard.press("j")
-    second = _focused_candidate(page)
+    second = _focused_candidate(page, queue[0])
     _mark(page, "broken")
     # Undo, newest first: the mark goes (back to no grade), then 3 back to 1, then 1 back to nothing.
     page.keyboard.press("u")
-    expect(page.locator(f"#c-{second.pk}")).to_have_attribute("data-cant-judge", "")
+    expect(page.locator(f"#c-{factories.token(queue[0], second)}")).to_have_attribute("data-cant-judge", "")
     _announced(page, "is back to no grade")
     assert not CantJudgeMark.objects.exists()
     page.keyboard.press("u")
-    expect(page.locator(f"#c-{first.pk}")).to_have_attribute("data-grade", "1")
-    expect(page.locator(f"#c-{first.pk}")).to_have_class("candidate graded focused")  # focus went back to it
+    expect(page.locator(f"#c-{factories.token(queue[0], first)}")).to_have_attribute("data-grade", "1")
+    expect(page.locator(f"#c-{factories.token(queue[0], first)}")).to_have_class(
+        "candidate graded focused"
+    )  # focus went back to it
     _announced(page, "is back to grade 1")
     assert Judgment.objects.get().grade == 1
     page.keyboard.press("u")
-    expect(page.locator(f"#c-{first.pk}")).to_have_attribute("data-grade", "")
+    expect(page.locator(f"#c-{factories.token(queue[0], first)}")).to_have_attribute("data-grade", "")
     expect(page.locator("#progress-text")).to_contain_text("0 of 4 graded")
     assert not Judgment.objects.exists()
     history = JudgmentEvent.objects.order_by("id")
@@ -151,8 +154,8 @@ def test_u_undoes_each_change_of_this_page_through_the_save_and_the_history_reco
     _grade_focused(page, 0)
     _mark(page, "needs-context")
     page.keyboard.press("u")
-    expect(page.locator(f"#c-{first.pk}")).to_have_attribute("data-grade", "0")
-    expect(page.locator(f"#c-{first.pk}")).to_have_attribute("data-cant-judge", "")
+    expect(page.locator(f"#c-{factories.token(queue[0], first)}")).to_have_attribute("data-grade", "0")
+    expect(page.locator(f"#c-{factories.token(queue[0], first)}")).to_have_attribute("data-cant-judge", "")
     assert Judgment.objects.get().grade == 0 and not CantJudgeMark.objects.exists()
 
 

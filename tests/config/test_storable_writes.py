@@ -22,6 +22,7 @@ from assay.labels import querylog
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import Assignment, Document, GoldenSet, Judgment, Query
+from tests import factories
 from tests.support.evaluation import bearer, token_for_fixture  # noqa: F401  (fixtures by name)
 from tests.support.import_files import doc
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
@@ -145,7 +146,7 @@ def test_a_note_no_column_holds_is_a_worded_400(note: str, assignment: Assignmen
     candidate = assignment.query.candidates.order_by("best_rank").first()
     assert candidate is not None
     url = reverse("labeling:grades", args=[assignment.pk])
-    body = json.dumps({"candidate": candidate.pk, "grade": 2, "note": note})
+    body = json.dumps({"candidate": factories.token(assignment, candidate), "grade": 2, "note": note})
     response = _client(alice).post(url, body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "bad_request"

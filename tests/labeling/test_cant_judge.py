@@ -62,12 +62,14 @@ def as_alice(client: Client, assignment: Assignment) -> Client:
 def test_x_stores_a_mark_with_its_reason_and_no_grade(as_alice: Client, assignment: Assignment) -> None:
     c = _candidates(assignment)[1]
     response = _post(
-        as_alice, assignment, {"candidate": c.pk, "grade": None, "cant_judge": "foreign-language"}
+        as_alice,
+        assignment,
+        {"candidate": factories.token(assignment, c), "grade": None, "cant_judge": "foreign-language"},
     )
     assert response.status_code == 200
     assert response.json() == {
         "saved": True,
-        "candidate": c.pk,
+        "candidate": factories.token(assignment, c),
         "grade": None,
         "note": "",
         "changed": True,
@@ -96,7 +98,7 @@ def test_x_stores_a_mark_with_its_reason_and_no_grade(as_alice: Client, assignme
     assert saved == {
         "status": "open",
         "grades": {},
-        "cant_judge": {str(c.pk): {"reason": "foreign-language", "note": ""}},
+        "cant_judge": {factories.token(assignment, c): {"reason": "foreign-language", "note": ""}},
     }
 
 
@@ -115,7 +117,9 @@ def test_x_stores_a_mark_with_its_reason_and_no_grade(as_alice: Client, assignme
 def test_a_malformed_mark_is_a_400_and_writes_nothing(
     as_alice: Client, assignment: Assignment, body: dict[str, Any], message: str
 ) -> None:
-    response = _post(as_alice, assignment, {"candidate": _candidates(assignment)[1].pk, **body})
+    response = _post(
+        as_alice, assignment, {"candidate": factories.token(assignment, _candidates(assignment)[1]), **body}
+    )
     assert response.status_code == 400
     assert response.json()["error"] == "bad_request"
     assert message in response.json()["message"]
@@ -175,18 +179,33 @@ def test_done_needs_every_document_graded_or_marked_and_then_locks_marks_too(
     _save(assignment, candidates[4], None, cant_judge="broken")
     assert as_alice.post(reverse("labeling:done", args=[assignment.pk])).status_code == 200
     locked = _post(
-        as_alice, assignment, {"candidate": candidates[4].pk, "grade": None, "cant_judge": "needs-context"}
+        as_alice,
+        assignment,
+        {
+            "candidate": factories.token(assignment, candidates[4]),
+            "grade": None,
+            "cant_judge": "needs-context",
+        },
     )
     assert (locked.status_code, locked.json()["error"]) == (409, "done")
-    cleared = _post(as_alice, assignment, {"candidate": candidates[3].pk, "grade": None})
+    cleared = _post(
+        as_alice, assignment, {"candidate": factories.token(assignment, candidates[3]), "grade": None}
+    )
     assert (cleared.status_code, cleared.json()["error"]) == (409, "done")
-    graded = _post(as_alice, assignment, {"candidate": candidates[3].pk, "grade": 2})
+    graded = _post(
+        as_alice, assignment, {"candidate": factories.token(assignment, candidates[3]), "grade": 2}
+    )
     assert (graded.status_code, graded.json()["error"]) == (409, "done")
     # The same mark with a note still saves, as a grade's note does.
     noted = _post(
         as_alice,
         assignment,
-        {"candidate": candidates[4].pk, "grade": None, "cant_judge": "broken", "note": "500"},
+        {
+            "candidate": factories.token(assignment, candidates[4]),
+            "grade": None,
+            "cant_judge": "broken",
+            "note": "500",
+        },
     )
     assert noted.status_code == 200
     assert CantJudgeMark.objects.get(document=candidates[4].document).note == "500"
@@ -216,7 +235,9 @@ def test_a_mark_answers_alike_on_a_labelled_and_an_unlabelled_document(
     def answers(candidate: Candidate) -> list[tuple[int, str]]:
         out = []
         for body in ({"grade": None, "cant_judge": "broken"}, {"grade": 1}, {"grade": None}):
-            response = _post(as_alice, assignment, {"candidate": candidate.pk, **body})
+            response = _post(
+                as_alice, assignment, {"candidate": factories.token(assignment, candidate), **body}
+            )
             out.append(
                 (response.status_code, json.dumps({**response.json(), "candidate": 0}, sort_keys=True))
             )

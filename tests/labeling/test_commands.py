@@ -149,3 +149,14 @@ def test_build_pools_calls_a_live_search_url_through_the_harness(search_url: str
     out = _call("build_pools", "hc", f"--search-url=live={search_url}", "--depth=5")
     assert "candidates added: 5" in out
     assert Candidate.objects.filter(provenance__contains=[{"system": "live"}]).count() == 5
+
+
+@pytest.mark.parametrize("version", ["²", "٣", "99999999999999999999999", "0", "x", ""])
+def test_create_golden_set_names_a_rubric_version_that_is_no_number(
+    golden_set: GoldenSet, version: str
+) -> None:
+    """`²` passed isdigit() and then failed int(): a traceback instead of the command's own words."""
+    name = golden_set.rubric.name
+    with pytest.raises(CommandError, match=f"no rubric '{name}@{version}'; import it first"):
+        _call("create_golden_set", "cli-set", "--surface=docs", f"--rubric={name}@{version}")
+    assert not GoldenSet.objects.filter(slug="cli-set").exists()

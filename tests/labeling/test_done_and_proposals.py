@@ -82,7 +82,7 @@ def _answers(client: Client, assignment: Assignment, candidate: Candidate) -> li
         response = _post(
             client,
             reverse("labeling:grades", args=[assignment.pk]),
-            {"candidate": candidate.pk, "grade": grade},
+            {"candidate": factories.token(assignment, candidate), "grade": grade},
         )
         body = response.json()
         assert body.pop("grade") == grade
@@ -153,7 +153,12 @@ def test_marking_done_lists_the_overturns_asks_for_notes_and_locks_the_grades(
     data = response.json()
     assert (data["status"], data["already"], data["notes_missing"]) == ("done", False, 1)
     assert data["overturns"] == [
-        {"candidate": candidates[0].pk, "title": candidates[0].document.title, "grade": 0, "note": ""}
+        {
+            "candidate": factories.token(assignment, candidates[0]),
+            "title": candidates[0].document.title,
+            "grade": 0,
+            "note": "",
+        }
     ]
     page = as_alice.get(reverse("labeling:grade", args=[assignment.pk])).content.decode()
     assert 'id="overturns"' in page and "Note needed" in page and 'data-done="true"' in page
@@ -164,7 +169,9 @@ def test_marking_done_lists_the_overturns_asks_for_notes_and_locks_the_grades(
     second_tab.force_login(assignment.rater)
     events = JudgmentEvent.objects.count()
     for client in (as_alice, second_tab):
-        refused = _post(client, grades_url, {"candidate": candidates[1].pk, "grade": 3})
+        refused = _post(
+            client, grades_url, {"candidate": factories.token(assignment, candidates[1]), "grade": 3}
+        )
         assert refused.status_code == 409
         assert refused.json() == {"error": "done", "message": services.LOCKED_MESSAGE}
     assert Judgment.objects.get(document=candidates[1].document).grade == 1
@@ -172,7 +179,9 @@ def test_marking_done_lists_the_overturns_asks_for_notes_and_locks_the_grades(
 
     # A note on the saved grade still saves, and becomes the proposal's note.
     noted = _post(
-        as_alice, grades_url, {"candidate": candidates[0].pk, "grade": 0, "note": "archived article"}
+        as_alice,
+        grades_url,
+        {"candidate": factories.token(assignment, candidates[0]), "grade": 0, "note": "archived article"},
     )
     assert noted.status_code == 200 and noted.json()["note"] == "archived article"
     assert LabelProposal.objects.get().note == "archived article"

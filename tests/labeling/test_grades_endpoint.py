@@ -34,11 +34,13 @@ def as_alice(client: Client, assignment: Assignment) -> Client:
 
 def test_it_saves_and_reports_the_saved_grade(as_alice: Client, assignment: Assignment) -> None:
     c = _candidates(assignment)[1]
-    response = _post(as_alice, assignment, {"candidate": c.pk, "grade": 2, "time_spent_ms": 1500})
+    response = _post(
+        as_alice, assignment, {"candidate": factories.token(assignment, c), "grade": 2, "time_spent_ms": 1500}
+    )
     assert response.status_code == 200
     assert response.json() == {
         "saved": True,
-        "candidate": c.pk,
+        "candidate": factories.token(assignment, c),
         "grade": 2,
         "note": "",
         "changed": True,
@@ -56,7 +58,12 @@ def test_it_saves_and_reports_the_saved_grade(as_alice: Client, assignment: Assi
         ("[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),  # a RecursionError before: a 500
         ('{"candidate": ' + "[" * 70 + "]" * 70 + "}", "nested deeper than 64 levels"),
         ([1, 2], "the body must be a JSON object"),
-        ({"grade": 2}, "candidate must be an integer, got None"),
+        ({"grade": 2}, "candidate must be the document's token from the grading page (text), got None"),
+        # The candidate's database id is refused as any non-token is, however large (an OverflowError in
+        # SQLite's driver before: a 500).
+        ({"candidate": 7, "grade": 2}, "candidate must be the document's token from the grading page"),
+        ({"candidate": 99999999999999999999999, "grade": 1}, "got 99999999999999999999999"),
+        ({"candidate": "CANDIDATE", "grade": 99999999999999999999999}, "outside the scale 0..3"),
         ({"candidate": "CANDIDATE", "grade": "2"}, "grade must be an integer, got '2'"),
         ({"candidate": "CANDIDATE", "grade": True}, "grade must be an integer, got True"),
         ({"candidate": "CANDIDATE", "grade": 2.0}, "grade must be an integer, got 2.0"),
@@ -69,10 +76,10 @@ def test_it_refuses_a_malformed_body_with_400(
 ) -> None:
     c = _candidates(assignment)[1]
     if isinstance(body, dict):
-        body = {k: (c.pk if v == "CANDIDATE" else v) for k, v in body.items()}
+        body = {k: (factories.token(assignment, c) if v == "CANDIDATE" else v) for k, v in body.items()}
     response = _post(as_alice, assignment, body)
     assert response.status_code == 400
-    assert response.json()["error"] == "bad_request"
+    assert response.json()["error"] in ("bad_request", "off_scale")
     assert message in response.json()["message"]
     assert not Judgment.objects.exists()
 
@@ -80,7 +87,8 @@ def test_it_refuses_a_malformed_body_with_400(
 def test_it_refuses_a_grade_off_the_scale_with_400_naming_the_scale(
     as_alice: Client, assignment: Assignment
 ) -> None:
-    response = _post(as_alice, assignment, {"candidate": _candidates(assignment)[1].pk, "grade": 5})
+    candidate = factories.token(assignment, _candidates(assignment)[1])
+    response = _post(as_alice, assignment, {"candidate": candidate, "grade": 5})
     assert response.status_code == 400
     assert response.json() == {"error": "off_scale", "message": "grade 5 is outside the scale 0..3"}
     assert not Judgment.objects.exists()
@@ -90,9 +98,9 @@ def test_it_refuses_a_document_outside_the_assignment_with_404(
     as_alice: Client, assignment: Assignment, golden_set
 ) -> None:
     elsewhere = factories.pooled_query(golden_set, 1).candidates.get()
-    response = _post(as_alice, assignment, {"candidate": elsewhere.pk, "grade": 1})
+    response = _post(as_alice, assignment, {"candidate": factories.token(assignment, elsewhere), "grade": 1})
     assert response.status_code == 404
-    assert response.json()["message"] == f"candidate {elsewhere.pk} is not part of this assignment"
+    assert response.json()["message"] == services.NOT_IN_ASSIGNMENT
     assert not Judgment.objects.exists()
 
 
@@ -100,7 +108,8 @@ def test_it_refuses_a_stale_form_after_reassignment_with_409(
     as_alice: Client, assignment: Assignment, bob: User
 ) -> None:
     services.assignment_reassign(assignment=assignment, rater=bob)
-    response = _post(as_alice, assignment, {"candidate": _candidates(assignment)[1].pk, "grade": 1})
+    candidate = factories.token(assignment, _candidates(assignment)[1])
+    response = _post(as_alice, assignment, {"candidate": candidate, "grade": 1})
     assert response.status_code == 409
     assert response.json() == {
         "error": "reassigned",
@@ -115,34 +124,36 @@ def test_it_refuses_a_stale_form_after_reassignment_with_409(
 def test_it_refuses_a_post_without_csrf_token_with_403(assignment: Assignment) -> None:
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(assignment.rater)
-    response = _post(strict, assignment, {"candidate": _candidates(assignment)[1].pk, "grade": 1})
+    candidate = factories.token(assignment, _candidates(assignment)[1])
+    response = _post(strict, assignment, {"candidate": candidate, "grade": 1})
     assert response.status_code == 403
     assert b"CSRF" in response.content
     assert not Judgment.objects.exists()
     # The same request with the token the page gets from its cookie goes through.
     strict.get(reverse("labeling:grade", args=[assignment.pk]))
     token = strict.cookies["csrftoken"].value
-    ok = _post(
-        strict, assignment, {"candidate": _candidates(assignment)[1].pk, "grade": 1}, HTTP_X_CSRFTOKEN=token
-    )
+    ok = _post(strict, assignment, {"candidate": candidate, "grade": 1}, HTTP_X_CSRFTOKEN=token)
     assert ok.status_code == 200
 
 
 def test_resending_the_same_grade_changes_nothing(as_alice: Client, assignment: Assignment) -> None:
-    c = _candidates(assignment)[2]
-    first = _post(as_alice, assignment, {"candidate": c.pk, "grade": 1})
-    again = _post(as_alice, assignment, {"candidate": c.pk, "grade": 1})
+    c = factories.token(assignment, _candidates(assignment)[2])
+    first = _post(as_alice, assignment, {"candidate": c, "grade": 1})
+    again = _post(as_alice, assignment, {"candidate": c, "grade": 1})
     assert first.json()["changed"] is True and again.json()["changed"] is False
     assert Judgment.objects.count() == 1 and JudgmentEvent.objects.count() == 1
 
 
 def test_get_returns_only_the_raters_own_grades(as_alice: Client, assignment: Assignment, bob: User) -> None:
     c0, c1 = _candidates(assignment)[1:3]
-    _post(as_alice, assignment, {"candidate": c0.pk, "grade": 2})
+    _post(as_alice, assignment, {"candidate": factories.token(assignment, c0), "grade": 2})
     bobs = factories.AssignmentFactory.create(query=assignment.query, rater=bob, kind="second")
     services.judgment_submit(assignment_id=bobs.pk, rater=bob, candidate_id=c1.pk, grade=0)
     response = as_alice.get(reverse("labeling:grades", args=[assignment.pk]))
-    assert response.json() == {"status": "open", "grades": {str(c0.pk): {"grade": 2, "note": ""}}}
+    assert response.json() == {
+        "status": "open",
+        "grades": {factories.token(assignment, c0): {"grade": 2, "note": ""}},
+    }
 
 
 def test_only_get_and_post_are_allowed(as_alice: Client, assignment: Assignment) -> None:

@@ -21,8 +21,10 @@ SECRET_SYSTEM = "zz-secret-system"
 
 
 def _order(client: Client, assignment: Assignment) -> list[int]:
+    """The candidates (their ids) in the page's order, read back from the page's tokens."""
     body = client.get(reverse("labeling:grade", args=[assignment.pk])).content.decode()
-    return [int(x) for x in re.findall(r'data-candidate="(\d+)"', body)]
+    by_token = factories.tokens(assignment)
+    return [by_token[x].pk for x in re.findall(r'data-candidate="([^"]*)"', body)]
 
 
 @pytest.fixture
@@ -92,8 +94,11 @@ def test_it_shows_the_raters_own_saved_grades_after_reload(pool, client: Client)
     services.judgment_submit(assignment_id=mine.pk, rater=mine.rater, candidate_id=candidate.pk, grade=2)
     client.force_login(mine.rater)
     body = client.get(reverse("labeling:grade", args=[mine.pk])).content.decode()
-    assert f'data-candidate="{candidate.pk}" data-grade="2"' in body
+    assert f'data-candidate="{factories.token(mine, candidate)}" data-grade="2"' in body
     assert "1 of 12 graded" in body
+    # Saved today: its item says so (the page counts a later save of it no second time), and no other.
+    today = re.findall(r'data-candidate="([^"]*)"[^>]*data-today="true"', body)
+    assert today == [factories.token(mine, candidate)]
 
 
 def _queries_for_page(client: Client, assignment: Assignment) -> int:

@@ -81,7 +81,10 @@ CASES = [
         "post",
         lambda a: reverse("labeling:grades", args=[a.pk]),
         {"alice": OK, "bob": NOT_FOUND, "rita": NOT_FOUND, "charlie": NOT_FOUND},
-        json_body=lambda a: {"candidate": a.query.candidates.order_by("best_rank")[1].pk, "grade": 2},
+        json_body=lambda a: {
+            "candidate": factories.token(a, a.query.candidates.order_by("best_rank")[1]),
+            "grade": 2,
+        },
     ),
     Case(
         "reassign",
@@ -293,14 +296,18 @@ def test_the_second_rater_on_the_same_query_reaches_only_their_own_assignment(
     candidate = assignment.query.candidates.order_by("best_rank")[1]
     client.force_login(alice)
     grades_url = reverse("labeling:grades", args=[assignment.pk])
-    body = json.dumps({"candidate": candidate.pk, "grade": 2, "note": "alice-only note"})
+    body = json.dumps(
+        {"candidate": factories.token(assignment, candidate), "grade": 2, "note": "alice-only note"}
+    )
     assert client.post(grades_url, data=body, content_type="application/json").status_code == OK
 
     client.force_login(bob)
     assert client.get(reverse("labeling:grade", args=[assignment.pk])).status_code == NOT_FOUND
     assert client.get(grades_url).status_code == NOT_FOUND
     refused = client.post(
-        grades_url, data=json.dumps({"candidate": candidate.pk, "grade": 0}), content_type="application/json"
+        grades_url,
+        data=json.dumps({"candidate": factories.token(assignment, candidate), "grade": 0}),
+        content_type="application/json",
     )
     assert (refused.status_code, refused.json()) == (
         NOT_FOUND,

@@ -150,8 +150,8 @@ def test_another_raters_assignment_answers_as_one_that_does_not_exist(
     missing = (Assignment.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) + 1000
     candidate = bobs.query.candidates.first()
     assert candidate is not None
-    body = json.dumps({"candidate": candidate.pk, "grade": 2})
-    mark = json.dumps({"candidate": candidate.pk, "grade": None, "cant_judge": "broken"})
+    body = json.dumps({"candidate": factories.token(bobs, candidate), "grade": 2})
+    mark = json.dumps({"candidate": factories.token(bobs, candidate), "grade": None, "cant_judge": "broken"})
     for pk in (bobs.pk, missing):
         assert as_alice.get(reverse("labeling:grade", args=[pk])).status_code == 404
     checks = [

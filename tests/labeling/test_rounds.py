@@ -210,13 +210,13 @@ def test_raters_grade_the_round_on_the_ordinary_pages_and_see_nobody_elses_grade
     candidate = _docs(setup.q1)[0]
     saved = client.post(
         reverse("labeling:grades", args=[mine.pk]),
-        data=json.dumps({"candidate": candidate.pk, "grade": 2}),
+        data=json.dumps({"candidate": factories.token(mine, candidate), "grade": 2}),
         content_type="application/json",
     )
     assert saved.status_code == 200, saved.content
     assert saved.json()["graded"] == 1 and saved.json()["total"] == 3
     assert client.get(reverse("labeling:grades", args=[mine.pk])).json()["grades"] == {
-        str(candidate.pk): {"grade": 2, "note": ""}
+        factories.token(mine, candidate): {"grade": 2, "note": ""}
     }
     # Someone else's round assignment is a 404 like any other.
     bobs = Assignment.objects.get(calibration_round=round_, rater__username="bob", query=setup.q1)
@@ -500,8 +500,13 @@ def _grade_over_http(user: User, round_: CalibrationRound, choose: Any) -> dict[
         page = client.get(url).content.decode()
         assert not any(f">{name}<" in page or f" {name} " in page for name in others)
         token = client.cookies["csrftoken"].value
-        doc_of = dict(Candidate.objects.filter(query=assignment.query).values_list("pk", "document__doc_id"))
-        ids = [int(c) for c in re.findall(r'data-candidate="(\d+)"', page)]
+        doc_of = {
+            factories.token(assignment, pk): doc_id
+            for pk, doc_id in Candidate.objects.filter(query=assignment.query).values_list(
+                "pk", "document__doc_id"
+            )
+        }
+        ids = re.findall(r'data-candidate="([0-9a-f]+)"', page)
         assert sorted(ids) == sorted(doc_of)
         for candidate_id in ids:
             key = (assignment.query.external_id, doc_of[candidate_id])

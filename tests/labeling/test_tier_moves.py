@@ -131,7 +131,7 @@ def test_retiring_closes_the_open_assignments_and_leaves_the_judgments(
         services.judgment_submit(assignment_id=first.pk, rater=alice, candidate_id=candidate.pk, grade=1)
     response = client.post(
         reverse("labeling:grades", args=[first.pk]),
-        data=json.dumps({"candidate": candidate.pk, "grade": 1}),
+        data=json.dumps({"candidate": factories.token(first, candidate), "grade": 1}),
         content_type="application/json",
     )
     assert response.status_code == 409 and response.json()["error"] == "retired"

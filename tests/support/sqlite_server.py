@@ -43,7 +43,9 @@ def main(directory: Path, n: int) -> None:
             {
                 "session": client.cookies[settings.SESSION_COOKIE_NAME].value,
                 "assignment": assignment.pk,
-                "candidates": list(query.candidates.order_by("best_rank").values_list("pk", flat=True)),
+                "candidates": [
+                    factories.token(assignment, c) for c in query.candidates.order_by("best_rank")
+                ],
             }
         )
     (directory / "raters.json").write_text(json.dumps(found))

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from assay.wholenum import whole_number
 from labeling.models import GoldenSet, Rubric
 from labeling.roles import reviewer_list_problem
 
@@ -27,7 +28,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, slug: str, **o: Any) -> None:
         name, _, version = o["rubric"].partition("@")
-        rubric = Rubric.objects.filter(name=name, version=int(version) if version.isdigit() else -1).first()
+        number = whole_number(version, low=1)  # `help-center@²` names no version, as `@x` does
+        rubric = Rubric.objects.filter(name=name, version=number).first() if number else None
         if rubric is None:
             raise CommandError(f"no rubric {o['rubric']!r}; import it first (import_rubric)")
         if not 0 <= o["dual_rate"] <= 1:
