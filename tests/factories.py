@@ -164,3 +164,9 @@ def grade(
 ) -> models.Judgment:
     """A judgment written directly (no service, so no completion or dispute check runs)."""
     return JudgmentFactory.create(assignment=assignment, document=document, grade=value, **fields)
+
+
+def grant_secrets(golden_set: models.GoldenSet, *variables: str) -> None:
+    """An administrator's grants of these secret variables to the set (labeling.selectors.secrets)."""
+    for variable in variables:
+        models.SecretGrant.objects.get_or_create(golden_set=golden_set, variable=variable)

@@ -37,9 +37,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape
-from assay.secrets import SecretEnvError, secret_env_read
+from assay.secrets import SecretEnvError
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
+from labeling.selectors.secrets import secret_read
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ def _deliver(row: Notification) -> None:
     if row.channel == Channel.EMAIL:
         _send_email(message, row.recipients.split(", "))
     else:
-        _post_webhook(message, row.recipients)
+        _post_webhook(message, row.recipients, row.run.golden_version.golden_set)
 
 
 def _send_email(message: VerdictMessage, recipients: list[str]) -> None:
@@ -232,9 +233,11 @@ def _send_email(message: VerdictMessage, recipients: list[str]) -> None:
         raise _Transient(f"sending mail failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _webhook_url(variable: str) -> str:
+def _webhook_url(variable: str, golden_set: GoldenSet) -> str:
+    # Granted to the run's set still (labeling.selectors.secrets): a grant withdrawn since the target was
+    # saved stops the post here, before any request.
     try:
-        url = secret_env_read(variable)
+        url = secret_read(variable, golden_set=golden_set)
     except SecretEnvError as exc:
         raise _Refused(f"webhook: {exc}") from exc
     parts = urlsplit(url.strip())
@@ -243,8 +246,8 @@ def _webhook_url(variable: str) -> str:
     return url.strip()
 
 
-def _post_webhook(message: VerdictMessage, variable: str) -> None:
-    url = _webhook_url(variable)
+def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet) -> None:
+    url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
     def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
