@@ -19,6 +19,7 @@ the rebaseline workflow writes `baseline/relevance.json` and `RELEVANCE_NOTES.md
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import io
 import os
@@ -41,7 +42,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
-from assay.secrets import git_export_path_problem, secret_env_problem
+from assay.secrets import git_export_path_problem, mask_secrets, secret_env_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
@@ -516,7 +517,7 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
         return _diverged(repo, refs, exc.current_sha, exc.new_sha)
     except Exception as exc:  # every transport error is a failed push, reported in words
         reason = str(exc) or type(exc).__name__
-        return f"{type(exc).__name__}: {reason}", None
+        return mask_secrets(f"{type(exc).__name__}: {reason}", _sent(credentials)), None
     # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
     rejected = {
         ref.decode(errors="replace"): str(status)
@@ -524,10 +525,15 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
         if status is not None
     }
     if rejected:
-        return "the remote rejected " + "; ".join(
-            f"{ref} ({why})" for ref, why in sorted(rejected.items())
-        ), None
+        said = "; ".join(f"{ref} ({why})" for ref, why in sorted(rejected.items()))
+        return mask_secrets(f"the remote rejected {said}", _sent(credentials)), None
     return None
+
+
+def _sent(credentials: Mapping[str, str]) -> list[str]:
+    """The credentials as a remote may quote them back: each value, and the Basic authorization."""
+    pair = f"{credentials.get('username', '')}:{credentials.get('password', '')}"
+    return [*credentials.values(), base64.b64encode(pair.encode()).decode()] if credentials else []
 
 
 def _diverged(repo: Repo, refs: list[bytes], remote_sha: bytes, local_sha: bytes) -> tuple[str, str]:

@@ -37,7 +37,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape
-from assay.secrets import SecretEnvError
+from assay.secrets import SecretEnvError, mask_secrets
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
 from labeling.selectors.secrets import secret_read
@@ -251,7 +251,7 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
     def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
-        return text.replace(url, f"${variable}")
+        return mask_secrets(text, [url], mask=f"${variable}")
 
     try:
         reply = httpx.post(url, json=message.payload, timeout=timeout, follow_redirects=False)
