@@ -8,7 +8,9 @@ with `ASSAY_SECRET_ENV_PREFIX` (default `ASSAY_SECRET_`) may be named. Likewise 
 repository and a local remote) may only write below the directories listed in `ASSAY_GIT_EXPORT_ROOTS`
 (separated by the OS path separator; default `<ASSAY_VAR_DIR>/git`), never into the app's own checkout
 or anywhere else the server can write. Both are read from the environment when checked, so an
-operator's change needs no code.
+operator's change needs no code. Which variables a golden set may use at all is an administrator's grant,
+checked in `labeling.selectors.secrets`. `mask_secrets` is the one masking of the values sent with a
+request wherever its reply becomes text (docs/deployment.md, "Secrets").
 """
 
 from __future__ import annotations

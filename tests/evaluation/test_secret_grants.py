@@ -43,7 +43,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     victor_fixture,
 )
 from tests.support.judge_stub import judge_settings, judge_stub
-from tests.support.runs import eager_celery, make_target, make_version
+from tests.support.runs import eager_celery, failing_run, make_target, make_version
 from tests.support.stub_server import Reply, StubServer
 
 pytestmark = pytest.mark.django_db
@@ -240,16 +240,6 @@ def _header_runs(golden_set: GoldenSet, catcher: StubServer, django_capture_on_c
 # ----------------------------------------------------------------------------------------- webhooks
 
 
-def _failed_run(golden_set: GoldenSet, target: SearchTarget) -> EvaluationRun:
-    return EvaluationRun.objects.create(
-        golden_version=make_version(golden_set, name=f"v-{EvaluationRun.objects.count()}"),
-        target=target,
-        status=EvaluationRun.Status.SUCCEEDED,
-        verdict=EvaluationRun.Verdict.FAIL,
-        gate={"failures": [{"kind": "errors", "message": "q-2 errored"}], "warnings": [], "notes": []},
-    )
-
-
 def _deliver_webhook(run: EvaluationRun) -> Notification:
     rows = Notification.objects.filter(pk__in=notifications_prepare(run_id=run.pk))
     webhook = rows.get(channel=Notification.Channel.WEBHOOK)
@@ -265,12 +255,12 @@ def test_a_webhook_is_posted_only_while_the_runs_set_holds_the_grant(
     factories.grant_secrets(golden_set, SECRET)
     target = make_target("http://127.0.0.1:9/search", golden_set, webhook_env=SECRET)
 
-    told = _deliver_webhook(_failed_run(golden_set, target))
+    told = _deliver_webhook(failing_run(golden_set, target))
     assert told.status == Notification.Status.SENT
     assert [r.path for r in catcher.requests] == ["/hook"]
 
     assert secret_grant_withdraw(golden_set=golden_set, variable=SECRET)
-    refused = _deliver_webhook(_failed_run(golden_set, target))
+    refused = _deliver_webhook(failing_run(golden_set, target))
     assert refused.status == Notification.Status.FAILED
     assert refused.last_error.startswith(f"webhook: {SECRET} is not granted to golden set {golden_set.slug}")
     assert len(catcher.requests) == 1

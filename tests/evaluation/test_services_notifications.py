@@ -424,7 +424,7 @@ def test_a_sent_row_is_never_sent_again_whatever_attempt_asks(
 def test_a_second_delivery_while_an_attempt_is_in_flight_does_nothing(
     rita: User, golden_set: GoldenSet, hook: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support.runs import make_target, make_version
+    from tests.support.runs import failing_run, make_target
 
     release = threading.Event()
 
@@ -436,14 +436,7 @@ def test_a_second_delivery_while_an_attempt_is_in_flight_does_nothing(
     monkeypatch.setenv(HOOK_VAR, f"{hook.url}/hook")
     factories.grant_secrets(golden_set, HOOK_VAR)
     target = make_target("http://127.0.0.1:9/search", golden_set, webhook_env=HOOK_VAR)
-    run = EvaluationRun.objects.create(
-        golden_version=make_version(golden_set),
-        target=target,
-        status=EvaluationRun.Status.SUCCEEDED,
-        verdict=EvaluationRun.Verdict.FAIL,
-        gate={"failures": [{"kind": "errors", "message": "q-2 errored"}], "warnings": [], "notes": []},
-        triggered_by=rita,
-    )
+    run = failing_run(golden_set, target, triggered_by=rita)
     ids = dict(
         Notification.objects.filter(pk__in=notifications_prepare(run_id=run.pk)).values_list("channel", "pk")
     )
