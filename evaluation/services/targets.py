@@ -40,19 +40,25 @@ def target_secrets(*, headers: object, webhook_env: str = "") -> dict[str, str]:
 
 
 def target_secret_problems(
-    *, headers: object, webhook_env: str = "", golden_sets: Iterable[GoldenSet], besides: Sequence[str] = ()
+    *,
+    headers: object,
+    webhook_env: str = "",
+    golden_sets: Iterable[GoldenSet],
+    besides: Sequence[str] = (),
+    unnamed: Sequence[GoldenSet] = (),
 ) -> list[str]:
     """Why a target's secrets may not be used for `golden_sets`, each naming its field: every variable
     must be granted to every set (labeling.selectors.secrets). When a target is saved those are all the
     sets it lists, since the reviewers of any of them may change where it sends its headers; when it is
     called, the set the run or notification is for. A field `besides` has a problem for already (a header
-    whose variable breaks the name rule: `spec_problems`) is not said twice."""
+    whose variable breaks the name rule: `spec_problems`) is not said twice; sets in `unnamed` (the editor
+    does not review them) are counted, not named."""
     sets = list(golden_sets)
     said = {problem.split(": ", 1)[0] for problem in besides}
     return [
         f"{where}: {refused}"
         for where, variable in target_secrets(headers=headers, webhook_env=webhook_env).items()
-        if where not in said and (refused := secret_problem(variable, golden_sets=sets))
+        if where not in said and (refused := secret_problem(variable, golden_sets=sets, unnamed=unnamed))
     ]
 
 
@@ -75,7 +81,9 @@ def _storable_problems(target: SearchTarget) -> list[str]:
     return problems
 
 
-def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
+def _target_save(
+    target: SearchTarget, golden_sets: Iterable[GoldenSet] | None, hidden: Sequence[GoldenSet] = ()
+) -> SearchTarget:
     storable = _storable_problems(target)
     if storable:  # before the spec's rules, which would quote the values back
         raise TargetError(storable)
@@ -83,7 +91,11 @@ def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) 
     target.webhook_env = (target.webhook_env or "").strip()
     sets = list(golden_sets) if golden_sets is not None else list(target.golden_sets.all())
     problems += target_secret_problems(
-        headers=target.headers, webhook_env=target.webhook_env, golden_sets=sets, besides=problems
+        headers=target.headers,
+        webhook_env=target.webhook_env,
+        golden_sets=sets,
+        besides=problems,
+        unnamed=hidden,
     )
     # The sets' rows locked first: two saves giving one set the same name take turns, not both pass.
     list(GoldenSet.objects.select_for_update().filter(pk__in=[s.pk for s in sets]).order_by("pk"))
@@ -158,6 +170,6 @@ def target_update(
         )
     for name, value in values.items():
         setattr(locked, name, value.strip() if name in ("name", "url") and isinstance(value, str) else value)
-    saved = _target_save(locked, golden_sets)
+    saved = _target_save(locked, golden_sets, hidden)
     target.refresh_from_db()
     return saved

@@ -25,10 +25,13 @@ HOW_TO_GRANT = (
 )
 
 
-def secret_problem(variable: str, *, golden_sets: Iterable[GoldenSet]) -> str | None:
+def secret_problem(
+    variable: str, *, golden_sets: Iterable[GoldenSet], unnamed: Iterable[GoldenSet] = ()
+) -> str | None:
     """Why a setting used on behalf of `golden_sets` may not read `variable` (None when every one of them
-    holds a grant for it). The message names the variable and the sets lacking the grant, never a value.
-    No set at all is refused too: a grant is always to a set."""
+    holds a grant for it). The message names the variable and the sets lacking the grant, never a value;
+    those of them in `unnamed` (sets the person asking does not review) are counted, not named. No set at
+    all is refused too: a grant is always to a set."""
     if refused := secret_env_name_problem(variable):
         return refused
     sets = list(golden_sets)
@@ -39,10 +42,15 @@ def secret_problem(variable: str, *, golden_sets: Iterable[GoldenSet]) -> str | 
             "golden_set_id", flat=True
         )
     )
-    lacking = sorted(s.slug for s in sets if s.pk not in granted)
-    if not lacking:
+    hidden = {s.pk for s in unnamed}
+    lacking = sorted(s.slug for s in sets if s.pk not in granted and s.pk not in hidden)
+    others = len({s.pk for s in sets if s.pk not in granted and s.pk in hidden})
+    parts = [f"golden set {', '.join(lacking)}"] if lacking else []
+    if others:
+        parts.append(f"{others} golden set(s) you do not review")
+    if not parts:
         return None
-    return f"{variable} is not granted to golden set {', '.join(lacking)}: {HOW_TO_GRANT}"
+    return f"{variable} is not granted to {' and '.join(parts)}: {HOW_TO_GRANT}"
 
 
 def secret_read(variable: str, *, golden_set: GoldenSet) -> str:

@@ -342,3 +342,46 @@ def test_the_command_grants_lists_and_withdraws(
     assert not SecretGrant.objects.exists()
     with pytest.raises(CommandError, match=f"holds no grant of {SECRET}"):
         call_command("secret_grant", golden_set.slug, SECRET, "--withdraw")
+
+
+def test_a_set_the_editor_does_not_review_is_counted_not_named(
+    golden_set: GoldenSet, other_set: GoldenSet, rita: User, catcher: StubServer
+) -> None:
+    factories.grant_secrets(golden_set, SECRET)
+    factories.grant_secrets(other_set, SECRET)
+    target = make_target(
+        f"{catcher.url}/search", golden_set, owner=rita, headers={"X-Api-Key": {"env": SECRET}}
+    )
+    target_update(target=target, golden_sets=[golden_set, other_set])
+    assert secret_grant_withdraw(golden_set=other_set, variable=SECRET)
+
+    headers = f'{{"X-Api-Key": {{"env": "{SECRET}"}}}}'
+    form = _target_form(f"{catcher.url}/search", golden_set, name="staging", headers=headers)
+    page = logged_in(rita).post(f"/targets/{target.pk}/edit/", form)
+    assert page.status_code == 422
+    says = f"headers.X-Api-Key: {SECRET} is not granted to 1 golden set(s) you do not review"
+    assert says in page_text(page)
+    assert other_set.slug not in page_text(page)
+
+
+# ----------------------------------------------------------------------------------------- the admin
+
+
+def test_the_admin_grants_with_the_name_rule_and_records_who(golden_set: GoldenSet, client: Any) -> None:
+    root = factories.UserFactory.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(root)
+    add = "/admin/labeling/secretgrant/add/"
+    refused = client.post(add, {"golden_set": golden_set.pk, "variable": "DJANGO_SECRET_KEY", "note": ""})
+    assert refused.status_code == 200 and "does not start with ASSAY_SECRET_" in refused.content.decode()
+    assert not SecretGrant.objects.exists()
+    granted = client.post(add, {"golden_set": golden_set.pk, "variable": SECRET, "note": "judge key"})
+    assert granted.status_code == 302
+    assert SecretGrant.objects.get().granted_by == root
+    # The git export's admin form asks the same check as the service.
+    config = {"golden_set": golden_set.pk, "repository_path": "/tmp/assay-admin-git", "branch": "main"}
+    config |= {"file_path": "g.json", "file_format": "json", "remote_url": "", "username_env": ""}
+    page = client.post(
+        "/admin/golden_io/gitexportconfig/add/", config | {"password_env": "ASSAY_SECRET_NOT_GRANTED"}
+    )
+    assert "ASSAY_SECRET_NOT_GRANTED is not granted to golden set help-center" in page.content.decode()
+    assert not GitExportConfig.objects.exists()
