@@ -190,6 +190,12 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
             size=golden.k,
             params=parse_params(args.param),
             headers=parse_headers(args.header, args.header_env, os.environ),
+            # The --header-env values are the secrets: masked in whatever the engine answers.
+            secrets=tuple(
+                os.environ[item.partition("=")[2].strip()]
+                for item in args.header_env
+                if item.partition("=")[2].strip() in os.environ
+            ),
             concurrency=args.concurrency,
             timeout=args.timeout,
             retries=args.retries,

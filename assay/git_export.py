@@ -19,6 +19,7 @@ the rebaseline workflow writes `baseline/relevance.json` and `RELEVANCE_NOTES.md
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import io
 import os
@@ -49,7 +50,7 @@ from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from assay.netpolicy import host_problem, name_problem, private_targets_allowed, refused_in, url_problem
-from assay.secrets import git_export_path_problem, secret_env_problem
+from assay.secrets import git_export_path_problem, mask_secrets, secret_env_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
@@ -558,7 +559,7 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
         if (address := refused_in(exc)) is not None:
             return str(address), None
         reason = str(exc) or type(exc).__name__
-        return f"{type(exc).__name__}: {reason}", None
+        return mask_secrets(f"{type(exc).__name__}: {reason}", _sent(credentials)), None
     # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
     rejected = {
         ref.decode(errors="replace"): str(status)
@@ -566,9 +567,8 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
         if status is not None
     }
     if rejected:
-        return "the remote rejected " + "; ".join(
-            f"{ref} ({why})" for ref, why in sorted(rejected.items())
-        ), None
+        said = "; ".join(f"{ref} ({why})" for ref, why in sorted(rejected.items()))
+        return mask_secrets(f"the remote rejected {said}", _sent(credentials)), None
     return None
 
 
@@ -585,6 +585,12 @@ def _public_pool(repo: Repo, url: str) -> dict[str, Any]:
         repo.get_config_stack(), pool_manager_cls=PublicPoolManager, base_url=url
     )
     return {"pool_manager": manager}
+
+
+def _sent(credentials: Mapping[str, str]) -> list[str]:
+    """The credentials as a remote may quote them back: each value, and the Basic authorization."""
+    pair = f"{credentials.get('username', '')}:{credentials.get('password', '')}"
+    return [*credentials.values(), base64.b64encode(pair.encode()).decode()] if credentials else []
 
 
 def _diverged(repo: Repo, refs: list[bytes], remote_sha: bytes, local_sha: bytes) -> tuple[str, str]:

@@ -5,6 +5,9 @@ Bounded concurrency (a fixed pool of workers), a per-request timeout, retries wi
 backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
 429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded
 on its query as `QueryResult(error=...)`: docs/metrics.md never counts an errored query as empty.
+The values of the secret headers sent (`HarnessConfig.secrets`) are masked in each reply before it is
+parsed and in each result (`assay.secrets.mask_secrets`): an engine that echoes its request must not have
+them stored in ids, titles, markers or errors.
 
 Used by the `assay run` command, the Celery chunk tasks and candidate-pool building:
 
@@ -30,7 +33,7 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -51,6 +54,7 @@ from assay.netpolicy import (
     url_problem,
 )
 from assay.results import QueryResult
+from assay.secrets import mask_secrets, mask_secrets_bytes
 
 
 def is_transient_status(status: int) -> bool:
@@ -83,6 +87,8 @@ class HarnessConfig:
     size: int = 10  # the golden file's k: the engine is asked for k results
     params: Mapping[str, Any] = field(default_factory=dict)  # stage toggles, e.g. {"rewrite": True}
     headers: Mapping[str, str] = field(default_factory=dict)  # cache bypass, auth (values never recorded)
+    # The secret header values among `headers` (read from the environment): masked in every reply.
+    secrets: tuple[str, ...] = ()
     concurrency: int = 8
     timeout: float = 10.0  # seconds, per request (connect, read, write and pool each)
     retries: int = 3  # retries after the first attempt, for transient failures only
@@ -512,7 +518,7 @@ class _Runner:
         if not 200 <= status < 300:
             raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
         try:
-            parsed = _decode_reply(body)
+            parsed = _decode_reply(mask_secrets_bytes(body, config.secrets))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise _Permanent(f"response is not JSON ({_body_shape(response, body)})", status=status) from None
         try:
@@ -628,7 +634,7 @@ async def search_all(
 
     async def work(session: aiohttp.ClientSession) -> None:
         for index in cursor:
-            result = await runner.run_one(session, queries[index])
+            result = _masked(await runner.run_one(session, queries[index]), config.secrets)
             results[index] = result
             if on_result is not None:
                 on_result(result)
@@ -646,6 +652,25 @@ async def search_all(
     done = [r for r in results if r is not None]
     assert len(done) == len(queries)  # every index was taken by exactly one worker
     return done
+
+
+def _masked(result: QueryResult, secrets: Sequence[str]) -> QueryResult:
+    """The result with the secrets masked in every text a reply gave it (a marker from a reply header, an
+    error), after the body's own masking before it was parsed."""
+    if not secrets:
+        return result
+
+    def mask(text: str | None) -> str | None:
+        return None if text is None else mask_secrets(text, secrets)
+
+    return replace(
+        result,
+        ids=tuple(mask_secrets(i, secrets) for i in result.ids),
+        titles=tuple(mask_secrets(t, secrets) for t in result.titles),
+        error=mask(result.error),
+        index_generation=mask(result.index_generation),
+        model_id=mask(result.model_id),
+    )
 
 
 def search_all_sync(

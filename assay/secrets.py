@@ -8,14 +8,17 @@ with `ASSAY_SECRET_ENV_PREFIX` (default `ASSAY_SECRET_`) may be named. Likewise 
 repository and a local remote) may only write below the directories listed in `ASSAY_GIT_EXPORT_ROOTS`
 (separated by the OS path separator; default `<ASSAY_VAR_DIR>/git`), never into the app's own checkout
 or anywhere else the server can write. Both are read from the environment when checked, so an
-operator's change needs no code.
+operator's change needs no code. Which variables a golden set may use at all is an administrator's grant,
+checked in `labeling.selectors.secrets`. `mask_secrets` is the one masking of the values sent with a
+request wherever its reply becomes text (docs/deployment.md, "Secrets").
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from assay.paths import var_dir
@@ -68,6 +71,44 @@ def secret_env_read(name: str, environ: Mapping[str, str] | None = None) -> str:
     if name not in values:
         raise SecretEnvError(f"environment variable {name} is not set on this worker")
     return values[name]
+
+
+# ------------------------------------------------------------------------------------------ masking
+
+MASK = "***"
+# A value shorter than this is not masked: replacing every "42" in a reply would garble ids and titles, and
+# so short a value is no secret (docs/deployment.md, "Secrets").
+MASK_MIN_LENGTH = 6
+
+
+def _forms(secrets: Iterable[str]) -> list[str]:
+    """Each secret as a reply may quote it: as is, and escaped inside a JSON string (ASCII-only, and with
+    '/' escaped, as some servers write it); longest first, so a secret holding another is masked whole."""
+    forms: set[str] = set()
+    for secret in secrets:
+        if len(secret) < MASK_MIN_LENGTH:
+            continue
+        forms.add(secret)
+        for escaped in (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
+            forms.update((escaped, escaped.replace("/", "\\/")))
+    return sorted(forms, key=len, reverse=True)
+
+
+def mask_secrets(text: str, secrets: Iterable[str], mask: str = MASK) -> str:
+    """`text` with every occurrence of each secret replaced by `mask`: the one masking applied wherever a
+    remote reply becomes text Assay stores or shows (a judge's answer, a search result and its error, a
+    webhook's or a git push's error), with the secrets sent in that request. Masked before any text is
+    cut short, so no prefix of a secret survives a trim either."""
+    for form in _forms(secrets):
+        text = text.replace(form, mask)
+    return text
+
+
+def mask_secrets_bytes(data: bytes, secrets: Iterable[str], mask: str = MASK) -> bytes:
+    """`mask_secrets` on a reply's raw bytes (UTF-8), before they are parsed into anything."""
+    for form in _forms(secrets):
+        data = data.replace(form.encode(), mask.encode())
+    return data
 
 
 def git_export_roots() -> list[Path]:

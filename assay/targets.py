@@ -277,7 +277,12 @@ def resolve_headers(spec: TargetSpec, environ: Mapping[str, str]) -> dict[str, s
 
 
 def _config(
-    spec: TargetSpec, *, size: int, params: Mapping[str, Any] | None, headers: Mapping[str, str]
+    spec: TargetSpec,
+    *,
+    size: int,
+    params: Mapping[str, Any] | None,
+    headers: Mapping[str, str],
+    secrets: tuple[str, ...] = (),
 ) -> HarnessConfig:
     return HarnessConfig(
         url=spec.url,
@@ -285,6 +290,7 @@ def _config(
         size=size,
         params=effective_params(spec, params),
         headers=dict(headers),
+        secrets=secrets,
         concurrency=spec.concurrency,
         timeout=spec.timeout,
         retries=spec.retries,
@@ -318,9 +324,12 @@ def harness_config(
         headers = {name: REDACTED for name in spec.headers}
         if spec.cache_bypass_header and (parsed := parse_header_line(spec.cache_bypass_header)):
             headers[parsed[0]] = parsed[1]
+        secrets: tuple[str, ...] = ()
     else:
         headers = resolve_headers(spec, os.environ if environ is None else environ)
-    return _config(spec, size=size, params=params, headers=headers)
+        # The values read from the environment: masked in whatever the engine answers (assay.harness).
+        secrets = tuple(headers[name] for name, value in spec.headers.items() if isinstance(value, Mapping))
+    return _config(spec, size=size, params=params, headers=headers, secrets=secrets)
 
 
 def shown_headers(spec: TargetSpec) -> dict[str, str]:

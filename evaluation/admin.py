@@ -24,7 +24,7 @@ from evaluation.models import (
     RunSchedule,
     SearchTarget,
 )
-from evaluation.services import schedule_problems, target_name_problems, webhook_problems
+from evaluation.services import schedule_problems, target_name_problems, target_secret_problems
 
 
 class SearchTargetForm(forms.ModelForm):
@@ -58,7 +58,12 @@ class SearchTargetForm(forms.ModelForm):
         data = super().clean() or {}
         candidate = SearchTarget(**{k: v for k, v in data.items() if k not in ("golden_sets", "owner")})
         problems = spec_problems(target_spec(candidate))
-        problems += webhook_problems(data.get("webhook_env") or "")
+        problems += target_secret_problems(
+            headers=data.get("headers"),
+            webhook_env=data.get("webhook_env") or "",
+            golden_sets=data.get("golden_sets") or [],
+            besides=problems,
+        )
         problems += target_name_problems(
             name=data.get("name") or "", golden_sets=data.get("golden_sets") or [], exclude=self.instance.pk
         )

@@ -186,7 +186,8 @@ class TargetForm(forms.Form):
         max_length=100,
         label="Webhook variable",
         help_text="the NAME of an ASSAY_SECRET_... environment variable of the workers whose value is a "
-        "Slack-compatible webhook URL: failing and warning runs are posted there (empty: email only)",
+        "Slack-compatible webhook URL, granted to the target's sets by an administrator: failing and "
+        "warning runs are posted there (empty: email only)",
     )
     golden_sets = forms.ModelMultipleChoiceField(
         queryset=GoldenSet.objects.none(), required=False, widget=forms.CheckboxSelectMultiple

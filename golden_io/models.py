@@ -187,8 +187,24 @@ class GitExportConfig(models.Model):
             username_env=self.username_env,
             password_env=self.password_env,
         )
+        if self.golden_set_id is not None:
+            credentials = credential_problems(self.golden_set, self.username_env, self.password_env)
+            problems = {**credentials, **problems}
         if problems:
             raise ValidationError(problems)
+
+
+def credential_problems(golden_set: GoldenSet, username_env: str, password_env: str) -> dict[str, str]:
+    """Field -> why a git export's credential variable may not be used for `golden_set` (not granted to
+    it: labeling.selectors.secrets); checked when the export is configured and before every push."""
+    # Imported here: models load before the selectors' module-level querysets may be built.
+    from labeling.selectors.secrets import secret_problem
+
+    problems = {}
+    for field, variable in (("username_env", username_env), ("password_env", password_env)):
+        if variable and (refused := secret_problem(variable, golden_sets=[golden_set])):
+            problems[field] = refused
+    return problems
 
 
 class GitExport(models.Model):

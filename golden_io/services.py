@@ -28,7 +28,13 @@ from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
 from assay.golden.model import GoldenFile
 from assay.problems import ImportReport
 from golden_io import selectors
-from golden_io.models import GitExport, GitExportConfig, GoldenVersion, version_name_problem
+from golden_io.models import (
+    GitExport,
+    GitExportConfig,
+    GoldenVersion,
+    credential_problems,
+    version_name_problem,
+)
 from golden_io.selectors import UnresolvedLabel, WorkingGolden, WorkingGoldenInvalid
 from labeling.models import Assignment, Document, FrozenLabel, GoldenSet, Query, TierMove
 from labeling.selectors import proposals_pending_count
@@ -540,6 +546,8 @@ def git_export_configure(
     )
     if file_format not in GitExportConfig.Format.values:
         problems["file_format"] = f"file format {file_format!r} must be json or jsonl"
+    # The name rule's refusals are config_problems' already (its words kept).
+    problems = {**credential_problems(golden_set, username_env, password_env), **problems}
     if problems:
         raise ExportConfigError(problems)
     config, _ = GitExportConfig.objects.update_or_create(
@@ -602,6 +610,14 @@ def golden_version_export(*, version: GoldenVersion, by: User | None) -> GitExpo
         return row
     row.repository_path, row.branch, row.file_path = config.repository_path, config.branch, config.file_path
     row.remote_url = config.remote_url
+    # The credentials granted to the set still (a grant withdrawn since the export was configured stops
+    # the push here): refused before anything is written or sent.
+    refused = credential_problems(version.golden_set, config.username_env, config.password_env)
+    if config.remote_url and refused:
+        row.status = GitExport.Status.FAILED
+        row.message = "nothing was written: " + "; ".join(f"{k}: {v}" for k, v in refused.items())
+        row.save()
+        return row
     golden = version.golden()
     content = (
         version.content_bytes if config.file_format == GitExportConfig.Format.JSON else dump_jsonl(golden)

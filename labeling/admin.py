@@ -84,6 +84,24 @@ class GoldenSetAdmin(admin.ModelAdmin):
     filter_horizontal = ("reviewers", "raters")
 
 
+@admin.register(models.SecretGrant)
+class SecretGrantAdmin(admin.ModelAdmin):
+    """Which golden set may use which secret variable: a judge's key, a target's secret headers and
+    webhook, a git export's credentials are sent only for a set holding the grant (the check:
+    `labeling.selectors.secrets`). Delete a grant to withdraw it: the next use is refused."""
+
+    list_display = ("variable", "golden_set", "note", "granted_by", "created")
+    list_filter = ("golden_set",)
+    search_fields = ("variable", "note")
+    fields = ("golden_set", "variable", "note", "granted_by", "created")
+    readonly_fields = ("granted_by", "created")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if obj.granted_by_id is None:
+            obj.granted_by_id = request.user.pk
+        super().save_model(request, obj, form, change)
+
+
 @admin.register(models.Document)
 class DocumentAdmin(admin.ModelAdmin):
     list_display = ("doc_id", "golden_set", "title", "key")

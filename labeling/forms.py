@@ -197,8 +197,8 @@ class JudgeForm(forms.Form):
         label="API key variable",
         required=False,
         max_length=100,
-        help_text="the NAME of the workers' environment variable holding the key (ASSAY_SECRET_...); "
-        "empty for a server without a key",
+        help_text="the NAME of the workers' environment variable holding the key (ASSAY_SECRET_..., "
+        "granted to this set by an administrator); empty for a server without a key",
     )
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
     concurrency = forms.IntegerField(

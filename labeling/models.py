@@ -23,6 +23,7 @@ from django.db.models import Q
 
 # The thresholds' type only (numpy, not the statistics' scikit-learn): models load in every process.
 from assay.labels.agreement_types import ReadingThresholds, reading_thresholds_errors
+from assay.secrets import secret_env_name_problem
 
 CONTENT_FIELDS = ("title", "url", "snippet", "body", "fields")
 
@@ -128,6 +129,39 @@ class GoldenSet(models.Model):
         errors = reading_thresholds_errors(self.reliable_min, self.tentative_min, self.min_pairable_units)
         if errors:
             raise ValidationError(errors)
+
+
+class SecretGrant(models.Model):
+    """An administrator's permission for one golden set to use one secret variable (docs/deployment.md,
+    "Secrets"). Settings name secrets by environment variable (`ASSAY_SECRET_...`, assay.secrets); the
+    value is sent only for a set holding a grant for that name: a judge's key, a target's secret header
+    and webhook, a git export's credentials (`labeling.selectors.secrets`, the one check). Withdrawing a
+    grant is deleting its row; the next use is refused."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="secret_grants")
+    variable = models.CharField(
+        max_length=100, help_text="the environment variable's NAME, e.g. ASSAY_SECRET_OPENAI"
+    )
+    note = models.CharField(max_length=300, blank=True, help_text="what it is for, who asked")
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["golden_set", "variable"], name="secret_grant_set_variable_unique"
+            ),
+        ]
+        ordering = ["golden_set", "variable"]
+
+    def __str__(self) -> str:
+        return f"{self.variable} for {self.golden_set_id}"
+
+    def clean(self) -> None:
+        if refused := secret_env_name_problem(self.variable or ""):
+            raise ValidationError({"variable": refused})
 
 
 class Document(models.Model):

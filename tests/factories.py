@@ -176,3 +176,9 @@ def token(assignment: models.Assignment, candidate: models.Candidate | int) -> s
 def tokens(assignment: models.Assignment) -> dict[str, models.Candidate]:
     """The assignment's pool by token: a page's or a reply's token back to its candidate."""
     return {token(assignment, c): c for c in assignment.query.candidates.all()}
+
+
+def grant_secrets(golden_set: models.GoldenSet, *variables: str) -> None:
+    """An administrator's grants of these secret variables to the set (labeling.selectors.secrets)."""
+    for variable in variables:
+        models.SecretGrant.objects.get_or_create(golden_set=golden_set, variable=variable)

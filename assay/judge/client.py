@@ -8,7 +8,9 @@ pair's reply is handed to `on_reply` as it finishes, so the caller can store it 
 
 The API key goes into the `Authorization` header and nowhere else: errors are built from statuses, body
 shapes (content type and size, `assay.netpolicy.body_shape`) and the exception's kind, never from a
-reply's or an exception's text, which could echo the request.
+reply's or an exception's text, which could echo the request. The model's text itself (a reason, or the
+reply an error quotes) has the key masked before it is parsed (`assay.secrets.mask_secrets`): an
+endpoint that echoes its request must not have the key stored or shown.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from assay.harness import (
 )
 from assay.judge.answer import Answer, parse_answer
 from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
+from assay.secrets import mask_secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,7 @@ class _Judge:
         self.headers = {"Content-Type": "application/json"}
         if endpoint.api_key:
             self.headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        self.secrets = (endpoint.api_key,) if endpoint.api_key else ()
 
     def _body(self, call: Call) -> bytes:
         body: dict[str, Any] = {
@@ -183,7 +187,7 @@ class _Judge:
             attempts += 1
             try:
                 body = await self._attempt(data)
-                content = _content(body)
+                content = mask_secrets(_content(body), self.secrets)
             except _Transient as exc:
                 if attempts > self.endpoint.retry.retries:
                     return self._failed(call, f"{exc} ({attempts} attempts)", started, attempts)

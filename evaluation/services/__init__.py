@@ -72,8 +72,9 @@ from evaluation.services.targets import (
     TARGET_FIELDS,
     target_create,
     target_name_problems,
+    target_secret_problems,
+    target_secrets,
     target_update,
-    webhook_problems,
 )
 from evaluation.services.unjudged import (
     JudgeOffer,
@@ -132,10 +133,11 @@ __all__ = [
     "schedules_due",
     "target_create",
     "target_name_problems",
+    "target_secret_problems",
+    "target_secrets",
     "target_update",
     "unjudged_ask_judge",
     "unjudged_judge_offer",
     "unjudged_queue",
     "verdict_message",
-    "webhook_problems",
 ]

@@ -25,6 +25,7 @@ from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.selectors import golden_of
 from evaluation.services.leases import LEASE_RENEW_EVERY_S, ChunkHold, chunk_lease_claim
+from evaluation.services.targets import target_secret_problems
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def run_chunk_process(
     existed): the chunk is claimed for this delivery (by `worker`, the worker's name) and renewed while
     it works. A delivery that cannot claim it (finished, or held by another live delivery) does nothing.
     """
-    run = EvaluationRun.objects.select_related("golden_version").filter(pk=run_id).first()
+    run = EvaluationRun.objects.select_related("golden_version__golden_set").filter(pk=run_id).first()
     if run is None or run.status != Status.RUNNING:
         return ChunkOutcome(0, 0, stopped=True, complete=False)
     # Parsed before the claim: the first parse of a large golden file in a process may take longer than
@@ -229,7 +230,13 @@ def _chunk_search(
         written += len(unknown)
     stopped = False
     try:
-        config = harness_config(TargetSpec.from_dict(run.target_snapshot), size=golden.k, params=run.params)
+        spec = TargetSpec.from_dict(run.target_snapshot)
+        # Granted to the run's set still (a grant withdrawn since the run was created stops it here,
+        # before any request): labeling.selectors.secrets.
+        refused = target_secret_problems(headers=spec.headers, golden_sets=[run.golden_version.golden_set])
+        if refused:
+            raise TargetError(refused)
+        config = harness_config(spec, size=golden.k, params=run.params)
     except (TargetError, ValueError) as exc:
         # The same on every worker that lacks the variable: recorded, not retried.
         _write(run_id, _error_results([q.id for q in queries], f"target cannot be called: {exc}"))

@@ -37,9 +37,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
-from assay.secrets import SecretEnvError, secret_env_read
+from assay.secrets import SecretEnvError, mask_secrets
 from evaluation.models import EvaluationRun, Notification
+from labeling.models import GoldenSet
 from labeling.roles import reviewer_emails
+from labeling.selectors.secrets import secret_read
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +211,7 @@ def _deliver(row: Notification) -> None:
     if row.channel == Channel.EMAIL:
         _send_email(message, row.recipients.split(", "))
     else:
-        _post_webhook(message, row.recipients)
+        _post_webhook(message, row.recipients, row.run.golden_version.golden_set)
 
 
 def _send_email(message: VerdictMessage, recipients: list[str]) -> None:
@@ -236,9 +238,11 @@ def webhook_url_problem(url: str, variable: str) -> str | None:
     return url_problem(url, clients=("httpx",), shown=f"the host of the URL in {variable}")
 
 
-def _webhook_url(variable: str) -> str:
+def _webhook_url(variable: str, golden_set: GoldenSet) -> str:
+    # Granted to the run's set still (labeling.selectors.secrets): a grant withdrawn since the target was
+    # saved stops the post here, before any request.
     try:
-        url = secret_env_read(variable).strip()
+        url = secret_read(variable, golden_set=golden_set).strip()
     except SecretEnvError as exc:
         raise _Refused(f"webhook: {exc}") from exc
     if problem := webhook_url_problem(url, variable):
@@ -256,12 +260,12 @@ def _webhook_client(timeout: float) -> httpx.Client:
     return httpx.Client(timeout=timeout, follow_redirects=False, transport=public_httpx_transport())
 
 
-def _post_webhook(message: VerdictMessage, variable: str) -> None:
-    url = _webhook_url(variable)
+def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet) -> None:
+    url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
     def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
-        return text.replace(url, f"${variable}")
+        return mask_secrets(text, [url], mask=f"${variable}")
 
     try:
         with _webhook_client(timeout) as client:

@@ -18,6 +18,7 @@ from evaluation.enqueue import run_start_on_commit
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from evaluation.selectors import golden_of
 from evaluation.services.leases import chunk_leases_create
+from evaluation.services.targets import target_secret_problems
 from golden_io.models import GoldenVersion
 
 Status = EvaluationRun.Status
@@ -95,6 +96,10 @@ def run_create(
         )
     spec = target.spec()
     spec_issues = spec_problems(spec)
+    # Its secrets granted to this run's set (labeling.selectors.secrets), checked again by each chunk.
+    spec_issues += target_secret_problems(
+        headers=spec.headers, golden_sets=[golden_version.golden_set], besides=spec_issues
+    )
     problems += [f"target {target.name}: {p}" for p in spec_issues]
     effective: dict[str, Any] = {}
     if not problems:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import models, transaction
@@ -14,6 +14,7 @@ from assay.targets import SPEC_FIELDS, TargetError, spec_problems
 from evaluation.models import SearchTarget
 from evaluation.services.notifications import webhook_url_problem
 from labeling.models import GoldenSet
+from labeling.selectors.secrets import secret_problem
 
 # Settings of a target that are not part of how it is called (the run's snapshot, assay.targets).
 TARGET_EXTRA = ("description", "webhook_env")
@@ -29,15 +30,52 @@ def _target_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def webhook_problems(webhook_env: str) -> list[str]:
-    """Why a target's webhook variable is refused (empty: it is fine, or there is none). The webhook's URL
-    is a secret (it is the credential): only an ASSAY_SECRET_ variable may hold it. When the variable is
-    set in this process, its URL is judged by the network policy now (and again at each delivery, where
-    the workers' value is the one used); the message names the variable, never the URL."""
+    """Why a target's webhook URL is refused (empty: it is fine, or there is none, or it is not readable
+    here). The variable's name and grant are `target_secret_problems`'. When the variable is set in this
+    process, its URL is judged by the network policy now (and again at each delivery, where the workers'
+    value is the one used); the message names the variable, never the URL, which is the credential."""
     name = webhook_env.strip()
-    refused = secret_env_name_problem(name) if name else None
-    if refused is None and name and (url := os.environ.get(name, "").strip()):
-        refused = webhook_url_problem(url, name)
+    if not name or secret_env_name_problem(name):
+        return []
+    url = os.environ.get(name, "").strip()
+    refused = webhook_url_problem(url, name) if url else None
     return [f"webhook_env: {refused}"] if refused else []
+
+
+def target_secrets(*, headers: object, webhook_env: str = "") -> dict[str, str]:
+    """The secret variables a target names, by the field naming each (`headers.Authorization`,
+    `webhook_env`). Malformed header values are `spec_problems`' to report, not listed here."""
+    named: dict[str, str] = {}
+    if isinstance(headers, Mapping):
+        for name, value in headers.items():
+            if isinstance(value, Mapping) and isinstance(value.get("env"), str):
+                named[f"headers.{name}"] = value["env"]
+    if webhook_env.strip():
+        named["webhook_env"] = webhook_env.strip()
+    return named
+
+
+def target_secret_problems(
+    *,
+    headers: object,
+    webhook_env: str = "",
+    golden_sets: Iterable[GoldenSet],
+    besides: Sequence[str] = (),
+    unnamed: Sequence[GoldenSet] = (),
+) -> list[str]:
+    """Why a target's secrets may not be used for `golden_sets`, each naming its field: every variable
+    must be granted to every set (labeling.selectors.secrets). When a target is saved those are all the
+    sets it lists, since the reviewers of any of them may change where it sends its headers; when it is
+    called, the set the run or notification is for. A field `besides` has a problem for already (a header
+    whose variable breaks the name rule: `spec_problems`) is not said twice; sets in `unnamed` (the editor
+    does not review them) are counted, not named."""
+    sets = list(golden_sets)
+    said = {problem.split(": ", 1)[0] for problem in besides}
+    return [
+        f"{where}: {refused}"
+        for where, variable in target_secrets(headers=headers, webhook_env=webhook_env).items()
+        if where not in said and (refused := secret_problem(variable, golden_sets=sets, unnamed=unnamed))
+    ]
 
 
 def _storable_problems(target: SearchTarget) -> list[str]:
@@ -59,14 +97,24 @@ def _storable_problems(target: SearchTarget) -> list[str]:
     return problems
 
 
-def _target_save(target: SearchTarget, golden_sets: Iterable[GoldenSet] | None) -> SearchTarget:
+def _target_save(
+    target: SearchTarget, golden_sets: Iterable[GoldenSet] | None, hidden: Sequence[GoldenSet] = ()
+) -> SearchTarget:
     storable = _storable_problems(target)
     if storable:  # before the spec's rules, which would quote the values back
         raise TargetError(storable)
     problems = spec_problems(target.spec())
     target.webhook_env = (target.webhook_env or "").strip()
-    problems += webhook_problems(target.webhook_env)
     sets = list(golden_sets) if golden_sets is not None else list(target.golden_sets.all())
+    problems += target_secret_problems(
+        headers=target.headers,
+        webhook_env=target.webhook_env,
+        golden_sets=sets,
+        besides=problems,
+        unnamed=hidden,
+    )
+    if not any(problem.startswith("webhook_env:") for problem in problems):
+        problems += webhook_problems(target.webhook_env)
     # The sets' rows locked first: two saves giving one set the same name take turns, not both pass.
     list(GoldenSet.objects.select_for_update().filter(pk__in=[s.pk for s in sets]).order_by("pk"))
     problems[:0] = target_name_problems(name=target.name, golden_sets=sets, exclude=target.pk)
@@ -140,6 +188,6 @@ def target_update(
         )
     for name, value in values.items():
         setattr(locked, name, value.strip() if name in ("name", "url") and isinstance(value, str) else value)
-    saved = _target_save(locked, golden_sets)
+    saved = _target_save(locked, golden_sets, hidden)
     target.refresh_from_db()
     return saved

@@ -51,7 +51,7 @@ from assay.judge.prompt import (
     query_hash,
     response_format,
 )
-from assay.secrets import SecretEnvError, secret_env_name_problem, secret_env_read
+from assay.secrets import SecretEnvError
 from labeling.models import (
     Candidate,
     Document,
@@ -64,6 +64,7 @@ from labeling.models import (
     Query,
 )
 from labeling.selectors.grading import shuffle_key
+from labeling.selectors.secrets import secret_problem, secret_read
 
 logger = logging.getLogger(__name__)
 
@@ -108,13 +109,14 @@ class JudgeSettings:
     structured: bool = True
 
 
-def judge_settings_problems(settings: JudgeSettings) -> list[str]:
-    """Every reason the settings cannot be saved or tried: the endpoint's address (assay.netpolicy) and
-    the key's variable name (assay.secrets: ASSAY_SECRET_..., the name, never the key)."""
+def judge_settings_problems(settings: JudgeSettings, golden_set: GoldenSet) -> list[str]:
+    """Every reason the settings cannot be saved or tried for `golden_set`: the endpoint's address
+    (assay.netpolicy) and the key's variable (a name granted to the set: labeling.selectors.secrets; the
+    name, never the key)."""
     problems = []
     if refused := endpoint_problem(settings.base_url):
         problems.append(f"base URL: {refused}")
-    if settings.api_key_env and (refused := secret_env_name_problem(settings.api_key_env)):
+    if settings.api_key_env and (refused := secret_problem(settings.api_key_env, golden_sets=[golden_set])):
         problems.append(f"API key variable: {refused}")
     if not settings.model.strip():
         problems.append("model: required")
@@ -150,10 +152,13 @@ def prompt_document(document: Document) -> PromptDocument:
     return PromptDocument(title=document.title, text=text)
 
 
-def endpoint_of(settings: JudgeSettings | Judge, retry: RetryPolicy | None = None) -> Endpoint:
-    """The endpoint with the key read from this process's environment; SecretEnvError (which never holds
-    a value) when the variable may not be read or is not set here."""
-    key = secret_env_read(settings.api_key_env) if settings.api_key_env else None
+def endpoint_of(
+    settings: JudgeSettings | Judge, golden_set: GoldenSet, retry: RetryPolicy | None = None
+) -> Endpoint:
+    """The endpoint with the key read from this process's environment on behalf of `golden_set`;
+    SecretEnvError (which never holds a value) when the variable is not granted to the set (any more) or
+    is not set here."""
+    key = secret_read(settings.api_key_env, golden_set=golden_set) if settings.api_key_env else None
     return Endpoint(
         base_url=settings.base_url,
         model=settings.model,
@@ -181,7 +186,7 @@ def judge_save(
     """Save a judge; returns (judge, created). Editing `previous` changes it in place only when no
     deciding field (model, instructions, temperature, text budget, structured output) differs; otherwise
     the result is a new judge that names `previous`. A configuration the set already has is refused."""
-    if problems := judge_settings_problems(settings):
+    if problems := judge_settings_problems(settings, golden_set):
         raise JudgeError(problems)
     rubric = golden_set.rubric
     digest = config_hash(settings, rubric_of(golden_set))
@@ -218,10 +223,10 @@ def judge_try(
 ) -> list[TriedPair]:
     """Send the settings' prompt for up to TRY_MAX pairs of the set and return each prompt with its
     answer or error. Saves nothing (not even the cache: the prompt may never be saved)."""
-    if problems := judge_settings_problems(settings):
+    if problems := judge_settings_problems(settings, golden_set):
         raise JudgeError(problems)
     try:
-        endpoint = endpoint_of(settings, TRY_RETRY)
+        endpoint = endpoint_of(settings, golden_set, TRY_RETRY)
     except SecretEnvError as exc:
         raise JudgeError([f"API key variable: {exc}"]) from None
     rubric = rubric_of(golden_set)
@@ -511,7 +516,7 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> b
     if not todo:
         return True
     try:
-        endpoint = endpoint_of(job.judge)
+        endpoint = endpoint_of(job.judge, job.judge.golden_set)
     except SecretEnvError as exc:  # the same on every worker lacking the variable: recorded, not retried
         JudgeJobItem.objects.filter(pk__in=[i.pk for i in todo]).update(
             done=True, failure=f"judge cannot be called: {exc}"

@@ -303,6 +303,7 @@ def test_targets_show_secret_headers_as_env_names_and_urls_without_credentials(
     golden_set: GoldenSet, rita: User, token_for: TokenFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASSAY_SECRET_SEARCH_TOKEN", "hunter2")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_SEARCH_TOKEN")
     target = target_create(
         name="prod",
         url="https://search.example/search?key=abc",

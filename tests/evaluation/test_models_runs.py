@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from evaluation.admin import RunScheduleForm, SearchTargetForm
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.runs import make_version
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,7 @@ def test_the_database_refuses_an_unknown_adapter_and_a_bad_schedule_time(
         RunSchedule.objects.create(golden_set=golden_set, target=target, hour=24)
 
 
-def test_the_admin_form_validates_a_target_like_the_service() -> None:
+def test_the_admin_form_validates_a_target_like_the_service(golden_set: GoldenSet) -> None:
     data = {
         "name": "prod",
         "adapter": "http_json",
@@ -81,11 +82,19 @@ def test_the_admin_form_validates_a_target_like_the_service() -> None:
 
     assert not form.is_valid()
     assert "headers.Authorization: looks like a credential" in str(form.errors)
-    assert SearchTargetForm(
-        data={**data, "headers": '{"Authorization": {"env": "ASSAY_SECRET_TOKEN"}}'}
-    ).is_valid()
-    # The webhook variable is held to the service's rule too: only an ASSAY_SECRET_ name.
-    good = {**data, "headers": "{}"}
+    keyed = {
+        **data,
+        "headers": '{"Authorization": {"env": "ASSAY_SECRET_TOKEN"}}',
+        "golden_sets": [golden_set.pk],
+    }
+    # A secret the target's set was not granted is refused, in the service's words (naming variable and set).
+    ungranted = SearchTargetForm(data=keyed)
+    assert not ungranted.is_valid()
+    assert "ASSAY_SECRET_TOKEN is not granted to golden set help-center" in str(ungranted.errors)
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_TOKEN", "ASSAY_SECRET_SLACK_HOOK")
+    assert SearchTargetForm(data=keyed).is_valid()
+    # The webhook variable is held to the service's rules too: only an ASSAY_SECRET_ name, granted.
+    good = {**data, "headers": "{}", "golden_sets": [golden_set.pk]}
     refused = SearchTargetForm(data={**good, "webhook_env": "DJANGO_SECRET_KEY"})
     assert not refused.is_valid() and "webhook_env:" in str(refused.errors)
     assert SearchTargetForm(data={**good, "webhook_env": "ASSAY_SECRET_SLACK_HOOK"}).is_valid()

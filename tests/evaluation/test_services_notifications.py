@@ -40,6 +40,7 @@ from evaluation.services import (
 from evaluation.services.notifications import MAX_RETRY_DELAY_S, retry_delay
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.evaluation import logged_in
 from tests.support.processes import free_port, refused_url
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
@@ -104,7 +105,14 @@ def hook() -> Iterator[StubServer]:
 def hooked(target: SearchTarget, hook: StubServer, monkeypatch: pytest.MonkeyPatch) -> SearchTarget:
     """The target with a webhook whose URL is in the variable (as on a worker)."""
     monkeypatch.setenv(HOOK_VAR, f"{hook.url}/hook")
+    _granted(target)
     return target_update(target=target, webhook_env=HOOK_VAR)
+
+
+def _granted(target: SearchTarget) -> None:
+    """An administrator granted the target's set the webhook's variable (labeling.selectors.secrets); the
+    refusal without a grant is tests/evaluation/test_secret_grants.py's."""
+    factories.grant_secrets(target.golden_sets.get(), HOOK_VAR)
 
 
 def _failing(finished: RunFactory, stub: StubServer) -> EvaluationRun:
@@ -340,6 +348,7 @@ def test_a_connection_error_is_retried_up_to_the_bound_and_never_shows_the_url(
 ) -> None:
     url = refused_url() + "?token=hook-secret-7d1"
     monkeypatch.setenv(HOOK_VAR, url)
+    _granted(target)
     target_update(target=target, webhook_env=HOOK_VAR)
 
     run = _failing(finished, stub)
@@ -382,6 +391,7 @@ def test_a_webhook_variable_that_cannot_be_used_fails_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     SearchTarget.objects.filter(pk=target.pk).update(webhook_env=variable)
+    _granted(target)
     if value is None:
         monkeypatch.delenv(variable, raising=False)
     else:
@@ -446,7 +456,7 @@ def test_a_sent_row_is_never_sent_again_whatever_attempt_asks(
 def test_a_second_delivery_while_an_attempt_is_in_flight_does_nothing(
     rita: User, golden_set: GoldenSet, hook: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support.runs import make_target, make_version
+    from tests.support.runs import failing_run, make_target
 
     release = threading.Event()
 
@@ -456,15 +466,9 @@ def test_a_second_delivery_while_an_attempt_is_in_flight_does_nothing(
 
     hook.default = held
     monkeypatch.setenv(HOOK_VAR, f"{hook.url}/hook")
+    factories.grant_secrets(golden_set, HOOK_VAR)
     target = make_target("http://127.0.0.1:9/search", golden_set, webhook_env=HOOK_VAR)
-    run = EvaluationRun.objects.create(
-        golden_version=make_version(golden_set),
-        target=target,
-        status=EvaluationRun.Status.SUCCEEDED,
-        verdict=EvaluationRun.Verdict.FAIL,
-        gate={"failures": [{"kind": "errors", "message": "q-2 errored"}], "warnings": [], "notes": []},
-        triggered_by=rita,
-    )
+    run = failing_run(golden_set, target, triggered_by=rita)
     ids = dict(
         Notification.objects.filter(pk__in=notifications_prepare(run_id=run.pk)).values_list("channel", "pk")
     )

@@ -21,6 +21,7 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     RunFactory,
     eager_celery,
@@ -202,6 +203,7 @@ def test_a_missing_secret_becomes_each_querys_error(
     finished: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ASSAY_SECRET_TEST_SEARCH_TOKEN", raising=False)
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_TEST_SEARCH_TOKEN")
     secret = make_target(
         f"{stub.url}/search",
         golden_set,
@@ -221,6 +223,7 @@ def test_a_missing_secret_becomes_each_querys_error(
 def test_a_secret_header_is_read_from_the_environment_at_call_time(
     finished: RunFactory, stub: StubServer, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_TEST_SEARCH_TOKEN")
     secret = make_target(
         f"{stub.url}/search",
         golden_set,

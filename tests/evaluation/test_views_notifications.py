@@ -11,6 +11,8 @@ from django.contrib.auth.models import User
 
 from evaluation.models import Notification, SearchTarget
 from evaluation.services import notification_deliver, notifications_prepare, target_update
+from labeling.models import GoldenSet
+from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     ada_fixture,
@@ -76,12 +78,15 @@ def test_a_pasted_webhook_url_is_refused_without_being_shown_back(rita: User) ->
 
 
 def test_a_webhook_variable_is_saved_shown_on_the_target_page_and_kept_by_the_edit_form(
-    rita: User, monkeypatch: pytest.MonkeyPatch
+    rita: User, golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASSAY_SECRET_SLACK_RELEVANCE", "https://hooks.slack.example/services/T0/B0/s3cr3t")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_SLACK_RELEVANCE")
     client = logged_in(rita)
 
-    response = client.post("/targets/new/", _form(webhook_env=" ASSAY_SECRET_SLACK_RELEVANCE "))
+    response = client.post(
+        "/targets/new/", _form(webhook_env=" ASSAY_SECRET_SLACK_RELEVANCE ", golden_sets=[golden_set.pk])
+    )
 
     target = SearchTarget.objects.get(name="prod-search")
     assert response.status_code == 302 and target.webhook_env == "ASSAY_SECRET_SLACK_RELEVANCE"
@@ -106,6 +111,7 @@ def told(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Scene:
     """The scene's failing run told by email (when it finalized) and, once the target names a webhook
     whose variable this worker lacks, a failed webhook delivery."""
     monkeypatch.delenv("ASSAY_SECRET_TEST_WEBHOOK", raising=False)
+    factories.grant_secrets(scene.target.golden_sets.get(), "ASSAY_SECRET_TEST_WEBHOOK")
     target_update(target=scene.target, webhook_env="ASSAY_SECRET_TEST_WEBHOOK")
     [webhook_id] = notifications_prepare(run_id=scene.current.pk)
     assert notification_deliver(notification_id=webhook_id, attempt=1) == "failed"

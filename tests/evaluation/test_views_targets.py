@@ -15,6 +15,7 @@ from django.test import Client
 from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     Scene,
     ada_fixture,
@@ -58,6 +59,7 @@ def _form(**changes: Any) -> dict[str, Any]:
 
 
 def test_a_reviewer_creates_a_target_for_their_set_and_owns_it(golden_set: GoldenSet, rita: User) -> None:
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_SEARCH_TOKEN")
     response = logged_in(rita).post(
         "/targets/new/",
         _form(
@@ -76,6 +78,7 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
     golden_set: GoldenSet, rita: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASSAY_SECRET_SEARCH_TOKEN", "hunter2")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_SEARCH_TOKEN")
     target = target_create(
         name="prod",
         url="https://search.example/search?tenant=acme",

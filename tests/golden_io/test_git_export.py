@@ -20,6 +20,7 @@ from assay.golden.format import dump_jsonl
 from golden_io import services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
@@ -597,6 +598,7 @@ def test_configuring_refuses_paths_outside_the_roots_and_unprefixed_secret_varia
     assert "ASSAY_GIT_EXPORT_ROOTS" in problems["remote_url"]
     assert "does not start with ASSAY_SECRET_" in problems["password_env"]
 
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_GIT_TOKEN")
     config = services.git_export_configure(
         golden_set=golden_set,
         repository_path=str(tmp_path / "exports" / "golden"),

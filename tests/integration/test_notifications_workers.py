@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from evaluation.models import EvaluationRun, Notification
 from evaluation.services import run_create
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer
 from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
@@ -67,6 +68,7 @@ def test_a_failing_run_on_a_worker_mails_once_and_posts_once_after_a_retry(
 
     outbox = tmp_path / "mail"
     version = make_version(golden_set, golden_file(6))
+    factories.grant_secrets(golden_set, HOOK_VAR)
     target = make_target(f"{search.url}/search", golden_set, webhook_env=HOOK_VAR)
     search.on("query 4", Reply(status=503, text="overloaded"))  # an errored query: the gate fails closed
     hook.on("/hook", Reply(status=500, text="upstream down"), Reply(status=200, text="ok"))

@@ -38,7 +38,7 @@ from golden_io.services import ExportConfigError, git_export_configure
 from labeling.models import Document, GoldenSet, Query
 from labeling.services.judges import JudgeError, judge_settings_problems, judge_try
 from labeling.services.pools import pool_fetch
-from tests.factories import DocumentFactory, GoldenSetFactory, QueryFactory
+from tests.factories import DocumentFactory, GoldenSetFactory, QueryFactory, grant_secrets
 from tests.support.judge_stub import judge_settings
 from tests.support.stub_server import StubServer
 
@@ -117,7 +117,8 @@ def use_target(url: str, **_: Any) -> str:
 
 
 def save_judge(url: str, **_: Any) -> str:
-    return "; ".join(judge_settings_problems(judge_settings(url)))
+    golden_set = cast(GoldenSet, GoldenSetFactory())
+    return "; ".join(judge_settings_problems(judge_settings(url), golden_set))
 
 
 def use_judge(url: str, **_: Any) -> str:
@@ -138,9 +139,11 @@ def save_webhook(url: str, monkeypatch: pytest.MonkeyPatch, **_: Any) -> str:
 
 def use_webhook(url: str, monkeypatch: pytest.MonkeyPatch, **_: Any) -> str:
     monkeypatch.setenv(HOOK, url)
+    golden_set = cast(GoldenSet, GoldenSetFactory())
+    grant_secrets(golden_set, HOOK)  # granted: only the address is judged here
     message = notifications.VerdictMessage("s", "b", {"text": "fail"})
     try:
-        notifications._post_webhook(message, HOOK)
+        notifications._post_webhook(message, HOOK, golden_set)
     except (notifications._Refused, notifications._Transient) as exc:
         return str(exc)
     return ""

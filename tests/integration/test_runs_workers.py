@@ -24,6 +24,7 @@ from django.test import Client
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
 from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
+from tests import factories
 from tests.support.evaluation import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
@@ -248,6 +249,7 @@ def test_a_secret_reaches_the_engine_from_the_workers_environment_and_nowhere_el
 ) -> None:
     secret = "Bearer s3cr3t-7f2c9d"
     version = make_version(golden_set, golden_file(6))
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_TEST_SEARCH_TOKEN")
     target = make_target(
         f"{stub.url}/search", golden_set, headers={"Authorization": {"env": "ASSAY_SECRET_TEST_SEARCH_TOKEN"}}
     )

@@ -153,7 +153,9 @@ def as_root(client: Client, root: User) -> Client:
 
 
 @pytest.fixture
-def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[type[db.Model], db.Model]:
+def world(
+    assignment: Assignment, alice: User, bob: User, rita: User, root: User
+) -> dict[type[db.Model], db.Model]:
     """One real object of every labeling model, all on alice's query: its first document carries a frozen 3,
     alice graded it 2 through the grading service (so it has an event), proposed that as a new label,
     and a reviewer adjudicated it; she marked the second document can't judge."""
@@ -207,6 +209,9 @@ def world(assignment: Assignment, alice: User, bob: User, rita: User) -> dict[ty
             note=judgment.note,
         ),
         round_,
+        models.SecretGrant.objects.create(
+            golden_set=golden_set, variable="ASSAY_SECRET_WALK", granted_by=root
+        ),
         judge,
         job,
         answer,

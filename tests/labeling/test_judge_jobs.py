@@ -284,6 +284,7 @@ def test_the_api_key_is_sent_and_found_nowhere_else(
     other = query_with(golden_set, "keyed failing")
     stub.on("keyed failing", Reply(status=401, json={"error": f"bad key {key}"}))
     caplog.set_level("DEBUG")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_JUDGE_KEY")
     judge = make_judge(golden_set, stub.url, api_key_env="ASSAY_SECRET_JUDGE_KEY")
     job = run_job(judge, [query, other])
 
@@ -310,6 +311,7 @@ def test_a_missing_key_variable_fails_the_pairs_without_a_call(
     golden_set: GoldenSet, stub: StubServer
 ) -> None:
     query = query_with(golden_set, "no key")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_NOT_SET_HERE")
     job = run_job(make_judge(golden_set, stub.url, api_key_env="ASSAY_SECRET_NOT_SET_HERE"), [query])
     assert (job.done, job.errors) == (1, 1)
     assert "ASSAY_SECRET_NOT_SET_HERE is not set" in JudgeJobItem.objects.get(job=job).failure

@@ -134,3 +134,16 @@ def finished_fixture(
         return created
 
     return run
+
+
+def failing_run(golden_set: GoldenSet, target: SearchTarget, **fields: Any) -> EvaluationRun:
+    """A finished run of a new version of the set on `target` with verdict fail (one gate failure): what a
+    notification is sent for, without running anything."""
+    fields.setdefault("golden_version", make_version(golden_set, name=f"v-{EvaluationRun.objects.count()}"))
+    return EvaluationRun.objects.create(
+        target=target,
+        status=EvaluationRun.Status.SUCCEEDED,
+        verdict=EvaluationRun.Verdict.FAIL,
+        gate={"failures": [{"kind": "errors", "message": "q-2 errored"}], "warnings": [], "notes": []},
+        **fields,
+    )
