@@ -420,6 +420,7 @@ def test_a_webhook_on_a_disguised_loopback_address_is_refused_without_a_request(
     """The network policy holds for webhooks as for targets. The run (its target on loopback) runs while
     private addresses are allowed; the webhook is added and the policy turned on before it is told."""
     run = _failing(finished, stub)
+    factories.grant_secrets(target.golden_sets.get(), HOOK_VAR)  # granted: the address alone is refused
     url = f"http://{host}:{hook.port}/hook"
     monkeypatch.setenv(HOOK_VAR, url)
     monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
