@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.inputs import whole_number
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
 from labeling.forms import JudgeForm, JudgeJobForm, form_errors
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
@@ -88,11 +89,9 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     (base URL, key variable, concurrency) or its name edits it in place. `action=try` sends the prompt
     for up to three pairs and saves nothing."""
     golden_set = get_set_for_reviewer(request, slug)
-    previous_id = request.GET.get("from") or request.POST.get("from")
+    previous_id = whole_number(request.GET.get("from") or request.POST.get("from") or "")
     previous = (
-        Judge.objects.filter(golden_set=golden_set, pk=previous_id).first()
-        if previous_id and str(previous_id).isdigit()
-        else None
+        None if previous_id is None else Judge.objects.filter(golden_set=golden_set, pk=previous_id).first()
     )
     queries = judge_selectors.judge_query_choices(golden_set=golden_set)
     bound = request.method == "POST"

@@ -78,6 +78,13 @@ def test_a_metric_without_any_value_says_so() -> None:
         ('{"rewrite": true, "boost": [1, 2]}', {"rewrite": True, "boost": [1, 2]}, []),
         ("=1", {}, ["params line 1: expected KEY=VALUE, got '=1'"]),
         ("[1]", {}, ["params line 1: expected KEY=VALUE, got '[1]'"]),
+        ("k=[[", {"k": "[["}, []),  # not JSON: the text as typed
+        (
+            "k=" + "[" * 70 + "]" * 70,
+            {},
+            ["params line 1: k: nested deeper than 64 levels of arrays or objects"],
+        ),
+        ("k=" + "9" * 5000, {}, ["params line 1: k: a number is too long to read"]),
     ],
 )
 def test_param_lines_read_json_values_and_name_bad_lines(

@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.inputs import whole_number
 from labeling.models import GoldenSet, Rubric
 
 
@@ -25,7 +26,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, slug: str, **o: Any) -> None:
         name, _, version = o["rubric"].partition("@")
-        rubric = Rubric.objects.filter(name=name, version=int(version) if version.isdigit() else -1).first()
+        number = whole_number(version)
+        rubric = Rubric.objects.filter(name=name, version=-1 if number is None else number).first()
         if rubric is None:
             raise CommandError(f"no rubric {o['rubric']!r}; import it first (import_rubric)")
         if not 0 <= o["dual_rate"] <= 1:
