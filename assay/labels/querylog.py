@@ -2,10 +2,10 @@
 
 The pipeline, in order:
 1. `parse_log`: CSV (header `query,count[,zero_hits][,locale][,vertical]`) or JSONL (one object per line
-   with those keys). `count` is a non-negative integer; `zero_hits` is how many of those searches returned
-   nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be empty; the
-   product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum` column and
-   may be empty.
+   with those keys). `count` is a non-negative integer up to MAX_COUNT; `zero_hits` is how many of those
+   searches returned nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be
+   empty; the product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum`
+   column and may be empty.
 2. `strip_pii`: a URL's query string (`?email=...&token=...`, names and values), emails, secret-like
    tokens (API keys by their prefixes, JSON web tokens, long hex and base64 runs), IPv4 and IPv6
    addresses, card numbers (13-19 digits passing the Luhn check), phone numbers (7-15 digits in the

@@ -168,3 +168,14 @@ def test_no_rater_page_shows_judge_data(
         text = client.get(url).content.decode()
         for shown in ("Quillfeather", "fits the rubric", "stand-in", "stub-model", "/judges/"):
             assert shown not in text, (url, shown)
+
+
+@pytest.mark.parametrize("previous", ["%C2%B2", "9" * 5000, "99999999999999999999", "-1", "x"])
+def test_a_from_that_is_no_judge_id_opens_a_blank_new_judge(
+    client: Client, judge: Judge, rita: User, previous: str
+) -> None:
+    # "²" passed str.isdigit() and reached the query as a 500, as did 5,000 digits.
+    client.force_login(rita)
+    response = client.get(f"/sets/{judge.golden_set.slug}/judges/new/?from={previous}")
+    assert response.status_code == 200
+    assert f'value="{judge.name}"' not in response.content.decode()  # not the next version of anyone
