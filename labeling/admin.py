@@ -19,6 +19,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 
 from labeling import models
+from labeling.forms import JSON_FIELD_OVERRIDES
 
 
 class _RecordAdmin:
@@ -56,6 +57,7 @@ class RubricAdmin(_RecordAdmin, admin.ModelAdmin):
 
 @admin.register(models.GoldenSet)
 class GoldenSetAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = (
         "slug",
         "name",
@@ -72,6 +74,7 @@ class GoldenSetAdmin(admin.ModelAdmin):
 
 @admin.register(models.Document)
 class DocumentAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = ("doc_id", "golden_set", "title", "key")
     list_filter = ("golden_set",)
     search_fields = ("doc_id", "key", "title")
@@ -80,6 +83,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 @admin.register(models.Query)
 class QueryAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = (
         "external_id",
         "golden_set",
