@@ -159,7 +159,7 @@ def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         return back(_judge_url(judge))
     queries = Query.objects.filter(golden_set=judge.golden_set, status=Query.Status.ACTIVE)
     if not form.cleaned_data["all_queries"]:
-        chosen = [v for v in form.cleaned_data["queries"] if str(v).isdigit()]
+        chosen = [n for v in form.cleaned_data["queries"] if (n := whole_number(str(v))) is not None]
         queries = queries.filter(pk__in=chosen)
     job = judge_services.judge_job_create(judge=judge, queries=list(queries), by=request.user)  # type: ignore[arg-type]
     if not job.total:
