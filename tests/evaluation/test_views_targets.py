@@ -162,9 +162,19 @@ _NASTY = st.sampled_from(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     field=st.sampled_from(
-        [*TargetForm.JSON_FIELDS, "cache_bypass_header", "generation_header", "model_id_header", "name"]
+        [
+            *TargetForm.JSON_FIELDS,
+            "cache_bypass_header",
+            "generation_header",
+            "model_id_header",
+            "name",
+            "url",
+        ]
     ),
-    text=st.tuples(_NASTY, st.text(max_size=40), _NASTY).map("".join),
+    text=st.tuples(_NASTY, st.text(max_size=40), _NASTY).map("".join)
+    | st.sampled_from(
+        ["http://127.0.0.1:" + "9" * 5000 + "/", "http://[::1", "http://１２７.０.０.１/", "http://a\r\nb/"]
+    ),
 )
 def test_the_target_form_never_fails_on_any_text(
     field: str, text: str, golden_set: GoldenSet, rita: User
