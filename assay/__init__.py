@@ -12,6 +12,8 @@
   calling a search system, and the one network policy of every outbound address (with its hook in each
   HTTP client);
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.charts`: support;
+- `assay.jsonin`, `assay.inputs`: what a person types or uploads, read one way (JSON bounded in depth and
+  number length, whole numbers in ASCII digits within bounds, header names and values);
 - `assay.display`: how params, a dispute's grades, gate findings and numbers read on every page;
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command,
   its client for an Assay server, their shared option parsing, atomic artifact writing, and imports on a

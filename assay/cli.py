@@ -300,9 +300,6 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-_TOO_DEEP = object()  # a run line nested past Python's recursion limit
-
-
 def read_results_jsonl(text: str) -> dict[str, Any]:
     """`{"query_id", "ids": [...]}` per line (optionally `"error"` for a failed call, `"titles"`, ...):
     query id -> QueryResult. Every bad line is reported at once, each with its line number."""
@@ -319,16 +316,12 @@ def read_results_jsonl(text: str) -> dict[str, Any]:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
             try:  # the standard module names the column (and reads what orjson refuses: NaN, ...)
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}")
+                obj = json_loads(line)
+            except JsonInputError as exc:
+                syntax = f"invalid JSON at column {exc.column}: {exc.detail}"
+                problems.append(f"{where}: {syntax if exc.syntax else exc}")
                 continue
-            except RecursionError:
-                obj = _TOO_DEEP
-            except ValueError:  # an integer literal beyond Python's digit limit
-                problems.append(f"{where}: a number is too long to read")
-                continue
-        if obj is _TOO_DEEP or json_depth_over(obj, MAX_DEPTH):
+        if json_depth_over(obj, MAX_DEPTH):
             problems.append(f"{where}: nested deeper than {MAX_DEPTH} levels of arrays or objects")
             continue
         if not isinstance(obj, dict):

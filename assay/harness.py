@@ -46,6 +46,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from assay.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
+from assay.inputs import whole_number
 from assay.netpolicy import (
     AddressRefused,
     private_targets_allowed,
@@ -212,8 +213,9 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    seconds = whole_number(value)  # not str.isdigit(), which takes "²" (and float would then raise)
+    if seconds is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

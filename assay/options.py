@@ -4,23 +4,15 @@ that makes a command exit 2 with one line."""
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-_HEADER_NAME_CHARS = set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+from assay.inputs import header_name_problem, header_value_problem
+from assay.jsonin import JsonInputError, json_or_text
 
 
 class UsageError(Exception):
     """Unusable input: the command prints the message as one line and exits 2, writing nothing."""
-
-
-def _json_value(text: str) -> Any:
-    # `rewrite=true` is the boolean, `size=3` the number, `mode=fast` the string.
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
@@ -32,14 +24,18 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
             raise UsageError(f"--param {item!r}: expected KEY=VALUE")
         if key in params:
             raise UsageError(f"--param {key}: given twice")
-        params[key] = _json_value(value)
+        # `rewrite=true` is the boolean, `size=3` the number, `mode=fast` the string.
+        try:
+            params[key] = json_or_text(value)
+        except JsonInputError as exc:
+            raise UsageError(f"--param {key}: {exc}") from None
     return params
 
 
 def _header_name(name: str, option: str, item: str) -> str:
     name = name.strip()
-    if not name or not set(name) <= _HEADER_NAME_CHARS:
-        raise UsageError(f"{option} {item!r}: {name!r} is not a valid header name")
+    if refused := header_name_problem(name):
+        raise UsageError(f"{option} {item!r}: {refused}")
     return name
 
 
@@ -53,8 +49,8 @@ def parse_headers(
     def add(name: str, value: str, option: str, item: str) -> None:
         if name.lower() in (n.lower() for n in headers):
             raise UsageError(f"{option} {name}: header given twice")
-        if "\n" in value or "\r" in value:
-            raise UsageError(f"{option} {name}: a header value cannot contain a line break")
+        if refused := header_value_problem(value):
+            raise UsageError(f"{option} {name}: {refused}")
         headers[name] = value
 
     for item in items:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -110,15 +111,36 @@ class _CsvProblem(Protocol):
 
 PROBLEMS_CSV_HEADER = ("where", "message", "code", "query_id")
 
+# What a spreadsheet takes for the start of a formula (OWASP's list, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A plain decimal number: a spreadsheet reads it as the number, never as a formula, so it is left alone.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spreadsheet_cell(value: str) -> str:
+    """`value` for a CSV cell that a spreadsheet opens as text: a cell starting like a formula (`=`, `+`,
+    `-`, `@`, tab or carriage return) gets a leading `'`, so `=HYPERLINK("http://...")` from a query id
+    stays text rather than a live link or a command. Numbers (`-0.12`, `+3`) are left as they are."""
+    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A CSV document of `header` and `rows` of text, every cell through `spreadsheet_cell`: the one
+    writer of every CSV that Assay serves or writes."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([spreadsheet_cell(cell) for cell in header])
+    writer.writerows([spreadsheet_cell(cell) for cell in row] for row in rows)
+    return out.getvalue()
+
 
 def problems_csv(problems: Iterable[_CsvProblem]) -> str:
     """Every problem as CSV, one row each under PROBLEMS_CSV_HEADER: what `assay validate --problems-csv`
-    writes and the golden import page's download answers (both list what a page or output caps)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(PROBLEMS_CSV_HEADER)
-    writer.writerows([p.where, p.message, p.code, p.query_id or ""] for p in problems)
-    return out.getvalue()
+    writes and the golden import page's download answers (both list what a page or output caps). A cell
+    that would start a spreadsheet formula starts with `'` (`spreadsheet_cell`)."""
+    return csv_text(PROBLEMS_CSV_HEADER, ([p.where, p.message, p.code, p.query_id or ""] for p in problems))
 
 
 def size_text(n: int) -> str:

@@ -24,9 +24,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from assay.adapters import ADAPTER_NAMES, AdapterError, check_template
 from assay.harness import HarnessConfig, config_problems
+from assay.inputs import header_name_problem, header_value_problem
 from assay.secrets import secret_env_problem
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Header names whose values are credentials: a literal value there would be a stored secret.
 # Words of a header or parameter name that mark a credential (`X-Auth-Token`, `access_token`, `apiKey`);
@@ -142,7 +142,7 @@ def parse_header_line(line: str) -> tuple[str, str] | None:
     """("Name", "value") from "Name: value"; None when the line has no colon or a bad name."""
     name, sep, value = line.partition(":")
     name = name.strip()
-    if not sep or not _HEADER_NAME.match(name):
+    if not sep or header_name_problem(name):
         return None
     return name, value.strip()
 
@@ -154,8 +154,9 @@ def _header_problems(headers: object) -> list[str]:
     seen: set[str] = set()
     for name, value in headers.items():
         where = f"headers.{name}"
-        if not isinstance(name, str) or not _HEADER_NAME.match(name):
-            problems.append(f"{where}: {name!r} is not a valid header name")
+        bad_name = header_name_problem(name) if isinstance(name, str) else f"{name!r} is not a header name"
+        if bad_name:
+            problems.append(f"{where}: {bad_name}")
             continue
         if name.lower() in seen:
             problems.append(f"{where}: given twice (header names are case-insensitive)")
@@ -172,8 +173,8 @@ def _header_problems(headers: object) -> list[str]:
                     f'{where}: looks like a credential; give it as {{"env": "VARIABLE_NAME"}} so the '
                     "value is read from the worker's environment and never stored"
                 )
-            elif "\n" in value or "\r" in value:
-                problems.append(f"{where}: a header value cannot contain a line break")
+            elif bad_value := header_value_problem(value):
+                problems.append(f"{where}: {bad_value}")
         else:
             problems.append(f'{where}: expected a string or {{"env": "VARIABLE_NAME"}}, got {value!r}')
     return problems
@@ -213,11 +214,19 @@ def spec_problems(spec: TargetSpec) -> list[str]:
             clash = sorted(set(spec.params) & set(spec.stages))
             if clash:
                 problems.append(f"stages {', '.join(clash)}: also given in params; say each once")
-    if spec.cache_bypass_header and parse_header_line(spec.cache_bypass_header) is None:
-        problems.append(
-            f"cache_bypass_header: {spec.cache_bypass_header!r} is not 'Name: value' "
-            "(e.g. Cache-Control: no-cache)"
-        )
+    if spec.cache_bypass_header:
+        parsed = parse_header_line(spec.cache_bypass_header)
+        if parsed is None:
+            problems.append(
+                f"cache_bypass_header: {spec.cache_bypass_header!r} is not 'Name: value' "
+                "(e.g. Cache-Control: no-cache)"
+            )
+        elif bad_value := header_value_problem(parsed[1]):
+            problems.append(f"cache_bypass_header: {bad_value}")
+    # Names of reply headers to read: a name no header can have would silently never match.
+    for name in ("generation_header", "model_id_header"):
+        if getattr(spec, name) and (bad_name := header_name_problem(getattr(spec, name))):
+            problems.append(f"{name}: {bad_name}")
     if spec.rate_limit is not None and (
         not isinstance(spec.rate_limit, int | float) or not math.isfinite(spec.rate_limit)
     ):

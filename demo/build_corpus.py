@@ -132,7 +132,7 @@ def parse_source(text: str, *, source: str) -> list[Article]:
             problems.append(f"{where}: locale {locale!r} is not one of {LOCALES}")
         if status not in STATUSES:
             problems.append(f"{where}: status {status!r} is not one of {STATUSES}")
-        if pinned is not None and not pinned.isdigit():
+        if pinned is not None and not (pinned.isascii() and pinned.isdigit()):
             problems.append(f"{where}: id must be digits, got {pinned!r}")
             pinned = None
         updated = attrs.get("updated")

@@ -688,7 +688,8 @@ class SearchHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         length_header = self.headers.get("Content-Length")
-        if length_header is None or not length_header.isdigit():
+        # isascii too: "²".isdigit() is true and int() refuses it.
+        if length_header is None or not (length_header.isascii() and length_header.isdigit()):
             self._error(411 if length_header is None else 400, ["body: Content-Length required"], close=True)
             return
         length = int(length_header)

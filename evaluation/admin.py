@@ -25,6 +25,7 @@ from evaluation.models import (
     SearchTarget,
 )
 from evaluation.services import schedule_problems, target_name_problems, target_secret_problems
+from labeling.forms import JSON_FIELD_OVERRIDES
 
 
 class SearchTargetForm(forms.ModelForm):
@@ -74,6 +75,7 @@ class SearchTargetForm(forms.ModelForm):
 
 @admin.register(SearchTarget)
 class SearchTargetAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     form = SearchTargetForm
     list_display = ("name", "adapter", "url", "concurrency", "rate_limit", "owner", "updated")
     search_fields = ("name", "url")
@@ -145,6 +147,7 @@ class BudgetSetForm(forms.ModelForm):
 
 @admin.register(BudgetSet)
 class BudgetSetAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     form = BudgetSetForm
     list_display = ("golden_set", "updated_by", "updated")
 
@@ -172,6 +175,7 @@ class RunScheduleForm(forms.ModelForm):
 
 @admin.register(RunSchedule)
 class RunScheduleAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     form = RunScheduleForm
     list_display = ("golden_set", "target", "enabled", "hour", "minute", "last_run_on", "last_error_at")
     list_filter = ("enabled",)

@@ -23,6 +23,7 @@ from assay.budgets import (
     Budget,
     Budgets,
 )
+from assay.inputs import whole_number
 from assay.metric_table import BY_KEY, GATED_METRICS
 
 OFF = "off"
@@ -278,8 +279,9 @@ def budgets_from_post(
                 f"error budget: {grid.max_error_rate!r} is not a share of the queries from 0 to 1 (0.02 = 2%)"
             )
     if grid.critical_rank:
-        if grid.critical_rank.isdigit() and int(grid.critical_rank) >= 1:
-            data["critical_rank"] = int(grid.critical_rank)
+        rank = whole_number(grid.critical_rank, low=1)
+        if rank is not None:
+            data["critical_rank"] = rank
         else:
             problems.append(f"critical rank: {grid.critical_rank!r} is not a whole number from 1 up")
     data.update({key: value for key, value in slices.items() if value})

@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from assay.jsonin import JsonInputError, json_loads, json_or_text
 from evaluation import access, selectors
 from evaluation.models import ApiToken, RunSchedule, SearchTarget
 from evaluation.services.targets import TARGET_FIELDS
@@ -26,9 +27,9 @@ def parse_param_lines(text: str) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     if text.startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return {}, [f"params: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+            data = json_loads(text)
+        except JsonInputError as exc:
+            return {}, [f"params: {exc}"]
         if not isinstance(data, dict):
             return {}, ["params: expected a JSON object"]
         return data, []
@@ -46,9 +47,9 @@ def parse_param_lines(text: str) -> tuple[dict[str, Any], list[str]]:
             problems.append(f"params line {number}: {key} is given twice")
             continue
         try:
-            params[key] = json.loads(value.strip())
-        except json.JSONDecodeError:
-            params[key] = value.strip()
+            params[key] = json_or_text(value.strip())
+        except JsonInputError as exc:
+            problems.append(f"params line {number}: {key}: {exc}")
     return params, problems
 
 
@@ -206,11 +207,9 @@ class TargetForm(forms.Form):
         if not text:
             return None if name == "es_template" else {}
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(
-                f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            return json_loads(text)
+        except JsonInputError as exc:
+            raise forms.ValidationError(f"{name}: {exc}") from None
 
     def clean_headers(self) -> Any:
         return self._json("headers")

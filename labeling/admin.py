@@ -20,6 +20,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 
 from labeling import models
+from labeling.forms import JSON_FIELD_OVERRIDES
 from labeling.roles import reviewer_list_problem
 
 
@@ -70,6 +71,7 @@ class GoldenSetForm(forms.ModelForm):
 @admin.register(models.GoldenSet)
 class GoldenSetAdmin(admin.ModelAdmin):
     form = GoldenSetForm
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = (
         "slug",
         "name",
@@ -104,6 +106,7 @@ class SecretGrantAdmin(admin.ModelAdmin):
 
 @admin.register(models.Document)
 class DocumentAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = ("doc_id", "golden_set", "title", "key")
     list_filter = ("golden_set",)
     search_fields = ("doc_id", "key", "title")
@@ -112,6 +115,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 @admin.register(models.Query)
 class QueryAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FIELD_OVERRIDES
     list_display = (
         "external_id",
         "golden_set",

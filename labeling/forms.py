@@ -7,7 +7,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import models
+from django.forms.fields import InvalidJSONInput
 
+from assay.jsonin import JsonInputError, json_loads
 from assay.labels import querylog
 from assay.labels.agreement import reading_thresholds_errors
 from assay.problems import size_text
@@ -275,3 +278,31 @@ class CompareForm(forms.Form):
     def __init__(self, *args: Any, judges: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["judges"].choices = judges  # type: ignore[attr-defined]
+
+
+class BoundedJSONField(forms.JSONField):
+    """Django's JSON form field (the admin's, for every JSONField it edits), reading the text through
+    `assay.jsonin`: text nested deeper than 64 levels or with a number longer than Python reads is the
+    field's worded error. Django's own catches only a syntax error, so either was a 500 (a RecursionError,
+    a ValueError), when cleaning and again when the form is shown back with its errors."""
+
+    def to_python(self, value: Any) -> Any:
+        if not self.disabled and isinstance(value, str) and value not in self.empty_values:
+            try:
+                json_loads(value)
+            except JsonInputError as exc:
+                raise forms.ValidationError(str(exc), code="invalid") from None
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or not isinstance(data, str):
+            return super().bound_data(data, initial)
+        try:
+            json_loads(data)
+        except JsonInputError:
+            return InvalidJSONInput(data)  # shown back as typed
+        return super().bound_data(data, initial)
+
+
+# An admin's `formfield_overrides`: every JSONField it edits through BoundedJSONField.
+JSON_FIELD_OVERRIDES: dict[Any, dict[str, Any]] = {models.JSONField: {"form_class": BoundedJSONField}}

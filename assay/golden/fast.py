@@ -187,12 +187,14 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
     checks as much but leaves queries and judgments in the file's order (enough to count them)."""
     if b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw):  # one byte's search, then both escapes
         return None  # an escaped colon would upset the count of object members below
+    # msgspec raises RecursionError on a value nested past Python's limit (in a filter, say): the careful
+    # walk then words it.
     try:
         data, plain = _PLAIN_DECODER.decode(raw), True
-    except msgspec.DecodeError:  # another shape, malformed, or not valid (ValidationError is a DecodeError)
+    except (msgspec.DecodeError, RecursionError):  # another shape, malformed, not valid, or too deep
         try:
             data, plain = _DECODER.decode(raw), False
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return None
     header = _fields(data, HEADER_FIELDS)
     checker = _Checker()

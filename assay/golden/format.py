@@ -45,6 +45,7 @@ from assay.golden.model import (
     Scale,
     default_relevant_min_grade,
 )
+from assay.jsonin import JsonInputError, json_loads
 
 # Beyond this an integral weight is written as a float: `2` reads better than `2.0`, but a weight of 1e300
 # written out as 301 digits would not.
@@ -75,22 +76,23 @@ _JSON_SPACE = " \t\r\n"  # what JSON allows between tokens; anything else on a "
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_object_hook, parse_constant=_NonFinite)
+    """The golden file's decoding (repeated keys kept, NaN marked), bounded by `assay.jsonin`: no depth
+    bound beyond Python's own, since the checks refuse a nested value wherever one is not allowed and a
+    depth walk over a large file would cost seconds. Raises JsonInputError."""
+    return json_loads(text, max_depth=None, object_pairs_hook=_object_hook, parse_constant=_NonFinite)
 
 
 def _decode_json(text: str, *, line: int | None) -> tuple[Any, Problem | None]:
     """Decode one JSON text; a problem instead of an exception. `line` offsets positions for JSONL."""
     try:
-        return _loads(text), None
-    except json.JSONDecodeError as e:
-        lineno = e.lineno if line is None else line
-        return None, Problem(f"line {lineno}, column {e.colno}", f"invalid JSON: {e.msg}", "json")
-    except RecursionError:
+        value = _loads(text)
+    except JsonInputError as e:
+        if e.syntax:
+            lineno = e.line if line is None else line
+            return None, Problem(f"line {lineno}, column {e.column}", f"invalid JSON: {e.detail}", "json")
         where = "" if line is None else f"line {line}"
-        return None, Problem(where, "invalid JSON: nested too deeply to read", "json")
-    except ValueError:  # the only other ValueError: an integer literal beyond Python's digit limit
-        where = "" if line is None else f"line {line}"
-        return None, Problem(where, "invalid JSON: a number is too long to read", "json")
+        return None, Problem(where, f"invalid JSON: {e}", "json")
+    return value, None
 
 
 def _to_text(data: str | bytes | bytearray | memoryview) -> str:

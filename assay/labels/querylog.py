@@ -2,10 +2,10 @@
 
 The pipeline, in order:
 1. `parse_log`: CSV (header `query,count[,zero_hits][,locale][,vertical]`) or JSONL (one object per line
-   with those keys). `count` is a non-negative integer; `zero_hits` is how many of those searches returned
-   nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be empty; the
-   product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum` column and
-   may be empty.
+   with those keys). `count` is a non-negative integer up to MAX_COUNT; `zero_hits` is how many of those
+   searches returned nothing (an integer <= count, or true/false meaning all/none of them); `locale` may be
+   empty; the product vertical (billing, docs: the query's stratum) comes in a `vertical` or a `stratum`
+   column and may be empty.
 2. `strip_pii`: a URL's query string (`?email=...&token=...`, names and values), emails, secret-like
    tokens (API keys by their prefixes, JSON web tokens, long hex and base64 runs), IPv4 and IPv6
    addresses, card numbers (13-19 digits passing the Luhn check), phone numbers (7-15 digits in the
@@ -33,7 +33,6 @@ import csv
 import hashlib
 import io
 import ipaddress
-import json
 import random
 import re
 import unicodedata
@@ -42,6 +41,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from assay.golden.model import TRAFFIC_BANDS
+from assay.inputs import whole_number
+from assay.jsonin import JsonInputError, json_loads
 from assay.problems import ImportReport, decode_utf8
 from assay.storable import text_problem
 
@@ -59,6 +60,8 @@ HEADER = "query,count[,zero_hits][,locale][,vertical]"
 MAX_VERTICAL = 100
 MAX_QUERY = 1000
 MAX_LOCALE = 35
+# A query's searches in one log: far past any real log, and a count's float weight stays exact.
+MAX_COUNT = 10**15
 # The failure mode of a query in the known-failure reserve: it returned nothing (docs/labeling.md).
 ZERO_RESULTS = "zero-results"
 PII_KINDS = ("url query", "email", "secret", "ip", "card", "phone", "digits")
@@ -194,9 +197,12 @@ def _parse_jsonl(text: str, report: ImportReport) -> list[LogRow]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            report.add(f"line {line}", f"malformed JSON at column {exc.colno}: {exc.msg}")
+            obj = json_loads(raw)
+        except JsonInputError as exc:
+            report.add(
+                f"line {line}",
+                f"malformed JSON at column {exc.column}: {exc.detail}" if exc.syntax else str(exc),
+            )
             continue
         if not isinstance(obj, dict):
             report.add(f"line {line}", f"expected an object, found {type(obj).__name__}")
@@ -227,7 +233,10 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
         return None
     count = _int(record.get("count"))
     if count is None or count < 0:
-        report.add(f"{where}: count", f"expected a non-negative integer, found {record.get('count')!r}")
+        report.add(
+            f"{where}: count",
+            f"expected a non-negative integer up to {MAX_COUNT:,}, found {_shown(record.get('count'))}",
+        )
         return None
     raw_zero = record.get("zero_hits", 0)
     zero_hits: int | None
@@ -240,7 +249,7 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     if zero_hits is None or not 0 <= zero_hits <= count:
         report.add(
             f"{where}: zero_hits",
-            f"expected true/false or an integer between 0 and count ({count}), found {raw_zero!r}",
+            f"expected true/false or an integer between 0 and count ({count}), found {_shown(raw_zero)}",
         )
         return None
     locale = record.get("locale") or ""
@@ -292,13 +301,21 @@ def _vertical(record: Mapping[str, object], where: str, report: ImportReport) ->
     return value.strip()
 
 
+def _shown(value: object) -> str:
+    """A found value for a message, cut short (a count may be 4,000 digits long)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def _int(value: object) -> int | None:
+    """A count as a whole number up to MAX_COUNT (a larger one would not fit a float weight or a database
+    integer), from JSON or from a CSV cell's ASCII digits; None otherwise."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        return int(value)
+        return value if value <= MAX_COUNT else None
+    if isinstance(value, str):
+        return whole_number(value.strip(), high=MAX_COUNT)
     return None
 
 

@@ -14,6 +14,9 @@ from rest_framework.request import Request
 class OrderedLimitOffsetPagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
+    # Far past any list the API serves, and far from what the database's OFFSET holds (a signed 64-bit
+    # integer: beyond it PostgreSQL refuses the query, a 500).
+    max_offset = 10**9
 
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
         if isinstance(queryset, QuerySet) and not queryset.ordered:
@@ -27,7 +30,7 @@ class OrderedLimitOffsetPagination(LimitOffsetPagination):
         # The ranges the API holds a request to (evaluation.api.views.PAGE_QUERY): outside them, a 400.
         bounds = {
             self.limit_query_param: {"minimum": 1, "maximum": self.max_limit},
-            self.offset_query_param: {"minimum": 0},
+            self.offset_query_param: {"minimum": 0, "maximum": self.max_offset},
         }
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

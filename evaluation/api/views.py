@@ -17,6 +17,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from assay.inputs import whole_number
 from evaluation import access, selectors
 from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.api.serializers import (
@@ -50,17 +51,17 @@ def _choice(choices: Sequence[str]) -> Callable[[str], str | None]:
     return check
 
 
-def _whole(low: int, high: int | None = None) -> Callable[[str], str | None]:
+def _whole(low: int, high: int) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
-        ok = value.isdigit() and int(value) >= low and (high is None or int(value) <= high)
-        return None if ok else f"expected a whole number from {low}" + (f" to {high}" if high else " up")
+        ok = whole_number(value, low=low, high=high) is not None
+        return None if ok else f"expected a whole number from {low} to {high}"
 
     return check
 
 
 PAGE_QUERY = {
     "limit": _whole(1, OrderedLimitOffsetPagination.max_limit),
-    "offset": _whole(0),
+    "offset": _whole(0, OrderedLimitOffsetPagination.max_offset),
 }
 
 

@@ -30,8 +30,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from assay.inputs import id_number
 from assay.labels.pace import first_saves, pace_seconds
-from assay.wholenum import id_number
 from labeling.models import Assignment, Candidate, CantJudgeMark, Document, Judgment, JudgmentEvent, Query
 
 # What the grading page and its endpoints show of a candidate, and the order they show candidates in, come

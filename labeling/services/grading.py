@@ -18,8 +18,8 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from assay.inputs import id_number
 from assay.storable import text_problem
-from assay.wholenum import id_number
 from labeling.models import (
     Assignment,
     Candidate,

@@ -7,7 +7,6 @@ by golden_io (`golden_io.services.golden_import`), which owns every write of the
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 
+from assay.jsonin import JsonInputError, json_loads
 from assay.labels import querylog
 from assay.problems import ImportReport, decode_utf8
 from assay.storable import json_problem, text_problem
@@ -32,9 +32,12 @@ def rubric_import(*, data: bytes, source: str) -> tuple[Rubric | None, ImportRep
     if text is None:
         return None, report
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        report.add(f"line {exc.lineno}", f"malformed JSON at column {exc.colno}: {exc.msg}")
+        obj = json_loads(text)
+    except JsonInputError as exc:
+        if exc.syntax:
+            report.add(f"line {exc.line}", f"malformed JSON at column {exc.column}: {exc.detail}")
+        else:
+            report.add("file", str(exc))
         return None, report
     fields = _rubric_fields(obj, report)
     if fields is None:
@@ -247,17 +250,17 @@ def _documents_plan(
 
 def _is_one_json_document(text: str) -> bool:
     try:
-        json.loads(text)
-    except json.JSONDecodeError:
+        json_loads(text, max_depth=None)  # any depth: the question is only whether it is one document
+    except JsonInputError:
         return False
     return True
 
 
 def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[str]) -> dict[str, Any] | None:
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        report.add(where, f"malformed JSON at column {exc.colno}: {exc.msg}")
+        obj = json_loads(raw)
+    except JsonInputError as exc:
+        report.add(where, f"malformed JSON at column {exc.column}: {exc.detail}" if exc.syntax else str(exc))
         return None
     if not isinstance(obj, dict):
         report.add(where, f"expected a JSON object, found {type(obj).__name__}")

@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.inputs import MAX_DB_INT, id_number
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
-from assay.wholenum import ID_MAX, id_number
 from labeling.forms import JudgeForm, JudgeJobForm, form_errors
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import GoldenSet, Judge, JudgeJob, Query
@@ -94,7 +94,7 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     previous_id = id_number(previous_text)
     if previous_text and previous_id is None:
         raise BadRequest(
-            f"from must be a judge's id (a whole number from 1 to {ID_MAX}), got {previous_text!r}"
+            f"from must be a judge's id (a whole number from 1 to {MAX_DB_INT}), got {previous_text!r}"
         )
     previous = Judge.objects.filter(golden_set=golden_set, pk=previous_id).first() if previous_id else None
     queries = judge_selectors.judge_query_choices(golden_set=golden_set)

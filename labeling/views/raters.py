@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.inputs import MAX_DB_INT, id_number
 from assay.jsonin import JsonInputError, json_loads
-from assay.wholenum import ID_MAX, id_number
 from labeling import selectors, services
 from labeling.lists import Filter, ListSpec, Sort, contains, equals, list_page, ordered
 from labeling.models import Assignment, CantJudgeMark, Query
@@ -75,7 +75,9 @@ def queue_next(request: HttpRequest) -> HttpResponse:
     after = request.GET.get("after", "")
     after_id = id_number(after)
     if after and after_id is None:
-        raise BadRequest(f"after must be an assignment id (a whole number from 1 to {ID_MAX}), got {after!r}")
+        raise BadRequest(
+            f"after must be an assignment id (a whole number from 1 to {MAX_DB_INT}), got {after!r}"
+        )
     nxt = selectors.assignment_next(rater=request.user, after=after_id)
     if nxt is None:
         messages.info(request, "No open assignments left. Thank you!")

@@ -265,6 +265,10 @@ def test_run_writes_nothing_and_exits_2_when_no_query_gets_an_answer(
         (["--param", "q=x"], "params q: would overwrite the request's own fields"),
         (["--header", "NoColon"], "--header 'NoColon': expected Name:value"),
         (["--header", "Bad Name: x"], "is not a valid header name"),
+        # A RecursionError and a ValueError (the int-string digit limit) before: each a traceback.
+        (["--param", "k=" + "[" * 100_000], "--param k: nested deeper than 64 levels"),
+        (["--param", "k=" + "1" * 5000], "--param k: a number is too long to read"),
+        (["--header", "X-Tenant: a\x07b"], "a header value cannot contain the control character \\u0007"),
         (["--header-env", "Authorization=ASSAY_UNSET_VARIABLE"], "ASSAY_UNSET_VARIABLE is not set"),
         (["--concurrency", "0"], "argument --concurrency: 0 must be at least 1"),
         (["--timeout", "nan"], "argument --timeout: nan must be a positive number"),

@@ -190,6 +190,8 @@ def test_parse_retry_after_reads_seconds_and_dates() -> None:
     assert parse_retry_after("Sat, 01 Aug 2026 12:00:30 GMT", now=now) == 30.0
     assert parse_retry_after("Sat, 01 Aug 2026 11:00:00 GMT", now=now) == 0.0  # in the past
     assert parse_retry_after("soon") is None
+    assert parse_retry_after("²") is None  # str.isdigit() took it, and float() raised
+    assert parse_retry_after("9" * 5000) is None
     assert parse_retry_after(None) is None
 
 

@@ -46,7 +46,17 @@ def test_unknown_query_parameters_and_bad_filter_values_are_a_worded_400(
     for query, says in [
         ("limit=0", "limit '0': expected a whole number from 1 to 500"),
         ("limit=abc", "limit 'abc': expected a whole number from 1 to 500"),
-        ("offset=-1", "offset '-1': expected a whole number from 0 up"),
+        ("offset=-1", "offset '-1': expected a whole number from 0 to 1000000000"),
+        # str.isdigit() takes these, and int() refused them: a 500 before.
+        ("limit=%C2%B2", "limit '²': expected a whole number from 1 to 500"),
+        ("offset=%C2%B2", "offset '²': expected a whole number from 0 to 1000000000"),
+        ("limit=" + "9" * 5000, f"limit '{'9' * 5000}': expected a whole number from 1 to 500"),
+        # Past the database's integer: PostgreSQL refused the OFFSET, a 500 before.
+        (
+            "offset=99999999999999999999",
+            "offset '99999999999999999999': expected a whole number from 0 to 1000000000",
+        ),
+        ("offset=%D9%A3", "offset '٣': expected a whole number from 0 to 1000000000"),  # an Arabic-Indic 3
         ("status=queued&status=failed", "status: given 2 times; give it once"),
         ("golden_set=a%00b", "'golden_set': a query parameter cannot hold a NUL character"),  # was a 500
     ]:

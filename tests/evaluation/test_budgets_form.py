@@ -122,6 +122,9 @@ def test_an_edited_cell_changes_that_threshold_and_a_ticked_row_starts_gating(
         ),
         ("max_error_rate", "2", "error budget: '2' is not a share of the queries from 0 to 1"),
         ("critical_rank", "0", "critical rank: '0' is not a whole number from 1 up"),
+        # str.isdigit() took both, and int() refused them: a 500 before.
+        ("critical_rank", "²", "critical rank: '²' is not a whole number from 1 up"),
+        ("critical_rank", "9" * 5000, "critical rank: '99999"),
         (
             "b.core.ndcg.fail",
             "0.001",

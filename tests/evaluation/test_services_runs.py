@@ -264,6 +264,19 @@ def test_it_refuses_a_target_not_set_up_for_the_golden_set(
     assert not EvaluationRun.objects.exists()
 
 
+def test_a_target_saved_with_a_line_break_in_a_header_is_refused_at_the_start_not_mid_run(
+    version: GoldenVersion, target: SearchTarget, rita: User
+) -> None:
+    # A row saved before the rule (the form refuses it now): the run started and every call failed in the
+    # HTTP client; now the start says why and nothing is created.
+    SearchTarget.objects.filter(pk=target.pk).update(cache_bypass_header="X-Bypass: 1\r\nX-Injected: evil")
+    target.refresh_from_db()
+    with pytest.raises(RunError) as error:
+        run_create(golden_version=version, target=target, triggered_by=rita)
+    assert "cache_bypass_header: a header value cannot contain a line break" in str(error.value)
+    assert not EvaluationRun.objects.exists()
+
+
 def test_it_refuses_params_that_clash_with_the_request(
     version: GoldenVersion, target: SearchTarget, rita: User
 ) -> None:

@@ -8,6 +8,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assay.charts import trend_charts
 from evaluation.forms import parse_param_lines
@@ -78,9 +80,26 @@ def test_a_metric_without_any_value_says_so() -> None:
         ('{"rewrite": true, "boost": [1, 2]}', {"rewrite": True, "boost": [1, 2]}, []),
         ("=1", {}, ["params line 1: expected KEY=VALUE, got '=1'"]),
         ("[1]", {}, ["params line 1: expected KEY=VALUE, got '[1]'"]),
+        ("k=[[", {"k": "[["}, []),  # not JSON: the text as typed
+        (
+            "k=" + "[" * 70 + "]" * 70,
+            {},
+            ["params line 1: k: nested deeper than 64 levels of arrays or objects"],
+        ),
+        ("k=" + "9" * 5000, {}, ["params line 1: k: a number is too long to read"]),
     ],
 )
 def test_param_lines_read_json_values_and_name_bad_lines(
     text: str, params: dict[str, Any], problems: list[str]
 ) -> None:
     assert parse_param_lines(text) == (params, problems)
+
+
+_PIECES = st.sampled_from(["k=", "\n", "{", "[" * 3000, "]", "9" * 4400, '"', "=", " ", "true", "a"])
+
+
+@given(st.lists(_PIECES | st.text(max_size=10), max_size=12).map("".join))
+def test_param_lines_never_raise_whatever_is_typed(text: str) -> None:
+    """The property behind the run and schedule forms: any text is params or worded problems."""
+    params, problems = parse_param_lines(text)
+    assert isinstance(params, dict) and all(isinstance(p, str) and p.startswith("params") for p in problems)

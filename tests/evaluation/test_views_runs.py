@@ -182,6 +182,11 @@ def test_the_form_starts_a_run_with_param_overrides(
         ("a=1\na=2", "params line 2: a is given twice"),
         ('{"rewrite": tru}', "params: invalid JSON at line 1 column 13"),
         ("[1, 2]", "params line 1: expected KEY=VALUE"),
+        # A RecursionError and a ValueError (Python's digit limit) before: each a 500.
+        ("rewrite=true\nk=" + "[" * 100_000, "params line 2: k: nested deeper than 64 levels"),
+        ("k=" + "1" * 5000, "params line 1: k: a number is too long to read"),
+        ('{"k": ' + "[" * 100_000, "params: nested deeper than 64 levels"),
+        ('{"k": ' + "1" * 5000 + "}", "params: a number is too long to read"),
     ],
 )
 def test_the_form_names_bad_params_by_line(

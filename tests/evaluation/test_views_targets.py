@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from evaluation.forms import TargetForm
 from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
@@ -103,6 +106,25 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
         ({"url": "https://search.example/search?api_key=k1"}, "url", "url: query parameter api_key"),
         ({"params": '{"access_token": "k1"}'}, "params", "params.access_token: looks like a credential"),
         ({"cache_bypass_header": "no colon"}, "cache_bypass_header", "cache_bypass_header"),
+        # Saved before, then refused by the HTTP client at the run's first call (the run failed).
+        (
+            {"cache_bypass_header": "X-Bypass: 1\r\nX-Injected: evil"},
+            "cache_bypass_header",
+            "cache_bypass_header: a header value cannot contain a line break",
+        ),
+        (
+            {"headers": '{"X-Tenant": "acme\\r\\nX-Injected: evil"}'},
+            "headers",
+            "headers.X-Tenant: a header value cannot contain a line break",
+        ),
+        (
+            {"headers": '{"X-Tenant": "a\\u001bb"}'},
+            "headers",
+            "headers.X-Tenant: a header value cannot contain the control character \\u001b",
+        ),
+        # A name ending in a line feed passed the name pattern (`$` matches before a final newline).
+        ({"headers": '{"X-Tenant\\n": "acme"}'}, "headers", "is not a valid header name"),
+        ({"generation_header": "X Gen"}, "generation_header", "generation_header: 'X Gen' is not a valid"),
     ],
 )
 def test_the_form_shows_each_problem_at_its_field_and_stores_nothing(
@@ -114,6 +136,59 @@ def test_the_form_shows_each_problem_at_its_field_and_stores_nothing(
     at_field = markup[markup.index(f'name="{field}"') :]
     assert says in page_text(response) and says.split("'")[0] in at_field[:2000]
     assert not SearchTarget.objects.filter(name="prod-search").exists()
+
+
+DEEP = "[" * 100_000
+HUGE = '{"size": ' + "1" * 5000 + "}"
+
+
+@pytest.mark.parametrize("field", TargetForm.JSON_FIELDS)
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [(DEEP, "nested deeper than 64 levels"), (HUGE, "a number is too long to read")],
+)
+def test_json_fields_beyond_what_is_read_are_worded_at_their_field(
+    field: str, typed: str, says: str, golden_set: GoldenSet, rita: User
+) -> None:
+    # A RecursionError and a ValueError (Python's int-string digit limit) before: each a 500.
+    response = logged_in(rita).post("/targets/new/", _form(adapter="elasticsearch", **{field: typed}))
+    assert response.status_code == 422
+    assert f"{field}: {says}" in page_text(response)
+    assert not SearchTarget.objects.exists()
+
+
+_NASTY = st.sampled_from(
+    ["", "[" * 5000, "1" * 5000, '{"a": 1e400}', '{"a": NaN}', "\r\n", "\x00", "{", "X: "]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    field=st.sampled_from(
+        [
+            *TargetForm.JSON_FIELDS,
+            "cache_bypass_header",
+            "generation_header",
+            "model_id_header",
+            "name",
+            "url",
+        ]
+    ),
+    text=st.tuples(_NASTY, st.text(max_size=40), _NASTY).map("".join)
+    | st.sampled_from(
+        ["http://127.0.0.1:" + "9" * 5000 + "/", "http://[::1", "http://１２７.０.０.１/", "http://a\r\nb/"]
+    ),
+)
+def test_the_target_form_never_fails_on_any_text(
+    field: str, text: str, golden_set: GoldenSet, rita: User
+) -> None:
+    """The property: whatever is typed in a field, the answer is a save or a worded 422, never a 500."""
+    before = SearchTarget.objects.count()
+    response = logged_in(rita).post("/targets/new/", _form(**{field: text}))
+    # 400: a NUL byte, which the middleware refuses with words before any view (config/middleware.py).
+    assert response.status_code in (302, 400, 422), (field, text[:80])
+    if response.status_code != 302:
+        assert page_text(response).strip() and SearchTarget.objects.count() == before
 
 
 def test_editing_keeps_sets_the_editor_cannot_see(
@@ -266,6 +341,9 @@ def test_deleting_a_schedule(target: SearchTarget, golden_set: GoldenSet, rita: 
         ({"hour": "soon"}, "hour", "Enter a whole number."),
         ({"params": 'access_token="k1"'}, "params", "params.access_token: looks like a credential"),
         ({"params": "rewrite"}, "params", "params line 1: expected KEY=VALUE, got 'rewrite'"),
+        # A RecursionError and a ValueError (Python's digit limit) before: each a 500.
+        ({"params": "k=" + "[" * 100_000}, "params", "params line 1: k: nested deeper than 64 levels"),
+        ({"params": "k=" + "1" * 5000}, "params", "params line 1: k: a number is too long to read"),
         ({"golden_set": "developer-docs"}, "golden_set", "target staging is not set up for golden set"),
     ],
 )

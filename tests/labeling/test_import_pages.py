@@ -3,6 +3,8 @@ golden file's upload on the same page is golden_io's: tests/golden_io/test_golde
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -55,6 +57,53 @@ def test_a_file_with_thousands_of_problems_lists_the_first_thousand_and_counts_t
     assert body.count("<tr><td><code>line ") == 1000
     assert "... and 500 more (1,500 problems in all)" in body
     assert not Document.objects.exists()
+
+
+DEEP = "[" * 100_000
+HUGE = "9" * 5000  # past Python's int-string digit limit (4,300)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "data", "says"),
+    [
+        # A RecursionError (deep nesting) or a ValueError (the digit limit) before: each a 500.
+        (
+            "documents",
+            "d.jsonl",
+            '{"id": "d1", "title": "A", "fields": ' + DEEP,
+            "line 1 nested deeper than 64",
+        ),
+        (
+            "documents",
+            "d.jsonl",
+            '{"id": "d1", "title": "A", "n": ' + HUGE + "}",
+            "line 1 a number is too long",
+        ),
+        ("query-log", "log.jsonl", '{"query": "a", "count": ' + DEEP, "line 1 nested deeper than 64"),
+        ("query-log", "log.jsonl", '{"query": "a", "count": ' + HUGE + "}", "line 1 a number is too long"),
+        # Under the digit limit but past a float: the count's weight overflowed.
+        (
+            "query-log",
+            "log.jsonl",
+            '{"query": "a", "count": 1' + "0" * 400 + "}",
+            "line 1: count expected a non-negative integer up to 1,000,000,000,000,000",
+        ),
+        (
+            "query-log",
+            "log.csv",
+            "query,count\na," + HUGE + "\n",
+            "line 2: count expected a non-negative integer up to",
+        ),
+    ],
+)
+def test_an_upload_too_deep_or_with_too_long_a_number_is_a_worded_400(
+    as_rita: Client, golden_set: GoldenSet, kind: str, name: str, data: str, says: str
+) -> None:
+    options = {"cap": 10, "reserve_share": 0.25, "zero_hit_min_share": 0.05, "seed": 0}
+    response = _upload(as_rita, golden_set, kind, name, data.encode(), **options)
+    assert response.status_code == 400
+    assert says in " ".join(re.sub(r"<[^>]+>", " ", response.content.decode()).split())
+    assert not Document.objects.exists() and not Query.objects.exists()
 
 
 def test_a_query_log_upload_uses_the_sampling_options(as_rita: Client, golden_set: GoldenSet) -> None:

@@ -255,7 +255,9 @@ def test_a_query_log_with_a_bad_row_imports_nothing(gset: GoldenSet) -> None:
     data = _log_csv([("fine", 3, 0, "en-US")]) + b'\n"broken",x,0,en-US'
     options = services.SamplingOptions(cap=10)
     report = services.query_log_import(golden_set=gset, data=data, source="log.csv", options=options)
-    assert [str(p) for p in report.problems] == ["line 3: count: expected a non-negative integer, found 'x'"]
+    assert [str(p) for p in report.problems] == [
+        "line 3: count: expected a non-negative integer up to 1,000,000,000,000,000, found 'x'"
+    ]
     assert not Query.objects.exists()
 
 
@@ -298,6 +300,31 @@ def test_it_names_each_rubric_problem() -> None:
         "grades: no description for grade(s) 0, 2",
     ]
     assert not Rubric.objects.filter(name="support").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # A RecursionError and a ValueError (the int-string digit limit) before: each a 500 or a traceback.
+        ('{"name": "support", "grades": ' + "[" * 100_000, "file: nested deeper than 64 levels"),
+        ('{"name": "support", "version": ' + "1" * 5000 + "}", "file: a number is too long to read"),
+        ('{"name": "support",\n "version": }', "line 2: malformed JSON at column 13: Expecting value"),
+    ],
+)
+def test_a_rubric_file_beyond_what_is_read_is_one_worded_problem(text: str, says: str) -> None:
+    _, report = services.rubric_import(data=text.encode(), source="r.json")
+    assert len(report.problems) == 1 and str(report.problems[0]).startswith(says)
+    assert not Rubric.objects.filter(name="support").exists()
+
+
+def test_a_deeply_nested_document_file_is_not_taken_for_one_json_document(gset: GoldenSet) -> None:
+    # Two bad lines ask whether the file is one JSON document: that question raised RecursionError.
+    data = ("[" * 100_000 + "\n" + "]" * 100_000).encode()
+    report = services.documents_import(golden_set=gset, data=data, source="docs.jsonl")
+    assert [str(p) for p in report.problems][:1] == [
+        "line 1: nested deeper than 64 levels of arrays or objects"
+    ]
+    assert not Document.objects.exists()
 
 
 def test_a_json_document_given_as_documents_gets_one_clear_problem(gset: GoldenSet) -> None:

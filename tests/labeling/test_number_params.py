@@ -1,6 +1,6 @@
 """Numbers in the labeling pages' addresses, forms and bodies: a character `isdigit()` takes but `int()`
 does not (`²`), digits of another script (`٣`), a number past the id column's range, each a worded 4xx or
-"no such ..." as for any unknown id, never a 500 (`assay.wholenum`)."""
+"no such ..." as for any unknown id, never a 500 (`assay.inputs`)."""
 
 from __future__ import annotations
 

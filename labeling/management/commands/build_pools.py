@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.jsonin import JsonInputError, json_or_text
 from labeling.management.commands._common import finish, golden_set_get, read_file
 from labeling.services import POOL_DEPTH, pool_add_judged, pool_fetch, pool_import_run
 
@@ -48,9 +48,9 @@ class Command(BaseCommand):
             if not sep or not key:
                 raise CommandError(f"--param {spec!r}: expected SYSTEM:KEY=VALUE")
             try:
-                params.setdefault(system, {})[key] = json.loads(value)
-            except json.JSONDecodeError:
-                params.setdefault(system, {})[key] = value
+                params.setdefault(system, {})[key] = json_or_text(value)
+            except JsonInputError as exc:
+                raise CommandError(f"--param {spec[:80]!r}: {exc}") from None
         for spec in o["run"]:
             system, sep, path = spec.partition("=")
             if not sep:

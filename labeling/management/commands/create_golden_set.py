@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from assay.wholenum import whole_number
+from assay.inputs import whole_number
 from labeling.models import GoldenSet, Rubric
 from labeling.roles import reviewer_list_problem
 

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.jsonin import JsonInputError, json_loads
 from assay.labels import querylog
 from labeling.management.commands._common import finish, golden_set_get, read_file
 from labeling.services import SamplingOptions, query_log_import
@@ -36,9 +36,9 @@ class Command(BaseCommand):
         shares = None
         if options["band_shares"]:
             try:
-                shares = json.loads(options["band_shares"])
-            except json.JSONDecodeError as exc:
-                raise CommandError(f"--band-shares is not JSON: {exc}") from exc
+                shares = json_loads(options["band_shares"])
+            except JsonInputError as exc:
+                raise CommandError(f"--band-shares is not usable JSON: {exc}") from None
             bad = not isinstance(shares, dict) or set(shares) - set(querylog.BANDS)
             if bad or not all(isinstance(v, int | float) and v >= 0 for v in shares.values()):
                 raise CommandError(f"--band-shares: non-negative numbers for {', '.join(querylog.BANDS)}")

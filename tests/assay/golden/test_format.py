@@ -897,6 +897,12 @@ def test_a_lone_surrogate_escape_is_rejected() -> None:
 
 def test_absurd_nesting_and_numbers_are_reported_not_crashed_on() -> None:
     assert text_problems("[" * 100_000) == ["invalid JSON: nested too deeply to read"]
+    # Deep inside a query, the fast decoder (msgspec) raised RecursionError itself: a traceback before.
+    deep = "[" * 100_000 + "]" * 100_000
+    query = '{"id": "q", "text": "t", "filters": {"x": ' + deep + "}}"
+    assert text_problems('{"version": "v1", "k": 5, "queries": [' + query + "]}") == [
+        "invalid JSON: nested too deeply to read"
+    ]
     huge = '{"version": "v1", "k": ' + "9" * 5000 + ', "queries": []}'
     assert text_problems(huge) == ["invalid JSON: a number is too long to read"]
     assert text_problems(huge + "\n" + huge, fmt="jsonl") == [

@@ -1,4 +1,5 @@
-"""assay.wholenum: ASCII digits within bounds, None for everything else, never an exception."""
+"""assay.inputs: id_number and whole_number on any value, ASCII digits within bounds, None for everything
+else, never an exception."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from assay.wholenum import ID_MAX, id_number, whole_number
+from assay.inputs import MAX_DB_INT as ID_MAX
+from assay.inputs import id_number, whole_number
 
 
 @pytest.mark.parametrize(
