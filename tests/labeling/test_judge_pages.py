@@ -187,6 +187,7 @@ def test_trying_a_judge_on_a_disguised_loopback_address_sends_nothing(
     """The reported attack: a full-width base URL reached the stub through "try", with the API key."""
     monkeypatch.setenv("ASSAY_TARGET_ALLOW_PRIVATE", "false")
     monkeypatch.setenv("ASSAY_SECRET_NET_JUDGE_KEY", "sk-must-not-leave")
+    factories.grant_secrets(golden_set, "ASSAY_SECRET_NET_JUDGE_KEY")  # granted: the address is refused
     client.force_login(rita)
     form = _try_form(
         assignment, f"http://１２７.０.０.１:{stub.port}/v1", api_key_env="ASSAY_SECRET_NET_JUDGE_KEY"
