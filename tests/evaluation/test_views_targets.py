@@ -100,6 +100,7 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
         ({"url": "https://search.example/search?api_key=k1"}, "url", "url: query parameter api_key"),
         ({"params": '{"access_token": "k1"}'}, "params", "params.access_token: looks like a credential"),
         ({"cache_bypass_header": "no colon"}, "cache_bypass_header", "cache_bypass_header"),
+        ({"concurrency": "65"}, "concurrency", "concurrency 65: must be at most 64 requests in flight"),
     ],
 )
 def test_the_form_shows_each_problem_at_its_field_and_stores_nothing(
