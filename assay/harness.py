@@ -45,7 +45,7 @@ from yarl import URL
 
 from assay.adapters import Adapter, AdapterError, SearchCall, SearchRequest, make_adapter
 from assay.netpolicy import AddressRefused, host_problem, private_targets_allowed, resolved_problem
-from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_capped
+from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.results import QueryResult
 
 # Requests in flight per run (or per chunk task on the server). More buys no speed from any engine worth
@@ -534,17 +534,9 @@ class _Runner:
                 ) as response:
                     progress.answered = True
                     try:
-                        body = await read_capped(
-                            response.content.iter_any(),
-                            config.max_reply_bytes,
-                            announced=response.content_length,
-                        )
+                        body = await read_response(response, config.max_reply_bytes)
                     except ReplyError as exc:
-                        # Leaving the block closes the connection: the rest of the body is never read.
-                        shape = response.headers.get("Content-Type", "no content type")
-                        raise _Permanent(
-                            f"{exc} (HTTP {response.status}, {shape})", status=response.status
-                        ) from None
+                        raise _Permanent(str(exc), status=response.status) from None
         except aiohttp.ClientPayloadError as exc:
             reason = _undecodable(exc)
             if reason is not None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from assay.jsonin import json_depth_over
+
+if TYPE_CHECKING:
+    import aiohttp
 
 MIB = 1024 * 1024
 # A search reply of 100 hits with whole documents in `_source` is a few megabytes; a judge's chat
@@ -86,6 +89,16 @@ async def read_capped(chunks: AsyncIterable[bytes], limit: int, *, announced: in
     async for chunk in chunks:
         body.add(chunk)
     return body.data()
+
+
+async def read_response(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """An aiohttp response's body, at most `limit` bytes; the `ReplyError` names the reply's status and
+    content type. Leaving the response's block after it closes the connection: the rest is never read."""
+    try:
+        return await read_capped(response.content.iter_any(), limit, announced=response.content_length)
+    except ReplyError as exc:
+        kind = response.headers.get("Content-Type") or "no content type"
+        raise ReplyError(f"{exc} (HTTP {response.status}, {kind})") from None
 
 
 def read_capped_sync(chunks: Iterable[bytes], limit: int, *, announced: int | None = None) -> bytes:

@@ -13,7 +13,7 @@ from django.test import Client
 from labeling.models import Assignment, GoldenSet, Judge, JudgeJob, JudgeLabel
 from labeling.services import judges
 from tests import factories
-from tests.support.judge_stub import chat_reply, graded, judge_settings, judge_stub
+from tests.support.judge_stub import chat_reply, graded, judge_settings, judge_stub, try_form
 from tests.support.stub_server import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -108,19 +108,7 @@ def test_trying_a_prompt_shows_the_prompt_and_each_answer(
 ) -> None:
     stub.on(assignment.query.text, graded(3, "exactly it"), chat_reply("Relevant, I think."))
     client.force_login(rita)
-    form = {
-        "name": "tried",
-        "base_url": f"{stub.url}/v1",
-        "model": "stub-model",
-        "api_key_env": "",
-        "temperature": "0",
-        "concurrency": "2",
-        "text_budget": "1000",
-        "instructions": "Grade the document.",
-        "structured": "on",
-        "try_query": str(assignment.query.pk),
-        "action": "try",
-    }
+    form = try_form(stub.url, assignment.query.pk)
     page = client.post(f"/sets/{golden_set.slug}/judges/new/", form).content.decode()
     assert page.count('class="tried-pair"') == 3
     assert "Grade <strong>3</strong>: exactly it" in page

@@ -79,8 +79,16 @@ class Reply:
         head += [f"{k}: {v}" for k, v in self.headers.items()]
         return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"), body
 
-    async def send(self, writer: asyncio.StreamWriter, request: Recorded, *, keep_alive: bool) -> None:
-        """Write the reply, counting the body bytes sent in `request.sent` as they go."""
+    async def send(
+        self,
+        writer: asyncio.StreamWriter,
+        request: Recorded,
+        *,
+        keep_alive: bool,
+        gone: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Write the reply, counting the body bytes sent in `request.sent` as they go; a drip stops
+        when `gone` says the client has closed its side."""
         head, body = self.parts(keep_alive=keep_alive)
         if not (self.pad or self.drip):
             writer.write(head + body)
@@ -91,6 +99,8 @@ class Reply:
         await writer.drain()
         if self.drip:
             for i in range(len(body)):
+                if gone():
+                    return
                 writer.write(body[i : i + 1])
                 await writer.drain()
                 request.sent += 1
@@ -238,7 +248,7 @@ class StubServer:
                     if reply.drop:
                         return
                     keep_alive = headers.get("connection", "").lower() != "close"
-                    await reply.send(writer, request, keep_alive=keep_alive)
+                    await reply.send(writer, request, keep_alive=keep_alive, gone=reader.at_eof)
                 finally:
                     self.in_flight -= 1
                 if not keep_alive or not reply.announce:
