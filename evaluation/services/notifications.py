@@ -18,10 +18,15 @@ is transient: while attempts are left, `NotificationRetry` asks the task to try 
 exponential backoff. Anything else (an HTTP 4xx, a webhook variable that is refused or not set, a 5xx
 SMTP reply) is recorded as failed at once, as is the last transient failure. Errors never contain the
 webhook's URL, which is a secret: rows and pages name its variable.
+
+A webhook call is bounded like every remote reply (`assay.replies`): the whole exchange (connect, send,
+the status and the body) within ASSAY_NOTIFY_TIMEOUT, however slowly the far end drips its answer, and
+of its body, which nobody reads, at most WEBHOOK_REPLY_BYTES are taken to say how large it was.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import smtplib
 from dataclasses import dataclass
@@ -37,6 +42,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape
+from assay.replies import ReplyError, content_length, read_capped, size_text
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -52,6 +58,8 @@ NOTIFY_VERDICTS = (EvaluationRun.Verdict.FAIL, EvaluationRun.Verdict.WARN)
 # gets the verdict. A delay never exceeds MAX_RETRY_DELAY_S, well inside Redis's visibility timeout.
 NOTIFY_ATTEMPTS = 6
 MAX_RETRY_DELAY_S = 15 * 60
+# A webhook's reply is only measured for the record (`body_shape`); more than this is "more than 64 KiB".
+WEBHOOK_REPLY_BYTES = 64 * 1024
 
 
 class NotificationRetry(Exception):
@@ -243,6 +251,37 @@ def _webhook_url(variable: str) -> str:
     return url.strip()
 
 
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_type: str | None
+    size: int | None  # None: more than WEBHOOK_REPLY_BYTES
+
+    @property
+    def shape(self) -> str:
+        if self.size is None:
+            return f"{self.content_type or 'no content type'}, more than {size_text(WEBHOOK_REPLY_BYTES)}"
+        return body_shape(self.content_type, self.size)
+
+
+async def _post_json(url: str, payload: dict[str, Any], timeout: float) -> _Answer:
+    """POST `payload`; the whole exchange within `timeout` (TimeoutError past it: httpx's own timeouts
+    bound each read, which a server dripping a byte at a time never exceeds)."""
+    async with (
+        asyncio.timeout(timeout),
+        httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+        client.stream("POST", url, json=payload) as reply,
+    ):
+        announced = content_length(reply.headers.get("content-length"))
+        try:
+            body = await read_capped(reply.aiter_bytes(), WEBHOOK_REPLY_BYTES, announced=announced)
+        except ReplyError:
+            size = None
+        else:
+            size = len(body)
+        return _Answer(reply.status_code, reply.headers.get("content-type"), size)
+
+
 def _post_webhook(message: VerdictMessage, variable: str) -> None:
     url = _webhook_url(variable)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
@@ -251,20 +290,19 @@ def _post_webhook(message: VerdictMessage, variable: str) -> None:
         return text.replace(url, f"${variable}")
 
     try:
-        reply = httpx.post(url, json=message.payload, timeout=timeout, follow_redirects=False)
-    except httpx.TimeoutException as exc:
+        reply = asyncio.run(_post_json(url, message.payload, timeout))
+    except (httpx.TimeoutException, TimeoutError) as exc:
         raise _Transient(f"webhook: no answer within {timeout:g} s ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:  # refused, reset, DNS, a broken reply
         raise _Transient(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
     except (httpx.InvalidURL, httpx.HTTPError) as exc:  # a URL httpx will not call, whatever the time
         raise _Refused(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
-    if reply.is_success:
+    if 200 <= reply.status < 300:
         return
     # Its status, content type and size, never its body (assay.netpolicy.body_shape): `last_error` is shown
     # on the run page, and the body is whatever the webhook's address answered.
-    shape = body_shape(reply.headers.get("content-type"), len(reply.content))
-    text = f"webhook: HTTP {reply.status_code} ({shape})"
+    text = f"webhook: HTTP {reply.status} ({reply.shape})"
     # A 429 says "later" as plainly as a 5xx; other 4xx (and redirects, not followed) would not change.
-    if reply.status_code >= 500 or reply.status_code == 429:
+    if reply.status >= 500 or reply.status == 429:
         raise _Transient(text)
     raise _Refused(text)
