@@ -138,7 +138,7 @@ def config_problems(config: HarnessConfig) -> list[str]:
     if not config.timeout > 0:
         problems.append(f"timeout {config.timeout}: must be more than 0 seconds")
     if config.max_reply_bytes < 1024:
-        problems.append(f"max reply size {config.max_reply_bytes} bytes: must be at least 1 KiB")
+        problems.append(f"max reply size {config.max_reply_bytes} bytes: must be at least 1,024 bytes")
     if config.retries < 0:
         problems.append(f"retries {config.retries}: must be 0 or more")
     if config.backoff_base < 0 or config.backoff_max < 0 or config.retry_after_max < 0:

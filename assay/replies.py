@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from assay.jsonin import json_depth_over
+from assay.problems import size_text
 
 if TYPE_CHECKING:
     import aiohttp
 
 MIB = 1024 * 1024
 # A search reply of 100 hits with whole documents in `_source` is a few megabytes; a judge's chat
-# completion is a few kilobytes. 8 MiB leaves room for both and keeps a worker's memory bounded:
+# completion is a few kilobytes. 8 MB leaves room for both and keeps a worker's memory bounded:
 # `concurrency` replies in flight at most (docs/runs.md, "Limits").
 MAX_REPLY_MB = 8
 MAX_REPLY_BYTES = MAX_REPLY_MB * MIB
@@ -47,15 +48,6 @@ class ReplyError(ValueError):
     def __init__(self, reason: str, *, syntax: bool = False) -> None:
         super().__init__(reason)
         self.syntax = syntax
-
-
-def size_text(size: int) -> str:
-    """A byte count as people read it: `8 MiB`, `512 KiB`, `300 bytes`."""
-    for unit, name in ((MIB, "MiB"), (1024, "KiB")):
-        if size >= unit:
-            value = size / unit
-            return f"{value:.0f} {name}" if value == int(value) or value >= 10 else f"{value:.1f} {name}"
-    return f"{size} bytes"
 
 
 def too_large(limit: int) -> ReplyError:

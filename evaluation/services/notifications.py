@@ -42,7 +42,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape
-from assay.replies import ReplyError, content_length, read_capped, size_text
+from assay.problems import size_text
+from assay.replies import ReplyError, content_length, read_capped
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -58,7 +59,7 @@ NOTIFY_VERDICTS = (EvaluationRun.Verdict.FAIL, EvaluationRun.Verdict.WARN)
 # gets the verdict. A delay never exceeds MAX_RETRY_DELAY_S, well inside Redis's visibility timeout.
 NOTIFY_ATTEMPTS = 6
 MAX_RETRY_DELAY_S = 15 * 60
-# A webhook's reply is only measured for the record (`body_shape`); more than this is "more than 64 KiB".
+# A webhook's reply is only measured for the record (`body_shape`): a larger one is "more than" this.
 WEBHOOK_REPLY_BYTES = 64 * 1024
 
 

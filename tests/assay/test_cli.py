@@ -214,7 +214,7 @@ def test_run_records_a_reply_over_the_size_limit_as_that_querys_error(
 
     assert proc.returncode == 1, proc.stderr
     rows = per_query(json.loads(out.read_text()))
-    assert rows["q-2"]["error"] == "reply larger than the limit of 2 MiB (HTTP 200, application/json)"
+    assert rows["q-2"]["error"] == "reply larger than the limit of 2 MB (HTTP 200, application/json)"
     assert rows["q-1"]["error"] is None and rows["q-3"]["error"] is None
     no_traceback(proc)
 

@@ -42,7 +42,7 @@ def test_each_hostile_reply_is_only_its_querys_error(stub_server: StubServer) ->
 
     errors = {qid: r.error for qid, r in results.items() if not r.ok}
     assert errors == {
-        "q-oversize": "reply larger than the limit of 1 MiB (HTTP 200, application/json)",
+        "q-oversize": "reply larger than the limit of 1 MB (HTTP 200, application/json)",
         "q-drip": "timeout after 0.5s (the reply was still arriving)",
         "q-deep": (
             "response is not JSON (application/json, 100000 bytes): "
@@ -67,7 +67,7 @@ def test_reading_stops_at_the_cap_whether_or_not_the_size_is_announced(
 
     results = run(stub_server, ["big", "small"], max_reply_bytes=MIB)
 
-    assert results["q-big"].error == "reply larger than the limit of 1 MiB (HTTP 200, application/json)"
+    assert results["q-big"].error == "reply larger than the limit of 1 MB (HTTP 200, application/json)"
     assert results["q-big"].attempts == 1  # the same reply again would not fit either: no retry
     assert results["q-small"].ok
     (big,) = stub_server.requests_for("big")
@@ -89,7 +89,7 @@ def test_an_error_status_with_a_huge_body_is_still_that_querys_error(stub_server
     results = run(stub_server, ["boom"], max_reply_bytes=MIB)
 
     assert (
-        results["q-boom"].error == "reply larger than the limit of 1 MiB (HTTP 500, text/html; charset=utf-8)"
+        results["q-boom"].error == "reply larger than the limit of 1 MB (HTTP 500, text/html; charset=utf-8)"
     )
 
 
@@ -131,6 +131,6 @@ def test_every_decode_failure_is_a_worded_reply_error_that_quotes_nothing(body: 
 def test_concurrency_above_the_maximum_is_refused_in_words() -> None:
     with pytest.raises(ValueError, match=re.escape(f"concurrency 65: must be at most {MAX_CONCURRENCY}")):
         HarnessConfig(url="http://127.0.0.1:1/search", concurrency=MAX_CONCURRENCY + 1)
-    with pytest.raises(ValueError, match=re.escape("max reply size 10 bytes: must be at least 1 KiB")):
+    with pytest.raises(ValueError, match=re.escape("max reply size 10 bytes: must be at least 1,024 bytes")):
         HarnessConfig(url="http://127.0.0.1:1/search", max_reply_bytes=10)
     assert HarnessConfig(url="http://127.0.0.1:1/search", concurrency=MAX_CONCURRENCY).concurrency == 64

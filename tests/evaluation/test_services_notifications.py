@@ -358,7 +358,7 @@ def test_a_webhooks_huge_reply_is_measured_up_to_a_cap_and_never_read_whole(
 
     webhook = _rows(run)["webhook"]
     assert (webhook.status, webhook.attempts) == (Status.FAILED, 1)
-    assert webhook.last_error == "webhook: HTTP 400 (text/html; charset=utf-8, more than 64 KiB)"
+    assert webhook.last_error == "webhook: HTTP 400 (text/html; charset=utf-8, more than 65,536 bytes)"
     assert hook.requests[0].sent < 16 * 1024 * 1024  # the client closed at the cap
 
 

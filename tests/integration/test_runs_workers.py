@@ -207,7 +207,7 @@ def test_hostile_replies_fail_only_their_own_queries_on_a_worker(
         "q-4": "response is not JSON (application/json, 100000 bytes): "
         "nested deeper than 1024 levels of arrays or objects",
         "q-7": f"response is not JSON (application/json, {len(digits)} bytes): a number is too long to read",
-        "q-9": "reply larger than the limit of 8 MiB (HTTP 200, application/json)",
+        "q-9": "reply larger than the limit of 8 MB (HTTP 200, application/json)",
         "q-10": "timeout after 0.5s (the reply was still arriving)",
     }
     assert run.report is not None and run.report["error_rate"] == pytest.approx(4 / 12)

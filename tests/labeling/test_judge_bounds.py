@@ -73,7 +73,7 @@ def test_a_deep_or_oversize_reply_is_that_pairs_failure_and_the_other_pair_is_an
             "grade 3",
             "reply is not JSON (application/json, 100000 bytes): "
             f"nested deeper than {REPLY_MAX_DEPTH} levels of arrays or objects",
-            "reply larger than the limit of 8 MiB (HTTP 200, application/json)",
+            "reply larger than the limit of 8 MB (HTTP 200, application/json)",
         ]
     )
     (big,) = [r for r in stub.requests if r.sent > MIB]
