@@ -300,36 +300,9 @@ def _undecodable(exc: aiohttp.ClientPayloadError) -> str | None:
     return None
 
 
-class _Progress:
-    """How far one attempt got when its deadline passed, for an error that names the phase."""
-
-    __slots__ = ("answered", "sent")
-
-    def __init__(self) -> None:
-        self.sent = False  # the request's headers went out: a connection was made
-        self.answered = False  # the reply's status and headers arrived
-
-    def deadline_passed(self, timeout: float) -> str:
-        if not self.sent:
-            return f"connect timeout after {timeout:g}s"
-        if not self.answered:
-            return f"timeout after {timeout:g}s"
-        return f"timeout after {timeout:g}s (the reply was still arriving)"
-
-
-async def _headers_sent(
-    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestHeadersSentParams
-) -> None:
-    progress = context.trace_request_ctx
-    if isinstance(progress, _Progress):
-        progress.sent = True
-
-
-def _phase_trace() -> aiohttp.TraceConfig:
-    """Tells an attempt when its request went out (`_Progress`), so a deadline names the phase."""
-    trace = aiohttp.TraceConfig()
-    trace.on_request_headers_sent.append(_headers_sent)
-    return trace
+# The whole-request deadline ends this much after the timeout, so that a connection that is never made
+# is ended by aiohttp's connect timeout (the same number, started a moment later) and named as such.
+_DEADLINE_GRACE_S = 0.05
 
 
 @dataclass(slots=True)
@@ -515,11 +488,11 @@ class _Runner:
 
     async def _attempt(self, session: aiohttp.ClientSession, prepared: _Prepared) -> _Outcome:
         config, route = self.config, self.route
-        progress = _Progress()
+        answered = False
         try:
             # The deadline covers the whole request: aiohttp's own timeouts bound each phase and the time
             # between two reads only, which a server dripping a byte at a time never exceeds.
-            async with asyncio.timeout(config.timeout):
+            async with asyncio.timeout(config.timeout + _DEADLINE_GRACE_S):
                 async with session.request(
                     prepared.method,
                     prepared.url,
@@ -530,9 +503,8 @@ class _Runner:
                     proxy=route.proxy,
                     proxy_headers=route.proxy_headers,
                     ssl=route.ssl,
-                    trace_request_ctx=progress,
                 ) as response:
-                    progress.answered = True
+                    answered = True
                     try:
                         body = await read_response(response, config.max_reply_bytes)
                     except ReplyError as exc:
@@ -549,7 +521,8 @@ class _Runner:
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ClientError):  # one of aiohttp's own timeouts
                 raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
-            raise _Transient(progress.deadline_passed(config.timeout)) from exc
+            late = " (the reply was still arriving)" if answered else ""
+            raise _Transient(f"timeout after {config.timeout:g}s{late}") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
         status = response.status
@@ -635,7 +608,6 @@ def _session(config: HarnessConfig) -> aiohttp.ClientSession:
         cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=False,
         raise_for_status=False,
-        trace_configs=[_phase_trace()],
     )
 
 
