@@ -53,6 +53,23 @@ def test_try_against_a_dripping_endpoint_ends_at_its_deadline_with_words_on_the_
     assert not Judge.objects.exists()
 
 
+def test_try_against_an_endpoint_answering_deep_json_shows_a_worded_failure_not_a_500(
+    client: Client, golden_set: GoldenSet, assignment: Assignment, stub: StubServer, rita: User
+) -> None:
+    stub.default = Reply(raw=b"[" * 100_000, content_type="application/json")
+    client.force_login(rita)
+
+    response = client.post(f"/sets/{golden_set.slug}/judges/new/", try_form(stub.url, assignment.query.pk))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    failure = (
+        "No answer: reply is not JSON (application/json, 100000 bytes): "
+        f"nested deeper than {REPLY_MAX_DEPTH} levels of arrays or objects"
+    )
+    assert page.count(failure) == 3
+
+
 def test_a_deep_or_oversize_reply_is_that_pairs_failure_and_the_other_pair_is_answered(
     golden_set: GoldenSet, assignment: Assignment, stub: StubServer
 ) -> None:
@@ -76,5 +93,5 @@ def test_a_deep_or_oversize_reply_is_that_pairs_failure_and_the_other_pair_is_an
             "reply larger than the limit of 8 MB (HTTP 200, application/json)",
         ]
     )
-    (big,) = [r for r in stub.requests if r.sent > MIB]
-    assert big.sent < 24 * MIB  # the client stopped at the cap, far from the 64 MiB offered
+    # The client stopped at the cap (at once: the reply announced its length), far from the 64 MiB offered.
+    assert len(stub.requests) == 3 and all(r.sent < 24 * MIB for r in stub.requests)
