@@ -18,7 +18,8 @@ hold a worker.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Iterable
+import time
+from collections.abc import AsyncIterable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -99,6 +100,15 @@ def read_capped_sync(chunks: Iterable[bytes], limit: int, *, announced: int | No
     for chunk in chunks:
         body.add(chunk)
     return body.data()
+
+
+def until(chunks: Iterable[bytes], deadline: float) -> Iterator[bytes]:
+    """The chunks of a blocking stream, raising TimeoutError once `time.monotonic()` passes `deadline`:
+    a blocking client bounds each read only, which a server dripping a byte at a time never exceeds."""
+    for chunk in chunks:
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        yield chunk
 
 
 def content_length(value: str | None) -> int | None:

@@ -19,16 +19,16 @@ exponential backoff. Anything else (an HTTP 4xx, a webhook variable that is refu
 SMTP reply) is recorded as failed at once, as is the last transient failure. Errors never contain the
 webhook's URL, which is a secret: rows and pages name its variable.
 
-A webhook call is bounded like every remote reply (`assay.replies`): the whole exchange (connect, send,
-the status and the body) within ASSAY_NOTIFY_TIMEOUT, however slowly the far end drips its answer, and
-of its body, which nobody reads, at most WEBHOOK_REPLY_BYTES are taken to say how large it was.
+A webhook call is bounded like every remote reply (`assay.replies`): its reply's body must have arrived
+within ASSAY_NOTIFY_TIMEOUT of the call's start, however slowly the far end drips it, and of that body,
+which nobody reads, at most WEBHOOK_REPLY_BYTES are taken to say how large it was.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import smtplib
+import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from assay.netpolicy import body_shape
 from assay.problems import size_text
-from assay.replies import ReplyError, content_length, read_capped
+from assay.replies import ReplyError, content_length, read_capped_sync, until
 from assay.secrets import SecretEnvError, secret_env_read
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -265,21 +265,18 @@ class _Answer:
         return body_shape(self.content_type, self.size)
 
 
-async def _post_json(url: str, payload: dict[str, Any], timeout: float) -> _Answer:
-    """POST `payload`; the whole exchange within `timeout` (TimeoutError past it: httpx's own timeouts
-    bound each read, which a server dripping a byte at a time never exceeds)."""
-    async with (
-        asyncio.timeout(timeout),
-        httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
-        client.stream("POST", url, json=payload) as reply,
-    ):
+def _post_json(client: httpx.Client, url: str, payload: dict[str, Any], timeout: float) -> _Answer:
+    """POST `payload` and measure the reply, its body arriving within `timeout` of the start
+    (TimeoutError past it: the client's own timeouts bound each read, which a server dripping a byte at
+    a time never exceeds; the task's time limit bounds the rest)."""
+    deadline = time.monotonic() + timeout
+    with client.stream("POST", url, json=payload) as reply:
         announced = content_length(reply.headers.get("content-length"))
+        chunks = until(reply.iter_bytes(), deadline)
         try:
-            body = await read_capped(reply.aiter_bytes(), WEBHOOK_REPLY_BYTES, announced=announced)
+            size: int | None = len(read_capped_sync(chunks, WEBHOOK_REPLY_BYTES, announced=announced))
         except ReplyError:
             size = None
-        else:
-            size = len(body)
         return _Answer(reply.status_code, reply.headers.get("content-type"), size)
 
 
@@ -291,7 +288,8 @@ def _post_webhook(message: VerdictMessage, variable: str) -> None:
         return text.replace(url, f"${variable}")
 
     try:
-        reply = asyncio.run(_post_json(url, message.payload, timeout))
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            reply = _post_json(client, url, message.payload, timeout)
     except (httpx.TimeoutException, TimeoutError) as exc:
         raise _Transient(f"webhook: no answer within {timeout:g} s ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:  # refused, reset, DNS, a broken reply
