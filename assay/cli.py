@@ -31,6 +31,7 @@ from assay.memory import gc_paused, no_huge_pages
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
 from assay.problems import MAX_SHOWN, capped, more_text
 from assay.problems import problems_csv as csv_of_problems
+from assay.replies import MAX_REPLY_MB, MIB
 
 DEFAULT_OUT = "artifacts/relevance.json"
 
@@ -198,6 +199,7 @@ def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
             ),
             concurrency=args.concurrency,
             timeout=args.timeout,
+            max_reply_bytes=args.max_reply_mb * MIB,
             retries=args.retries,
             rate_limit=args.rate_limit,
             generation_header=args.generation_header,
@@ -714,7 +716,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="HTTP header whose value is read from environment variable VAR (for secrets)",
     )
     run.add_argument("--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight")
-    run.add_argument("--timeout", type=positive_float, default=10.0, metavar="S", help="per request, seconds")
+    run.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="S",
+        help="seconds per request: connect, send and the whole reply",
+    )
+    run.add_argument(
+        "--max-reply-mb",
+        type=int_at_least(1),
+        default=MAX_REPLY_MB,
+        metavar="MB",
+        help=f"a larger reply is that query's error (default {MAX_REPLY_MB})",
+    )
     run.add_argument(
         "--retries", type=int_at_least(0), default=3, metavar="N", help="retries of transient failures"
     )

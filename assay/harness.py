@@ -1,10 +1,12 @@
 """The search harness: call a search system for every golden query and record what came back (pure, no
 Django; aiohttp).
 
-Bounded concurrency (a fixed pool of workers), a per-request timeout, retries with capped exponential
-backoff and a little jitter on transient failures (connect errors, timeouts, dropped connections, 5xx,
-429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every failure is recorded
-on its query as `QueryResult(error=...)`: docs/metrics.md never counts an errored query as empty.
+Bounded concurrency (a fixed pool of workers, at most MAX_CONCURRENCY), a deadline on each request
+(connect, send and the whole reply), a cap on each reply's size (`assay.replies`), retries with capped
+exponential backoff and a little jitter on transient failures (connect errors, timeouts, dropped
+connections, 5xx, 429 honouring `Retry-After`), no retry on other 4xx, an optional rate limit. Every
+failure is recorded on its query as `QueryResult(error=...)`: docs/metrics.md never counts an errored
+query as empty, and a reply that is too large, too slow or not readable JSON is that query's error only.
 The values of the secret headers sent (`HarnessConfig.secrets`) are masked in each reply before it is
 parsed and in each result (`assay.secrets.mask_secrets`): an engine that echoes its request must not have
 them stored in ids, titles, markers or errors.
@@ -40,7 +42,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import certifi
-import orjson
 from aiohttp.http_exceptions import ContentEncodingError
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -54,8 +55,13 @@ from assay.netpolicy import (
     resolved_problem,
     url_problem,
 )
+from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.results import QueryResult
 from assay.secrets import mask_secrets, mask_secrets_bytes
+
+# Requests in flight per run (or per chunk task on the server). More buys no speed from any engine worth
+# measuring and multiplies what one run may hold: `concurrency` replies of up to `max_reply_bytes` each.
+MAX_CONCURRENCY = 64
 
 
 def is_transient_status(status: int) -> bool:
@@ -90,8 +96,9 @@ class HarnessConfig:
     headers: Mapping[str, str] = field(default_factory=dict)  # cache bypass, auth (values never recorded)
     # The secret header values among `headers` (read from the environment): masked in every reply.
     secrets: tuple[str, ...] = ()
-    concurrency: int = 8
-    timeout: float = 10.0  # seconds, per request (connect, read, write and pool each)
+    concurrency: int = 8  # at most MAX_CONCURRENCY
+    timeout: float = 10.0  # seconds, per request: connect, send and the whole reply within it
+    max_reply_bytes: int = MAX_REPLY_BYTES  # a larger reply is that query's error (assay.replies)
     retries: int = 3  # retries after the first attempt, for transient failures only
     backoff_base: float = 0.25  # seconds before the first retry; doubles each retry
     backoff_max: float = 8.0  # cap on one backoff sleep
@@ -138,8 +145,14 @@ def config_problems(config: HarnessConfig) -> list[str]:
         problems.append(f"size {config.size}: must be at least 1")
     if config.concurrency < 1:
         problems.append(f"concurrency {config.concurrency}: must be at least 1")
+    elif config.concurrency > MAX_CONCURRENCY:
+        problems.append(
+            f"concurrency {config.concurrency}: must be at most {MAX_CONCURRENCY} requests in flight"
+        )
     if not config.timeout > 0:
         problems.append(f"timeout {config.timeout}: must be more than 0 seconds")
+    if config.max_reply_bytes < 1024:
+        problems.append(f"max reply size {config.max_reply_bytes} bytes: must be at least 1,024 bytes")
     if config.retries < 0:
         problems.append(f"retries {config.retries}: must be 0 or more")
     if config.backoff_base < 0 or config.backoff_max < 0 or config.retry_after_max < 0:
@@ -300,6 +313,11 @@ def _undecodable(exc: aiohttp.ClientPayloadError) -> str | None:
             return cause.message
         cause = cause.__cause__
     return None
+
+
+# The whole-request deadline ends this much after the timeout, so that a connection that is never made
+# is ended by aiohttp's connect timeout (the same number, started a moment later) and named as such.
+_DEADLINE_GRACE_S = 0.05
 
 
 @dataclass(slots=True)
@@ -485,19 +503,27 @@ class _Runner:
 
     async def _attempt(self, session: aiohttp.ClientSession, prepared: _Prepared) -> _Outcome:
         config, route = self.config, self.route
+        answered = False
         try:
-            async with session.request(
-                prepared.method,
-                prepared.url,
-                params=prepared.params or None,
-                data=prepared.body,
-                headers=prepared.headers,
-                allow_redirects=False,  # a redirect is the engine's answer to report, not to follow
-                proxy=route.proxy,
-                proxy_headers=route.proxy_headers,
-                ssl=route.ssl,
-            ) as response:
-                body = await response.read()
+            # The deadline covers the whole request: aiohttp's own timeouts bound each phase and the time
+            # between two reads only, which a server dripping a byte at a time never exceeds.
+            async with asyncio.timeout(config.timeout + _DEADLINE_GRACE_S):
+                async with session.request(
+                    prepared.method,
+                    prepared.url,
+                    params=prepared.params or None,
+                    data=prepared.body,
+                    headers=prepared.headers,
+                    allow_redirects=False,  # a redirect is the engine's answer to report, not to follow
+                    proxy=route.proxy,
+                    proxy_headers=route.proxy_headers,
+                    ssl=route.ssl,
+                ) as response:
+                    answered = True
+                    try:
+                        body = await read_response(response, config.max_reply_bytes)
+                    except ReplyError as exc:
+                        raise _Permanent(str(exc), status=response.status) from None
         except aiohttp.ClientPayloadError as exc:
             reason = _undecodable(exc)
             if reason is not None:
@@ -507,7 +533,12 @@ class _Runner:
             if isinstance(exc.os_error, AddressRefused):
                 raise _Permanent(str(exc.os_error)) from exc  # the same on every retry
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except TimeoutError as exc:
+            if isinstance(exc, aiohttp.ClientError):  # one of aiohttp's own timeouts
+                raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+            late = " (the reply was still arriving)" if answered else ""
+            raise _Transient(f"timeout after {config.timeout:g}s{late}") from exc
+        except (aiohttp.ClientError, OSError) as exc:
             raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
         status = response.status
         if is_transient_status(status):
@@ -520,9 +551,12 @@ class _Runner:
         if not 200 <= status < 300:
             raise _Permanent(f"HTTP {status}: expected a 2xx reply", status=status)
         try:
-            parsed = _decode_reply(mask_secrets_bytes(body, config.secrets))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise _Permanent(f"response is not JSON ({_body_shape(response, body)})", status=status) from None
+            parsed = decode_json_reply(mask_secrets_bytes(body, config.secrets))
+        except ReplyError as exc:
+            why = "" if exc.syntax else f": {exc}"  # an HTML page is simply "not JSON"
+            raise _Permanent(
+                f"response is not JSON ({_body_shape(response, body)}){why}", status=status
+            ) from None
         try:
             hits = self.adapter.parse_response(parsed)
         except AdapterError as exc:
@@ -536,16 +570,6 @@ class _Runner:
             ),
             model_id=_read_marker(response.headers, parsed, config.model_id_header, config.model_id_field),
         )
-
-
-def _decode_reply(body: bytes) -> Any:
-    """A reply's JSON: orjson reads the common reply (UTF-8) in a fraction of the json module's time; what
-    it refuses goes to the json module, which reads the raw bytes as before (it detects UTF-16 and 32,
-    and a byte-order mark, accepts NaN and integers of any size) or names the problem."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
 
 
 def _read_marker(

@@ -327,6 +327,12 @@ ASSAY_MAX_UPLOAD_MB = env.int("ASSAY_MAX_UPLOAD_MB", default=50)
 if ASSAY_MAX_UPLOAD_MB < 1:
     raise ValueError(f"ASSAY_MAX_UPLOAD_MB must be 1 or more, got {ASSAY_MAX_UPLOAD_MB}")
 ASSAY_MAX_UPLOAD_BYTES = ASSAY_MAX_UPLOAD_MB * 1024 * 1024
+# The most queries a golden file uploaded on the web may hold: checking and writing them must end well
+# inside the web server's worker timeout (about 2 ms a query on a busy machine; 10,000 take 20 s). A
+# larger file is refused in words naming `manage.py import_golden`, which has no limit (docs/labeling.md).
+ASSAY_WEB_GOLDEN_MAX_QUERIES = env.int("ASSAY_WEB_GOLDEN_MAX_QUERIES", default=10_000)
+if ASSAY_WEB_GOLDEN_MAX_QUERIES < 1:
+    raise ValueError(f"ASSAY_WEB_GOLDEN_MAX_QUERIES must be 1 or more, got {ASSAY_WEB_GOLDEN_MAX_QUERIES}")
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
 # `make run`'s Celery worker and beat log at this level; at info or debug they also print their banners.

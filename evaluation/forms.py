@@ -242,7 +242,7 @@ def problems_to_form(form: forms.Form, problems: Sequence[str], aliases: Mapping
         form.add_error(head if head in form.fields else None, problem)
 
 
-TARGET_PROBLEM_FIELDS = {"search URL": "url"}
+TARGET_PROBLEM_FIELDS = {"search URL": "url", "concurrency": "concurrency"}
 
 
 def param_lines(params: Mapping[str, Any]) -> str:

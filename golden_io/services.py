@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from assay import git_export
 from assay.golden.diff import GoldenDiff, diff
-from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
+from assay.golden.format import GoldenFormatError, count_queries, dump_json, dump_jsonl, parse
 from assay.golden.model import GoldenFile
 from assay.problems import ImportReport
 from golden_io import selectors
@@ -330,18 +330,39 @@ class _GoldenImportPlan:
     new_keys: dict[str, str]  # doc id -> the key the file gives a document that has none
 
 
-def golden_import_check(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+def golden_import_check(
+    *, golden_set: GoldenSet, data: bytes, source: str, max_queries: int | None = None
+) -> ImportReport:
     """Every problem `golden_import` would refuse the file for, writing nothing: what the import page's
     CSV download lists (the page shows the first MAX_SHOWN)."""
-    return _golden_import_plan(golden_set=golden_set, data=data, source=source)[0]
+    return _golden_import_plan(golden_set=golden_set, data=data, source=source, max_queries=max_queries)[0]
+
+
+def too_many_queries(*, golden_set: GoldenSet, data: bytes, max_queries: int) -> str | None:
+    """Why a file is refused for its size alone (None when it is not), decided by counting its queries
+    without checking them, so that a file a web request could not check in time is refused at once."""
+    count = count_queries(data)
+    if count is None or count <= max_queries:
+        return None
+    return (
+        f"the file holds {count:,} queries; a golden file uploaded here may hold at most {max_queries:,} "
+        "(ASSAY_WEB_GOLDEN_MAX_QUERIES), so that it is checked and written within one web request. "
+        f"Import it on the server with: python manage.py import_golden {golden_set.slug} <file>"
+    )
 
 
 def _golden_import_plan(
-    *, golden_set: GoldenSet, data: bytes, source: str
+    *, golden_set: GoldenSet, data: bytes, source: str, max_queries: int | None = None
 ) -> tuple[ImportReport, _GoldenImportPlan | None]:
     """The file against the format and against the set (scale, rubric, locales, documents, keys): the
-    report, and the plan when there is no problem. Reads only."""
+    report, and the plan when there is no problem. Reads only. With `max_queries`, a file of more
+    queries is refused before anything else is read (`too_many_queries`)."""
     report = ImportReport(kind="golden", source=source)
+    if max_queries is not None:
+        refused = too_many_queries(golden_set=golden_set, data=data, max_queries=max_queries)
+        if refused:
+            report.add("queries", refused, "too_many_queries")
+            return report, None
     try:
         golden = parse(data)
     except GoldenFormatError as exc:
@@ -400,12 +421,17 @@ def _golden_import_plan(
 
 
 @transaction.atomic
-def golden_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
+def golden_import(
+    *, golden_set: GoldenSet, data: bytes, source: str, max_queries: int | None = None
+) -> ImportReport:
     """A golden file into the set: its queries (created or updated by id) and its judgments, which become
     the set's current frozen labels (replacing the previous ones). Every judged document must already be a
     document of the set (labeling's `documents_import`). The whole file is checked first and written in
-    one transaction: a file with any problem imports nothing (docs/labeling.md, "Imports")."""
-    report, plan = _golden_import_plan(golden_set=golden_set, data=data, source=source)
+    one transaction: a file with any problem imports nothing (docs/labeling.md, "Imports"). The web
+    passes `max_queries` (ASSAY_WEB_GOLDEN_MAX_QUERIES); the command has no limit."""
+    report, plan = _golden_import_plan(
+        golden_set=golden_set, data=data, source=source, max_queries=max_queries
+    )
     if plan is None:
         return report
     golden, documents, new_keys = plan.golden, plan.documents, plan.new_keys

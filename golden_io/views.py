@@ -13,6 +13,7 @@ from pathlib import PurePath
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Exists, OuterRef, Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -301,7 +302,12 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         return import_page_render(request, golden_set, bound={"golden": form}, status=400)
     upload = form.cleaned_data["file"]
-    report = services.golden_import(golden_set=golden_set, data=upload.read(), source=upload.name)
+    report = services.golden_import(
+        golden_set=golden_set,
+        data=upload.read(),
+        source=upload.name,
+        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+    )
     return import_report_render(request, golden_set, report)
 
 
@@ -316,7 +322,12 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         return import_page_render(request, golden_set, bound={"golden": form}, status=400)
     upload = form.cleaned_data["file"]
-    report = services.golden_import_check(golden_set=golden_set, data=upload.read(), source=upload.name)
+    report = services.golden_import_check(
+        golden_set=golden_set,
+        data=upload.read(),
+        source=upload.name,
+        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+    )
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePath(upload.name).stem)[:100] or "golden"
     return HttpResponse(
         problems_csv(report.problems),

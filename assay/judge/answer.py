@@ -8,10 +8,11 @@ guessed at.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from assay.jsonin import JsonInputError, json_loads
 
 SEEN_LIMIT = 200
 REASON_LIMIT = 500
@@ -44,9 +45,11 @@ def parse_answer(content: str, scale: range) -> Answer:
     fenced = _FENCE.match(stripped)
     body = fenced.group("body").strip() if fenced else stripped
     try:
-        value: Any = json.loads(body)
-    except ValueError:
-        return _refused("not a JSON object (prose, or JSON with text around it)", content)
+        value: Any = json_loads(body)
+    except JsonInputError as exc:
+        if str(exc).startswith("invalid JSON"):
+            return _refused("not a JSON object (prose, or JSON with text around it)", content)
+        return _refused(f"not a usable JSON object ({exc})", content)  # nested too deep, a huge number
     if not isinstance(value, dict):
         return _refused("not a JSON object", content)
     missing = sorted(FIELDS - value.keys())

@@ -6,6 +6,10 @@ connections are retried with capped exponential backoff; other 4xx are not. Addr
 `assay.netpolicy` as search targets do (the harness's `public_connector` on every connection). Each
 pair's reply is handed to `on_reply` as it finishes, so the caller can store it at once.
 
+Each request has a deadline over connect, send and the whole reply (`Endpoint.timeout`), and its body a
+size cap (`assay.replies`); a whole call of `judge_all` may have a deadline too (the try button's). A
+reply over the cap, past the deadline or not readable JSON is that pair's failure, never the call's.
+
 The API key goes into the `Authorization` header and nowhere else: errors are built from statuses, body
 shapes (content type and size, `assay.netpolicy.body_shape`) and the exception's kind, never from a
 reply's or an exception's text, which could echo the request. The model's text itself (a reason, or the
@@ -34,6 +38,7 @@ from assay.harness import (
 )
 from assay.judge.answer import Answer, parse_answer
 from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
+from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.secrets import mask_secrets
 
 
@@ -59,7 +64,8 @@ class Endpoint:
     api_key: str | None = None  # the value, read from the environment by the caller; never stored
     temperature: float = 0.0
     concurrency: int = 4
-    timeout: float = 120.0  # seconds per request (connect, and between reads)
+    timeout: float = 120.0  # seconds per request: connect, send and the whole reply within it
+    max_reply_bytes: int = MAX_REPLY_BYTES
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     allow_private: bool = field(default_factory=private_targets_allowed)
 
@@ -154,11 +160,17 @@ class _Judge:
         return json.dumps(body, ensure_ascii=False).encode()
 
     async def _attempt(self, data: bytes) -> dict[str, Any]:
+        endpoint = self.endpoint
         try:
-            async with self.session.post(
-                self.endpoint.url, data=data, headers=self.headers, allow_redirects=False
-            ) as response:
-                raw = await response.read()
+            # The whole request within the deadline: aiohttp alone bounds only the time between reads.
+            async with asyncio.timeout(endpoint.timeout):
+                async with self.session.post(
+                    endpoint.url, data=data, headers=self.headers, allow_redirects=False
+                ) as response:
+                    try:
+                        raw = await read_response(response, endpoint.max_reply_bytes)
+                    except ReplyError as exc:
+                        raise _Permanent(str(exc)) from None
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, AddressRefused):
                 raise _Permanent(str(exc.os_error)) from exc
@@ -172,9 +184,10 @@ class _Judge:
         if response.status != 200:
             raise _Permanent(f"HTTP {response.status} ({shape})")
         try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise _Permanent(f"reply is not JSON ({shape})") from None
+            body = decode_json_reply(raw)
+        except ReplyError as exc:
+            why = "" if exc.syntax else f": {exc}"
+            raise _Permanent(f"reply is not JSON ({shape}){why}") from None
         if not isinstance(body, dict):
             raise _Permanent(f"reply is not a JSON object ({shape})")
         return body
@@ -221,11 +234,22 @@ def _session(endpoint: Endpoint) -> aiohttp.ClientSession:
     )
 
 
+def past_deadline(deadline: float) -> str:
+    """The failure of a pair left unanswered when a whole call's deadline passed."""
+    return f"no answer within {deadline:g} s (the limit for the whole call)"
+
+
 async def judge_all(
-    calls: Sequence[Call], endpoint: Endpoint, *, on_reply: Callable[[Reply], None] | None = None
+    calls: Sequence[Call],
+    endpoint: Endpoint,
+    *,
+    on_reply: Callable[[Reply], None] | None = None,
+    deadline: float | None = None,
 ) -> list[Reply]:
     """One Reply per call, in the order given, with at most `endpoint.concurrency` requests in flight.
-    A base URL the policy refuses fails every call without a request."""
+    A base URL the policy refuses fails every call without a request. With a `deadline` (seconds), the
+    whole call ends by then, retries and waits included: each pair still unanswered fails with
+    `past_deadline`'s words (the try button waits in a web request)."""
     problem = endpoint_problem(endpoint.base_url, allow_private=endpoint.allow_private)
     if problem is not None:
         replies = [Reply(key=c.key, failure=f"endpoint: {problem}") for c in calls]
@@ -234,12 +258,18 @@ async def judge_all(
                 on_reply(reply)
         return replies
     semaphore = asyncio.Semaphore(endpoint.concurrency)
+    until = None if deadline is None else asyncio.get_running_loop().time() + deadline
     async with _session(endpoint) as session:
         judge = _Judge(endpoint, session)
 
         async def bounded(call: Call) -> Reply:
-            async with semaphore:
-                reply = await judge.one(call)
+            try:
+                async with asyncio.timeout_at(until):
+                    async with semaphore:
+                        reply = await judge.one(call)
+            except TimeoutError:  # only the whole call's: one request's deadline is caught in `one`
+                assert deadline is not None
+                reply = Reply(key=call.key, failure=past_deadline(deadline))
             if on_reply:
                 on_reply(reply)
             return reply
@@ -247,6 +277,8 @@ async def judge_all(
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
 
-def judge_all_sync(calls: Sequence[Call], endpoint: Endpoint) -> list[Reply]:
+def judge_all_sync(
+    calls: Sequence[Call], endpoint: Endpoint, *, deadline: float | None = None
+) -> list[Reply]:
     """`judge_all` on a fresh event loop (the page's try button, tests)."""
-    return asyncio.run(judge_all(calls, endpoint))
+    return asyncio.run(judge_all(calls, endpoint, deadline=deadline))

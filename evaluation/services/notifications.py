@@ -18,12 +18,17 @@ is transient: while attempts are left, `NotificationRetry` asks the task to try 
 exponential backoff. Anything else (an HTTP 4xx, a webhook variable that is refused or not set, a 5xx
 SMTP reply) is recorded as failed at once, as is the last transient failure. Errors never contain the
 webhook's URL, which is a secret: rows and pages name its variable.
+
+A webhook call is bounded like every remote reply (`assay.replies`): its reply's body must have arrived
+within ASSAY_NOTIFY_TIMEOUT of the call's start, however slowly the far end drips it, and of that body,
+which nobody reads, at most WEBHOOK_REPLY_BYTES are taken to say how large it was.
 """
 
 from __future__ import annotations
 
 import logging
 import smtplib
+import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -37,6 +42,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
+from assay.problems import size_text
+from assay.replies import ReplyError, content_length, read_capped_sync, until
 from assay.secrets import SecretEnvError, mask_secrets
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
@@ -54,6 +61,8 @@ NOTIFY_VERDICTS = (EvaluationRun.Verdict.FAIL, EvaluationRun.Verdict.WARN)
 # gets the verdict. A delay never exceeds MAX_RETRY_DELAY_S, well inside Redis's visibility timeout.
 NOTIFY_ATTEMPTS = 6
 MAX_RETRY_DELAY_S = 15 * 60
+# A webhook's reply is only measured for the record (`body_shape`): a larger one is "more than" this.
+WEBHOOK_REPLY_BYTES = 64 * 1024
 
 
 class NotificationRetry(Exception):
@@ -260,6 +269,34 @@ def _webhook_client(timeout: float) -> httpx.Client:
     return httpx.Client(timeout=timeout, follow_redirects=False, transport=public_httpx_transport())
 
 
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_type: str | None
+    size: int | None  # None: more than WEBHOOK_REPLY_BYTES
+
+    @property
+    def shape(self) -> str:
+        if self.size is None:
+            return f"{self.content_type or 'no content type'}, more than {size_text(WEBHOOK_REPLY_BYTES)}"
+        return body_shape(self.content_type, self.size)
+
+
+def _post_json(client: httpx.Client, url: str, payload: dict[str, Any], timeout: float) -> _Answer:
+    """POST `payload` and measure the reply, its body arriving within `timeout` of the start
+    (TimeoutError past it: the client's own timeouts bound each read, which a server dripping a byte at
+    a time never exceeds; the task's time limit bounds the rest)."""
+    deadline = time.monotonic() + timeout
+    with client.stream("POST", url, json=payload) as reply:
+        announced = content_length(reply.headers.get("content-length"))
+        chunks = until(reply.iter_bytes(), deadline)
+        try:
+            size: int | None = len(read_capped_sync(chunks, WEBHOOK_REPLY_BYTES, announced=announced))
+        except ReplyError:
+            size = None
+        return _Answer(reply.status_code, reply.headers.get("content-type"), size)
+
+
 def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet) -> None:
     url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
@@ -269,8 +306,8 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
 
     try:
         with _webhook_client(timeout) as client:
-            reply = client.post(url, json=message.payload)
-    except httpx.TimeoutException as exc:
+            reply = _post_json(client, url, message.payload, timeout)
+    except (httpx.TimeoutException, TimeoutError) as exc:
         raise _Transient(f"webhook: no answer within {timeout:g} s ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:  # refused, reset, DNS, a broken reply
         if (refused := refused_in(exc)) is not None:  # the policy's answer: the same next time
@@ -278,13 +315,12 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
         raise _Transient(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
     except (httpx.InvalidURL, httpx.HTTPError) as exc:  # a URL httpx will not call, whatever the time
         raise _Refused(hidden(f"webhook: {type(exc).__name__}: {exc}")) from exc
-    if reply.is_success:
+    if 200 <= reply.status < 300:
         return
     # Its status, content type and size, never its body (assay.netpolicy.body_shape): `last_error` is shown
     # on the run page, and the body is whatever the webhook's address answered.
-    shape = body_shape(reply.headers.get("content-type"), len(reply.content))
-    text = f"webhook: HTTP {reply.status_code} ({shape})"
+    text = f"webhook: HTTP {reply.status} ({reply.shape})"
     # A 429 says "later" as plainly as a 5xx; other 4xx (and redirects, not followed) would not change.
-    if reply.status_code >= 500 or reply.status_code == 429:
+    if reply.status >= 500 or reply.status == 429:
         raise _Transient(text)
     raise _Refused(text)

@@ -76,7 +76,8 @@ TRY_MAX = 3
 DECIDING = ("model", "instructions", "temperature", "text_budget", "structured")
 SERVING = ("base_url", "api_key_env", "concurrency")
 WRITE_EVERY_S = 0.5
-# Per request (connect, and between reads): a large model on a busy server can take a minute to answer.
+# Per request (connect, send and the whole reply): a large model on a busy server can take a minute to
+# answer.
 REQUEST_TIMEOUT_S = 120.0
 RETRY = RetryPolicy()
 # A chunk's hold on its job lasts this long without a renewal (it renews every WRITE_EVERY_S); a running
@@ -84,8 +85,12 @@ RETRY = RetryPolicy()
 # the sweeper sends its unfinished chunks again, and the holds keep two deliveries from working at once.
 HOLD = timedelta(seconds=20)
 JOB_STALL = timedelta(seconds=30)
-# The try button waits in a web request: one retry, and a short wait on a 429 at most.
+# The try button waits in a web request: one retry, and a short wait on a 429 at most; and the whole try
+# (every pair, retries and waits included) ends within TRY_DEADLINE_S, far inside a web server's worker
+# timeout (gunicorn's default: 30 s; docs/deployment.md's: 60 s), so no endpoint holds a web worker past it
+# (docs/judge.md). A pair unanswered by then says so; a job waits REQUEST_TIMEOUT_S per request.
 TRY_RETRY = RetryPolicy(retries=1, retry_after_max=10.0)
+TRY_DEADLINE_S = 10.0
 
 
 class JudgeError(ValueError):
@@ -235,7 +240,7 @@ def judge_try(
     prompts = [messages(spec, prompt_query(q), prompt_document(d)) for q, d in chosen]
     schema = response_format(rubric) if settings.structured else None
     calls = [Call(i, m, schema, rubric.scale) for i, m in enumerate(prompts)]
-    replies = judge_all_sync(calls, endpoint)
+    replies = judge_all_sync(calls, endpoint, deadline=TRY_DEADLINE_S)
     return [TriedPair(q, d, m, r) for (q, d), m, r in zip(chosen, prompts, replies, strict=True)]
 
 

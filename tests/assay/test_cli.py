@@ -199,6 +199,26 @@ def test_run_records_a_timeout_and_a_reply_without_hits_as_errors_and_exits_1(
     no_traceback(proc)
 
 
+def test_run_records_a_reply_over_the_size_limit_as_that_querys_error(
+    stub_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    script_engine(stub_server)
+    # Valid JSON that would be read as hits if the cap did not stop it.
+    stub_server.on("reset password", hits_reply(["d8"], pad=3 * 1024 * 1024))
+    out = tmp_path / "relevance.json"
+
+    proc = assay(
+        "run", "--golden", str(golden_file), "--search-url", f"{stub_server.url}/s",
+        "--max-reply-mb", "2", "--retries", "0", "--out", str(out),
+    )  # fmt: skip
+
+    assert proc.returncode == 1, proc.stderr
+    rows = per_query(json.loads(out.read_text()))
+    assert rows["q-2"]["error"] == "reply larger than the limit of 2 MB (HTTP 200, application/json)"
+    assert rows["q-1"]["error"] is None and rows["q-3"]["error"] is None
+    no_traceback(proc)
+
+
 def test_run_writes_nothing_and_exits_2_when_every_query_times_out(
     stub_server: StubServer, golden_file: Path, tmp_path: Path
 ) -> None:
@@ -271,6 +291,8 @@ def test_run_writes_nothing_and_exits_2_when_no_query_gets_an_answer(
         (["--header", "X-Tenant: a\x07b"], "a header value cannot contain the control character \\u0007"),
         (["--header-env", "Authorization=ASSAY_UNSET_VARIABLE"], "ASSAY_UNSET_VARIABLE is not set"),
         (["--concurrency", "0"], "argument --concurrency: 0 must be at least 1"),
+        (["--concurrency", "65"], "concurrency 65: must be at most 64 requests in flight"),
+        (["--max-reply-mb", "0"], "argument --max-reply-mb: 0 must be at least 1"),
         (["--timeout", "nan"], "argument --timeout: nan must be a positive number"),
         (["--adapter", "bing"], "argument --adapter: invalid choice: 'bing'"),
         (["--template", "/nonexistent/t.json"], "--template /nonexistent/t.json: no such file"),

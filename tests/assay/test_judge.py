@@ -115,6 +115,8 @@ def test_a_good_answer_is_a_grade(content: str) -> None:
         ('Sure! {"grade": 2, "reason": "x"}', "not a JSON object"),
         ("[2]", "not a JSON object"),
         ("", "not a JSON object"),
+        ("[" * 100_000, "not a usable JSON object (nested deeper than 64 levels of arrays or objects)"),
+        ('{"grade": 1' + "0" * 5000 + ', "reason": "x"}', "not a usable JSON object (a number is too long"),
     ],
 )
 def test_anything_else_is_an_error_that_quotes_what_was_seen(content: str, problem: str) -> None:

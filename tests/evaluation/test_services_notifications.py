@@ -343,6 +343,34 @@ def test_a_timeout_is_retried(
     assert webhook.last_error.startswith("webhook: no answer within 0.2 s")
 
 
+def test_a_webhook_dripping_its_answer_is_cut_off_at_the_deadline_and_retried(
+    finished: RunFactory, stub: StubServer, hooked: SearchTarget, hook: StubServer, settings: Any
+) -> None:
+    settings.ASSAY_NOTIFY_TIMEOUT = 0.5
+    drip = Reply(status=200, text="ok" * 50, drip=0.1)  # each byte well inside the timeout; 10 s in all
+    hook.on("/hook", drip, Reply(status=200))
+
+    run = _failing(finished, stub)
+
+    webhook = _rows(run)["webhook"]
+    assert (webhook.status, webhook.attempts) == (Status.SENT, 2)
+    assert webhook.last_error == "webhook: no answer within 0.5 s (TimeoutError)"
+    assert hook.requests[0].sent < 100  # the deadline, not the end of the body, ended the first
+
+
+def test_a_webhooks_huge_reply_is_measured_up_to_a_cap_and_never_read_whole(
+    finished: RunFactory, stub: StubServer, hooked: SearchTarget, hook: StubServer
+) -> None:
+    hook.on("/hook", Reply(status=400, text="no", pad=64 * 1024 * 1024))
+
+    run = _failing(finished, stub)
+
+    webhook = _rows(run)["webhook"]
+    assert (webhook.status, webhook.attempts) == (Status.FAILED, 1)
+    assert webhook.last_error == "webhook: HTTP 400 (text/html; charset=utf-8, more than 65,536 bytes)"
+    assert hook.requests[0].sent < 16 * 1024 * 1024  # the client closed at the cap
+
+
 def test_a_connection_error_is_retried_up_to_the_bound_and_never_shows_the_url(
     finished: RunFactory, stub: StubServer, target: SearchTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:

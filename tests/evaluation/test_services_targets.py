@@ -95,6 +95,7 @@ def test_it_lists_every_bad_field_at_once() -> None:
 def test_the_harness_checks_what_it_knows() -> None:
     assert spec_problems(spec(url="ftp://x")) == ["search URL 'ftp://x': expected http(s)://host[:port]/path"]
     assert spec_problems(spec(concurrency=0)) == ["concurrency 0: must be at least 1"]
+    assert spec_problems(spec(concurrency=65)) == ["concurrency 65: must be at most 64 requests in flight"]
     assert spec_problems(spec(params={"q": "x"})) == ["params q: would overwrite the request's own fields"]
     assert spec_problems(spec(adapter="lucene")) == [
         "adapter: 'lucene' is not one of http_json, elasticsearch, opensearch, solr"

@@ -125,6 +125,7 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
         # A name ending in a line feed passed the name pattern (`$` matches before a final newline).
         ({"headers": '{"X-Tenant\\n": "acme"}'}, "headers", "is not a valid header name"),
         ({"generation_header": "X Gen"}, "generation_header", "generation_header: 'X Gen' is not a valid"),
+        ({"concurrency": "65"}, "concurrency", "concurrency 65: must be at most 64 requests in flight"),
     ],
 )
 def test_the_form_shows_each_problem_at_its_field_and_stores_nothing(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -19,6 +20,7 @@ from golden_io.services import golden_import
 from labeling import services as labeling_services
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query, TierMove
 from tests import factories
+from tests.support.evaluation import page_text
 from tests.support.import_files import doc, golden_file, golden_query, jsonl
 
 pytestmark = pytest.mark.django_db
@@ -257,6 +259,56 @@ def test_a_golden_upload_nested_past_pythons_limit_is_a_worded_400(
     assert response.status_code == 400
     assert "invalid JSON: nested too deeply to read" in response.content.decode()
     assert not Query.objects.exists()
+
+
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+def test_a_golden_upload_over_the_web_query_limit_is_refused_in_words_naming_the_command(
+    as_rita: Client, golden_set: GoldenSet, settings: Any, form: str
+) -> None:
+    settings.ASSAY_WEB_GOLDEN_MAX_QUERIES = 3
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d1")
+    queries = [golden_query(f"q-{i}", ("d1", 2)) for i in range(4)]
+    # The last query is broken: a refusal for the count alone shows the file was not checked first.
+    queries[3]["judgments"][0]["grade"] = "high"
+    header = {"version": "2026-08-01", "k": 10}
+    data = golden_file(*queries) if form == "json" else jsonl(header, *queries)
+
+    response = _upload(as_rita, golden_set, f"golden.{form}", data)
+
+    assert response.status_code == 400
+    text = page_text(response)
+    assert "the file holds 4 queries; a golden file uploaded here may hold at most 3" in text
+    assert f"python manage.py import_golden {golden_set.slug} <file>" in text
+    assert "grade" not in text  # counted, not checked
+    assert not Query.objects.exists()
+    csv_url = reverse("golden_io:golden_import_problems", args=[golden_set.slug])
+    listed = as_rita.post(csv_url, {"file": SimpleUploadedFile("golden.json", data)}).content.decode()
+    assert "too_many_queries" in listed
+
+
+def test_a_golden_upload_at_the_web_query_limit_is_imported(
+    as_rita: Client, golden_set: GoldenSet, settings: Any
+) -> None:
+    settings.ASSAY_WEB_GOLDEN_MAX_QUERIES = 3
+    factories.DocumentFactory.create(golden_set=golden_set, doc_id="d1")
+    data = golden_file(*(golden_query(f"q-{i}", ("d1", 2)) for i in range(3)))
+
+    response = _upload(as_rita, golden_set, "golden.json", data)
+
+    assert response.status_code == 200, page_text(response)
+    assert Query.objects.count() == 3
+
+
+def test_the_command_has_no_web_query_limit(
+    gset: GoldenSet, docs: None, settings: Any, tmp_path: Path
+) -> None:
+    settings.ASSAY_WEB_GOLDEN_MAX_QUERIES = 1
+    path = tmp_path / "golden.json"
+    path.write_bytes(golden_file(golden_query("q-1", ("d1", 3)), golden_query("q-2", ("d2", 1))))
+
+    call_command("import_golden", gset.slug, str(path), stdout=StringIO())
+
+    assert Query.objects.filter(golden_set=gset).count() == 2
 
 
 def test_a_golden_upload_without_a_file_shows_the_import_page_again(

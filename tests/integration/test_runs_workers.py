@@ -5,9 +5,11 @@ The workers are `celery -A config worker` subprocesses pointed at the test datab
 Covered: a run completes with one result per query and the right report; a worker SIGKILLed mid-run and
 a second worker (with beat) finishing the run within a minute under the default settings, with exactly
 one result per query; timeouts and errors recorded as errors (never empties) with the verdict failing
-closed; cancel stopping the chunks; the nightly entry of the beat schedule, sent through Redis as beat
-sends it, starting a due schedule's run on a worker; a secret header read from the worker's environment
-and found nowhere it could be seen afterwards.
+closed; hostile replies (nested thousands of levels deep, a 5000-digit number, past the size cap,
+dripping past the deadline) failing only their own queries; cancel stopping the chunks; the nightly
+entry of the beat schedule, sent through Redis as beat sends it, starting a due schedule's run on a
+worker; a secret header read from the worker's environment and found nowhere it could be seen
+afterwards.
 """
 
 from __future__ import annotations
@@ -174,6 +176,44 @@ def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
     assert run.report["error_rate"] == pytest.approx(3 / 12)
     assert run.verdict == EvaluationRun.Verdict.FAIL
     assert run.gate is not None and [f["kind"] for f in run.gate["failures"]] == ["errors"]
+
+
+def test_hostile_replies_fail_only_their_own_queries_on_a_worker(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+) -> None:
+    version = make_version(golden_set, golden_file(12))
+    target = make_target(f"{stub.url}/search", golden_set, timeout=0.5, retries=0)
+    deep = b"[" * 100_000
+    digits = b'{"hits": [{"id": 1' + b"0" * 5000 + b"}]}"
+    stub.on("query 4", Reply(raw=deep, content_type="application/json"))
+    stub.on("query 7", Reply(raw=digits, content_type="application/json"))
+    # Valid JSON if read to its end; past the default cap of 8 MiB.
+    stub.on("query 9", hits_reply(["d1"], pad=12 * 1024 * 1024))
+    stub.on("query 10", hits_reply(["d1"], drip=0.1))  # a byte every 0.1 s: 3 s for the whole body
+    start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    _wait(lambda: _finished(run), "the run to finish")
+
+    # Before: "chunk stopped: RecursionError" failed the whole run.
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert _one_per_query(run) == [f"q-{i}" for i in range(1, 13)]
+    errors = dict(
+        QueryRunResult.objects.filter(run=run, error__isnull=False).values_list("query_id", "error")
+    )
+    assert errors == {
+        "q-4": "response is not JSON (application/json, 100000 bytes): "
+        "nested deeper than 1024 levels of arrays or objects",
+        "q-7": f"response is not JSON (application/json, {len(digits)} bytes): a number is too long to read",
+        "q-9": "reply larger than the limit of 8 MB (HTTP 200, application/json)",
+        "q-10": "timeout after 0.5s (the reply was still arriving)",
+    }
+    assert run.report is not None and run.report["error_rate"] == pytest.approx(4 / 12)
+    answered = QueryRunResult.objects.filter(run=run, error__isnull=True)
+    assert answered.count() == 8 and all(r.ids == ["d1", "d2", "d3"] for r in answered)
 
 
 def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(

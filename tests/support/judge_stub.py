@@ -67,3 +67,20 @@ def judge_settings(url: str, **changes: Any) -> JudgeSettings:
         "structured": True,
     }
     return JudgeSettings(**(values | changes))
+
+
+def try_form(url: str, query_pk: int) -> dict[str, str]:
+    """The judge form as a reviewer posts it with the try button, for the stub at `url`."""
+    return {
+        "name": "tried",
+        "base_url": f"{url}/v1",
+        "model": "stub-model",
+        "api_key_env": "",
+        "temperature": "0",
+        "concurrency": "2",
+        "text_budget": "1000",
+        "instructions": "Grade the document.",
+        "structured": "on",
+        "try_query": str(query_pk),
+        "action": "try",
+    }

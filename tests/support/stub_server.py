@@ -33,7 +33,12 @@ from urllib.parse import parse_qsl, urlsplit
 class Reply:
     """One scripted answer. `json` is serialised; `text` is sent as is (HTML, junk), UTF-8 encoded, and
     `raw` byte for byte (another encoding); none of them means an empty body. `drop` closes the
-    connection without answering (after `delay`)."""
+    connection without answering (after `delay`).
+
+    Hostile replies: `pad` adds that many spaces after the body (still valid JSON, sent in 64 KiB
+    writes, so a test sees how much went out before the client closed: `Recorded.sent`), without a
+    Content-Length when `announce` is off (the body then ends when the connection closes); `drip` sends
+    the body one byte at a time, that many seconds apart, after the headers."""
 
     status: int = 200
     json: Any = None
@@ -43,8 +48,16 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     drop: bool = False
+    pad: int = 0
+    announce: bool = True
+    drip: float = 0.0
 
     def encode(self, *, keep_alive: bool) -> bytes:
+        head, body = self.parts(keep_alive=keep_alive)
+        return head + body
+
+    def parts(self, *, keep_alive: bool) -> tuple[bytes, bytes]:
+        """The head (status line and headers) and the body, without the padding."""
         if self.raw is not None:
             body, content_type = self.raw, self.content_type or "application/octet-stream"
         elif self.text is not None:
@@ -60,9 +73,50 @@ class Reply:
         except ValueError:
             reason = "Status"
         head = [f"HTTP/1.1 {self.status} {reason}", f"Content-Type: {content_type}"]
-        head += [f"Content-Length: {len(body)}", f"Connection: {'keep-alive' if keep_alive else 'close'}"]
+        if self.announce:
+            head.append(f"Content-Length: {len(body) + self.pad}")
+        head.append(f"Connection: {'keep-alive' if keep_alive and self.announce else 'close'}")
         head += [f"{k}: {v}" for k, v in self.headers.items()]
-        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"), body
+
+    async def send(
+        self,
+        writer: asyncio.StreamWriter,
+        request: Recorded,
+        *,
+        keep_alive: bool,
+        gone: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Write the reply, counting the body bytes sent in `request.sent` as they go; a drip stops
+        when `gone` says the client has closed its side."""
+        head, body = self.parts(keep_alive=keep_alive)
+        if not (self.pad or self.drip):
+            writer.write(head + body)
+            await writer.drain()
+            request.sent = len(body)
+            return
+        writer.write(head)
+        await writer.drain()
+        if self.drip:
+            for i in range(len(body)):
+                if gone():
+                    return
+                writer.write(body[i : i + 1])
+                await writer.drain()
+                request.sent += 1
+                await asyncio.sleep(self.drip)
+        else:
+            writer.write(body)
+            await writer.drain()
+            request.sent += len(body)
+        block = b" " * 65536
+        left = self.pad
+        while left > 0:
+            piece = block[: min(left, len(block))]
+            writer.write(piece)
+            await writer.drain()
+            request.sent += len(piece)
+            left -= len(piece)
 
 
 def hits_reply(ids: Sequence[str | int], **kwargs: Any) -> Reply:
@@ -80,6 +134,7 @@ class Recorded:
     received_at: float  # time.monotonic() when the request was read, for ordering and spacing checks
     received_wall: float  # time.time() at the same moment, for checks against HTTP dates
     key: str | None = None
+    sent: int = 0  # body bytes of the reply written (and drained) before it ended or the client left
 
     @property
     def json(self) -> Any:
@@ -193,11 +248,10 @@ class StubServer:
                     if reply.drop:
                         return
                     keep_alive = headers.get("connection", "").lower() != "close"
-                    writer.write(reply.encode(keep_alive=keep_alive))
-                    await writer.drain()
+                    await reply.send(writer, request, keep_alive=keep_alive, gone=reader.at_eof)
                 finally:
                     self.in_flight -= 1
-                if not keep_alive:
+                if not keep_alive or not reply.announce:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             return  # the client went away or sent something this stub does not speak
