@@ -3,22 +3,54 @@ qualified for their queries (docs/runs.md, "Judge labels in the report")."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evaluation.models import EvaluationRun
 
 if TYPE_CHECKING:
-    from labeling.models import Judge, JudgeJob, Query
+    from labeling.models import GoldenSet, Judge, JudgeJob, Query
     from labeling.services import PoolEntry
+
+
+class Waiting(StrEnum):
+    """Why a document of a run's unjudged top k has no label in the run's golden version, read in the
+    labeling set now (docs/runs.md, "Unjudged documents")."""
+
+    LABELED = "labeled"  # labeled since the version was frozen: a new version would score it
+    REVIEWER = "reviewer"  # graded, and a reviewer decides (a disagreement, a proposed change)
+    SECOND_RATER = "second_rater"  # graded once, the second rater of a dual-sampled query has not
+    THIRD_RATER = "third_rater"  # two grades disagree, a third rater's is coming
+    GRADING = "grading"  # no grade yet: an open assignment covers it
+    SKIPPED = "skipped"  # no grade, and every assignment covering it is done
+    UNASSIGNED = "unassigned"  # no assignment covers its query: nobody will grade it
 
 
 @dataclass
 class UnjudgedQueued:
+    """What queueing did, document by document (the words are the caller's: the report page's message,
+    or another client's). Every known (query id, doc id) of the run's unjudged top k is in `states`;
+    the ones this action added to their pools are also in `new`."""
+
     added: int = 0  # new pool candidates
     queued: dict[str, list[str]] = field(default_factory=dict)  # query id -> doc ids queued
     unknown_documents: list[tuple[str, str]] = field(default_factory=list)  # (query id, doc id) not imported
     unknown_queries: list[str] = field(default_factory=list)  # golden queries not in the labeling set
+    new: set[tuple[str, str]] = field(default_factory=set)  # (query id, doc id) added to its pool now
+    reopened: int = 0  # finished assignments given back to their raters because their pool grew
+    states: dict[tuple[str, str], Waiting] = field(default_factory=dict)  # what each document waits for
+    raters: dict[str, list[str]] = field(default_factory=dict)  # query id -> raters of its open assignments
+    query_pks: dict[str, int] = field(default_factory=dict)  # query id -> labeling query pk (for links)
+
+    def waiting(self, reason: Waiting, *, new: bool = False) -> dict[str, list[str]]:
+        """The documents (per query id) in this state that were (`new`) or were not added now."""
+        found: dict[str, list[str]] = {}
+        for (query_id, doc_id), state in self.states.items():
+            if state == reason and ((query_id, doc_id) in self.new) == new:
+                found.setdefault(query_id, []).append(doc_id)
+        return found
 
 
 @dataclass
@@ -28,6 +60,7 @@ class UnjudgedAsked(UnjudgedQueued):
 
     jobs: list[JudgeJob] = field(default_factory=list)
     no_judge: list[str] = field(default_factory=list)
+    no_judge_documents: int = 0  # the documents of the `no_judge` queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +93,7 @@ def _unjudged_pools(
     }
     wanted = {d for r in rows for d, _ in r.documents}
     documents = {d.doc_id: d for d in Document.objects.filter(golden_set=golden_set, doc_id__in=wanted)}
+    outcome.query_pks = {qid: q.pk for qid, q in queries.items()}
     system = f"run:{run.pk}"
     pools: dict[int, list[PoolEntry]] = {}
     for row in rows:
@@ -76,17 +110,98 @@ def _unjudged_pools(
     return queries, pools
 
 
+def _pair_states(
+    golden_set: GoldenSet, pairs: Collection[tuple[int, int]]
+) -> tuple[dict[tuple[int, int], Waiting], dict[int, list[str]]]:
+    """Why each (query pk, document pk) of the set has no label in the run's version, as read now: its
+    consolidation (`labels_consolidated`, the one reading of what counts as a label and who decides an
+    unresolved one), else the live assignments covering it. With the raters of the open ones per query
+    (their names are for reviewers only: the report page's actions are theirs)."""
+    from labeling.models import Assignment
+    from labeling.selectors.labels import labels_consolidated
+
+    if not pairs:
+        return {}, {}
+    query_pks = {q for q, _ in pairs}
+    consolidated = labels_consolidated(
+        golden_set=golden_set, query_ids=query_pks, document_ids={d for _, d in pairs}
+    )
+    labeled = {(label.query_id, label.document_id) for label in consolidated.labels}
+    awaiting = {(u.query_id, u.document_id): u.awaiting for u in consolidated.unresolved}
+    live = (
+        Assignment.objects.everyday()
+        .filter(query_id__in=query_pks)
+        .exclude(status=Assignment.Status.REASSIGNED)
+        .exclude(kind=Assignment.Kind.GOLD)
+    )
+    scopes: dict[int, set[int]] = {}
+    for pk, document_id in live.filter(scope__isnull=False).values_list("pk", "scope__document_id"):
+        scopes.setdefault(pk, set()).add(document_id)
+    by_query: dict[int, list[tuple[int, int]]] = {}
+    for pair in pairs:
+        by_query.setdefault(pair[0], []).append(pair)
+    covering: dict[tuple[int, int], set[str]] = {}  # pair -> statuses of the assignments covering it
+    raters: dict[int, list[str]] = {}
+    for pk, query_pk, status, rater in live.values_list("pk", "query_id", "status", "rater__username"):
+        for pair in by_query[query_pk]:
+            if pk not in scopes or pair[1] in scopes[pk]:
+                covering.setdefault(pair, set()).add(status)
+        if status == Assignment.Status.OPEN and rater not in raters.get(query_pk, []):
+            raters.setdefault(query_pk, []).append(rater)
+    named = {"reviewer": Waiting.REVIEWER, "second_rater": Waiting.SECOND_RATER}
+    named["third_rater"] = Waiting.THIRD_RATER
+    states: dict[tuple[int, int], Waiting] = {}
+    for pair in pairs:
+        statuses = covering.get(pair, set())
+        if pair in labeled:
+            states[pair] = Waiting.LABELED
+        elif pair in awaiting and awaiting[pair] in named:
+            states[pair] = named[awaiting[pair]]
+        elif Assignment.Status.OPEN in statuses:
+            states[pair] = Waiting.GRADING
+        elif pair in awaiting:  # graded, waiting for something consolidation names another way
+            states[pair] = Waiting.REVIEWER
+        elif statuses:
+            states[pair] = Waiting.SKIPPED
+        else:
+            states[pair] = Waiting.UNASSIGNED
+    return states, {q: sorted(names) for q, names in raters.items()}
+
+
+def _record_states(
+    run: EvaluationRun,
+    outcome: UnjudgedQueued,
+    queries: dict[str, Query],
+    pools: dict[int, list[PoolEntry]],
+    added: Collection[tuple[int, int]],
+) -> None:
+    external = {q.pk: qid for qid, q in queries.items()}
+    pairs = {
+        (q, entry.document.pk): entry.document.doc_id for q, entries in pools.items() for entry in entries
+    }
+    states, raters = _pair_states(run.golden_version.golden_set, pairs)
+    for (query_pk, document_pk), doc_id in pairs.items():
+        key = (external[query_pk], doc_id)
+        outcome.states[key] = states[(query_pk, document_pk)]
+        if (query_pk, document_pk) in added:
+            outcome.new.add(key)
+    outcome.raters = {external[q]: names for q, names in raters.items() if q in external}
+
+
 def unjudged_queue(*, run: EvaluationRun, by: Any = None) -> UnjudgedQueued:
     """Queue the run's unjudged top-k documents for rating: each joins its query's candidate pool,
-    reopening finished assignments of that query."""
-    from labeling.services import pool_merge
+    reopening finished assignments of that query. The outcome says, per document, whether it was added
+    and what it waits for now (`Waiting`): a document already in its pool changes nothing."""
+    from labeling.services import PoolMerged, pool_merge
 
     outcome = UnjudgedQueued()
     queries, pools = _unjudged_pools(run, outcome)
     external = {q.pk: qid for qid, q in queries.items()}
     for query_pk, entries in pools.items():
         outcome.queued[external[query_pk]] = [entry.document.doc_id for entry in entries]
-    outcome.added = pool_merge(pools=pools) if pools else 0
+    merged = pool_merge(pools=pools) if pools else PoolMerged()
+    outcome.added, outcome.reopened = len(merged.added), merged.reopened
+    _record_states(run, outcome, queries, pools, merged.added)
     return outcome
 
 
@@ -113,12 +228,13 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
         judge = judges.get(query_pk)
         if judge is None:
             outcome.no_judge.append(query.external_id)
+            outcome.no_judge_documents += len(entries)
             continue
         pairs = asked.setdefault(judge.pk, (judge, []))[1]
         pairs.extend((query_pk, entry.document.pk) for entry in entries)
         outcome.queued[query.external_id] = [entry.document.doc_id for entry in entries]
     sent = {pk: entries for pk, entries in pools.items() if pk in judges}
-    outcome.added = pool_merge(pools=sent, reopen=False) if sent else 0
+    outcome.added = len(pool_merge(pools=sent, reopen=False).added) if sent else 0
     for judge, pairs in asked.values():
         outcome.jobs.append(
             judge_job_create(

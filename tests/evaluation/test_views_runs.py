@@ -23,6 +23,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     ada_fixture,
     finished_fixture,
     logged_in,
+    messages_text,
     other_set_fixture,
     page_text,
     scene_fixture,
@@ -311,9 +312,15 @@ def test_queueing_unjudged_documents_adds_them_to_the_pools(scene: Scene, rita: 
     query = factories.QueryFactory.create(golden_set=scene.golden_set, external_id="q-1", text="query 1")
     d3 = factories.DocumentFactory.create(golden_set=scene.golden_set, doc_id="d3")
     response = logged_in(rita).post(f"/runs/{scene.current.pk}/unjudged/", follow=True)
-    text = page_text(response)
+    text = "\n".join(messages_text(response))
     assert Candidate.objects.filter(query=query, document=d3).exists()
-    assert "Queued 1 unjudged document(s) of 1 quer(y/ies) for rating (1 new pool candidate(s))" in text
+    assert (
+        "Queued 1 document(s) for rating, new to the pools of q-1; no finished assignment had to be reopened"
+        in text
+    )
+    assert (
+        "1 document(s) added now have no rater: nobody is assigned q-1; assign raters on the set page" in text
+    )
     assert "Not in the set's documents (import them first): q-1/d9" in text
 
 
