@@ -152,12 +152,14 @@ def queued_sentences(
 
 
 def asked_sentences(
-    outcome: UnjudgedAsked, *, link: Link = _plain, escape: Link = _plain
+    outcome: UnjudgedAsked, *, version: str, link: Link = _plain, escape: Link = _plain
 ) -> list[tuple[str, str]]:
     """(level, text) per sentence: what "Ask the judge" sent to which judge (and how many documents
-    joined their pools), or that it sent nothing and why; the queries no judge is qualified for; then
-    what the labeling set does not know."""
+    joined their pools), or that it sent nothing; then what was not sent and why (still waiting in a
+    job, labeled since `version` was frozen, no judge qualified); then what the labeling set does not
+    know."""
     sentences: list[tuple[str, str]] = []
+    waiting = sum(len(pairs) for pairs in outcome.already_asked.values())
     if outcome.jobs:
         n_docs = _count(outcome.queued)
         judges = ", ".join(f"{job.judge.name} (job {job.pk}, {job.total} pair(s))" for job in outcome.jobs)
@@ -170,17 +172,8 @@ def asked_sentences(
                 ),
             )
         )
-    elif outcome.no_judge:
-        sentences.append(
-            (
-                WARNING,
-                escape(
-                    f"Nothing was sent to a judge: no judge is qualified for the queries of the "
-                    f"{outcome.no_judge_documents} unjudged document(s) "
-                    "the labeling set knows, and none joined a pool."
-                ),
-            )
-        )
+    elif waiting or outcome.labeled or outcome.no_judge:
+        sentences.append((WARNING, escape("Nothing was sent to a judge, and no document joined a pool.")))
     else:
         sentences.append(
             (
@@ -191,13 +184,37 @@ def asked_sentences(
                 ),
             )
         )
-    if outcome.no_judge:
+    for job_pk, pairs in sorted(outcome.already_asked.items()):
+        ids = sorted({q for q, _ in pairs})
         sentences.append(
             (
                 INFO,
-                escape("No judge is qualified for ")
+                escape(f"{len(pairs)} document(s) of ")
+                + _queries(ids, link, escape)
+                + escape(f" still wait in judge job {job_pk}: not sent again (its answers are coming)."),
+            )
+        )
+    if outcome.labeled:
+        ids = sorted({q for q, _ in outcome.labeled})
+        sentences.append(
+            (
+                WARNING,
+                escape(
+                    f"{len(outcome.labeled)} document(s) are labeled since version {version} was frozen, "
+                    "so a judge's label would not count: not sent; freeze a new golden version to score "
+                    "them ("
+                )
+                + _queries(ids, link, escape)
+                + escape(")."),
+            )
+        )
+    if outcome.no_judge:
+        sentences.append(
+            (
+                WARNING,
+                escape(f"{outcome.no_judge_documents} document(s) not sent: no judge is qualified for ")
                 + _queries(outcome.no_judge, link, escape)
-                + escape(": qualify one on the judges page, or queue those for rating instead."),
+                + escape(" (qualify one on the judges page, or queue them for rating instead)."),
             )
         )
     return sentences + _unknown_sentences(outcome, escape)

@@ -305,7 +305,10 @@ def run_unjudged_ask_judge(request: HttpRequest, run_id: int) -> HttpResponse:
     if not services.can_review(request.user, run.golden_version.golden_set):
         raise PermissionDenied("only the set's reviewers ask a judge")
     outcome = services.unjudged_ask_judge(run=run, by=request.user)
-    _say(request, asked_sentences(outcome, link=_query_link(run, outcome), escape=conditional_escape))
+    sentences = asked_sentences(
+        outcome, version=run.golden_version.name, link=_query_link(run, outcome), escape=conditional_escape
+    )
+    _say(request, sentences)
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 

@@ -61,6 +61,10 @@ class UnjudgedAsked(UnjudgedQueued):
     jobs: list[JudgeJob] = field(default_factory=list)
     no_judge: list[str] = field(default_factory=list)
     no_judge_documents: int = 0  # the documents of the `no_judge` queries
+    # Not sent again: (query id, doc id) pairs still waiting in an unfinished job of their judge, by job.
+    already_asked: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    # Not sent: pairs labeled since the run's version was frozen (by humans or a judge).
+    labeled: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +215,9 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
     fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
     the judge is asked, not the raters. A query no judge is qualified for is listed in `no_judge` and left
-    alone."""
+    alone; a pair still waiting in an unfinished job of its judge (`already_asked`) or labeled since the
+    version was frozen (`labeled`: a judge label would not count) is not sent."""
+    from labeling.models import JudgeJob, JudgeJobItem
     from labeling.selectors.judge_scope import newest_qualified_judges
     from labeling.services import pool_merge
     from labeling.services.judges import judge_job_create
@@ -222,7 +228,20 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     judges = newest_qualified_judges(
         golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
     )
+    states, _ = _pair_states(
+        run.golden_version.golden_set,
+        [(q, entry.document.pk) for q, entries in pools.items() if q in judges for entry in entries],
+    )
+    waiting = {
+        (query_pk, document_pk, judge_pk): job_pk
+        for query_pk, document_pk, job_pk, judge_pk in JudgeJobItem.objects.filter(
+            query_id__in=list(judges),
+            done=False,
+            job__status__in=[JudgeJob.Status.QUEUED, JudgeJob.Status.RUNNING],
+        ).values_list("query_id", "document_id", "job_id", "job__judge_id")
+    }
     asked: dict[int, tuple[Judge, list[tuple[int, int]]]] = {}
+    sent: dict[int, list[PoolEntry]] = {}
     for query_pk, entries in pools.items():
         query = by_pk[query_pk]
         judge = judges.get(query_pk)
@@ -230,10 +249,19 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
             outcome.no_judge.append(query.external_id)
             outcome.no_judge_documents += len(entries)
             continue
-        pairs = asked.setdefault(judge.pk, (judge, []))[1]
-        pairs.extend((query_pk, entry.document.pk) for entry in entries)
-        outcome.queued[query.external_id] = [entry.document.doc_id for entry in entries]
-    sent = {pk: entries for pk, entries in pools.items() if pk in judges}
+        for entry in entries:
+            pair = (query.external_id, entry.document.doc_id)
+            job_pk = waiting.get((query_pk, entry.document.pk, judge.pk))
+            if job_pk is not None:  # asking again would pay for the same answer twice
+                outcome.already_asked.setdefault(job_pk, []).append(pair)
+            elif states[(query_pk, entry.document.pk)] == Waiting.LABELED:  # a judge label would not count
+                outcome.labeled.append(pair)
+            else:
+                sent.setdefault(query_pk, []).append(entry)
+        if query_pk in sent:
+            pairs = asked.setdefault(judge.pk, (judge, []))[1]
+            pairs.extend((query_pk, entry.document.pk) for entry in sent[query_pk])
+            outcome.queued[query.external_id] = [entry.document.doc_id for entry in sent[query_pk]]
     outcome.added = len(pool_merge(pools=sent, reopen=False).added) if sent else 0
     for judge, pairs in asked.values():
         outcome.jobs.append(
