@@ -270,15 +270,24 @@ def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     if not services.can_review(request.user, run.golden_version.golden_set):
         raise PermissionDenied("only the set's reviewers re-score its baseline")
     try:
-        run = services.run_regate_rescored(run=run, by=request.user)
+        regated = services.run_regate_rescored(run=run, by=request.user)
     except services.RunError as exc:
         _problems_message(request, "Not re-scored", exc.problems)
     else:
-        messages.success(
-            request,
-            f"Baseline re-scored on version {run.golden_version.name}; run {run.pk} gated again: "
-            f"{run.verdict}.",
+        rescore = regated.rescore
+        how = (
+            f"Baseline (run {rescore.source_run_id}) re-scored on version {run.golden_version.name}"
+            if regated.made
+            else f"The baseline's re-score on version {run.golden_version.name} made before was used "
+            f"(run {rescore.source_run_id}, nothing re-scored)"
         )
+        verdict = regated.run.verdict
+        change = (
+            f"{verdict}, was {regated.verdict_before}"
+            if verdict != regated.verdict_before
+            else f"{verdict}, unchanged"
+        )
+        messages.success(request, f"{how}; run {run.pk} gated again: {change}.")
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 

@@ -32,6 +32,7 @@ from assay.drift import BudgetsError
 from assay.targets import TargetError
 from evaluation.services.baselines import (
     BaselineError,
+    Regated,
     baseline_promote,
     can_review,
     rebaseline_branch,
@@ -99,6 +100,7 @@ __all__ = [
     "ChunkOutcome",
     "JudgeOffer",
     "NotificationRetry",
+    "Regated",
     "RunError",
     "RunPlan",
     "SweepActions",
