@@ -253,6 +253,13 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
         text = (
             f"Run {run.pk} is now the baseline of {run.golden_version.golden_set.slug} on {run.target.name}"
         )
+        previous = baseline.previous
+        if previous is None:
+            text += " (its first baseline)"
+        elif previous.run_id == run.pk:
+            text += " again, with this rationale"
+        else:
+            text += f", replacing run {previous.run_id}"
         if baseline.git_commit:
             text += f"; branch {baseline.git_branch} at {baseline.git_commit[:10]}"
             if baseline.git_push_error:

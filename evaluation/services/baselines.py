@@ -64,13 +64,20 @@ def baseline_promote(
     *, run: EvaluationRun, by: Any, rationale: str, git: Mapping[str, Any] | None = None
 ) -> Baseline:
     """Make `run` the baseline of its (golden set, target), recording who approved it and why. The
-    previous baseline stays as history. Raises BaselineError naming every reason it cannot."""
+    previous baseline stays as history (`previous`). Raises BaselineError naming every reason it cannot,
+    among them a promotion that would change nothing: the run is the baseline in force already (through
+    git, `rebaseline_write`, it may be promoted again: that writes its artifact to the export)."""
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
     problems = _promotion_problems(run, by, rationale)
-    if problems:
-        raise BaselineError(problems)
     golden_set = GoldenSet.objects.select_for_update().get(pk=run.golden_version.golden_set_id)
     previous = baseline_get(golden_set=golden_set, target=run.target)
+    if previous is not None and previous.run_id == run.pk and not git:
+        problems.append(
+            f"run {run.pk} is already the baseline of {golden_set.slug} on {run.target.name} (approved by "
+            f"{previous.approved_by.get_username()} on {_iso(previous.approved_at)}): nothing to promote",
+        )
+    if problems:
+        raise BaselineError(problems)
     git = git or {}
     return Baseline.objects.create(
         golden_set=golden_set,

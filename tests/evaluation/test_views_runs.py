@@ -33,7 +33,8 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     version_fixture,
     victor_fixture,
 )
-from tests.support.runs import eager_celery
+from tests.support.runs import RunFactory, eager_celery
+from tests.support.stub_server import StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -332,7 +333,9 @@ def test_a_rater_cannot_queue_and_a_reviewer_who_triggered_nothing_can(scene: Sc
     assert response.status_code == 403
 
 
-def test_promotion_needs_a_rationale_and_records_who_and_why(scene: Scene, rita: User) -> None:
+def test_promotion_needs_a_rationale_and_records_who_and_why(
+    scene: Scene, rita: User, finished: RunFactory, stub: StubServer
+) -> None:
     client = logged_in(rita)
     refused = client.post(f"/runs/{scene.baseline.pk}/promote/", {"rationale": " "}, follow=True)
     assert "Not promoted: rationale: say why this run becomes the baseline" in page_text(refused)
@@ -340,16 +343,34 @@ def test_promotion_needs_a_rationale_and_records_who_and_why(scene: Scene, rita:
     assert "has 1 errored queries" in page_text(errored)
     assert Baseline.objects.count() == 1
 
-    finished = scene.baseline
-    client.post(f"/runs/{finished.pk}/promote/", {"rationale": "again, on purpose", "action": "promote"})
+    # The baseline in force, promoted again: nothing would change, and the page says so.
+    again = client.post(
+        f"/runs/{scene.baseline.pk}/promote/", {"rationale": "again", "action": "promote"}, follow=True
+    )
+    approved = Baseline.objects.get().approved_at.strftime("%Y-%m-%d %H:%M UTC")
+    assert messages_text(again) == [
+        f"Not promoted: run {scene.baseline.pk} is already the baseline of help-center on "
+        f"{scene.target.name} (approved by rita on {approved}): nothing to promote"
+    ]
+    assert Baseline.objects.count() == 1
+
+    stub.on("query 5", hits_reply(["d1", "d2"]))  # healthy again: a run with no errored query
+    newer = finished()
+    promoted = client.post(
+        f"/runs/{newer.pk}/promote/", {"rationale": "on purpose", "action": "promote"}, follow=True
+    )
     newest = Baseline.objects.order_by("-id").first()
     assert newest is not None and (newest.run, newest.approved_by, newest.rationale) == (
-        finished,
+        newer,
         rita,
-        "again, on purpose",
+        "on purpose",
     )
-    page = page_text(client.get(f"/runs/{finished.pk}/"))
-    assert "This run is the baseline in force" in page and "“again, on purpose”" in page
+    assert (
+        f"Run {newer.pk} is now the baseline of help-center on {scene.target.name}, replacing run "
+        f"{scene.baseline.pk}."
+    ) in messages_text(promoted)
+    page = page_text(client.get(f"/runs/{newer.pk}/"))
+    assert "This run is the baseline in force" in page and "“on purpose”" in page
 
 
 def test_rebaseline_without_a_git_export_is_refused_with_the_reason(scene: Scene, rita: User) -> None:
