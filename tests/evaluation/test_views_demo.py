@@ -77,10 +77,11 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert f"The report: http://assay.test/runs/{current.pk}/" in text
 
     # The rewrite run's unjudged documents: queueing them changes nothing, and the words say why.
-    reviewer = User.objects.get(username="reviewer")
     work = list(Assignment.objects.order_by("pk").values_list("pk", "status", "completed", "reopened"))
     pool = Candidate.objects.count()
-    queued = logged_in(reviewer).post(f"/runs/{current.pk}/unjudged/", follow=True)
+    queued = logged_in(User.objects.get(username="reviewer")).post(
+        f"/runs/{current.pk}/unjudged/", follow=True
+    )
     assert messages_text(queued) == [
         "Nothing was queued: the 2 unjudged document(s) the labeling set knows are all already in their "
         "pools, and no assignment was reopened.",
