@@ -29,11 +29,11 @@ def _count(per_query: Mapping[str, Sequence[str]]) -> int:
     return sum(len(docs) for docs in per_query.values())
 
 
-# What a document in each state waits for, and what to do about it: (`{n}` documents, `{where}` is
-# "already in their pools" or "added now") ... `{queries}`.
+# What a document in each state waits for, and what to do about it: the words before and after the
+# query ids (`{n}` documents; `{where}`: "already in their pools" or "added now").
 _WAITS: dict[Waiting, tuple[str, str]] = {
     Waiting.REVIEWER: (
-        "{n} document(s) {where} wait for a reviewer's decision: decide them on the query page of ",
+        "{n} document(s) {where} wait for a reviewer's decision: decide them on the {page} of ",
         "",
     ),
     Waiting.SECOND_RATER: ("{n} document(s) {where} wait for the second rater's grade, on ", ""),
@@ -78,7 +78,9 @@ def _state_sentences(
             named = names + more
         else:
             named = _queries(ids, link, escape)
-        text = escape(head.format(n=_count(found), where=where, version=version)) + named + escape(tail + ".")
+        page = "query page" if len(ids) == 1 else "query pages"
+        head = head.format(n=_count(found), where=where, version=version, page=page)
+        text = escape(head) + named + escape(tail + ".")
         level = INFO if state in (Waiting.GRADING, Waiting.SECOND_RATER, Waiting.THIRD_RATER) else WARNING
         sentences.append((level, text))
     return sentences

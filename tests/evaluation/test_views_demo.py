@@ -85,7 +85,7 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert messages_text(queued) == [
         "Nothing was queued: the 2 unjudged document(s) the labeling set knows are all already in their "
         "pools, and no assignment was reopened.",
-        "2 document(s) already in their pools wait for a reviewer's decision: decide them on the query page "
+        "2 document(s) already in their pools wait for a reviewer's decision: decide them on the query pages "
         "of q-0202, q-0203.",
     ]
     assert Candidate.objects.count() == pool
