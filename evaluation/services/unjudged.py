@@ -5,27 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evaluation.models import EvaluationRun
+from evaluation.selectors import Waiting, unjudged_waiting
 
 if TYPE_CHECKING:
-    from labeling.models import GoldenSet, Judge, JudgeJob, Query
+    from labeling.models import Judge, JudgeJob, Query
     from labeling.services import PoolEntry
-
-
-class Waiting(StrEnum):
-    """Why a document of a run's unjudged top k has no label in the run's golden version, read in the
-    labeling set now (docs/runs.md, "Unjudged documents")."""
-
-    LABELED = "labeled"  # labeled since the version was frozen: a new version would score it
-    REVIEWER = "reviewer"  # graded, and a reviewer decides (a disagreement, a proposed change)
-    SECOND_RATER = "second_rater"  # graded once, the second rater of a dual-sampled query has not
-    THIRD_RATER = "third_rater"  # two grades disagree, a third rater's is coming
-    GRADING = "grading"  # no grade yet: an open assignment covers it
-    SKIPPED = "skipped"  # no grade, and every assignment covering it is done
-    UNASSIGNED = "unassigned"  # no assignment covers its query: nobody will grade it
 
 
 @dataclass
@@ -114,64 +101,6 @@ def _unjudged_pools(
     return queries, pools
 
 
-def _pair_states(
-    golden_set: GoldenSet, pairs: Collection[tuple[int, int]]
-) -> tuple[dict[tuple[int, int], Waiting], dict[int, list[str]]]:
-    """Why each (query pk, document pk) of the set has no label in the run's version, as read now: its
-    consolidation (`labels_consolidated`, the one reading of what counts as a label and who decides an
-    unresolved one), else the live assignments covering it. With the raters of the open ones per query
-    (their names are for reviewers only: the report page's actions are theirs)."""
-    from labeling.models import Assignment
-    from labeling.selectors.labels import labels_consolidated
-
-    if not pairs:
-        return {}, {}
-    query_pks = {q for q, _ in pairs}
-    consolidated = labels_consolidated(
-        golden_set=golden_set, query_ids=query_pks, document_ids={d for _, d in pairs}
-    )
-    labeled = {(label.query_id, label.document_id) for label in consolidated.labels}
-    awaiting = {(u.query_id, u.document_id): u.awaiting for u in consolidated.unresolved}
-    live = (
-        Assignment.objects.everyday()
-        .filter(query_id__in=query_pks)
-        .exclude(status=Assignment.Status.REASSIGNED)
-        .exclude(kind=Assignment.Kind.GOLD)
-    )
-    scopes: dict[int, set[int]] = {}
-    for pk, document_id in live.filter(scope__isnull=False).values_list("pk", "scope__document_id"):
-        scopes.setdefault(pk, set()).add(document_id)
-    by_query: dict[int, list[tuple[int, int]]] = {}
-    for pair in pairs:
-        by_query.setdefault(pair[0], []).append(pair)
-    covering: dict[tuple[int, int], set[str]] = {}  # pair -> statuses of the assignments covering it
-    raters: dict[int, list[str]] = {}
-    for pk, query_pk, status, rater in live.values_list("pk", "query_id", "status", "rater__username"):
-        for pair in by_query[query_pk]:
-            if pk not in scopes or pair[1] in scopes[pk]:
-                covering.setdefault(pair, set()).add(status)
-        if status == Assignment.Status.OPEN and rater not in raters.get(query_pk, []):
-            raters.setdefault(query_pk, []).append(rater)
-    named = {"reviewer": Waiting.REVIEWER, "second_rater": Waiting.SECOND_RATER}
-    named["third_rater"] = Waiting.THIRD_RATER
-    states: dict[tuple[int, int], Waiting] = {}
-    for pair in pairs:
-        statuses = covering.get(pair, set())
-        if pair in labeled:
-            states[pair] = Waiting.LABELED
-        elif pair in awaiting and awaiting[pair] in named:
-            states[pair] = named[awaiting[pair]]
-        elif Assignment.Status.OPEN in statuses:
-            states[pair] = Waiting.GRADING
-        elif pair in awaiting:  # graded, waiting for something consolidation names another way
-            states[pair] = Waiting.REVIEWER
-        elif statuses:
-            states[pair] = Waiting.SKIPPED
-        else:
-            states[pair] = Waiting.UNASSIGNED
-    return states, {q: sorted(names) for q, names in raters.items()}
-
-
 def _record_states(
     run: EvaluationRun,
     outcome: UnjudgedQueued,
@@ -183,7 +112,7 @@ def _record_states(
     pairs = {
         (q, entry.document.pk): entry.document.doc_id for q, entries in pools.items() for entry in entries
     }
-    states, raters = _pair_states(run.golden_version.golden_set, pairs)
+    states, raters = unjudged_waiting(golden_set=run.golden_version.golden_set, pairs=pairs)
     for (query_pk, document_pk), doc_id in pairs.items():
         key = (external[query_pk], doc_id)
         outcome.states[key] = states[(query_pk, document_pk)]
@@ -228,9 +157,9 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     judges = newest_qualified_judges(
         golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
     )
-    states, _ = _pair_states(
-        run.golden_version.golden_set,
-        [(q, entry.document.pk) for q, entries in pools.items() if q in judges for entry in entries],
+    states, _ = unjudged_waiting(
+        golden_set=run.golden_version.golden_set,
+        pairs=[(q, entry.document.pk) for q, entries in pools.items() if q in judges for entry in entries],
     )
     waiting = {
         (query_pk, document_pk, judge_pk): job_pk
