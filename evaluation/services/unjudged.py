@@ -138,20 +138,15 @@ def unjudged_queue(*, run: EvaluationRun, by: Any = None) -> UnjudgedQueued:
     return outcome
 
 
-def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
-    """Send the run's unjudged top-k documents to a judge: per query, the judge of the newest active
-    qualification covering it (`labeling.selectors.judge_scope`), one job per judge over exactly those
-    (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
-    fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
-    the judge is asked, not the raters. A query no judge is qualified for is listed in `no_judge` and left
-    alone; a pair still waiting in an unfinished job of its judge (`already_asked`) or labeled since the
-    version was frozen (`labeled`: a judge label would not count) is not sent."""
+def _judge_plan(
+    run: EvaluationRun, outcome: UnjudgedAsked
+) -> tuple[dict[int, Query], dict[int, Judge], dict[int, list[PoolEntry]]]:
+    """What "ask the judge" would send, written nowhere: the set's queries by pk, the judge of each
+    query a judge is qualified for, and the pool entries to send per query pk. What is left out, and
+    why, goes on `outcome` (`no_judge`, `already_asked`, `labeled`; `queued` lists what would be sent)."""
     from labeling.models import JudgeJob, JudgeJobItem
     from labeling.selectors.judge_scope import newest_qualified_judges
-    from labeling.services import pool_merge
-    from labeling.services.judges import judge_job_create
 
-    outcome = UnjudgedAsked()
     queries, pools = _unjudged_pools(run, outcome)
     by_pk = {q.pk: q for q in queries.values()}
     judges = newest_qualified_judges(
@@ -169,7 +164,6 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
             job__status__in=[JudgeJob.Status.QUEUED, JudgeJob.Status.RUNNING],
         ).values_list("query_id", "document_id", "job_id", "job__judge_id")
     }
-    asked: dict[int, tuple[Judge, list[tuple[int, int]]]] = {}
     sent: dict[int, list[PoolEntry]] = {}
     for query_pk, entries in pools.items():
         query = by_pk[query_pk]
@@ -188,9 +182,27 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
             else:
                 sent.setdefault(query_pk, []).append(entry)
         if query_pk in sent:
-            pairs = asked.setdefault(judge.pk, (judge, []))[1]
-            pairs.extend((query_pk, entry.document.pk) for entry in sent[query_pk])
             outcome.queued[query.external_id] = [entry.document.doc_id for entry in sent[query_pk]]
+    return by_pk, judges, sent
+
+
+def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
+    """Send the run's unjudged top-k documents to a judge: per query, the judge of the newest active
+    qualification covering it (`labeling.selectors.judge_scope`), one job per judge over exactly those
+    (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
+    fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
+    the judge is asked, not the raters. A query no judge is qualified for is listed in `no_judge` and left
+    alone; a pair still waiting in an unfinished job of its judge (`already_asked`) or labeled since the
+    version was frozen (`labeled`: a judge label would not count) is not sent."""
+    from labeling.services import pool_merge
+    from labeling.services.judges import judge_job_create
+
+    outcome = UnjudgedAsked()
+    by_pk, judges, sent = _judge_plan(run, outcome)
+    asked: dict[int, tuple[Judge, list[tuple[int, int]]]] = {}
+    for query_pk, entries in sent.items():
+        judge = judges[query_pk]
+        asked.setdefault(judge.pk, (judge, []))[1].extend((query_pk, entry.document.pk) for entry in entries)
     outcome.added = len(pool_merge(pools=sent, reopen=False).added) if sent else 0
     for judge, pairs in asked.values():
         outcome.jobs.append(
@@ -205,22 +217,25 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
 
 
 def unjudged_judge_offer(*, run: EvaluationRun) -> JudgeOffer:
-    """What "ask the judge" would send for this run, or why it is not offered (the report page's button)."""
-    from labeling.selectors.judge_scope import newest_qualified_judges
-
-    probe = UnjudgedQueued()
-    queries, pools = _unjudged_pools(run, probe)
-    if not pools:
+    """What "ask the judge" would send for this run, or why it is not offered (the report page's button):
+    the same plan the button carries out (`_judge_plan`), so the offer counts what a press would send."""
+    probe = UnjudgedAsked()
+    _, judges, sent = _judge_plan(run, probe)
+    if not (sent or probe.no_judge or probe.already_asked or probe.labeled):
         return JudgeOffer(0, (), "none of the unjudged documents is a document of the labeling set")
-    by_pk = {q.pk: q for q in queries.values()}
-    judges = newest_qualified_judges(
-        golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
-    )
     if not judges:
         return JudgeOffer(
             0,
             (),
             "no judge is qualified for the strata and locales of these queries (qualify one on its page)",
         )
-    pairs = sum(len(entries) for pk, entries in pools.items() if pk in judges)
-    return JudgeOffer(pairs, tuple(sorted({j.name for j in judges.values()})))
+    if not sent:
+        waiting = sum(len(pairs) for pairs in probe.already_asked.values())
+        jobs = ", ".join(str(pk) for pk in sorted(probe.already_asked))
+        reasons = [f"{waiting} still wait in judge job(s) {jobs}"] if waiting else []
+        reasons += (
+            [f"{len(probe.labeled)} are labeled since this version was frozen"] if probe.labeled else []
+        )
+        return JudgeOffer(0, (), "nothing left to send: " + "; ".join(reasons))
+    pairs = sum(len(entries) for entries in sent.values())
+    return JudgeOffer(pairs, tuple(sorted({judges[pk].name for pk in sent})))

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from evaluation.models import EvaluationRun
-from evaluation.services import unjudged_ask_judge, unjudged_judge_offer
+from evaluation.services import JudgeOffer, unjudged_ask_judge, unjudged_judge_offer
 from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob, JudgeJobItem
 from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
@@ -155,6 +155,12 @@ def test_asking_again_while_the_job_runs_sends_nothing_and_says_which_job_has_th
     ]
     assert JudgeJob.objects.get() == job and JudgeJobItem.objects.count() == items
     assert sorted(Candidate.objects.values_list("pk", "provenance")) == pool
+    # The page no longer offers what a press would not send, and says why.
+    assert unjudged_judge_offer(run=run) == JudgeOffer(
+        0, (), f"nothing left to send: 7 still wait in judge job(s) {job.pk}"
+    )
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert 'id="ask-judge" disabled' in page
 
 
 def test_a_document_labeled_since_the_freeze_is_not_sent(
@@ -168,6 +174,7 @@ def test_a_document_labeled_since_the_freeze_is_not_sent(
         query=query, rater=alice, status=Assignment.Status.DONE, completed=timezone.now()
     )
     factories.grade(done, d3, 2)
+    assert unjudged_judge_offer(run=run).pairs == 6  # the button counts what a press sends
 
     response = logged_in(rita).post(reverse("evaluation:run_unjudged_ask_judge", args=[run.pk]), follow=True)
 
