@@ -12,7 +12,7 @@ look the object up through access, call one service or selector, render. The rep
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +20,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.budgets import Budgets, load_budgets
@@ -31,6 +33,7 @@ from assay.jsonin import JsonInputError, json_loads
 from assay.metric_table import WEIGHTED_PREFIX, series_label
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
+from evaluation.action_words import asked_sentences, queued_sentences
 from evaluation.budgets_form import DEFAULTS_NOTE, budgets_from_post, budgets_grid, slice_names
 from evaluation.budgets_page import noise_panel, suggested_budgets
 from evaluation.forms import (
@@ -250,6 +253,13 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
         text = (
             f"Run {run.pk} is now the baseline of {run.golden_version.golden_set.slug} on {run.target.name}"
         )
+        previous = baseline.previous
+        if previous is None:
+            text += " (its first baseline)"
+        elif previous.run_id == run.pk:
+            text += " again, with this rationale"
+        else:
+            text += f", replacing run {previous.run_id}"
         if baseline.git_commit:
             text += f"; branch {baseline.git_branch} at {baseline.git_commit[:10]}"
             if baseline.git_push_error:
@@ -267,31 +277,39 @@ def run_rescore_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers re-score its baseline")
     try:
-        run = services.run_regate_rescored(run=run, by=request.user)
+        regated = services.run_regate_rescored(run=run, by=request.user)
     except services.RunError as exc:
         _problems_message(request, "Not re-scored", exc.problems)
     else:
-        messages.success(
-            request,
-            f"Baseline re-scored on version {run.golden_version.name}; run {run.pk} gated again: "
-            f"{run.verdict}.",
+        rescore = regated.rescore
+        how = (
+            f"Baseline (run {rescore.source_run_id}) re-scored on version {run.golden_version.name}"
+            if regated.made
+            else f"The baseline's re-score on version {run.golden_version.name} made before was used "
+            f"(run {rescore.source_run_id}, nothing re-scored)"
         )
+        verdict = regated.run.verdict
+        change = (
+            f"{verdict}, was {regated.verdict_before}"
+            if verdict != regated.verdict_before
+            else f"{verdict}, unchanged"
+        )
+        messages.success(request, f"{how}; run {run.pk} gated again: {change}.")
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
 @require_POST
 def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
+    """ "Queue them for rating": what was added and reopened, or that nothing was, and what each
+    document waits for (docs/runs.md, "Unjudged documents")."""
     run = _get_run(request, run_id)
     if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers queue documents for rating")
     outcome = services.unjudged_queue(run=run, by=request.user)
-    n_docs = sum(len(docs) for docs in outcome.queued.values())
-    messages.success(
-        request,
-        f"Queued {n_docs} unjudged document(s) of {len(outcome.queued)} quer(y/ies) for rating "
-        f"({outcome.added} new pool candidate(s)).",
+    sentences = queued_sentences(
+        outcome, version=run.golden_version.name, link=_query_link(run, outcome), escape=conditional_escape
     )
-    _unknown_messages(request, outcome)
+    _say(request, sentences)
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
@@ -303,36 +321,32 @@ def run_unjudged_ask_judge(request: HttpRequest, run_id: int) -> HttpResponse:
     if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers ask a judge")
     outcome = services.unjudged_ask_judge(run=run, by=request.user)
-    if outcome.jobs:
-        n_docs = sum(len(docs) for docs in outcome.queued.values())
-        judges = ", ".join(f"{job.judge.name} (job {job.pk}, {job.total} pair(s))" for job in outcome.jobs)
-        messages.success(
-            request,
-            f"Asked the judge about {n_docs} unjudged document(s) of {len(outcome.queued)} quer(y/ies): "
-            f"{judges}.",
-        )
-    else:
-        messages.warning(
-            request, "Nothing was sent to a judge: no judge is qualified for these documents' queries."
-        )
-    if outcome.no_judge:
-        shown = ", ".join(outcome.no_judge[:10])
-        more = f" and {len(outcome.no_judge) - 10} more" if len(outcome.no_judge) > 10 else ""
-        messages.info(request, f"No judge is qualified for {shown}{more}: queue those for rating instead.")
-    _unknown_messages(request, outcome)
+    sentences = asked_sentences(
+        outcome, version=run.golden_version.name, link=_query_link(run, outcome), escape=conditional_escape
+    )
+    _say(request, sentences)
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
-def _unknown_messages(request: HttpRequest, outcome: services.UnjudgedQueued) -> None:
-    """What the labeling set does not know of the run's unjudged documents, as warnings."""
-    if outcome.unknown_documents:
-        shown = ", ".join(f"{q}/{d}" for q, d in outcome.unknown_documents[:10])
-        more = (
-            f" and {len(outcome.unknown_documents) - 10} more" if len(outcome.unknown_documents) > 10 else ""
-        )
-        messages.warning(request, f"Not in the set's documents (import them first): {shown}{more}.")
-    if outcome.unknown_queries:
-        messages.warning(request, f"Not queries of the labeling set: {', '.join(outcome.unknown_queries)}.")
+def _query_link(run: EvaluationRun, outcome: services.UnjudgedQueued) -> Callable[[str], str]:
+    """A query id as a link to its review page (where a reviewer decides and sees its assignments)."""
+    slug = run.golden_version.golden_set.slug
+
+    def link(query_id: str) -> str:
+        pk = outcome.query_pks.get(query_id)
+        if pk is None:
+            return conditional_escape(query_id)
+        url = reverse("labeling:query_review", kwargs={"slug": slug, "pk": pk})
+        return format_html('<a href="{}">{}</a>', url, query_id)
+
+    return link
+
+
+def _say(request: HttpRequest, sentences: Iterable[tuple[str, str]]) -> None:
+    """Sentences of `evaluation.action_words`, escaped there, as messages."""
+    levels = {"success": messages.SUCCESS, "info": messages.INFO, "warning": messages.WARNING}
+    for level, text in sentences:
+        messages.add_message(request, levels[level], mark_safe(text))  # escaped by the builder
 
 
 # ------------------------------------------------------------------------------------- side by side

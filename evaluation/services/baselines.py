@@ -5,6 +5,7 @@ its baseline re-scored on the run's golden version ("A new golden version: re-sc
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from assay.drift import Budgets, compare, render_markdown
 from assay.storable import text_problem
 from evaluation.enqueue import run_notify_on_commit
-from evaluation.models import Baseline, EvaluationRun
+from evaluation.models import Baseline, BaselineRescore, EvaluationRun
 from evaluation.selectors import baseline_get, budgets_get
 from evaluation.services.finalize import run_gate
 from evaluation.services.rescore import baseline_rescore_get_or_create
@@ -55,13 +56,20 @@ def baseline_promote(
     *, run: EvaluationRun, by: Any, rationale: str, git: Mapping[str, Any] | None = None
 ) -> Baseline:
     """Make `run` the baseline of its (golden set, target), recording who approved it and why. The
-    previous baseline stays as history. Raises BaselineError naming every reason it cannot."""
+    previous baseline stays as history (`previous`). Raises BaselineError naming every reason it cannot,
+    among them a promotion that would change nothing: the run is the baseline in force already (through
+    git, `rebaseline_write`, it may be promoted again: that writes its artifact to the export)."""
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
     problems = _promotion_problems(run, by, rationale)
-    if problems:
-        raise BaselineError(problems)
     golden_set = GoldenSet.objects.select_for_update().get(pk=run.golden_version.golden_set_id)
     previous = baseline_get(golden_set=golden_set, target=run.target)
+    if previous is not None and previous.run_id == run.pk and not git:
+        problems.append(
+            f"run {run.pk} is already the baseline of {golden_set.slug} on {run.target.name} (approved by "
+            f"{previous.approved_by.get_username()} on {_iso(previous.approved_at)}): nothing to promote",
+        )
+    if problems:
+        raise BaselineError(problems)
     git = git or {}
     return Baseline.objects.create(
         golden_set=golden_set,
@@ -145,6 +153,12 @@ def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
+def _canonical(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
 def rebaseline_branch(version: GoldenVersion) -> str:
     return f"rebaseline/golden@{version.name}"
 
@@ -211,13 +225,25 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Regated:
+    """What "re-score and gate again" did: the run as gated now, its baseline's re-score and whether it
+    was made now (else the one made before was used), and the verdict before."""
+
+    run: EvaluationRun
+    rescore: BaselineRescore
+    made: bool
+    verdict_before: str
+
+
 @transaction.atomic
-def run_regate_rescored(*, run: EvaluationRun, by: Any) -> EvaluationRun:
+def run_regate_rescored(*, run: EvaluationRun, by: Any) -> Regated:
     """The run page's "Re-score the baseline on version X and gate again": the baseline `run` was gated
     against, re-scored on the run's golden version (made now, or the one made before), and the run gated
     against it again. Who did it and when go in the gate (`regated`). Only a reviewer of the set (or an
     admin), of a finished run whose baseline is on another version. Raises BaselineError (or
-    BaselineRescoreError: the lists cannot be re-scored)."""
+    BaselineRescoreError: the lists cannot be re-scored), also when the run is already gated exactly so
+    (a second click, another tab): nothing is written then, and the problem says when and by whom."""
     from assay.rescore import rescored_at
 
     # of=("self",): the baseline join is nullable, and PostgreSQL locks no row of an outer join.
@@ -239,6 +265,9 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> EvaluationRun:
     if problems:
         raise BaselineError(problems)
     assert run.baseline is not None and run.report is not None
+    made = not BaselineRescore.objects.filter(
+        source_run=run.baseline.run, golden_version=run.golden_version
+    ).exists()
     rescore = baseline_rescore_get_or_create(
         baseline_run=run.baseline.run, golden_version=run.golden_version, by=by
     )
@@ -249,8 +278,21 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> EvaluationRun:
         rebaseline=run.rebaseline,
         rescore=rescore,
     )
+    before = dict(run.gate or {})
+    regated = before.pop("regated", None)
+    same = _canonical(before) == _canonical(gate)  # the stored gate went through JSON once
+    if regated and run.baseline_rescore_id == rescore.pk and same and run.verdict == verdict:
+        when = _iso(datetime.fromisoformat(regated["at"]))
+        raise BaselineError(
+            [
+                f"run {run.pk} is already gated against the baseline re-scored on version "
+                f"{run.golden_version.name} (by {regated['by']} at {when}), with the same budgets: "
+                f"gating again would change nothing (verdict {verdict})"
+            ]
+        )
+    verdict_before = run.verdict
     gate["regated"] = {"by": by.get_username(), "at": rescored_at(timezone.now())}
     run.gate, run.verdict, run.baseline_rescore = gate, verdict, rescore
     run.save(update_fields=["gate", "verdict", "baseline_rescore"])
     run_notify_on_commit(run.pk)  # a run first told of here (a new fail or warn) is told once (docs/runs.md)
-    return run
+    return Regated(run, rescore, made, verdict_before)

@@ -3,10 +3,12 @@ qualified for their queries (docs/runs.md, "Judge labels in the report")."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evaluation.models import EvaluationRun
+from evaluation.selectors import Waiting, unjudged_waiting
 
 if TYPE_CHECKING:
     from labeling.models import Judge, JudgeJob, Query
@@ -15,10 +17,27 @@ if TYPE_CHECKING:
 
 @dataclass
 class UnjudgedQueued:
+    """What queueing did, document by document (the words are the caller's: the report page's message,
+    or another client's). Every known (query id, doc id) of the run's unjudged top k is in `states`;
+    the ones this action added to their pools are also in `new`."""
+
     added: int = 0  # new pool candidates
     queued: dict[str, list[str]] = field(default_factory=dict)  # query id -> doc ids queued
     unknown_documents: list[tuple[str, str]] = field(default_factory=list)  # (query id, doc id) not imported
     unknown_queries: list[str] = field(default_factory=list)  # golden queries not in the labeling set
+    new: set[tuple[str, str]] = field(default_factory=set)  # (query id, doc id) added to its pool now
+    reopened: int = 0  # finished assignments given back to their raters because their pool grew
+    states: dict[tuple[str, str], Waiting] = field(default_factory=dict)  # what each document waits for
+    raters: dict[str, list[str]] = field(default_factory=dict)  # query id -> raters of its open assignments
+    query_pks: dict[str, int] = field(default_factory=dict)  # query id -> labeling query pk (for links)
+
+    def waiting(self, reason: Waiting, *, new: bool = False) -> dict[str, list[str]]:
+        """The documents (per query id) in this state that were (`new`) or were not added now."""
+        found: dict[str, list[str]] = {}
+        for (query_id, doc_id), state in self.states.items():
+            if state == reason and ((query_id, doc_id) in self.new) == new:
+                found.setdefault(query_id, []).append(doc_id)
+        return found
 
 
 @dataclass
@@ -28,6 +47,11 @@ class UnjudgedAsked(UnjudgedQueued):
 
     jobs: list[JudgeJob] = field(default_factory=list)
     no_judge: list[str] = field(default_factory=list)
+    no_judge_documents: int = 0  # the documents of the `no_judge` queries
+    # Not sent again: (query id, doc id) pairs still waiting in an unfinished job of their judge, by job.
+    already_asked: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    # Not sent: pairs labeled since the run's version was frozen (by humans or a judge).
+    labeled: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +84,7 @@ def _unjudged_pools(
     }
     wanted = {d for r in rows for d, _ in r.documents}
     documents = {d.doc_id: d for d in Document.objects.filter(golden_set=golden_set, doc_id__in=wanted)}
+    outcome.query_pks = {qid: q.pk for qid, q in queries.items()}
     system = f"run:{run.pk}"
     pools: dict[int, list[PoolEntry]] = {}
     for row in rows:
@@ -76,18 +101,89 @@ def _unjudged_pools(
     return queries, pools
 
 
+def _record_states(
+    run: EvaluationRun,
+    outcome: UnjudgedQueued,
+    queries: dict[str, Query],
+    pools: dict[int, list[PoolEntry]],
+    added: Collection[tuple[int, int]],
+) -> None:
+    external = {q.pk: qid for qid, q in queries.items()}
+    pairs = {
+        (q, entry.document.pk): entry.document.doc_id for q, entries in pools.items() for entry in entries
+    }
+    states, raters = unjudged_waiting(golden_set=run.golden_version.golden_set, pairs=pairs)
+    for (query_pk, document_pk), doc_id in pairs.items():
+        key = (external[query_pk], doc_id)
+        outcome.states[key] = states[(query_pk, document_pk)]
+        if (query_pk, document_pk) in added:
+            outcome.new.add(key)
+    outcome.raters = {external[q]: names for q, names in raters.items() if q in external}
+
+
 def unjudged_queue(*, run: EvaluationRun, by: Any = None) -> UnjudgedQueued:
     """Queue the run's unjudged top-k documents for rating: each joins its query's candidate pool,
-    reopening finished assignments of that query."""
-    from labeling.services import pool_merge
+    reopening finished assignments of that query. The outcome says, per document, whether it was added
+    and what it waits for now (`Waiting`): a document already in its pool changes nothing."""
+    from labeling.services import PoolMerged, pool_merge
 
     outcome = UnjudgedQueued()
     queries, pools = _unjudged_pools(run, outcome)
     external = {q.pk: qid for qid, q in queries.items()}
     for query_pk, entries in pools.items():
         outcome.queued[external[query_pk]] = [entry.document.doc_id for entry in entries]
-    outcome.added = pool_merge(pools=pools) if pools else 0
+    merged = pool_merge(pools=pools) if pools else PoolMerged()
+    outcome.added, outcome.reopened = len(merged.added), merged.reopened
+    _record_states(run, outcome, queries, pools, merged.added)
     return outcome
+
+
+def _judge_plan(
+    run: EvaluationRun, outcome: UnjudgedAsked
+) -> tuple[dict[int, Query], dict[int, Judge], dict[int, list[PoolEntry]]]:
+    """What "ask the judge" would send, written nowhere: the set's queries by pk, the judge of each
+    query a judge is qualified for, and the pool entries to send per query pk. What is left out, and
+    why, goes on `outcome` (`no_judge`, `already_asked`, `labeled`; `queued` lists what would be sent)."""
+    from labeling.models import JudgeJob, JudgeJobItem
+    from labeling.selectors.judge_scope import newest_qualified_judges
+
+    queries, pools = _unjudged_pools(run, outcome)
+    by_pk = {q.pk: q for q in queries.values()}
+    judges = newest_qualified_judges(
+        golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
+    )
+    states, _ = unjudged_waiting(
+        golden_set=run.golden_version.golden_set,
+        pairs=[(q, entry.document.pk) for q, entries in pools.items() if q in judges for entry in entries],
+    )
+    waiting = {
+        (query_pk, document_pk, judge_pk): job_pk
+        for query_pk, document_pk, job_pk, judge_pk in JudgeJobItem.objects.filter(
+            query_id__in=list(judges),
+            done=False,
+            job__status__in=[JudgeJob.Status.QUEUED, JudgeJob.Status.RUNNING],
+        ).values_list("query_id", "document_id", "job_id", "job__judge_id")
+    }
+    sent: dict[int, list[PoolEntry]] = {}
+    for query_pk, entries in pools.items():
+        query = by_pk[query_pk]
+        judge = judges.get(query_pk)
+        if judge is None:
+            outcome.no_judge.append(query.external_id)
+            outcome.no_judge_documents += len(entries)
+            continue
+        for entry in entries:
+            pair = (query.external_id, entry.document.doc_id)
+            job_pk = waiting.get((query_pk, entry.document.pk, judge.pk))
+            if job_pk is not None:  # asking again would pay for the same answer twice
+                outcome.already_asked.setdefault(job_pk, []).append(pair)
+            elif states[(query_pk, entry.document.pk)] == Waiting.LABELED:  # a judge label would not count
+                outcome.labeled.append(pair)
+            else:
+                sent.setdefault(query_pk, []).append(entry)
+        if query_pk in sent:
+            outcome.queued[query.external_id] = [entry.document.doc_id for entry in sent[query_pk]]
+    return by_pk, judges, sent
 
 
 def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
@@ -96,29 +192,18 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
     fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
     the judge is asked, not the raters. A query no judge is qualified for is listed in `no_judge` and left
-    alone."""
-    from labeling.selectors.judge_scope import newest_qualified_judges
+    alone; a pair still waiting in an unfinished job of its judge (`already_asked`) or labeled since the
+    version was frozen (`labeled`: a judge label would not count) is not sent."""
     from labeling.services import pool_merge
     from labeling.services.judges import judge_job_create
 
     outcome = UnjudgedAsked()
-    queries, pools = _unjudged_pools(run, outcome)
-    by_pk = {q.pk: q for q in queries.values()}
-    judges = newest_qualified_judges(
-        golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
-    )
+    by_pk, judges, sent = _judge_plan(run, outcome)
     asked: dict[int, tuple[Judge, list[tuple[int, int]]]] = {}
-    for query_pk, entries in pools.items():
-        query = by_pk[query_pk]
-        judge = judges.get(query_pk)
-        if judge is None:
-            outcome.no_judge.append(query.external_id)
-            continue
-        pairs = asked.setdefault(judge.pk, (judge, []))[1]
-        pairs.extend((query_pk, entry.document.pk) for entry in entries)
-        outcome.queued[query.external_id] = [entry.document.doc_id for entry in entries]
-    sent = {pk: entries for pk, entries in pools.items() if pk in judges}
-    outcome.added = pool_merge(pools=sent, reopen=False) if sent else 0
+    for query_pk, entries in sent.items():
+        judge = judges[query_pk]
+        asked.setdefault(judge.pk, (judge, []))[1].extend((query_pk, entry.document.pk) for entry in entries)
+    outcome.added = len(pool_merge(pools=sent, reopen=False).added) if sent else 0
     for judge, pairs in asked.values():
         outcome.jobs.append(
             judge_job_create(
@@ -132,22 +217,25 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
 
 
 def unjudged_judge_offer(*, run: EvaluationRun) -> JudgeOffer:
-    """What "ask the judge" would send for this run, or why it is not offered (the report page's button)."""
-    from labeling.selectors.judge_scope import newest_qualified_judges
-
-    probe = UnjudgedQueued()
-    queries, pools = _unjudged_pools(run, probe)
-    if not pools:
+    """What "ask the judge" would send for this run, or why it is not offered (the report page's button):
+    the same plan the button carries out (`_judge_plan`), so the offer counts what a press would send."""
+    probe = UnjudgedAsked()
+    _, judges, sent = _judge_plan(run, probe)
+    if not (sent or probe.no_judge or probe.already_asked or probe.labeled):
         return JudgeOffer(0, (), "none of the unjudged documents is a document of the labeling set")
-    by_pk = {q.pk: q for q in queries.values()}
-    judges = newest_qualified_judges(
-        golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
-    )
     if not judges:
         return JudgeOffer(
             0,
             (),
             "no judge is qualified for the strata and locales of these queries (qualify one on its page)",
         )
-    pairs = sum(len(entries) for pk, entries in pools.items() if pk in judges)
-    return JudgeOffer(pairs, tuple(sorted({j.name for j in judges.values()})))
+    if not sent:
+        waiting = sum(len(pairs) for pairs in probe.already_asked.values())
+        jobs = ", ".join(str(pk) for pk in sorted(probe.already_asked))
+        reasons = [f"{waiting} still wait in judge job(s) {jobs}"] if waiting else []
+        reasons += (
+            [f"{len(probe.labeled)} are labeled since this version was frozen"] if probe.labeled else []
+        )
+        return JudgeOffer(0, (), "nothing left to send: " + "; ".join(reasons))
+    pairs = sum(len(entries) for entries in sent.values())
+    return JudgeOffer(pairs, tuple(sorted({judges[pk].name for pk in sent})))

@@ -213,11 +213,29 @@ class ReopenError(Exception):
 def assignment_reopen(*, assignment: Assignment, by: User) -> Assignment:
     """A reviewer gives a done query back to its rater: the grades can change again until the rater
     marks it done once more. Pending proposals stay until the grade they propose changes."""
-    locked = Assignment.objects.select_for_update().select_related("query").get(pk=assignment.pk)
-    if locked.status != Assignment.Status.DONE:
-        raise ReopenError(f"the assignment is {locked.status}, not done: there is nothing to reopen")
+    locked = Assignment.objects.select_for_update().select_related("query", "rater").get(pk=assignment.pk)
+    query, rater = locked.query.external_id, locked.rater.get_username()
     if locked.query.status != Query.Status.ACTIVE:
-        raise ReopenError(f"query {locked.query.external_id} is retired: nothing to reopen")
+        raise ReopenError(f"query {query} is retired: nothing to reopen (bring it back first)")
+    if locked.status == Assignment.Status.OPEN:
+        since = f", reopened {locked.reopened:%Y-%m-%d %H:%M}" if locked.reopened else ""
+        raise ReopenError(
+            f"{rater}'s assignment of query {query} is still open (not marked done{since}): "
+            "nothing to reopen, their grades can still change"
+        )
+    if locked.status == Assignment.Status.REASSIGNED:
+        now = (
+            Assignment.objects.everyday()
+            .filter(query_id=locked.query_id, kind=locked.kind)
+            .exclude(status=Assignment.Status.REASSIGNED)
+            .select_related("rater")
+            .order_by("created", "id")
+        )
+        holders = ", ".join(f"{a.rater.get_username()} ({a.status})" for a in now)
+        goes_to = f"; its {locked.kind} work now goes to {holders}" if holders else ""
+        raise ReopenError(
+            f"{rater}'s assignment of query {query} was reassigned{goes_to}: nothing to reopen here"
+        )
     locked.status, locked.completed, locked.reopened = Assignment.Status.OPEN, None, timezone.now()
     locked.save(update_fields=["status", "completed", "reopened"])
     return locked

@@ -9,6 +9,7 @@ from pathlib import PurePath
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from assay.problems import ImportReport, decode_utf8
 from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
@@ -24,14 +25,24 @@ class PoolEntry:
     rank: int | None  # None: no system ranked it (judged before, queued by hand)
 
 
+@dataclass(frozen=True, slots=True)
+class PoolMerged:
+    """What a merge changed: the candidates it added (query id, document id) and how many finished
+    assignments it reopened because their pool grew."""
+
+    added: frozenset[tuple[int, int]] = frozenset()
+    reopened: int = 0
+
+
 def candidates_add(*, query: Query, entries: Iterable[PoolEntry]) -> int:
-    """Add entries to one query's pool (an evaluation run queues its unjudged documents through this)."""
-    return pool_merge(pools={query.pk: list(entries)})
+    """Add entries to one query's pool; returns how many candidates are new."""
+    return len(pool_merge(pools={query.pk: list(entries)}).added)
 
 
 @transaction.atomic
-def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True) -> int:
-    """Union the entries into the pools of the given query ids; returns how many candidates are new.
+def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True) -> PoolMerged:
+    """Union the entries into the pools of the given query ids; returns the new candidates and how many
+    assignments were reopened.
 
     A system appears once per candidate: a rebuilt pool replaces that system's rank instead of adding a
     second entry, so rebuilding is idempotent. Open work is kept honest: a finished assignment whose pool
@@ -61,11 +72,12 @@ def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True)
     Candidate.objects.bulk_create(new.values(), batch_size=1000)
     Candidate.objects.bulk_update(changed.values(), ["provenance", "best_rank"], batch_size=1000)
     grown = {query_id for query_id, _ in new}
+    reopened = 0
     if grown and reopen:
-        Assignment.objects.filter(
+        reopened = Assignment.objects.filter(
             query_id__in=grown, status=Assignment.Status.DONE, scope__isnull=True
-        ).update(status=Assignment.Status.OPEN, completed=None)
-    return len(new)
+        ).update(status=Assignment.Status.OPEN, completed=None, reopened=timezone.now())
+    return PoolMerged(frozenset(new), reopened)
 
 
 def pool_add_judged(*, golden_set: GoldenSet) -> int:
@@ -80,7 +92,7 @@ def pool_add_judged(*, golden_set: GoldenSet) -> int:
         pools.setdefault(judgment.assignment.query_id, []).append(
             PoolEntry(judgment.document, JUDGED_SYSTEM, None)
         )
-    return pool_merge(pools=pools)
+    return len(pool_merge(pools=pools).added)
 
 
 def _pools_from_rankings(
@@ -206,6 +218,8 @@ def pool_import_rankings(
         return report
     report.count("queries pooled", len(pools))
     report.count("pool entries", sum(len(v) for v in pools.values()))
-    report.count("candidates added", pool_merge(pools=pools))
+    merged = pool_merge(pools=pools)
+    report.count("candidates added", len(merged.added))
+    report.count("assignments reopened", merged.reopened)
     report.count("judged candidates added", pool_add_judged(golden_set=golden_set))
     return report

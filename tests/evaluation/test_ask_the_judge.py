@@ -13,10 +13,16 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from evaluation.models import EvaluationRun
-from evaluation.services import unjudged_ask_judge, unjudged_judge_offer
-from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob
+from evaluation.services import JudgeOffer, unjudged_ask_judge, unjudged_judge_offer
+from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob, JudgeJobItem
 from tests import factories
-from tests.support.evaluation import ada_fixture, logged_in, other_set_fixture, victor_fixture  # noqa: F401
+from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+    ada_fixture,
+    logged_in,
+    messages_text,
+    other_set_fixture,
+    victor_fixture,
+)
 from tests.support.judge_labels import make_judge, qualify
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     finished_fixture,
@@ -121,7 +127,63 @@ def test_with_no_qualified_judge_the_button_says_why_and_a_post_sends_nothing(
     response = client.post(reverse("evaluation:run_unjudged_ask_judge", args=[run.pk]), follow=True)
 
     assert response.status_code == 200 and not JudgeJob.objects.exists()
-    assert "Nothing was sent to a judge" in response.content.decode()
+    assert messages_text(response) == [
+        "Nothing was sent to a judge, and no document joined a pool.",
+        "7 document(s) not sent: no judge is qualified for q-1, q-2, q-3, q-4, q-5, q-6 "
+        "(qualify one on the judges page, or queue them for rating instead).",
+        "Not in the set's documents (import them first): q-1/d9.",
+    ]
+    assert not Candidate.objects.exists()
+
+
+def test_asking_again_while_the_job_runs_sends_nothing_and_says_which_job_has_them(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User
+) -> None:
+    qualify(make_judge(golden_set, "m1"), rita)
+    client = logged_in(rita)
+    url = reverse("evaluation:run_unjudged_ask_judge", args=[run.pk])
+    client.post(url, follow=True)  # the page read: its messages shown
+    job = JudgeJob.objects.get()  # queued: no worker takes it in this test
+    items, pool = JudgeJobItem.objects.count(), sorted(Candidate.objects.values_list("pk", "provenance"))
+
+    response = client.post(url, follow=True)
+
+    assert messages_text(response)[:2] == [
+        "Nothing was sent to a judge, and no document joined a pool.",
+        f"7 document(s) of q-1, q-2, q-3, q-4, q-5, q-6 still wait in judge job {job.pk}: not sent again "
+        "(its answers are coming).",
+    ]
+    assert JudgeJob.objects.get() == job and JudgeJobItem.objects.count() == items
+    assert sorted(Candidate.objects.values_list("pk", "provenance")) == pool
+    # The page no longer offers what a press would not send, and says why.
+    assert unjudged_judge_offer(run=run) == JudgeOffer(
+        0, (), f"nothing left to send: 7 still wait in judge job(s) {job.pk}"
+    )
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert 'id="ask-judge" disabled' in page
+
+
+def test_a_document_labeled_since_the_freeze_is_not_sent(
+    run: EvaluationRun, golden_set: GoldenSet, labeling: dict[str, Any], rita: User, alice: User
+) -> None:
+    judge = make_judge(golden_set, "m1")
+    qualify(judge, rita)
+    query, d3 = labeling["queries"]["q-2"], labeling["docs"]["d3"]
+    factories.CandidateFactory.create(query=query, document=d3)
+    done = factories.AssignmentFactory.create(
+        query=query, rater=alice, status=Assignment.Status.DONE, completed=timezone.now()
+    )
+    factories.grade(done, d3, 2)
+    assert unjudged_judge_offer(run=run).pairs == 6  # the button counts what a press sends
+
+    response = logged_in(rita).post(reverse("evaluation:run_unjudged_ask_judge", args=[run.pk]), follow=True)
+
+    job = JudgeJob.objects.get()
+    assert job.total == 6 and ("q-2", "d3") not in _pairs(job)
+    assert (
+        f"1 document(s) are labeled since version {run.golden_version.name} was frozen, so a judge's label "
+        "would not count: not sent; freeze a new golden version to score them (q-2)."
+    ) in messages_text(response)
 
 
 def test_the_button_names_the_judges_and_the_post_starts_the_jobs(

@@ -28,6 +28,7 @@ from evaluation import tasks
 from evaluation.models import EvaluationRun, Notification, SearchTarget
 from evaluation.services import (
     NOTIFY_ATTEMPTS,
+    BaselineError,
     baseline_promote,
     budgets_set,
     notification_deliver,
@@ -273,7 +274,7 @@ def test_a_re_gate_tells_a_run_it_first_makes_warn_or_fail_and_never_tells_a_run
 
     def regate() -> EvaluationRun:
         with eager_with_retries(), django_capture_on_commit_callbacks(execute=True):
-            return run_regate_rescored(run=run, by=rita)
+            return run_regate_rescored(run=run, by=rita).run
 
     budgets_set(golden_set=golden_set, data=strict, by=rita)
     verdict = regate().verdict
@@ -281,7 +282,8 @@ def test_a_re_gate_tells_a_run_it_first_makes_warn_or_fail_and_never_tells_a_run
     [message] = mail.outbox
     assert message.subject == f"[Assay] {verdict.upper()}: help-center on staging (run {run.pk})"
 
-    assert regate().verdict == verdict  # gated again: still told once
+    with pytest.raises(BaselineError, match="gating again would change nothing"):
+        regate()  # the same budgets: nothing gated again, nothing told
     budgets_set(golden_set=golden_set, data=lax, by=rita)
     assert regate().verdict == EvaluationRun.Verdict.PASS
     assert len(mail.outbox) == 1

@@ -98,7 +98,9 @@ def test_re_gating_scores_the_baselines_lists_against_the_new_labels(
 
     rescore = BaselineRescore.objects.get()
     assert (rescore.source_run, rescore.golden_version, rescore.created_by) == (baseline_run, newer, rita)
-    assert regated.baseline_rescore == rescore and regated.verdict == EvaluationRun.Verdict.PASS
+    assert regated.rescore == rescore and regated.made
+    assert regated.run.baseline_rescore == rescore and regated.run.verdict == EvaluationRun.Verdict.PASS
+    assert regated.verdict_before == EvaluationRun.Verdict.FAIL  # refused for its version before
     run.refresh_from_db()
     assert run.verdict == EvaluationRun.Verdict.PASS and run.baseline_rescore == rescore
     assert run.gate is not None and run.gate["failures"] == []
@@ -125,7 +127,7 @@ def test_a_regression_still_fails_against_the_rescored_baseline(
 ) -> None:
     for i in (1, 2, 3):
         stub.on(f"query {i}", hits_reply(["d9", "d8", "d7"]))
-    run = run_regate_rescored(run=finished(golden_version=newer), by=rita)
+    run = run_regate_rescored(run=finished(golden_version=newer), by=rita).run
 
     assert run.verdict == EvaluationRun.Verdict.FAIL and run.gate is not None
     kinds = {f["kind"] for f in run.gate["failures"]}
@@ -138,8 +140,9 @@ def test_the_rescore_is_made_once_and_reused(
     first = run_regate_rescored(run=finished(golden_version=newer), by=rita)
     second = run_regate_rescored(run=finished(golden_version=newer), by=ada)
 
-    assert first.baseline_rescore == second.baseline_rescore and BaselineRescore.objects.count() == 1
-    assert second.gate is not None and second.gate["regated"]["by"] == "ada"
+    assert first.rescore == second.rescore and BaselineRescore.objects.count() == 1
+    assert first.made and not second.made
+    assert second.run.gate is not None and second.run.gate["regated"]["by"] == "ada"
     assert BaselineRescore.objects.get().created_by == rita
 
 
@@ -147,7 +150,7 @@ def test_retired_and_new_queries(
     baseline_run: EvaluationRun, finished: RunFactory, golden_set: GoldenSet, rita: User
 ) -> None:
     version = make_version(golden_set, relabeled(version="2026-10-01", retire=True, add=True))
-    run = run_regate_rescored(run=finished(golden_version=version), by=rita)
+    run = run_regate_rescored(run=finished(golden_version=version), by=rita).run
 
     assert run.baseline_rescore is not None
     ids = [row["id"] for row in run.baseline_rescore.report["per_query"]]

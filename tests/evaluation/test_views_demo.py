@@ -1,7 +1,8 @@
 """The demo story end to end, as `make run` plays it: the real demo search service on a free port, a real
 Celery worker process, `demo_load` then `demo_runs`: a baseline with the rewriter off is promoted, the run
 with `rewrite=true` fails on the billing stratum with q-0471 among the top losers, and the report page
-shows it. Running `demo_runs` again adds no run."""
+shows it; queueing its unjudged documents for rating changes nothing and says they wait for a reviewer's
+decision. Running `demo_runs` again adds no run."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from evaluation.models import Baseline, EvaluationRun
-from tests.support.evaluation import logged_in, page_text, section_text
+from labeling.models import Assignment, Candidate
+from tests.support.evaluation import logged_in, messages_text, page_text, section_text
 from tests.support.processes import REPO, serving
 from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
 
@@ -73,6 +75,23 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     text = out.getvalue()
     assert "Rewriter on: verdict FAIL" in text and "q-0471 (the refund query of demo/README.md)" in text
     assert f"The report: http://assay.test/runs/{current.pk}/" in text
+
+    # The rewrite run's unjudged documents: queueing them changes nothing, and the words say why.
+    work = list(Assignment.objects.order_by("pk").values_list("pk", "status", "completed", "reopened"))
+    pool = Candidate.objects.count()
+    queued = logged_in(User.objects.get(username="reviewer")).post(
+        f"/runs/{current.pk}/unjudged/", follow=True
+    )
+    assert messages_text(queued) == [
+        "Nothing was queued: the 2 unjudged document(s) the labeling set knows are all already in their "
+        "pools, and no assignment was reopened.",
+        "2 document(s) already in their pools wait for a reviewer's decision: decide them on the query pages "
+        "of q-0202, q-0203.",
+    ]
+    assert Candidate.objects.count() == pool
+    assert (
+        list(Assignment.objects.order_by("pk").values_list("pk", "status", "completed", "reopened")) == work
+    )
 
     again = io.StringIO()
     call_command("demo_runs", search_url=f"{demo_search}/search", site_url="http://assay.test", stdout=again)

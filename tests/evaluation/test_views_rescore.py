@@ -7,6 +7,7 @@ re-score record (null before). The nightly schedule form's opt-in."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from tests.evaluation.test_services_rescore import relabeled
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     bearer,
     logged_in,
+    messages_text,
     page_text,
     section_text,
     token_for_fixture,
@@ -60,12 +62,33 @@ def test_a_reviewer_rescores_and_regates_from_the_run_page(refused: EvaluationRu
     rescore = BaselineRescore.objects.get()
     assert refused.verdict == EvaluationRun.Verdict.PASS and refused.baseline_rescore == rescore
     text = page_text(response)
-    assert f"Baseline re-scored on version 2026-09-01; run {refused.pk} gated again: pass." in text
+    assert (
+        f"Baseline (run {rescore.source_run_id}) re-scored on version 2026-09-01; run {refused.pk} gated "
+        "again: pass, was fail."
+    ) in text
     card = section_text(response, "verdict-card")
     when = rescore.created.strftime("%Y-%m-%d %H:%M:%S")
     assert f"Baseline re-scored from version 2026-08-01 on version 2026-09-01 at {when} by rita" in card, card
     assert "Gated again against it by rita" in card
     assert BUTTON not in text and "refusing to compare" not in card
+
+
+def test_a_second_click_changes_nothing_and_says_so(refused: EvaluationRun, rita: User) -> None:
+    client = logged_in(rita)
+    client.post(f"/runs/{refused.pk}/rescore-baseline/", follow=True)
+    refused.refresh_from_db()
+    gate = refused.gate
+    at = datetime.fromisoformat(gate["regated"]["at"]).strftime("%Y-%m-%d %H:%M UTC")  # type: ignore[index]
+
+    response = client.post(f"/runs/{refused.pk}/rescore-baseline/", follow=True)
+
+    assert messages_text(response) == [
+        f"Not re-scored: run {refused.pk} is already gated against the baseline re-scored on version "
+        f"2026-09-01 (by rita at {at}), with the same budgets: gating again would change nothing "
+        "(verdict pass)"
+    ]
+    refused.refresh_from_db()
+    assert refused.gate == gate and BaselineRescore.objects.count() == 1
 
 
 def test_a_nightly_rescore_is_shown_as_the_schedules(

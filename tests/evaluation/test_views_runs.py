@@ -23,6 +23,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     ada_fixture,
     finished_fixture,
     logged_in,
+    messages_text,
     other_set_fixture,
     page_text,
     scene_fixture,
@@ -32,7 +33,8 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     version_fixture,
     victor_fixture,
 )
-from tests.support.runs import eager_celery
+from tests.support.runs import RunFactory, eager_celery
+from tests.support.stub_server import StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -321,9 +323,15 @@ def test_queueing_unjudged_documents_adds_them_to_the_pools(scene: Scene, rita: 
     query = factories.QueryFactory.create(golden_set=scene.golden_set, external_id="q-1", text="query 1")
     d3 = factories.DocumentFactory.create(golden_set=scene.golden_set, doc_id="d3")
     response = logged_in(rita).post(f"/runs/{scene.current.pk}/unjudged/", follow=True)
-    text = page_text(response)
+    text = "\n".join(messages_text(response))
     assert Candidate.objects.filter(query=query, document=d3).exists()
-    assert "Queued 1 unjudged document(s) of 1 quer(y/ies) for rating (1 new pool candidate(s))" in text
+    assert (
+        "Queued 1 document(s) for rating, new to the pools of q-1; no finished assignment had to be reopened"
+        in text
+    )
+    assert (
+        "1 document(s) added now have no rater: nobody is assigned q-1; assign raters on the set page" in text
+    )
     assert "Not in the set's documents (import them first): q-1/d9" in text
 
 
@@ -338,7 +346,9 @@ def test_who_started_a_run_without_reviewing_its_set_cannot_queue(scene: Scene, 
     assert Candidate.objects.count() == before
 
 
-def test_promotion_needs_a_rationale_and_records_who_and_why(scene: Scene, rita: User) -> None:
+def test_promotion_needs_a_rationale_and_records_who_and_why(
+    scene: Scene, rita: User, finished: RunFactory, stub: StubServer
+) -> None:
     client = logged_in(rita)
     refused = client.post(f"/runs/{scene.baseline.pk}/promote/", {"rationale": " "}, follow=True)
     assert "Not promoted: rationale: say why this run becomes the baseline" in page_text(refused)
@@ -346,16 +356,34 @@ def test_promotion_needs_a_rationale_and_records_who_and_why(scene: Scene, rita:
     assert "has 1 errored queries" in page_text(errored)
     assert Baseline.objects.count() == 1
 
-    finished = scene.baseline
-    client.post(f"/runs/{finished.pk}/promote/", {"rationale": "again, on purpose", "action": "promote"})
+    # The baseline in force, promoted again: nothing would change, and the page says so.
+    again = client.post(
+        f"/runs/{scene.baseline.pk}/promote/", {"rationale": "again", "action": "promote"}, follow=True
+    )
+    approved = Baseline.objects.get().approved_at.strftime("%Y-%m-%d %H:%M UTC")
+    assert messages_text(again) == [
+        f"Not promoted: run {scene.baseline.pk} is already the baseline of help-center on "
+        f"{scene.target.name} (approved by rita on {approved}): nothing to promote"
+    ]
+    assert Baseline.objects.count() == 1
+
+    stub.on("query 5", hits_reply(["d1", "d2"]))  # healthy again: a run with no errored query
+    newer = finished()
+    promoted = client.post(
+        f"/runs/{newer.pk}/promote/", {"rationale": "on purpose", "action": "promote"}, follow=True
+    )
     newest = Baseline.objects.order_by("-id").first()
     assert newest is not None and (newest.run, newest.approved_by, newest.rationale) == (
-        finished,
+        newer,
         rita,
-        "again, on purpose",
+        "on purpose",
     )
-    page = page_text(client.get(f"/runs/{finished.pk}/"))
-    assert "This run is the baseline in force" in page and "“again, on purpose”" in page
+    assert (
+        f"Run {newer.pk} is now the baseline of help-center on {scene.target.name}, replacing run "
+        f"{scene.baseline.pk}."
+    ) in messages_text(promoted)
+    page = page_text(client.get(f"/runs/{newer.pk}/"))
+    assert "This run is the baseline in force" in page and "“on purpose”" in page
 
 
 def test_rebaseline_without_a_git_export_is_refused_with_the_reason(scene: Scene, rita: User) -> None:

@@ -29,6 +29,7 @@ from labeling.models import (
 )
 from labeling.selectors import labels_consolidated
 from tests import factories
+from tests.support.evaluation import messages_text
 
 pytestmark = pytest.mark.django_db
 
@@ -223,6 +224,34 @@ def test_a_reviewer_reopens_a_done_query_and_a_regrade_withdraws_the_proposal(
     client.post(reverse("labeling:reopen", args=[assignment.pk]))
     assert open_again.status_code == 303
     assert Assignment.objects.get(pk=assignment.pk).status == "open"
+
+
+def test_reopening_what_is_not_done_says_why_and_changes_nothing(
+    assignment: Assignment, alice: User, bob: User, rita: User, client: Client
+) -> None:
+    _grade(assignment, _candidates(assignment)[0], 2)
+    client.force_login(rita)
+    url = reverse("labeling:reopen", args=[assignment.pk])
+    before = list(Assignment.objects.values_list("pk", "status", "completed", "reopened"))
+
+    still_open = client.post(url, follow=True)
+
+    assert messages_text(still_open) == [
+        "alice's assignment of query q-0471 is still open (not marked done): nothing to reopen, their grades "
+        "can still change"
+    ]
+    assert list(Assignment.objects.values_list("pk", "status", "completed", "reopened")) == before
+
+    services.assignment_reassign(assignment=assignment, rater=bob)
+    before = list(Assignment.objects.values_list("pk", "status", "completed", "reopened"))
+
+    reassigned = client.post(url, follow=True)
+
+    assert messages_text(reassigned) == [
+        "alice's assignment of query q-0471 was reassigned; its primary work now goes to bob (open): "
+        "nothing to reopen here"
+    ]
+    assert list(Assignment.objects.values_list("pk", "status", "completed", "reopened")) == before
 
 
 def test_only_a_reviewer_of_the_set_can_reopen(assignment: Assignment, alice: User, bob: User) -> None:

@@ -156,6 +156,18 @@ def page_text(response: Any) -> str:
     return html_text(re.sub(r"<(script|style)\b.*?</\1>", " ", response.content.decode(), flags=re.S))
 
 
+def messages_text(response: Any) -> list[str]:
+    """The page's messages as a user reads them, one string each (an inline link is its text, with no
+    space added around it as `page_text` adds for every tag)."""
+    items = re.findall(r"<li\b[^>]*>(.*?)</li>", _messages_list(response.content.decode()), flags=re.S)
+    return [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", item))).strip() for item in items]
+
+
+def _messages_list(markup: str) -> str:
+    found = re.search(r'<ul class="messages">(.*?)</ul>', markup, flags=re.S)
+    return found.group(1) if found else ""
+
+
 def section_text(response: Any, element_id: str) -> str:
     """The text from the element with this id to the next <section> (or the end)."""
     markup = response.content.decode()
