@@ -30,9 +30,10 @@ def _grade_query_by_keyboard(
     items = page.locator(".candidate")
     expect(page.locator(".candidate.focused")).to_have_count(1)
     n = items.count()
+    by_token = {factories.token(assignment, candidate): grade for candidate, grade in grades.items()}
     for i in range(n):
         focused = page.locator(".candidate.focused")
-        grade = grades[int(focused.get_attribute("data-candidate") or 0)]
+        grade = by_token[focused.get_attribute("data-candidate") or ""]
         page.keyboard.press(str(grade))
         expect(focused.locator(".save-state")).to_have_text("Saved")
         if i < n - 1:
