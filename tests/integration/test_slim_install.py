@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from assay.cli import FAST_HINT
+from tests.support.package_copy import package_copy
 from tests.support.processes import REPO, serving
 
 pytestmark = pytest.mark.integration
@@ -41,21 +42,13 @@ SERVER_SIDE_MODULES = {
     "assay.labels.disputes": "krippendorff",
     "assay.labels.judge_agreement": "krippendorff",
 }
-# What `pip install .` builds from: the build configuration and the packages setuptools looks for.
-SOURCES = ("pyproject.toml", "README.md", "assay", "config", "labeling", "golden_io", "evaluation", "demo")
 
 
 @pytest.fixture(scope="module")
 def slim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv holding `pip install <copy of this checkout>`; its root."""
     root = tmp_path_factory.mktemp("slim")
-    source = root / "source"
-    source.mkdir()
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(REPO / name, source / name)
+    source = package_copy(root / "source")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     installed = subprocess.run(
