@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# (setuptools' notice on every editable install, about folders named like the package: here they are it)
-	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[server,dev]'
 	touch $(STAMP)
 
 # The demo's search service listens on loopback, which targets may reach only when allowed

@@ -375,12 +375,14 @@ def _looks_like_jsonl(text: str) -> bool:
 def _read_run(path: str) -> tuple[Any, Any]:
     """A run file as (columns of a TREC run in the plain shape, None) or (None, query id -> QueryResult)
     for every other run file (JSONL, or TREC read line by line, which names every problem)."""
-    from assay.golden.trec import TrecFormatError, read_run, read_run_table
+    from assay.golden.trec import TrecFormatError, arrow_available, read_run, read_run_table
     from assay.results import QueryResult
 
     head = _read_bytes(path, "run file", _COLUMNS_MIN_BYTES)
     if len(head) == _COLUMNS_MIN_BYTES and not _JSONL_START.match(head):
         # A large TREC run: pyarrow reads the file itself, in blocks, when it is in the plain shape.
+        if not arrow_available():
+            print(FAST_HINT, file=sys.stderr)
         table = read_run_table(path)
         if table is not None:
             return table, None
@@ -401,6 +403,12 @@ def _read_run(path: str) -> tuple[Any, Any]:
 
 # A run file this large is read as columns; below it, line by line is as quick as importing pyarrow.
 _COLUMNS_MIN_BYTES = 1 << 20
+# Said (not an error) when a large TREC run is read line by line for want of pyarrow, the `fast` extra
+# (docs/cli.md, "Install": what it costs and what it buys).
+FAST_HINT = (
+    "hint: with pyarrow a run file this large is scored about 3 times faster in a third of the memory: "
+    """pip install 'assay[fast]' (docs/cli.md, "Install")"""
+)
 # A JSONL run file opens an object (after a byte-order mark and blanks); a TREC line opens a query id.
 _JSONL_START = re.compile(rb"(?:\xef\xbb\xbf)?\s*\{")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import environ
 from celery.schedules import crontab
@@ -334,7 +335,26 @@ ASSAY_WEB_GOLDEN_MAX_QUERIES = env.int("ASSAY_WEB_GOLDEN_MAX_QUERIES", default=1
 if ASSAY_WEB_GOLDEN_MAX_QUERIES < 1:
     raise ValueError(f"ASSAY_WEB_GOLDEN_MAX_QUERIES must be 1 or more, got {ASSAY_WEB_GOLDEN_MAX_QUERIES}")
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
-ASSAY_DEMO_SEARCH_URL = env.str("ASSAY_DEMO_SEARCH_URL", default="http://127.0.0.1:8765/search")
+
+
+def _demo_url(name: str, default: str) -> str:
+    """A demo stand-in's address (`make run` starts it on this URL's port, on loopback): an http URL with
+    a host, and a port when one is written."""
+    url = env.str(name, default=default)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number in 0..65535 raises here)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{name} must be an http URL with a host, like {default}, got {url!r}")
+    return url
+
+
+# The demo search service's /search, and the demo judge stand-in's OpenAI-compatible base URL (which
+# `demo_load` writes into the stand-in judges): change the ports when two stacks share a machine.
+ASSAY_DEMO_SEARCH_URL = _demo_url("ASSAY_DEMO_SEARCH_URL", "http://127.0.0.1:8765/search")
+ASSAY_DEMO_JUDGE_URL = _demo_url("ASSAY_DEMO_JUDGE_URL", "http://127.0.0.1:8766/v1")
 # `make run`'s Celery worker and beat log at this level; at info or debug they also print their banners.
 ASSAY_CELERY_LOG_LEVEL = env.str("ASSAY_CELERY_LOG_LEVEL", default="warning").lower()
 # Notifications: seconds a webhook call may take, and the delay before the first retry (doubling after).

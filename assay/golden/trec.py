@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -226,11 +227,22 @@ def _read_run_arrow(text: str) -> TrecRun | None:
     return None if table is None else table.ranked()
 
 
+@cache
+def arrow_available() -> bool:
+    """Whether pyarrow is installed (the `fast` extra: docs/cli.md, "Install"). Without it every run file
+    takes the line-by-line reading, which gives the same runs and the same problems, only slower."""
+    from importlib.util import find_spec
+
+    return find_spec("pyarrow") is not None
+
+
 def read_run_table(source: bytes | str) -> RunTable | None:
     """A run file in the plain shape (printable ASCII, one space between exactly six columns), its bytes or
-    its path, read by pyarrow's CSV reader into a `RunTable`; None when the file is not in that shape or
-    has any problem (a docno twice in a topic, a score that is not a number): `read_run`'s line-by-line
-    reading then names it."""
+    its path, read by pyarrow's CSV reader into a `RunTable`; None when the file is not in that shape, has
+    any problem (a docno twice in a topic, a score that is not a number), or pyarrow is not installed:
+    `read_run`'s line-by-line reading then reads it, and names any problem."""
+    if not arrow_available():
+        return None
     import pyarrow as pa
     import pyarrow.csv as csv
 

@@ -80,11 +80,13 @@ def test_behind_a_tls_proxy_pages_are_served_and_the_health_check_is_not_redirec
     assert "secure" in page.headers["Set-Cookie"].lower()
 
 
-def test_a_malformed_throttling_or_hsts_setting_is_refused_with_its_name(tmp_path: Path) -> None:
+def test_a_malformed_throttling_hsts_or_demo_setting_is_refused_with_its_name(tmp_path: Path) -> None:
     for name, value in [
         ("ASSAY_LOGIN_FAILURE_LIMIT", "0"),
         ("ASSAY_LOGIN_LOCKOUT_MINUTES", "-1"),
         ("ASSAY_HSTS_SECONDS", "-5"),
+        ("ASSAY_DEMO_JUDGE_URL", "127.0.0.1:8766/v1"),
+        ("ASSAY_DEMO_SEARCH_URL", "http://127.0.0.1:99999/search"),
     ]:
         env = {**os.environ, **_production_env(tmp_path), name: value}
         result = subprocess.run(

@@ -45,12 +45,27 @@ def test_demo_load_leaves_the_logins_to_runstack_when_told(settings: Any, tmp_pa
 def test_the_last_lines_are_the_address_and_the_logins(settings: Any, tmp_path: Path) -> None:
     settings.VAR_DIR = tmp_path
     command = runstack.Command(stdout=io.StringIO())
-    text = command._up("http://127.0.0.1:8000", "http://127.0.0.1:8765", str(tmp_path / "mail"))
+    text = command._up(
+        "http://127.0.0.1:8000", "http://127.0.0.1:8765", str(tmp_path / "mail"), "http://127.0.0.1:18766/v1"
+    )
     lines = text.splitlines()
     assert text.count("Assay is up at http://127.0.0.1:8000/") == 1 and text.count("Demo logins") == 1
     assert [line.split()[0] for line in lines[-len(DEMO_USERS) :]] == list(DEMO_USERS)
     assert "the default HTTP JSON contract" in text and f"{tmp_path / 'mail'}/" in text
+    assert "demo judge stand-in (OpenAI-compatible chat completions): http://127.0.0.1:18766/v1" in text
     assert "ASSAY_LOG_REQUESTS=true" in text and "ASSAY_CELERY_LOG_LEVEL=info" in text
+
+
+def test_the_demo_stand_ins_listen_on_the_ports_of_their_settings(settings: Any) -> None:
+    # Two stacks on one machine: each one's search service and judge stand-in on its own ports.
+    settings.ASSAY_DEMO_SEARCH_URL = "http://127.0.0.1:18765/search"
+    settings.ASSAY_DEMO_JUDGE_URL = "http://127.0.0.1:18766/v1"
+    parser = runstack.Command().create_parser("manage.py", "runstack")
+    options = parser.parse_args([])
+    assert (options.search_port, options.judge_port) == (18765, 18766)
+    commands = runstack.stack_commands("python", "127.0.0.1:8000", 18765, "warning", 18766)
+    assert commands["search"][-2:] == ["--port", "18765"]
+    assert commands["judge"][-2:] == ["--port", "18766"]
 
 
 def test_celery_is_quiet_unless_asked() -> None:

@@ -59,6 +59,16 @@ def _snapshot() -> dict[str, Any]:
     }
 
 
+def test_the_stand_in_judges_point_at_the_judge_url_setting(var_dir: Path, settings: Any) -> None:
+    # A second stack on the machine moves its judge stand-in (runstack --judge-port follows the setting).
+    settings.ASSAY_DEMO_JUDGE_URL = "http://127.0.0.1:18766/v1"
+    _call("demo_load", "--no-logins")
+    assert sorted(Judge.objects.filter(stand_in=True).values_list("model", "base_url")) == [
+        ("assay-demo-answer-key", "http://127.0.0.1:18766/v1"),
+        ("assay-demo-overlap", "http://127.0.0.1:18766/v1"),
+    ]
+
+
 def test_demo_load_is_idempotent_and_prints_the_logins(var_dir: Path) -> None:
     out = _call("demo_load")
     logins = json.loads((var_dir / "demo-logins.json").read_text())

@@ -53,7 +53,9 @@ def wait_healthy(url: str, timeout: float = HEALTH_WAIT_S, stop: threading.Event
     return False
 
 
-def stack_commands(python: str, address: str, search_port: int, celery_level: str) -> dict[str, list[str]]:
+def stack_commands(
+    python: str, address: str, search_port: int, celery_level: str, judge_port: int = JUDGE_PORT
+) -> dict[str, list[str]]:
     """The processes `make run` starts, Celery's quiet unless `celery_level` asks for more."""
     quiet = celery_level in QUIET_LEVELS
     celery = [python, *(["-W", ROOT_WARNING] if quiet else []), "-m", "celery", "-A", "config"]
@@ -66,8 +68,9 @@ def stack_commands(python: str, address: str, search_port: int, celery_level: st
         # second beat refuses to start (config/beat_lock.py).
         "beat": [*celery, "beat", "-l", celery_level],
         "search": [python, "-m", "demo.search_service", *corpus],
-        # The demo judge's endpoint (golden_io's demo_load points the stand-in judge row at this port).
-        "judge": [python, "-m", "demo.judge_service", "--port", str(JUDGE_PORT)],
+        # The demo judge's endpoint (golden_io's demo_load points the stand-in judge rows at
+        # ASSAY_DEMO_JUDGE_URL, whose port this is by default).
+        "judge": [python, "-m", "demo.judge_service", "--port", str(judge_port)],
     }
 
 
@@ -83,15 +86,31 @@ class Command(BaseCommand):
             default=urlsplit(settings.ASSAY_DEMO_SEARCH_URL).port or 8765,
             help="the demo search service's port (default from ASSAY_DEMO_SEARCH_URL)",
         )
+        parser.add_argument(
+            "--judge-port",
+            type=int,
+            default=urlsplit(settings.ASSAY_DEMO_JUDGE_URL).port or JUDGE_PORT,
+            help="the demo judge stand-in's port (default from ASSAY_DEMO_JUDGE_URL)",
+        )
         parser.add_argument("--no-demo-runs", action="store_true", help="do not play the demo story")
 
     def handle(
-        self, *args: Any, host: str, port: int, search_port: int, no_demo_runs: bool, **options: Any
+        self,
+        *args: Any,
+        host: str,
+        port: int,
+        search_port: int,
+        judge_port: int,
+        no_demo_runs: bool,
+        **options: Any,
     ) -> None:
         python = sys.executable
         site = f"http://{host}:{port}"
         search = f"http://127.0.0.1:{search_port}"
-        commands = stack_commands(python, f"{host}:{port}", search_port, settings.ASSAY_CELERY_LOG_LEVEL)
+        judge = f"http://127.0.0.1:{judge_port}/v1"
+        commands = stack_commands(
+            python, f"{host}:{port}", search_port, settings.ASSAY_CELERY_LOG_LEVEL, judge_port
+        )
         # stdout only: the banners and the ready line. Every error goes to stderr, which stays.
         hidden: dict[str, IO[bytes] | int | None] = {
             "search": subprocess.DEVNULL,
@@ -109,7 +128,7 @@ class Command(BaseCommand):
         }
         self.stdout.write(
             f"Starting web ({site}/), a Celery worker and beat, the demo search service ({search}) and the"
-            f" demo judge stand-in (http://127.0.0.1:{JUDGE_PORT}/v1)..."
+            f" demo judge stand-in ({judge})..."
         )
         stopping = threading.Event()
         story: list[subprocess.Popen[bytes]] = []
@@ -131,7 +150,7 @@ class Command(BaseCommand):
                 story.append(played)
                 played.wait()
             if not stopping.is_set():
-                self.stdout.write(self._up(site, search, mail))
+                self.stdout.write(self._up(site, search, mail, judge))
 
         threading.Thread(target=play, name="demo-runs", daemon=True).start()
 
@@ -158,7 +177,7 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     proc.kill()
 
-    def _up(self, site: str, search: str, mail: str) -> str:
+    def _up(self, site: str, search: str, mail: str, judge: str) -> str:
         """The last lines `make run` prints: where everything is, how to see more, the logins."""
         more = [f"notification mail in {mail}/"] if mail else []
         if not settings.ASSAY_LOG_REQUESTS:
@@ -170,7 +189,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(f"Assay is up at {site}/") + "  (Ctrl-C stops it all)",
             f"  API {site}/api/v1/ (Swagger UI {site}/api/docs/) · health {site}/health/",
             f"  demo search service (the default HTTP JSON contract): {search}/search",
-            f"  demo judge stand-in (OpenAI-compatible chat completions): http://127.0.0.1:{JUDGE_PORT}/v1",
+            f"  demo judge stand-in (OpenAI-compatible chat completions): {judge}",
         ]
         if more:
             lines.append("  " + " · ".join(more))

@@ -121,7 +121,7 @@ def _demo_judge(golden_set: GoldenSet, reviewer: User) -> str:
     An install that has the first gains the second on its next load; a later load changes nothing.
     Loopback is a private address: without ASSAY_TARGET_ALLOW_PRIVATE=true (`make run` sets it) a judge
     is not created and the summary says why."""
-    from demo.judge_service import ANSWER_KEY_MODEL, DEFAULT_PORT, MODEL
+    from demo.judge_service import ANSWER_KEY_MODEL, MODEL
 
     wanted = {
         MODEL: "demo stand-in (term overlap)",
@@ -132,9 +132,9 @@ def _demo_judge(golden_set: GoldenSet, reviewer: User) -> str:
     if not missing:
         return ""
     for model in missing:
-        settings = judges.JudgeSettings(
+        judge_settings = judges.JudgeSettings(
             name=wanted[model],
-            base_url=f"http://127.0.0.1:{DEFAULT_PORT}/v1",
+            base_url=settings.ASSAY_DEMO_JUDGE_URL,  # runstack starts it there
             model=model,
             api_key_env="",
             temperature=0.0,
@@ -144,7 +144,7 @@ def _demo_judge(golden_set: GoldenSet, reviewer: User) -> str:
             structured=True,
         )
         try:
-            judges.judge_save(golden_set=golden_set, settings=settings, by=reviewer, stand_in=True)
+            judges.judge_save(golden_set=golden_set, settings=judge_settings, by=reviewer, stand_in=True)
         except judges.JudgeError as exc:
             return f" Demo judge not created: {exc}."
     return (
