@@ -1,0 +1,48 @@
+"""Assay's own golden file, JSON and JSONL (docs/golden-format.md): read and written by assay.golden."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.convert.core import ConvertError, Problems
+from assay.convert.options import Converted, Options
+from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
+from assay.golden.model import GoldenFile
+
+
+def read_golden(path: Path, options: Options) -> Converted:
+    """Either form (the parser tells JSON from JSONL); `--golden-version` renames the version."""
+    problems = Problems()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConvertError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise ConvertError([f"{path}: is a directory, expected a file"]) from None
+    except OSError as exc:
+        raise ConvertError([f"{path}: {exc.strerror or exc}"]) from None
+    try:
+        golden = parse(raw)
+    except GoldenFormatError as exc:
+        for problem in exc.problems:
+            problems.add(path, problem.where, problem.message)
+        problems.check()
+        raise  # unreachable: a GoldenFormatError always names a problem
+    if options.version is not None:
+        from dataclasses import replace
+
+        from assay.golden.format import from_dict, to_dict
+
+        try:
+            golden = from_dict(to_dict(replace(golden, version=options.version)))
+        except GoldenFormatError as exc:
+            raise ConvertError([f"--golden-version: {problem}" for problem in exc.problems]) from None
+    return Converted(golden)
+
+
+def write_golden(golden: GoldenFile, path: Path, options: Options) -> dict[Path, bytes]:
+    return {path: dump_json(golden)}
+
+
+def write_golden_jsonl(golden: GoldenFile, path: Path, options: Options) -> dict[Path, bytes]:
+    return {path: dump_jsonl(golden)}
