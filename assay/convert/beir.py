@@ -100,9 +100,9 @@ def read_beir(folder: Path, options: Options) -> Converted:
         if qid not in texts:
             problems.add(qrels_path, place, f"query-id {qid} is not in {queries_path}")
             continue
-        grade, problem = options.grades.read(score)
+        grade, problem = options.grades.read(score, "score")
         if problem is not None:
-            problems.add(qrels_path, place, problem.replace("rating", "score", 1))
+            problems.add(qrels_path, place, problem)
             continue
         assert grade is not None
         draft.judge(

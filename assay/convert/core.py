@@ -84,18 +84,18 @@ class GradeReading:
     source: tuple[float, float] | None = None
     mapping: Mapping[float, int] = field(default_factory=dict)
 
-    def read(self, raw: object) -> tuple[int | None, str | None]:
-        """(grade, None) or (None, the problem in words)."""
-        shown = f'"{raw}"' if isinstance(raw, str) else repr(raw)
+    def read(self, raw: object, what: str = "rating") -> tuple[int | None, str | None]:
+        """(grade, None) or (None, the problem in words, naming the value as the format does: `what`)."""
+        shown = f'{what} "{raw}"' if isinstance(raw, str) else f"{what} {raw!r}"
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            return None, f"rating {shown} is not a number"
+            return None, f"{shown} is not a number"
         if isinstance(raw, str):
             value = parse_number(raw)
             if value is None:
-                what = "is empty" if not raw.strip() else "is not a number"
-                return None, f"rating {shown} {what}"
+                why = "is empty" if not raw.strip() else "is not a number"
+                return None, f"{shown} {why}"
         elif isinstance(raw, float) and not math.isfinite(raw):
-            return None, f"rating {shown} is not a finite number"
+            return None, f"{shown} is not a finite number"
         else:
             value = float(raw)
         if value in self.mapping:
@@ -103,14 +103,14 @@ class GradeReading:
         if self.source is not None:
             low, high = self.source
             if not low <= value <= high:
-                return None, f"rating {shown} is outside --scale {_num(low)}..{_num(high)}"
+                return None, f"{shown} is outside --scale {_num(low)}..{_num(high)}"
             span = self.target.max - self.target.min
             return self.target.min + math.floor((value - low) / (high - low) * span + 0.5), None
         if not value.is_integer():
-            return None, f"rating {shown} is not an integer ({_HOW})"
+            return None, f"{shown} is not an integer ({_HOW})"
         grade = int(value)
         if grade not in self.target:
-            return None, f"rating {shown} is outside the golden scale {self.target} ({_HOW})"
+            return None, f"{shown} is outside the golden scale {self.target} ({_HOW})"
         return grade, None
 
 

@@ -134,7 +134,7 @@ def _relevant_documents(value: Any, where: str, bad: Any, options: Options) -> d
         return out
 
     def add(doc_id: str, raw: Any, place: str) -> None:
-        grade, problem = options.grades.read(raw)
+        grade, problem = options.grades.read(raw, "gain")
         if problem is not None:
             bad(place, problem)
         elif doc_id in out:
@@ -144,7 +144,7 @@ def _relevant_documents(value: Any, where: str, bad: Any, options: Options) -> d
             out[doc_id] = (grade, place)
 
     for key, item in value.items():
-        place = f"{where}.{json.dumps(key, ensure_ascii=False)}"
+        place = f"{where}[{json.dumps(key, ensure_ascii=False)}]"
         if isinstance(item, dict):  # {"docid": {"gain": n}}
             raw = item.get("gain", item.get("rating"))
             if raw is None:

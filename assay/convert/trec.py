@@ -74,7 +74,7 @@ def read_trec_qrels(path: Path, options: Options) -> Converted:
                     problems.add(path, place, f"qid {qid} has no text in {options.topics}")
                     continue
                 found = draft.query(qid, qid, place)
-            grade, problem = options.grades.read(raw)
+            grade, problem = options.grades.read(raw, "relevance")
             if problem is not None:
                 problems.add(path, place, problem)
                 continue
