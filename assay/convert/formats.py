@@ -76,23 +76,23 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "quepid-csv",
-            "Quepid's basic ratings CSV, header query,docid,rating",
+            "Quepid's basic ratings CSV, header `query,docid,rating`",
             "delimited:read_ratings_csv",
             "delimited:write_ratings_csv",
-            loses=f"query ids, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
+            loses=f"query ids, queries without judgments, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
             lossless=True,
         ),
         JudgmentFormat(
             "srw-csv",
-            "OpenSearch Search Relevance Workbench judgments CSV, query,docid,rating",
+            "OpenSearch Search Relevance Workbench judgments CSV, `query,docid,rating`",
             "delimited:read_ratings_csv",
             "delimited:write_ratings_csv",
-            loses=f"query ids, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
+            loses=f"query ids, queries without judgments, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
             lossless=True,
         ),
         JudgmentFormat(
             "srw-json",
-            "OpenSearch Search Relevance Workbench IMPORT_JUDGMENT body",
+            "OpenSearch Search Relevance Workbench `IMPORT_JUDGMENT` body",
             "srw:read_srw_json",
             "srw:write_srw_json",
             loses=f"query ids, filters, stratum, {_QUERY}; {_HEADER.removeprefix('version, ')} (the version "
@@ -101,7 +101,7 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "rre",
-            "Rated Ranking Evaluator ratings JSON (topics, query groups, both relevant_documents shapes)",
+            "Rated Ranking Evaluator ratings JSON (topics, query groups, both `relevant_documents` shapes)",
             "rre:read_rre",
             "rre:write_rre",
             loses=f"query ids (a group is named by it, read back as q-0001 ...), {_QUERY}; {_HEADER}; "
@@ -109,15 +109,15 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "trec-qrels",
-            "TREC qrels, qid iter docno rel; --topics FILE holds qid<TAB>text",
+            "TREC qrels, `qid iter docno rel`; `--topics FILE` holds `qid<TAB>text`",
             "trec:read_trec_qrels",
             "trec:write_trec_qrels",
-            loses=f"query texts (unless --topics), queries without judgments, filters, stratum, {_QUERY}; "
-            f"{_HEADER}; {_JUDGMENT}",
+            loses=f"query texts and queries without judgments (unless `--topics`), filters, stratum, "
+            f"{_QUERY}; {_HEADER}; {_JUDGMENT}",
         ),
         JudgmentFormat(
             "beir",
-            "a BEIR dataset folder: queries.jsonl, qrels/<split>.tsv, optional corpus.jsonl",
+            "a BEIR dataset folder: `queries.jsonl`, `qrels/<split>.tsv`, optional `corpus.jsonl`",
             "beir:read_beir",
             "beir:write_beir",
             folder=True,
@@ -125,10 +125,11 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "ltr",
-            "LTR training judgments, rating qid:N # docid query (export only)",
+            "LTR training judgments, `rating qid:N # docid query`",
             None,
             "trec:write_ltr",
-            loses=f"query ids (numbered 1, 2 ...), filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
+            loses=f"query ids (numbered 1, 2 ...), queries without judgments, filters, stratum, {_QUERY}; "
+            f"{_HEADER}; {_JUDGMENT}",
         ),
     )
 }
@@ -146,3 +147,13 @@ def convert(
         raise ConvertError([f"--from {source}: {source} is export only"])
     converted = read(input_path, options)
     return converted, FORMATS[target].write(converted.golden, output, options)
+
+
+def formats_table() -> str:
+    """The Markdown table of formats in docs/cli.md ("`assay convert`"), made from this table, so the
+    docs cannot drift from it (tests/assay/convert/test_formats_table.py holds them equal)."""
+    rows = ["| format | what it is | read | cannot carry |", "| --- | --- | --- | --- |"]
+    for f in FORMATS.values():
+        direction = "export only" if f.reader is None else "read and written"
+        rows.append(f"| `{f.name}` | {f.summary} | {direction} | {f.loses} |")
+    return "\n".join(rows) + "\n"
