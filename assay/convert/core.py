@@ -244,10 +244,13 @@ def build(draft: Draft, *, version: str | None) -> GoldenFile:
 # --------------------------------------------------------------------------------------------- reading
 
 
-def read_text(path: Path, problems: Problems) -> str | None:
-    """A file's UTF-8 text (a byte-order mark dropped); None and a problem when it cannot be read."""
+def read_bytes(path: Path, problems: Problems, data: bytes | None = None) -> bytes | None:
+    """A file's bytes (or `data`, an upload's bytes that `path` only names); None and a problem when the
+    file cannot be read."""
+    if data is not None:
+        return data
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         problems.add(path, "", "no such file")
         return None
@@ -257,6 +260,13 @@ def read_text(path: Path, problems: Problems) -> str | None:
     except OSError as exc:
         problems.add(path, "", str(exc.strerror or exc))
         return None
+
+
+def read_text(path: Path, problems: Problems, data: bytes | None = None) -> str | None:
+    """A file's UTF-8 text (a byte-order mark dropped); None and a problem when it cannot be read."""
+    raw = read_bytes(path, problems, data)
+    if raw is None:
+        return None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -265,9 +275,9 @@ def read_text(path: Path, problems: Problems) -> str | None:
         return None
 
 
-def read_json(path: Path, problems: Problems) -> Any:
+def read_json(path: Path, problems: Problems, data: bytes | None = None) -> Any:
     """A JSON file through the project's bounded reader; None and a problem when it is not JSON."""
-    text = read_text(path, problems)
+    text = read_text(path, problems, data)
     if text is None:
         return None
     if not text.strip():

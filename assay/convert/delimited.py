@@ -17,7 +17,7 @@ COLUMNS = ("query", "docid", "rating")
 def read_ratings_csv(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    text = read_text(path, problems)
+    text = read_text(path, problems, options.data)
     problems.check()
     assert text is not None
     rows = csv.reader(io.StringIO(text, newline=""))

@@ -45,6 +45,8 @@ class JudgmentFormat:
     loses: str = ""
     # Whether format -> golden -> format gives the same bytes (for a file in the canonical order).
     lossless: bool = False
+    # Whether the format names queries by their text alone (their ids are made up: q-0001 ...).
+    by_text: bool = False
 
     @property
     def read(self) -> Reader | None:
@@ -81,6 +83,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             "delimited:write_ratings_csv",
             loses=f"query ids, queries without judgments, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
             lossless=True,
+            by_text=True,
         ),
         JudgmentFormat(
             "srw-csv",
@@ -89,6 +92,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             "delimited:write_ratings_csv",
             loses=f"query ids, queries without judgments, filters, stratum, {_QUERY}; {_HEADER}; {_JUDGMENT}",
             lossless=True,
+            by_text=True,
         ),
         JudgmentFormat(
             "srw-json",
@@ -98,6 +102,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             loses=f"query ids, filters, stratum, {_QUERY}; {_HEADER.removeprefix('version, ')} (the version "
             "is the name); " + _JUDGMENT,
             lossless=True,
+            by_text=True,
         ),
         JudgmentFormat(
             "rre",
@@ -106,6 +111,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             "rre:write_rre",
             loses=f"query ids (a group is named by it, read back as q-0001 ...), {_QUERY}; {_HEADER}; "
             f"{_JUDGMENT}; on import, query group names and templates",
+            by_text=True,
         ),
         JudgmentFormat(
             "trec-qrels",
@@ -157,3 +163,8 @@ def formats_table() -> str:
         direction = "export only" if f.reader is None else "read and written"
         rows.append(f"| `{f.name}` | {f.summary} | {direction} | {f.loses} |")
     return "\n".join(rows) + "\n"
+
+
+def upload_formats() -> list[JudgmentFormat]:
+    """The formats the import page takes: those read from one file."""
+    return [f for f in FORMATS.values() if f.reader is not None and not f.folder]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.convert.core import ConvertError, Problems
+from assay.convert.core import ConvertError, Problems, read_bytes
 from assay.convert.options import Converted, Options
 from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
 from assay.golden.model import GoldenFile
@@ -13,14 +13,9 @@ from assay.golden.model import GoldenFile
 def read_golden(path: Path, options: Options) -> Converted:
     """Either form (the parser tells JSON from JSONL); `--golden-version` renames the version."""
     problems = Problems()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConvertError([f"{path}: no such file"]) from None
-    except IsADirectoryError:
-        raise ConvertError([f"{path}: is a directory, expected a file"]) from None
-    except OSError as exc:
-        raise ConvertError([f"{path}: {exc.strerror or exc}"]) from None
+    raw = read_bytes(path, problems, options.data)
+    problems.check()
+    assert raw is not None
     try:
         golden = parse(raw)
     except GoldenFormatError as exc:

@@ -19,6 +19,9 @@ class Options:
     topics: Path | None = None
     # beir: the qrels split (`qrels/<split>.tsv`).
     split: str | None = None
+    # The input's bytes when they are not in a file (an upload on the import page): the input path then
+    # only names it in problems. For the formats of one file.
+    data: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ TEMPLATE = "only_q.json"
 def read_rre(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    body = read_json(path, problems)
+    body = read_json(path, problems, options.data)
     problems.check()
 
     def bad(where: str, message: str) -> None:

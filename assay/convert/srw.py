@@ -18,7 +18,7 @@ IMPORT_TYPE = "IMPORT_JUDGMENT"
 def read_srw_json(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    body = read_json(path, problems)
+    body = read_json(path, problems, options.data)
     problems.check()
 
     def bad(where: str, message: str) -> None:

@@ -48,7 +48,7 @@ def read_trec_qrels(path: Path, options: Options) -> Converted:
     text is a problem."""
     problems = Problems()
     draft = Draft(path, problems)
-    text = read_text(path, problems)
+    text = read_text(path, problems, options.data)
     topics = read_topics(options.topics, problems) if options.topics is not None else None
     problems.check()
     assert text is not None
