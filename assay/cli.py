@@ -25,6 +25,7 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
+from assay.adapters import ADAPTER_NAMES, DEFAULT_ADAPTER
 from assay.artifacts import artifact_bytes, write_atomic
 from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
 from assay.memory import gc_paused, no_huge_pages
@@ -786,9 +787,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--search-url", required=True, metavar="URL", help="the engine's search endpoint")
     run.add_argument(
         "--adapter",
-        default="http_json",
-        choices=["http_json", "elasticsearch", "opensearch", "solr"],
-        help="wire format (default http_json; docs/cli.md)",
+        default=DEFAULT_ADAPTER,
+        choices=list(ADAPTER_NAMES),
+        help=f"wire format (default {DEFAULT_ADAPTER}; docs/cli.md)",
     )
     run.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="extra request parameter (JSON value)"
