@@ -26,7 +26,7 @@ from typing import IO, Any, NoReturn
 import orjson
 
 from assay.adapters import ADAPTER_NAMES, DEFAULT_ADAPTER
-from assay.artifacts import artifact_bytes, write_atomic
+from assay.artifacts import artifact_bytes, write_all_atomic, write_atomic
 from assay.jsonin import MAX_DEPTH, JsonInputError, json_depth_over, json_loads
 from assay.memory import gc_paused, no_huge_pages
 from assay.options import UsageError, int_at_least, parse_headers, parse_params, positive_float
@@ -687,17 +687,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     """Judgments from one format to another through a validated golden file (assay.convert); every file
-    is computed before the first is written, each written atomically."""
+    is computed first, then all are written together (`write_all_atomic`)."""
     from assay.convert.beir import documents_jsonl
     from assay.convert.core import ConvertError, GradeReading, parse_map_options, parse_scale_option
-    from assay.convert.formats import FORMATS, convert
+    from assay.convert.formats import FORMATS, GOLDEN_FORMATS, convert
     from assay.convert.options import Options
 
     if FORMATS[args.source].read is None:
         raise UsageError(
             f"--from {args.source}: {args.source} is export only (it has no query texts to read)"
         )
-    foreign = args.source not in _GOLDEN_FORMATS
+    foreign = args.source not in GOLDEN_FORMATS
     if not foreign and (args.scale or args.map):
         raise UsageError(
             "--scale and --map read a foreign format's ratings: a golden file's grades are already grades"
@@ -746,8 +746,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             Path(args.documents) if args.documents else output.with_name(f"{output.stem}.documents.jsonl")
         )
         files[documents] = documents_jsonl(converted.documents)
-    for path, data in files.items():
-        write_atomic(path, data)
+    write_all_atomic(files)
     golden = converted.golden
     judgments = sum(len(q.judgments) for q in golden.queries)
     print(
@@ -764,7 +763,6 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
 
 
-_GOLDEN_FORMATS = ("golden", "golden-jsonl")
 _SPLIT = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

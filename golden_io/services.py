@@ -24,6 +24,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from assay import git_export
+from assay.convert.formats import GOLDEN_FORMATS
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import GoldenFormatError, count_queries, dump_json, dump_jsonl, parse
 from assay.golden.model import GoldenFile, Scale
@@ -448,7 +449,7 @@ def _golden_import_plan(
     queries is refused before anything else is read (`too_many_queries`). A file in another format is
     converted first (`_golden_from_format`)."""
     report = ImportReport(kind="golden", source=source)
-    if fmt.name != GOLDEN.name:
+    if fmt.name not in GOLDEN_FORMATS:  # parse reads both golden forms
         converted = _golden_from_format(
             golden_set=golden_set, data=data, source=source, fmt=fmt, report=report
         )

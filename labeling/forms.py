@@ -87,7 +87,13 @@ class GoldenUploadForm(UploadForm):
 
     def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
-        if cleaned and cleaned.get("format") == "golden" and (cleaned.get("scale") or cleaned.get("map")):
+        from assay.convert.formats import GOLDEN_FORMATS
+
+        if (
+            cleaned
+            and cleaned.get("format") in GOLDEN_FORMATS
+            and (cleaned.get("scale") or cleaned.get("map"))
+        ):
             self.add_error(
                 "scale", "a golden file's grades are already grades: scale and map read other formats"
             )

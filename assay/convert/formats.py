@@ -165,6 +165,11 @@ def formats_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# Assay's own forms: their grades are grades already (no --scale or --map), and an import takes their k,
+# cutoff and scale as the file gives them.
+GOLDEN_FORMATS = ("golden", "golden-jsonl")
+
+
 def upload_formats() -> list[JudgmentFormat]:
     """The formats the import page takes: those read from one file."""
     return [f for f in FORMATS.values() if f.reader is not None and not f.folder]

@@ -174,3 +174,25 @@ def test_an_unknown_format_is_refused_by_the_parser(capsys: pytest.CaptureFixtur
         main(["convert", "--from", "excel", "--to", "golden", "a", "b"])
     assert exited.value.code == 2
     assert "argument --from: invalid choice: 'excel'" in capsys.readouterr().err
+
+
+def test_when_one_of_several_files_cannot_be_written_none_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """qrels and topics, the topics under a path whose "folder" is a file: the qrels (staged first) does
+    not appear either, and no temporary file is left."""
+    golden = tmp_path / "g.json"
+    golden.write_text(json.dumps({"version": "v", "queries": [{"id": "1", "text": "t", "judgments": []}]}))
+    (tmp_path / "plain-file").write_text("")
+    argv = [
+        "convert",
+        "--from",
+        "golden",
+        "--to",
+        "trec-qrels",
+        "--topics",
+        str(tmp_path / "plain-file" / "t.tsv"),
+    ]
+    assert main([*argv, str(golden), str(tmp_path / "qrels.txt")]) == 2
+    assert capsys.readouterr().err.startswith("assay convert: error: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "plain-file"]

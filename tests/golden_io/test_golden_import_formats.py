@@ -115,3 +115,15 @@ def test_a_map_off_the_rubric_scale_and_scale_on_a_golden_file_are_refused(
     assert golden.status_code == 400
     assert "a golden file&#x27;s grades are already grades" in golden.content.decode()
     assert not FrozenLabel.objects.exists()
+
+
+def test_a_golden_jsonl_upload_is_a_golden_file_with_its_own_k(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    data = b'{"version": "v7", "k": 4}\n'
+    data += b'{"id": "q-9", "text": "t", "judgments": [{"doc_id": "d1", "grade": 1}]}\n'
+    response = _post(as_rita, golden_set, "g.jsonl", data, format="golden-jsonl")
+    assert 'id="import-ok"' in response.content.decode()
+    golden_set.refresh_from_db()
+    assert (golden_set.k, golden_set.frozen_version) == (4, "v7")
+    assert _labels(golden_set) == {("q-9", "t", "d1", 1)}
