@@ -34,3 +34,26 @@ def test_reading_the_table_loads_no_format_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['assay.convert.formats']"
+
+
+def test_a_conversion_loads_no_django_sklearn_or_pyarrow(tmp_path: object) -> None:
+    """`assay convert` must work in the core install: every format read and written, and still none of
+    the server's or the optional speed-ups' packages imported."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, pathlib, tempfile
+from assay.cli import main
+d = pathlib.Path(tempfile.mkdtemp())
+(d / "q.csv").write_text("query,docid,rating\\nx,d1,1\\n")
+assert main(["convert", "--from", "quepid-csv", "--to", "golden", str(d / "q.csv"), str(d / "g.json")]) == 0
+for fmt in ("golden-jsonl", "srw-json", "srw-csv", "rre", "trec-qrels", "beir", "ltr"):
+    assert main(["convert", "--from", "golden", "--to", fmt, str(d / "g.json"), str(d / fmt)]) == 0
+    if fmt != "ltr":
+        assert main(["convert", "--from", fmt, "--to", "golden", str(d / fmt), str(d / (fmt + ".json"))]) == 0
+heavy = ("django", "celery", "rest_framework", "sklearn", "pyarrow", "psycopg")
+print(sorted(m for m in heavy if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
