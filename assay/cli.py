@@ -1,4 +1,5 @@
-"""`assay`: evaluate a search system from the command line, score run files, gate against a baseline.
+"""`assay`: evaluate a search system from the command line, score run files, gate against a baseline,
+convert judgments between the golden file and other tools' formats.
 
 Needs no database and imports nothing from Django, so CI can run it with only the package installed.
 Every command, option and exit code: docs/cli.md.
@@ -776,7 +777,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="assay", description="Search relevance testing: run, score, gate, validate.")
+    parser = _Parser(
+        prog="assay", description="Search relevance testing: run, score, gate, validate, convert."
+    )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from assay.convert.core import ConvertError, Problems, read_bytes
 from assay.convert.options import Converted, Options
-from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, parse
+from assay.golden.format import GoldenFormatError, dump_json, dump_jsonl, from_dict, parse, to_dict
 from assay.golden.model import GoldenFile
 
 
@@ -24,10 +25,6 @@ def read_golden(path: Path, options: Options) -> Converted:
         problems.check()
         raise  # unreachable: a GoldenFormatError always names a problem
     if options.version is not None:
-        from dataclasses import replace
-
-        from assay.golden.format import from_dict, to_dict
-
         try:
             golden = from_dict(to_dict(replace(golden, version=options.version)))
         except GoldenFormatError as exc:
