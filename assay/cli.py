@@ -892,8 +892,18 @@ def build_parser() -> argparse.ArgumentParser:
     convert = commands.add_parser(
         "convert", help="convert judgments between the golden file and other tools' formats (docs/cli.md)"
     )
-    convert.add_argument("--from", dest="source", required=True, choices=list(FORMATS), metavar="FORMAT")
-    convert.add_argument("--to", dest="target", required=True, choices=list(FORMATS), metavar="FORMAT")
+    names = ", ".join(FORMATS)
+    convert.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=list(FORMATS),
+        metavar="FORMAT",
+        help=f"one of {names}",
+    )
+    convert.add_argument(
+        "--to", dest="target", required=True, choices=list(FORMATS), metavar="FORMAT", help="as --from"
+    )
     convert.add_argument("input", metavar="INPUT", help="the file (a folder for beir) to read")
     convert.add_argument("output", metavar="OUTPUT", help="the file (a folder for beir) to write")
     convert.add_argument(
