@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-ADAPTER_NAMES = ("http_json", "elasticsearch", "opensearch", "solr")
-
 
 class AdapterError(ValueError):
     """A response (or an adapter option) that does not have the expected shape."""
@@ -337,19 +335,69 @@ class SolrAdapter:
         return _collect(docs, "response.docs", "id", lambda doc: doc.get("title"), hint=" (is it in fl?)")
 
 
+@dataclass(frozen=True, slots=True)
+class AdapterKind:
+    """One adapter in the registry: its name (the `--adapter` value, a target's `adapter` column), its
+    label on the target form, whether it takes a query template, and how it is made."""
+
+    name: str
+    label: str
+    templated: bool
+    make: Callable[[Mapping[str, Any] | None, Literal["GET", "POST"]], Adapter]
+
+
+def _templated(name: str, label: str) -> AdapterKind:
+    """Elasticsearch and OpenSearch: one wire format, a query template (`DEFAULT_ES_TEMPLATE` unless
+    given), reported under its own name."""
+    return AdapterKind(
+        name,
+        label,
+        templated=True,
+        make=lambda template, solr_method: ElasticsearchAdapter(
+            template=template or DEFAULT_ES_TEMPLATE, name=name
+        ),
+    )
+
+
+# The one registry of adapters: the command's `--adapter` choices, a target's choices and its database
+# constraint (evaluation.models.SearchTarget), the target checks (assay.targets) and docs/cli.md's table
+# (held equal by tests/assay/test_adapters_registry.py) all read it.
+ADAPTERS: dict[str, AdapterKind] = {
+    kind.name: kind
+    for kind in (
+        AdapterKind(
+            "http_json",
+            "http_json: the default HTTP JSON contract (docs/cli.md)",
+            templated=False,
+            make=lambda template, solr_method: HttpJsonAdapter(),
+        ),
+        _templated("elasticsearch", "Elasticsearch"),
+        _templated("opensearch", "OpenSearch"),
+        AdapterKind(
+            "solr",
+            "Solr",
+            templated=False,
+            make=lambda template, solr_method: SolrAdapter(method=solr_method),
+        ),
+    )
+}
+ADAPTER_NAMES = tuple(ADAPTERS)
+DEFAULT_ADAPTER = "http_json"
+# A target's choices: (name, label) pairs.
+ADAPTER_CHOICES = [(kind.name, kind.label) for kind in ADAPTERS.values()]
+
+
 def make_adapter(
     name: str,
     *,
     template: Mapping[str, Any] | None = None,
     solr_method: Literal["GET", "POST"] = "GET",
 ) -> Adapter:
-    """The adapter called `name`; `template` applies to elasticsearch/opensearch only."""
-    if template is not None and name not in ("elasticsearch", "opensearch"):
-        raise AdapterError(f"a query template applies to elasticsearch/opensearch, not {name}")
-    if name == "http_json":
-        return HttpJsonAdapter()
-    if name in ("elasticsearch", "opensearch"):
-        return ElasticsearchAdapter(template=template or DEFAULT_ES_TEMPLATE, name=name)
-    if name == "solr":
-        return SolrAdapter(method=solr_method)
-    raise AdapterError(f"unknown adapter {name!r} (known: {', '.join(ADAPTER_NAMES)})")
+    """The adapter called `name`; `template` applies to the templated ones (elasticsearch/opensearch) only."""
+    kind = ADAPTERS.get(name)
+    if kind is None:
+        raise AdapterError(f"unknown adapter {name!r} (known: {', '.join(ADAPTER_NAMES)})")
+    if template is not None and not kind.templated:
+        templated = "/".join(k.name for k in ADAPTERS.values() if k.templated)
+        raise AdapterError(f"a query template applies to {templated}, not {name}")
+    return kind.make(template, solr_method)

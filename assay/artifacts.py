@@ -20,16 +20,28 @@ _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_
 def write_atomic(path: Path, text: str | bytes) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename, so a reader
     (or a crash mid-write) never sees a partial file. Parent directories are created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    write_all_atomic({path: text})
+
+
+def write_all_atomic(files: Mapping[Path, str | bytes]) -> None:
+    """Write several files all or nothing, as far as a file system allows: every one to a temporary file
+    beside it first (a full disk or a read-only folder fails there, with nothing in place), then each
+    renamed into place."""
+    staged: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, path in staged:
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

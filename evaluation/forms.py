@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from assay.adapters import ADAPTER_CHOICES
 from assay.jsonin import JsonInputError, json_loads, json_or_text
 from evaluation import access, selectors
 from evaluation.models import ApiToken, RunSchedule, SearchTarget
@@ -164,7 +165,7 @@ class TargetForm(forms.Form):
 
     name = forms.CharField(max_length=100)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    adapter = forms.ChoiceField(choices=SearchTarget.Adapter.choices)
+    adapter = forms.ChoiceField(choices=ADAPTER_CHOICES)
     url = forms.CharField(
         max_length=1000, label="URL", help_text="search endpoint, index URL or Solr core URL"
     )

@@ -15,7 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from assay.adapters import ADAPTER_NAMES
+from assay.adapters import ADAPTER_CHOICES, ADAPTER_NAMES, DEFAULT_ADAPTER
 from assay.display import params_text
 from assay.targets import TargetSpec, target_spec
 
@@ -23,16 +23,11 @@ from assay.targets import TargetSpec, target_spec
 class SearchTarget(models.Model):
     """One search system to evaluate. Header secrets are env var names (`{"env": "VAR"}`), never values."""
 
-    class Adapter(models.TextChoices):
-        HTTP_JSON = "http_json", "http_json: the default HTTP JSON contract (docs/cli.md)"
-        ELASTICSEARCH = "elasticsearch", "Elasticsearch"
-        OPENSEARCH = "opensearch", "OpenSearch"
-        SOLR = "solr", "Solr"
-
     # Unique among the targets of each golden set, not site-wide (evaluation.services.target_name_problems).
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
-    adapter = models.CharField(max_length=20, choices=Adapter.choices, default=Adapter.HTTP_JSON)
+    # The choices are assay.adapters' registry (ADAPTERS), written there once.
+    adapter = models.CharField(max_length=20, choices=ADAPTER_CHOICES, default=DEFAULT_ADAPTER)
     url = models.CharField(max_length=1000, help_text="search endpoint, index URL or Solr core URL")
     headers = models.JSONField(
         default=dict, blank=True, help_text='name -> value, or {"env": "VARIABLE"} for secrets'

@@ -24,6 +24,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.adapters import ADAPTER_CHOICES
 from assay.budgets import Budgets, load_budgets
 from assay.charts import TREND_CHART, trend_charts
 from assay.display import overrides_text, params_text
@@ -391,9 +392,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 @require_GET
 def target_list(request: HttpRequest) -> HttpResponse:
     _require_evaluation_user(request)
-    spec = targets_spec(
-        sets=list(access.golden_sets_for(request.user)), adapters=SearchTarget.Adapter.choices
-    )
+    spec = targets_spec(sets=list(access.golden_sets_for(request.user)), adapters=ADAPTER_CHOICES)
     targets = list_page(request, access.targets_for(request.user).distinct(), spec)
     return render(
         request,

@@ -27,7 +27,7 @@ from assay.problems import problems_csv
 from golden_io import selectors, services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
-from labeling.forms import UploadForm
+from labeling.forms import GoldenUploadForm
 from labeling.lists import Filter, ListSpec, Sort, contains, list_page, ordered, where
 from labeling.models import GoldenSet
 from labeling.roles import is_reviewer, reviewed_sets
@@ -298,7 +298,7 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
     """The golden-file form of labeling's import page (`/sets/<slug>/import/`): its queries and judgments
     become the set's frozen labels. A bad form shows the import page again, a bad file the report."""
     golden_set = _get_set(request, slug)
-    form = UploadForm(request.POST, request.FILES)
+    form = GoldenUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return import_page_render(request, golden_set, bound={"golden": form}, status=400)
     upload = form.cleaned_data["file"]
@@ -307,6 +307,7 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
         data=upload.read(),
         source=upload.name,
         max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        fmt=_judgments_format(form),
     )
     return import_report_render(request, golden_set, report)
 
@@ -318,7 +319,7 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
     Nothing of an upload is kept between requests, so there is nothing stored to expire or to leak to
     another user; access is the import's (the set's reviewers and admins, a 404 for everyone else)."""
     golden_set = _get_set(request, slug)
-    form = UploadForm(request.POST, request.FILES)
+    form = GoldenUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return import_page_render(request, golden_set, bound={"golden": form}, status=400)
     upload = form.cleaned_data["file"]
@@ -327,6 +328,7 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
         data=upload.read(),
         source=upload.name,
         max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        fmt=_judgments_format(form),
     )
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePath(upload.name).stem)[:100] or "golden"
     return HttpResponse(
@@ -334,6 +336,11 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
         content_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{stem}-problems.csv"'},
     )
+
+
+def _judgments_format(form: GoldenUploadForm) -> services.JudgmentsFormat:
+    data = form.cleaned_data
+    return services.JudgmentsFormat(name=data["format"], scale=data["scale"], mapping=data["map"])
 
 
 def _config(golden_set: GoldenSet) -> GitExportConfig | None:

@@ -35,6 +35,71 @@ class UploadForm(forms.Form):
         return upload
 
 
+class GoldenUploadForm(UploadForm):
+    """The golden file's form: a golden file, or judgments in another tool's format (assay.convert's
+    table: the formats read from one file) with how to read their ratings (docs/cli.md, "`assay
+    convert`"). The page posts it to golden_io, which converts and imports."""
+
+    # Optional: a post without it (a script, a form of before) is a golden file, as it always was.
+    format = forms.ChoiceField(
+        required=False, initial="golden", help_text="the file's format (docs/cli.md, assay convert)"
+    )
+    scale = forms.CharField(
+        required=False, max_length=100, help_text="MIN..MAX: the ratings' range, read onto the rubric's scale"
+    )
+    map = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="FROM=TO pairs, space-separated: read rating FROM as grade TO",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from assay.convert.formats import upload_formats
+
+        super().__init__(*args, **kwargs)
+        field = self.fields["format"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(f.name, f"{f.name}: {f.summary}".replace("`", "")) for f in upload_formats()]
+
+    def clean_format(self) -> str:
+        return str(self.cleaned_data["format"] or "golden")
+
+    def clean_scale(self) -> tuple[float, float] | None:
+        from assay.convert.core import parse_scale_option
+
+        text = self.cleaned_data["scale"].strip()
+        if not text:
+            return None
+        try:
+            return parse_scale_option(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_map(self) -> dict[float, int]:
+        """Grades are checked against the set's rubric on import; here only the shape of each pair."""
+        from assay.convert.core import parse_map_options
+        from assay.golden.model import Scale
+
+        try:
+            return parse_map_options(self.cleaned_data["map"].split(), Scale(-(2**31), 2**31 - 1))
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        from assay.convert.formats import GOLDEN_FORMATS
+
+        if (
+            cleaned
+            and cleaned.get("format") in GOLDEN_FORMATS
+            and (cleaned.get("scale") or cleaned.get("map"))
+        ):
+            self.add_error(
+                "scale", "a golden file's grades are already grades: scale and map read other formats"
+            )
+        return cleaned
+
+
 class DocumentsUploadForm(UploadForm):
     pass
 

@@ -8,7 +8,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from assay.problems import ImportReport
 from labeling import services
-from labeling.forms import DocumentsUploadForm, QueryLogUploadForm, RunUploadForm, UploadForm
+from labeling.forms import (
+    DocumentsUploadForm,
+    GoldenUploadForm,
+    QueryLogUploadForm,
+    RunUploadForm,
+    UploadForm,
+)
 from labeling.models import GoldenSet
 from labeling.views.access import get_set_for_reviewer
 
@@ -20,7 +26,7 @@ IMPORT_FORMS: dict[str, type[UploadForm]] = {
     "query-log": QueryLogUploadForm,
     "run": RunUploadForm,
 }
-PAGE_FORMS: dict[str, type[UploadForm]] = {"golden": UploadForm, **IMPORT_FORMS}
+PAGE_FORMS: dict[str, type[UploadForm]] = {"golden": GoldenUploadForm, **IMPORT_FORMS}
 
 
 def import_page_render(

@@ -1,0 +1,33 @@
+"""What a conversion is given besides its input, and what a reader gives back (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.convert.core import GradeReading
+from assay.golden.model import GoldenFile
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    grades: GradeReading = field(default_factory=GradeReading)
+    # The golden file's version (default: the one the input names, else "imported").
+    version: str | None = None
+    # trec-qrels: `qid<TAB>text` lines, read on import, written on export.
+    topics: Path | None = None
+    # beir: the qrels split (`qrels/<split>.tsv`).
+    split: str | None = None
+    # The input's bytes when they are not in a file (an upload on the import page): the input path then
+    # only names it in problems. For the formats of one file.
+    data: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    """A reader's result: the golden file and, when the input holds them (a BEIR corpus), its documents in
+    the documents import format of docs/labeling.md (`id`, `title`, `body`)."""
+
+    golden: GoldenFile
+    documents: tuple[dict[str, Any], ...] | None = None

@@ -1,0 +1,198 @@
+"""`assay convert` end to end: the files it writes, its exit codes, and its one-line (or listed) errors
+with nothing written. As a real process once (no traceback), in-process through `assay.cli.main` else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.golden.format import load
+from tests.assay.test_cli import assay, no_traceback
+
+HOW = "(--scale MIN..MAX or --map FROM=TO says how to read it)"
+
+
+def test_quepid_csv_becomes_a_golden_file_as_a_real_process(tmp_path: Path) -> None:
+    source = tmp_path / "quepid.csv"
+    source.write_text("query,docid,rating\nreset password,d1,3\nreset password,d2,0\nrefund,d3,2\n")
+    out = tmp_path / "golden.json"
+    proc = assay("convert", "--from", "quepid-csv", "--to", "golden", str(source), str(out))
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{source} (quepid-csv) -> {out} (golden): 2 queries, 3 judgments\n"
+    golden = load(out)
+    assert [(q.id, q.text, q.grades) for q in golden.queries] == [
+        ("q-0001", "reset password", {"d1": 3, "d2": 0}),
+        ("q-0002", "refund", {"d3": 2}),
+    ]
+
+
+def test_a_malformed_input_exits_2_lists_every_problem_and_writes_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "srw.csv"
+    source.write_text("query,docid,rating\nx,d1,0.5\nx,d2,7\n")
+    out = tmp_path / "golden.json"
+    out.write_text("earlier content")
+    proc = assay("convert", "--from", "srw-csv", "--to", "golden", str(source), str(out))
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"assay convert: error: {source}: 2 problems, nothing written:\n"
+        f'  {source}: line 2: rating "0.5" is not an integer {HOW}\n'
+        f'  {source}: line 3: rating "7" is outside the golden scale 0..3 {HOW}\n'
+    )
+    assert out.read_text() == "earlier content"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["golden.json", "srw.csv"]
+
+
+def test_one_problem_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "j.json"
+    source.write_text('{"judgmentRatings": [{"query": "a", "ratings": [{"docId": "1", "rating": 0.7}]}]}')
+    assert (
+        main(["convert", "--from", "srw-json", "--to", "golden", str(source), str(tmp_path / "g.json")]) == 2
+    )
+    assert capsys.readouterr().err == (
+        f"assay convert: error: {source}: judgmentRatings[0].ratings[0].rating: rating 0.7 is not an integer "
+        f"{HOW} (nothing written)\n"
+    )
+    assert not (tmp_path / "g.json").exists()
+    # SRW's 0-1 scores read with --scale:
+    assert (
+        main(
+            [
+                "convert",
+                "--from",
+                "srw-json",
+                "--to",
+                "golden",
+                "--scale",
+                "0..1",
+                str(source),
+                str(tmp_path / "g.json"),
+            ]
+        )
+        == 0
+    )
+    assert load(tmp_path / "g.json").queries[0].grades == {"1": 2}
+
+
+def test_qrels_with_topics_and_map_of_negative_grades(tmp_path: Path) -> None:
+    qrels, topics, out = tmp_path / "qrels.txt", tmp_path / "topics.tsv", tmp_path / "g.jsonl"
+    qrels.write_text("7 0 d1 1\n7 0 d2 -1\n")
+    topics.write_text("7\tcheap flights\n8\tno judgments yet\n")
+    argv = [
+        "convert",
+        "--from",
+        "trec-qrels",
+        "--to",
+        "golden-jsonl",
+        "--topics",
+        str(topics),
+        "--map=-1=0",
+    ]
+    assert main([*argv, str(qrels), str(out)]) == 0
+    golden = load(out)
+    assert [(q.id, q.text, q.grades) for q in golden.queries] == [
+        ("7", "cheap flights", {"d1": 1, "d2": 0}),
+        ("8", "no judgments yet", {}),
+    ]
+
+
+def test_beir_folder_with_corpus_writes_the_golden_file_and_the_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "nfcorpus"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "queries.jsonl").write_text('{"_id": "PLAIN-1", "text": "diet"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nPLAIN-1\tMED-1\t2\n")
+    (folder / "corpus.jsonl").write_text('{"_id": "MED-1", "title": "Diet", "text": "about diet"}\n')
+    out = tmp_path / "golden.json"
+    assert main(["convert", "--from", "beir", "--to", "golden", str(folder), str(out)]) == 0
+    documents = tmp_path / "golden.documents.jsonl"
+    assert capsys.readouterr().out.endswith(f"also wrote {documents}\n")
+    assert [json.loads(line) for line in documents.read_text().splitlines()] == [
+        {"id": "MED-1", "title": "Diet", "body": "about diet"}
+    ]
+    assert load(out).queries[0].grades == {"MED-1": 2}
+    # And back out as a BEIR folder, another split:
+    assert (
+        main(["convert", "--from", "golden", "--to", "beir", "--split", "dev", str(out), str(tmp_path / "b")])
+        == 0
+    )
+    assert (
+        tmp_path / "b" / "qrels" / "dev.tsv"
+    ).read_text() == "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-1\t2\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--from", "ltr", "--to", "golden"],
+            "--from ltr: ltr is export only (it has no query texts to read)",
+        ),
+        (
+            ["--from", "golden", "--to", "srw-json", "--scale", "0..1"],
+            "--scale and --map read a foreign format's ratings: a golden file's grades are already grades",
+        ),
+        (
+            ["--from", "quepid-csv", "--to", "golden", "--scale", "1..0"],
+            "--scale '1..0': MIN must be below MAX",
+        ),
+        (
+            ["--from", "quepid-csv", "--to", "golden", "--map", "1=9"],
+            "--map '1=9': 9 is not a grade on the golden scale 0..3",
+        ),
+        (
+            ["--from", "quepid-csv", "--to", "golden", "--topics", "t.tsv"],
+            "--topics applies to trec-qrels only",
+        ),
+        (
+            ["--from", "quepid-csv", "--to", "beir", "--split", "../x"],
+            "--split '../x': a split name is letters, digits, - and _",
+        ),
+        (
+            ["--from", "golden", "--to", "rre", "--documents", "d.jsonl"],
+            "--documents applies to --from beir only",
+        ),
+    ],
+)
+def test_unusable_options_exit_2_in_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in"
+    source.write_text("query,docid,rating\nx,d1,1\n")
+    assert main(["convert", *argv, str(source), str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"assay convert: error: {message}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_an_unknown_format_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["convert", "--from", "excel", "--to", "golden", "a", "b"])
+    assert exited.value.code == 2
+    assert "argument --from: invalid choice: 'excel'" in capsys.readouterr().err
+
+
+def test_when_one_of_several_files_cannot_be_written_none_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """qrels and topics, the topics under a path whose "folder" is a file: the qrels (staged first) does
+    not appear either, and no temporary file is left."""
+    golden = tmp_path / "g.json"
+    golden.write_text(json.dumps({"version": "v", "queries": [{"id": "1", "text": "t", "judgments": []}]}))
+    (tmp_path / "plain-file").write_text("")
+    argv = [
+        "convert",
+        "--from",
+        "golden",
+        "--to",
+        "trec-qrels",
+        "--topics",
+        str(tmp_path / "plain-file" / "t.tsv"),
+    ]
+    assert main([*argv, str(golden), str(tmp_path / "qrels.txt")]) == 2
+    assert capsys.readouterr().err.startswith("assay convert: error: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "plain-file"]

@@ -1,0 +1,129 @@
+"""The import page's golden form takes the formats `assay convert` reads from one file (Quepid and SRW
+CSV, SRW JSON, RRE, TREC qrels, golden JSONL): converted onto the set's rubric scale, keeping the set's k
+and cutoff, and a query named by its text takes the id of the set's query of that text, so an import
+never rewrites another query. A malformed file is a report naming its line or path, nothing imported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.http import HttpResponse
+from django.test import Client
+from django.urls import reverse
+
+from labeling.models import FrozenLabel, GoldenSet, Query
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def as_rita(client: Client, rita: User) -> Client:
+    client.force_login(rita)
+    return client
+
+
+@pytest.fixture
+def docs(golden_set: GoldenSet) -> None:
+    for doc_id in ("d1", "d2", "d3"):
+        factories.DocumentFactory.create(golden_set=golden_set, doc_id=doc_id)
+
+
+def _post(client: Client, golden_set: GoldenSet, name: str, data: bytes, **fields: str) -> HttpResponse:
+    url = reverse("golden_io:golden_import", args=[golden_set.slug])
+    return client.post(url, {"file": SimpleUploadedFile(name, data), **fields})  # type: ignore[return-value]
+
+
+def _labels(golden_set: GoldenSet) -> set[tuple[str, str, str, int]]:
+    return set(
+        FrozenLabel.objects.filter(query__golden_set=golden_set).values_list(
+            "query__external_id", "query__text", "document__doc_id", "grade"
+        )
+    )
+
+
+def test_the_page_offers_the_one_file_formats(as_rita: Client, golden_set: GoldenSet) -> None:
+    body = as_rita.get(reverse("labeling:import", args=[golden_set.slug])).content.decode()
+    for name in ("golden", "golden-jsonl", "quepid-csv", "srw-csv", "srw-json", "rre", "trec-qrels"):
+        assert f'<option value="{name}"' in body
+    assert 'value="beir"' not in body  # a folder cannot be one upload
+
+
+def test_a_quepid_csv_is_imported_onto_the_sets_queries_by_text(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    factories.QueryFactory.create(golden_set=golden_set, external_id="q-0001", text="api keys")
+    factories.QueryFactory.create(golden_set=golden_set, external_id="q-0471", text="refund policy")
+    golden_set.k, golden_set.relevant_min_grade = 5, 1
+    golden_set.save()
+    csv = b"query,docid,rating\nrefund policy,d1,3\nrefund policy,d2,0\nnew query,d3,2\n"
+    response = _post(as_rita, golden_set, "quepid.csv", csv, format="quepid-csv")
+    assert response.status_code == 200
+    assert 'id="import-ok"' in response.content.decode()
+    # "refund policy" is the set's q-0471; "new query" gets the first id the set does not hold (q-0001
+    # is "api keys", which the import must not rewrite).
+    assert _labels(golden_set) == {
+        ("q-0471", "refund policy", "d1", 3),
+        ("q-0471", "refund policy", "d2", 0),
+        ("q-0002", "new query", "d3", 2),
+    }
+    assert Query.objects.get(golden_set=golden_set, external_id="q-0001").text == "api keys"
+    golden_set.refresh_from_db()
+    assert (golden_set.k, golden_set.relevant_min_grade) == (5, 1)
+
+
+def test_srw_scores_need_a_scale_and_are_read_with_one(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    body = json.dumps(
+        {
+            "name": "n",
+            "type": "IMPORT_JUDGMENT",
+            "judgmentRatings": [{"query": "q", "ratings": [{"docId": "d1", "rating": "0.7"}]}],
+        }
+    ).encode()
+    refused = _post(as_rita, golden_set, "srw.json", body, format="srw-json").content.decode()
+    assert (
+        "srw.json: judgmentRatings[0].ratings[0].rating: rating &quot;0.7&quot; is not an integer" in refused
+    )
+    assert not FrozenLabel.objects.exists()
+    _post(as_rita, golden_set, "srw.json", body, format="srw-json", scale="0..1")
+    assert _labels(golden_set) == {("q-0001", "q", "d1", 2)}
+
+
+def test_qrels_with_a_map_and_a_malformed_line(as_rita: Client, golden_set: GoldenSet, docs: None) -> None:
+    bad = _post(as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n7 0 d2\n", format="trec-qrels").content.decode()
+    assert "qrels.txt: line 2: expected 4 columns (qid iter docno rel), got 3" in bad
+    assert not FrozenLabel.objects.exists()
+    ok = _post(
+        as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n7 0 d2 -1\n", format="trec-qrels", map="-1=0 1=3"
+    )
+    assert 'id="import-ok"' in ok.content.decode()
+    assert _labels(golden_set) == {("7", "7", "d1", 3), ("7", "7", "d2", 0)}
+
+
+def test_a_map_off_the_rubric_scale_and_scale_on_a_golden_file_are_refused(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    csv = b"query,docid,rating\nx,d1,1\n"
+    off = _post(as_rita, golden_set, "q.csv", csv, format="quepid-csv", map="1=9").content.decode()
+    assert "1=9: 9 is not a grade on the rubric&#x27;s scale 0..3" in off
+    golden = _post(as_rita, golden_set, "g.json", b"{}", format="golden", scale="0..1")
+    assert golden.status_code == 400
+    assert "a golden file&#x27;s grades are already grades" in golden.content.decode()
+    assert not FrozenLabel.objects.exists()
+
+
+def test_a_golden_jsonl_upload_is_a_golden_file_with_its_own_k(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    data = b'{"version": "v7", "k": 4}\n'
+    data += b'{"id": "q-9", "text": "t", "judgments": [{"doc_id": "d1", "grade": 1}]}\n'
+    response = _post(as_rita, golden_set, "g.jsonl", data, format="golden-jsonl")
+    assert 'id="import-ok"' in response.content.decode()
+    golden_set.refresh_from_db()
+    assert (golden_set.k, golden_set.frozen_version) == (4, "v7")
+    assert _labels(golden_set) == {("q-9", "t", "d1", 1)}
