@@ -218,6 +218,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         # The exchange tables; kombu's default is ./control in whatever directory the process starts in.
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # How long a consumer waits between two looks at an empty queue: kombu's 1 s default made every
+        # hop of a run (queued -> start, a chunk, finalize) wait up to a second. docs/runs.md, "Brokers".
+        "polling_interval": env.float("ASSAY_BROKER_POLL_S", default=0.1),
     }
 else:
     # A chunk task may run for minutes; Redis must not redeliver it to another worker meanwhile. A lost
