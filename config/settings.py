@@ -219,6 +219,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         # The exchange tables; kombu's default is ./control in whatever directory the process starts in.
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # How long a consumer waits between two looks at an empty queue: kombu's 1 s default made every
+        # hop of a run (queued -> start, a chunk, finalize) wait up to a second. docs/runs.md, "Brokers".
+        "polling_interval": env.float("ASSAY_BROKER_POLL_S", default=0.1),
     }
 else:
     # A chunk task may run for minutes; Redis must not redeliver it to another worker meanwhile. A lost
@@ -250,6 +253,11 @@ CELERY_BEAT_SCHEDULE = {
     # Send again the unfinished chunks of judge jobs whose heartbeat stopped (labeling/tasks.py).
     "labeling-judge-jobs-sweep": {"task": "labeling.judge_jobs_sweep", "schedule": 15.0},
 }
+# A run of at most this many rounds of its target's concurrency (128 queries at the default 8, at most a
+# chunk's 500) is one chunk, searched and finalized by the task that starts it: split, it would make at most
+# four chunks of the least size, and at a fast engine's latency the broker hops of a fan-out (a chord's
+# header and callback) cost more than the rounds they would share out. 0: every run is fanned out.
+ASSAY_RUN_ONE_CHUNK_ROUNDS = env.int("ASSAY_RUN_ONE_CHUNK_ROUNDS", default=16)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # On SQLite the one-scheduler lock is a file lock here (config/beat_lock.py); on PostgreSQL an advisory lock.
 ASSAY_BEAT_LOCK_FILE = env.str("ASSAY_BEAT_LOCK_FILE", default=str(VAR_DIR / "celerybeat.lock"))

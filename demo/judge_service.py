@@ -43,6 +43,8 @@ from typing import Any
 
 from aiohttp import web
 
+from demo.serving import LISTEN_BACKLOG
+
 DEFAULT_PORT = 8766
 MODEL = "assay-demo-overlap"
 # Demo only: reads the demo golden file's grades for billing, so it qualifies there by construction.
@@ -204,7 +206,7 @@ async def serve(host: str, port: int) -> None:
     answer_key()  # read the demo's files once, before the first request
     runner = web.AppRunner(make_app(), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)  # demo/serving.py
     await site.start()
     bound = runner.addresses[0][1]
     print(f"listening on http://{host}:{bound}", flush=True)

@@ -62,6 +62,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from demo.serving import LISTEN_BACKLOG
+
 DEFAULT_SIZE = 10
 MAX_SIZE = 100
 DEFAULT_MIN_SHOULD_MATCH = 3
@@ -595,6 +597,8 @@ def search(
 
 class SearchServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default of 5 drops a chunk's burst of connects (demo/serving.py).
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(
         self,

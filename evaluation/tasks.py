@@ -10,6 +10,9 @@ A run's verdict is told by `evaluation.run_notify` (queued by finalize when the 
 which creates the run's deliveries and sends each with `evaluation.notification_send` (retried with
 backoff on transient failures; docs/runs.md, "Notifications").
 
+A run planned as one chunk is not fanned out: `run_start` searches it and finalizes it itself (the same
+chunk step and lease), saving the broker's hops (docs/runs.md, "How a run moves").
+
 Each chunk task holds its chunk's lease (`evaluation.services.leases`) while it works; a lease that runs
 out means the worker was lost, and the sweeper sends the chunk again within seconds rather than when the
 broker redelivers it (docs/runs.md, "Worker loss").
@@ -32,7 +35,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from evaluation.enqueue import RUN_NOTIFY, RUN_START
 
 if TYPE_CHECKING:
-    from evaluation.services import RunPlan
+    from evaluation.services import ChunkOutcome, RunPlan
 
 logger = logging.getLogger(__name__)
 # httpx logs every request at INFO: a worker running at INFO would write a line per query of every run.
@@ -83,17 +86,50 @@ def dispatch(plan: RunPlan) -> None:
         chord(group(chunks))(run_finalize.si(run_id))
 
 
-@shared_task(name=RUN_START, ignore_result=True)
+# run_start searches a run planned as one chunk itself: the chunk's limits (its finalize is a small one).
+@shared_task(
+    name=RUN_START, ignore_result=True, soft_time_limit=CHUNK_SOFT_LIMIT_S, time_limit=CHUNK_HARD_LIMIT_S
+)
 @_final_status_on_error
 def run_start(run_id: int) -> None:
-    """Claim a queued run (QUEUED -> RUNNING), resolve its durable keys, fan out its chunks."""
+    """Claim a queued run (QUEUED -> RUNNING), resolve its durable keys, fan out its chunks; a run planned
+    as one chunk is searched here and finalized at once, without the hops of a fan-out (docs/runs.md, "How
+    a run moves"). Its chunk holds its lease as a chunk task's does, so a worker lost meanwhile is
+    noticed the same way and the sweeper sends the chunk again as a chunk task."""
     from evaluation.services import run_begin
 
     plan = run_begin(run_id=run_id)
     if plan is None:
         logger.info("run %s: not queued any more (claimed elsewhere or cancelled)", run_id)
         return
-    dispatch(plan)
+    single = plan.single
+    if single is None:
+        dispatch(plan)
+        return
+    query_ids, index = single
+    try:
+        outcome = _chunk(run_id, query_ids, index, run_start.request.hostname or "")
+    except Exception:
+        # As a failed chunk task: its lease is given back and the sweeper's next tick sends the chunk again;
+        # the run is not failed for what another try may do.
+        logger.exception("run %s: its one chunk failed; the sweeper sends it again", run_id)
+        return
+    if outcome.complete:
+        run_finalize(run_id)  # in this process: the run's last hop saved too
+
+
+def _chunk(run_id: int, query_ids: list[str], chunk: int | None, worker: str) -> ChunkOutcome:
+    """A chunk's step in the task that runs it (a chunk task, or the start task of a one-chunk run)."""
+    from evaluation.services import ChunkOutcome, run_chunk_process
+
+    try:
+        outcome = run_chunk_process(run_id=run_id, query_ids=query_ids, chunk=chunk, worker=worker)
+    except SoftTimeLimitExceeded:  # raised outside the per-query handling (e.g. while loading the run)
+        logger.error("run %s: chunk hit its soft time limit before searching", run_id)
+        return ChunkOutcome(0, 0, stopped=True, complete=False)
+    if outcome.duplicate:
+        logger.info("run %s: chunk %s is finished or held by another delivery; nothing to do", run_id, chunk)
+    return outcome
 
 
 @shared_task(
@@ -110,17 +146,7 @@ def run_chunk(self: Task, run_id: int, query_ids: list[str], chunk: int | None =
     callback always runs; the chunk that completes the run also triggers finalize (a chord can fire early
     or not at all when a chunk was sent again). A delivery whose chunk is finished or held by another
     live delivery does nothing."""
-    from evaluation.services import run_chunk_process
-
-    try:
-        outcome = run_chunk_process(
-            run_id=run_id, query_ids=query_ids, chunk=chunk, worker=self.request.hostname or ""
-        )
-    except SoftTimeLimitExceeded:  # raised outside the per-query handling (e.g. while loading the run)
-        logger.error("run %s: chunk hit its soft time limit before searching", run_id)
-        return {"written": 0, "complete": False}
-    if outcome.duplicate:
-        logger.info("run %s: chunk %s is finished or held by another delivery; nothing to do", run_id, chunk)
+    outcome = _chunk(run_id, query_ids, chunk, self.request.hostname or "")
     if outcome.complete:
         run_finalize.delay(run_id)
     return {

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -148,10 +149,13 @@ def run_fail(*, run_id: int, message: str) -> bool:
     )
 
 
-def plan_chunks(query_ids: Sequence[str], *, concurrency: int) -> list[list[str]]:
+def plan_chunks(query_ids: Sequence[str], *, concurrency: int, one_chunk_rounds: int = 0) -> list[list[str]]:
     """Split a run's queries into chunk tasks: about CHUNKS_PER_RUN chunks, each at least
-    MIN_CHUNK_PER_CONCURRENCY rounds of `concurrency` requests and at most MAX_CHUNK queries."""
+    MIN_CHUNK_PER_CONCURRENCY rounds of `concurrency` requests and at most MAX_CHUNK queries; a run of at
+    most `one_chunk_rounds` rounds of `concurrency` (and MAX_CHUNK queries) is one chunk."""
     ids = list(query_ids)
+    if len(ids) <= min(concurrency * one_chunk_rounds, MAX_CHUNK):
+        return [ids] if ids else []
     size = max(concurrency * MIN_CHUNK_PER_CONCURRENCY, math.ceil(len(ids) / CHUNKS_PER_RUN), 1)
     size = min(size, MAX_CHUNK)
     return [ids[i : i + size] for i in range(0, len(ids), size)]
@@ -169,11 +173,23 @@ class RunPlan:
     sequential: bool = False
     indices: tuple[int, ...] = ()
 
+    @property
+    def single(self) -> tuple[list[str], int] | None:
+        """The one chunk and its lease of a run planned as one chunk (the start task searches it
+        itself), else None (the chunks are sent)."""
+        if len(self.chunks) == 1 and len(self.indices) == 1:
+            return self.chunks[0], self.indices[0]
+        return None
+
 
 def plan_run(run: EvaluationRun, query_ids: Sequence[str]) -> RunPlan:
     """Split the queries into chunks and create a waiting lease for each (the caller sends them)."""
     spec = TargetSpec.from_dict(run.target_snapshot)
-    chunks = plan_chunks(query_ids, concurrency=spec.concurrency)
+    # A small run is one chunk, which the start task searches itself (evaluation/tasks.py): settings.py's
+    # ASSAY_RUN_ONE_CHUNK_ROUNDS says why.
+    chunks = plan_chunks(
+        query_ids, concurrency=spec.concurrency, one_chunk_rounds=settings.ASSAY_RUN_ONE_CHUNK_ROUNDS
+    )
     indices = chunk_leases_create(run_id=run.pk, chunks=chunks)
     return RunPlan(run.pk, chunks, sequential=spec.rate_limited, indices=tuple(indices))
 

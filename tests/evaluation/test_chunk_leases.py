@@ -44,6 +44,13 @@ pytestmark = pytest.mark.django_db
 Status = EvaluationRun.Status
 
 
+@pytest.fixture(autouse=True)
+def fanned_out(settings: Any) -> None:
+    """These runs are small (12 queries) and fanned out all the same: the chunks' leases are the subject
+    (a run of one chunk, searched by its start task, is tests/integration/test_runs_direct.py's)."""
+    settings.ASSAY_RUN_ONE_CHUNK_ROUNDS = 0
+
+
 @pytest.fixture(name="twelve")
 def twelve_fixture(golden_set: GoldenSet) -> GoldenVersion:
     return make_version(golden_set, golden_file(12, version="2026-08-02"))

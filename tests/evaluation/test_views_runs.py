@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
 from evaluation.services import run_create
@@ -140,13 +142,27 @@ def test_a_polled_row_shows_fresh_progress(version: GoldenVersion, target: Searc
     assert 'hx-trigger="every 1s"' in row
 
 
+def test_a_young_run_is_polled_five_times_a_second_and_an_older_one_once(
+    version: GoldenVersion, target: SearchTarget, rita: User
+) -> None:
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    client = logged_in(rita)
+    for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/progress/"):
+        assert 'hx-trigger="every 200ms"' in client.get(url).content.decode()
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        status="running", created=timezone.now() - timedelta(minutes=1)
+    )
+    for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/progress/"):
+        assert 'hx-trigger="every 1000ms"' in client.get(url).content.decode()
+
+
 def test_the_progress_fragment_reloads_the_page_once_the_run_is_final(
     version: GoldenVersion, target: SearchTarget, rita: User
 ) -> None:
     run = run_create(golden_version=version, target=target, triggered_by=rita)
     client = logged_in(rita)
     polling = client.get(f"/runs/{run.pk}/progress/", HTTP_HX_REQUEST="true")
-    assert "HX-Refresh" not in polling and 'hx-trigger="every 1s"' in polling.content.decode()
+    assert "HX-Refresh" not in polling and 'hx-trigger="every 200ms"' in polling.content.decode()
     EvaluationRun.objects.filter(pk=run.pk).update(status="succeeded", total=6, done=6, verdict="pass")
     final = client.get(f"/runs/{run.pk}/progress/", HTTP_HX_REQUEST="true")
     assert final["HX-Refresh"] == "true"

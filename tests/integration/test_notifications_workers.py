@@ -6,10 +6,8 @@ the notify task again through the broker, and the finalize task, sends nothing m
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
@@ -21,7 +19,7 @@ from labeling.models import GoldenSet
 from tests import factories
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer
-from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.workers import WAIT_S, StartWorker, start_worker, wait_for  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.integration,
@@ -34,14 +32,7 @@ pytestmark = [
 HOOK_VAR = "ASSAY_SECRET_TEST_WEBHOOK"
 
 
-def _wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+_wait = wait_for
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ afterwards.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -28,9 +27,9 @@ from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
-from tests.support.runs import golden_file, make_target, make_version
+from tests.support.runs import golden_file, make_target, make_version, one_result_per_query, run_finished
 from tests.support.stub_server import Reply, StubServer, hits_reply
-from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.workers import WAIT_S, StartWorker, start_worker, wait_for  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.integration,
@@ -43,29 +42,14 @@ pytestmark = [
 Status = EvaluationRun.Status
 
 
-def _wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+_wait = wait_for
+_finished = run_finished
+_one_per_query = one_result_per_query
 
 
 def _status(run: EvaluationRun) -> str:
     run.refresh_from_db()
     return run.status
-
-
-def _finished(run: EvaluationRun) -> bool:
-    return _status(run) in EvaluationRun.FINAL
-
-
-def _one_per_query(run: EvaluationRun) -> list[str]:
-    ids = list(QueryRunResult.objects.filter(run=run).values_list("query_id", flat=True))
-    assert len(ids) == len(set(ids)), "a query has more than one result"
-    return sorted(ids, key=lambda q: int(q.split("-")[1]))
 
 
 @pytest.fixture
@@ -216,14 +200,19 @@ def test_hostile_replies_fail_only_their_own_queries_on_a_worker(
     assert answered.count() == 8 and all(r.ids == ["d1", "d2", "d3"] for r in answered)
 
 
+# Fanned out, and one chunk searched by the start task itself (docs/runs.md, "How a run moves").
+@pytest.mark.parametrize(
+    "queries", [40, 2 * settings.ASSAY_RUN_ONE_CHUNK_ROUNDS], ids=["chunks", "one-chunk"]
+)
 def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
     start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
+    queries: int,
 ) -> None:
     stub.default = hits_reply(["d1", "d2", "d3"], delay=0.3)
-    version = make_version(golden_set, golden_file(40))
+    version = make_version(golden_set, golden_file(queries))
     target = make_target(f"{stub.url}/search", golden_set, concurrency=2)
     start_worker("w1")
 
@@ -241,8 +230,8 @@ def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
 
     assert _status(run) == Status.CANCELLED
     assert run.report is None and run.verdict == EvaluationRun.Verdict.NONE
-    assert len(stub.requests) < 40
-    assert QueryRunResult.objects.filter(run=run).count() < 40
+    assert len(stub.requests) < queries
+    assert QueryRunResult.objects.filter(run=run).count() < queries
 
 
 def test_the_beat_schedules_nightly_entry_starts_a_due_schedules_run_on_a_worker(

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 
 from assay.golden.format import dump_json
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
-from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
 from evaluation.services import run_create, target_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -147,3 +147,16 @@ def failing_run(golden_set: GoldenSet, target: SearchTarget, **fields: Any) -> E
         gate={"failures": [{"kind": "errors", "message": "q-2 errored"}], "warnings": [], "notes": []},
         **fields,
     )
+
+
+def run_finished(run: EvaluationRun) -> bool:
+    """Whether the run's status is final (the row read again)."""
+    run.refresh_from_db()
+    return run.status in EvaluationRun.FINAL
+
+
+def one_result_per_query(run: EvaluationRun) -> list[str]:
+    """The run's result rows' query ids in number order (q-2 before q-10), asserting none repeats."""
+    ids = list(QueryRunResult.objects.filter(run=run).values_list("query_id", flat=True))
+    assert len(ids) == len(set(ids)), "a query has more than one result"
+    return sorted(ids, key=lambda q: int(q.split("-")[1]))

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from demo.judge_service import DEFAULT_PORT as JUDGE_PORT
+from demo.serving import WORKER_PROCESSES
 from labeling.management.demo_users import demo_logins, render_logins
 
 HEALTH_WAIT_S = 90.0
@@ -63,7 +64,7 @@ def stack_commands(
     corpus = ["--corpus", "demo/corpus.jsonl", "--port", str(search_port)]
     return {
         "web": [python, "manage.py", "runserver", address, "--noreload"],
-        "worker": [*celery, "worker", "-l", celery_level, "-c", "2"],
+        "worker": [*celery, "worker", "-l", celery_level, "-c", str(WORKER_PROCESSES)],
         # Its own process, not the worker's embedded -B: a killed worker never leaves a beat behind, and a
         # second beat refuses to start (config/beat_lock.py).
         "beat": [*celery, "beat", "-l", celery_level],
