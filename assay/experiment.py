@@ -275,6 +275,11 @@ async def sweep(
         tuned = await phase("tuning", [{}, *grid], tuning_golden)
         baseline_tuning, tuning = _summary(tuned[0]), [_summary(r) for r in tuned[1:]]
         del tuned
+        if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
+            raise SweepError(
+                f"no tuning query got an answer from {redact_url(config.url)} in any configuration "
+                "(a wrong URL, a service that is down, or one that refuses every request); nothing written"
+            )
         ranking = _order(tuning, metric)
         confirmed = ranking[: settings.top]
         held = await phase("holdout", [{}, *(grid[i] for i in confirmed)], holdout_golden)
