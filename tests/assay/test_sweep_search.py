@@ -278,3 +278,24 @@ def test_bad_input_exits_2_naming_the_problem_with_no_artifact(
     assert done.stderr.startswith("assay sweep: error:")
     assert "Traceback" not in done.stderr
     assert sorted(tmp_path.iterdir()) == sorted([golden_file, path])  # nothing written, not even a temporary
+
+
+def test_a_sweep_imports_no_django_celery_sklearn_pyarrow_or_psycopg(
+    engine_server: StubServer, golden_file: Path, grid_file: Path, tmp_path: Path
+) -> None:
+    # `assay sweep` belongs to the core install (numpy, orjson, msgspec, httpx, aiohttp, certifi).
+    argv = [
+        "sweep", "--golden", str(golden_file), "--grid", str(grid_file), "--search-url",
+        f"{engine_server.url}/search", "--out", str(tmp_path / "s.json"), "--quiet",
+    ]  # fmt: skip
+    code = f"""
+import sys
+from assay.cli import main
+assert main({argv!r}) == 0
+heavy = ("django", "celery", "rest_framework", "sklearn", "pyarrow", "psycopg")
+print(sorted(m for m in heavy if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads((tmp_path / "s.json").read_text())["winner"]["params"] == {"w": 4}
