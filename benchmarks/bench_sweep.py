@@ -169,7 +169,8 @@ def main() -> None:
             f"A golden file of {QUERIES} core queries in two strata (split {tuning} tuning / {holdout} "
             f"held out), a grid of {CONFIGS} configurations: {CONFIGS + 1} x {tuning} tuning and "
             f"4 x {holdout} held-out requests, {requests:,} in all, none alike, against the loopback stub "
-            f"server in its own process (every reply delayed {DELAY_MS} ms), concurrency {CONCURRENCY}. Each driver is a "
+            f"server in its own process (every reply delayed {DELAY_MS} ms), concurrency {CONCURRENCY}. "
+            "Each driver is a "
             "subprocess timed from start to exit (`benchmarks/bench_sweep.py`); medians of "
             f"{ROUNDS} alternating rounds after a warm-up (sweep: "
             + ", ".join(f"{r['wall']:.2f}" for r in sweeps)
