@@ -264,8 +264,9 @@ async def sweep(
             nonlocal asked
             jobs = [(p, part.queries) for p in params]
             asked += len(jobs) * len(part.queries)
-            callback = progress(name, shared.pending(jobs)) if progress is not None else None
-            results = await shared.search(jobs, on_result=callback)
+            results = await shared.search(
+                jobs, progress=None if progress is None else lambda requests: progress(name, requests)
+            )
             return [
                 build_report(part, {r.query_id: r for r in rows}, bootstrap_seed=settings.seed)
                 for rows in results

@@ -715,10 +715,6 @@ class SharedSearch:
             await self._session.close()
             self._session = None
 
-    def pending(self, jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]]) -> int:
-        """How many requests `search(jobs)` would send (its progress total)."""
-        return len(self._plan(jobs)[1])
-
     def _plan(
         self, jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]]
     ) -> tuple[list[list[tuple[str, tuple[Any, ...] | QueryResult]]], dict[tuple[Any, ...], _Prepared]]:
@@ -749,14 +745,16 @@ class SharedSearch:
         self,
         jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]],
         *,
-        on_result: Callable[[QueryResult], None] | None = None,
+        progress: Callable[[int], Callable[[QueryResult], None] | None] | None = None,
     ) -> list[list[QueryResult]]:
-        """Per job (extra params, queries), one QueryResult per query in the order given. `on_result` is
-        called once per request sent, as `search_all` calls it."""
+        """Per job (extra params, queries), one QueryResult per query in the order given. `progress` is
+        called with the number of requests to send before the first one, and may return a callback
+        called once per request sent, as `search_all` calls `on_result`."""
         assert self._session is not None, "use SharedSearch as an async context manager"
         session = self._session
         plan, to_send = self._plan(jobs)
         pending = list(to_send.items())
+        on_result = progress(len(pending)) if progress is not None else None
         cursor = iter(pending)
 
         async def work() -> None:
