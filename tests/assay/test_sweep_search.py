@@ -299,3 +299,18 @@ print(sorted(m for m in heavy if m in sys.modules))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert json.loads((tmp_path / "s.json").read_text())["winner"]["params"] == {"w": 4}
+
+
+def test_ranked_on_mrr_the_winner_carries_the_mrr_and_the_ndcg_change(
+    engine_server: StubServer, golden_file: Path, grid_file: Path, tmp_path: Path
+) -> None:
+    data = sweep(golden_file, grid_file, engine_server.url, tmp_path / "sweep.json", "--metric", "mrr")
+
+    assert data["metric"] == "mrr"
+    # MRR sees only the first relevant document: w=2, 3 and 4 all put one first (a tie kept in grid
+    # order), w=1 puts it third.
+    assert [c["rank"] for c in data["configs"]] == [4, 1, 2, 3]
+    winner = data["winner"]
+    assert set(winner["change"]) == {"mrr", "ndcg"}
+    assert winner["change"]["mrr"]["p_value"] == winner["p_value"]
+    assert winner["tuning_gain"] == pytest.approx(winner["tuning"]["mrr"] - data["baseline"]["tuning"]["mrr"])

@@ -48,3 +48,23 @@ def test_the_readme_sweep_of_the_demo(tmp_path: Path) -> None:
     assert round(data["optimism"], 3) == pytest.approx(-0.010)
     assert winner["change"]["ndcg"]["interval"]["low"] > 0
     assert winner["p_adjusted"] == pytest.approx(0.009)
+
+
+def test_a_value_outside_the_services_bounds_is_that_configurations_errors(tmp_path: Path) -> None:
+    grid, out = tmp_path / "grid.json", tmp_path / "sweep.json"
+    # 25 is above the title weight's bound (20): the service answers 400 to each of its requests.
+    grid.write_text(json.dumps({"configs": [{"title_weight": 25}, {"title_weight": 1}]}))
+    with serving(["-m", "demo.search_service", "--corpus", str(DEMO / "corpus.jsonl"), "--port", "0"]) as url:
+        done = subprocess.run(
+            [str(ASSAY), "sweep", "--golden", str(DEMO / "golden.json"), "--search-url", f"{url}/search",
+             "--grid", str(grid), "--top", "2", "--out", str(out), "--quiet"],
+            capture_output=True, text=True, timeout=300, cwd=DEMO.parent,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # written, the errors said
+    data = json.loads(out.read_text())
+    refused, allowed = data["configs"]
+    assert refused["tuning"]["errors"] == refused["tuning"]["n"] == 56
+    assert refused["tuning"]["ndcg"] is None and refused["tuning"]["empty"] == 0
+    assert (refused["rank"], allowed["rank"]) == (2, 1)
+    assert data["winner"]["params"] == {"title_weight": 1}
+    assert "searches errored" in done.stderr
