@@ -260,7 +260,11 @@ async def sweep(
 
     async with SharedSearch(config) as shared:
 
-        async def phase(name: str, params: Sequence[Mapping[str, Any]], part: GoldenColumns) -> list[Any]:
+        async def phase(
+            name: str, params: Sequence[Mapping[str, Any]], part: GoldenColumns, keep: Callable[[Any], Any]
+        ) -> list[Any]:
+            """Search `part` with each of `params`; of each configuration's report, what `keep` keeps
+            (the tuning phase keeps summaries only, so a large grid holds no report per configuration)."""
             nonlocal asked
             jobs = [(p, part.queries) for p in params]
             asked += len(jobs) * len(part.queries)
@@ -268,14 +272,12 @@ async def sweep(
                 jobs, progress=None if progress is None else lambda requests: progress(name, requests)
             )
             return [
-                build_report(part, {r.query_id: r for r in rows}, bootstrap_seed=settings.seed)
+                keep(build_report(part, {r.query_id: r for r in rows}, bootstrap_seed=settings.seed))
                 for rows in results
             ]
 
         # The baseline is searched first among equals: a configuration equal to it shares its answers.
-        tuned = await phase("tuning", [{}, *grid], tuning_golden)
-        baseline_tuning, tuning = _summary(tuned[0]), [_summary(r) for r in tuned[1:]]
-        del tuned
+        baseline_tuning, *tuning = await phase("tuning", [{}, *grid], tuning_golden, _summary)
         if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
             raise SweepError(
                 f"no tuning query got an answer from {redact_url(config.url)} in any configuration "
@@ -283,7 +285,7 @@ async def sweep(
             )
         ranking = _order(tuning, metric)
         confirmed = ranking[: settings.top]
-        held = await phase("holdout", [{}, *(grid[i] for i in confirmed)], holdout_golden)
+        held = await phase("holdout", [{}, *(grid[i] for i in confirmed)], holdout_golden, lambda r: r)
         sent = shared.sent
 
     baseline_report, confirmed_reports = held[0], held[1:]
