@@ -6,6 +6,7 @@
 - `assay.metrics`, `assay.report`: per-query metrics and the report;
 - `assay.budgets`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate;
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
+- `assay.experiment`: parameter sweeps ranked on tuning queries and confirmed on held-out ones;
 - `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
   and budgets suggested above it;
 - `assay.harness`, `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.results`:

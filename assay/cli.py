@@ -145,8 +145,8 @@ class _Progress:
 
     REDRAW_S = 0.05
 
-    def __init__(self, total: int, stream: IO[str]) -> None:
-        self.total, self.stream = total, stream
+    def __init__(self, total: int, stream: IO[str], noun: str = "queries") -> None:
+        self.total, self.stream, self.noun = total, stream, noun
         self.done = self.errors = self.retries = 0
         self.tty = stream.isatty()
         self.next_mark = 0.1
@@ -173,7 +173,8 @@ class _Progress:
                 self.next_mark += 0.1
 
     def _line(self, share: float) -> str:
-        return f"{self.done}/{self.total} queries ({share:.0%}), {self.errors} errors, {self.retries} retries"
+        done = f"{self.done}/{self.total} {self.noun} ({share:.0%})"
+        return f"{done}, {self.errors} errors, {self.retries} retries"
 
 
 # ------------------------------------------------------------------------------------------- run
@@ -292,6 +293,83 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+# ------------------------------------------------------------------------------------------- sweep
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from assay.experiment import (
+        SweepError,
+        SweepSettings,
+        grid_problems,
+        parse_grid,
+        split_queries,
+        sweep_sync,
+    )
+
+    golden = _load_golden(args.golden)
+    grid_data = _read_json(args.grid, "--grid")
+    try:
+        configs = parse_grid(grid_data)
+    except SweepError as exc:
+        raise UsageError(f"--grid {args.grid}: {exc}") from None
+    config = _harness_config(args, golden)
+    problems = grid_problems(config, configs)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"--grid {args.grid}: {problems[0]}{more}; nothing searched")
+    settings = SweepSettings(fraction=args.split, seed=args.seed, top=args.top, metric=args.metric)
+    try:
+        split_queries(golden.queries, settings.fraction, settings.seed)  # its problem before any request
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out)
+
+    def progress(phase: str, requests: int) -> Any:
+        if args.quiet or not requests:
+            return None
+        print(f"{phase}: {requests} requests", file=sys.stderr)
+        return _Progress(requests, sys.stderr, noun="requests")
+
+    try:
+        sweep = sweep_sync(golden, config, configs, settings, progress=progress)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    tuned = [sweep["baseline"]["tuning"], *(c["tuning"] for c in sweep["configs"])]
+    sweep["golden_file"] = args.golden
+    write_atomic(out, artifact_bytes(sweep))
+    winner, metric = sweep["winner"], sweep["metric"]
+    errors = (
+        sum(part["errors"] for part in tuned)
+        + sweep["baseline"]["holdout"]["errors"]
+        + sum(c["holdout"]["errors"] for c in sweep["configs"] if c["holdout"] is not None)
+    )
+    requests = sweep["requests"]
+    print(
+        f"{len(configs)} configurations and the baseline on {len(sweep['split']['tuning'])} tuning queries, "
+        f"the top {min(args.top, len(configs))} on {len(sweep['split']['holdout'])} held-out: "
+        f"{requests['sent']} requests sent ({requests['shared']} shared), "
+        f"{sweep['run']['duration_s']:.1f} s; written to {out}",
+        file=sys.stderr,
+    )
+    print(
+        f"winner {winner['params']}: {metric} {_figure(winner['holdout'][metric])} held out against the "
+        f"baseline's {_figure(sweep['baseline']['holdout'][metric])} (p = {_figure(winner['p_value'])}, "
+        f"adjusted {_figure(winner['p_adjusted'])}); optimism {_figure(sweep['optimism'])}",
+        file=sys.stderr,
+    )
+    if errors:
+        print(
+            f"{errors} searches errored: counted in each configuration's error rate, never as empty",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 # ------------------------------------------------------------------------------------------- score
@@ -784,68 +862,121 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="assay", description="Search relevance testing: run, score, gate, validate, convert."
-    )
-    parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-
-    run = commands.add_parser("run", help="call a search URL for every golden query and write the artifact")
-    run.add_argument("--golden", required=True, metavar="FILE", help="golden file (JSON or JSONL)")
-    run.add_argument("--search-url", required=True, metavar="URL", help="the engine's search endpoint")
-    run.add_argument(
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say where and how to search: `run`'s and `sweep`'s."""
+    parser.add_argument("--search-url", required=True, metavar="URL", help="the engine's search endpoint")
+    parser.add_argument(
         "--adapter",
         default=DEFAULT_ADAPTER,
         choices=list(ADAPTER_NAMES),
         help=f"wire format (default {DEFAULT_ADAPTER}; docs/cli.md)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="extra request parameter (JSON value)"
     )
-    run.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header")
-    run.add_argument(
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header"
+    )
+    parser.add_argument(
         "--header-env",
         action="append",
         default=[],
         metavar="NAME=VAR",
         help="HTTP header whose value is read from environment variable VAR (for secrets)",
     )
-    run.add_argument("--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight")
-    run.add_argument(
+    parser.add_argument(
+        "--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight"
+    )
+    parser.add_argument(
         "--timeout",
         type=positive_float,
         default=10.0,
         metavar="S",
         help="seconds per request: connect, send and the whole reply",
     )
-    run.add_argument(
+    parser.add_argument(
         "--max-reply-mb",
         type=int_at_least(1),
         default=MAX_REPLY_MB,
         metavar="MB",
         help=f"a larger reply is that query's error (default {MAX_REPLY_MB})",
     )
-    run.add_argument(
+    parser.add_argument(
         "--retries", type=int_at_least(0), default=3, metavar="N", help="retries of transient failures"
     )
-    run.add_argument("--rate-limit", type=positive_float, default=None, metavar="RPS", help="requests/second")
-    run.add_argument("--template", metavar="FILE", help="elasticsearch/opensearch query template (JSON)")
-    run.add_argument("--solr-method", choices=["GET", "POST"], default="GET", help="solr only")
-    run.add_argument("--generation-header", metavar="H", help="response header holding the index generation")
-    run.add_argument("--generation-field", metavar="F", help="dotted body field holding the index generation")
-    run.add_argument("--model-id-header", metavar="H", help="response header holding the model id")
-    run.add_argument("--model-id-field", metavar="F", help="dotted body field holding the model id")
-    run.add_argument(
-        "--out", default=DEFAULT_OUT, metavar="FILE", help=f"artifact path (default {DEFAULT_OUT})"
+    parser.add_argument(
+        "--rate-limit", type=positive_float, default=None, metavar="RPS", help="requests/second"
     )
-    run.add_argument(
+    parser.add_argument("--template", metavar="FILE", help="elasticsearch/opensearch query template (JSON)")
+    parser.add_argument("--solr-method", choices=["GET", "POST"], default="GET", help="solr only")
+    parser.add_argument(
+        "--generation-header", metavar="H", help="response header holding the index generation"
+    )
+    parser.add_argument(
+        "--generation-field", metavar="F", help="dotted body field holding the index generation"
+    )
+    parser.add_argument("--model-id-header", metavar="H", help="response header holding the model id")
+    parser.add_argument("--model-id-field", metavar="F", help="dotted body field holding the model id")
+    parser.add_argument(
         "--trust-env",
         action="store_true",
         help="honour HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE and SSL_CERT_DIR from the environment",
     )
-    run.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1, exclusive")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="assay", description="Search relevance testing: run, sweep, score, gate, validate, convert."
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    run = commands.add_parser("run", help="call a search URL for every golden query and write the artifact")
+    run.add_argument("--golden", required=True, metavar="FILE", help="golden file (JSON or JSONL)")
+    _add_target_options(run)
+    run.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="FILE", help=f"artifact path (default {DEFAULT_OUT})"
+    )
     run.set_defaults(handler=cmd_run)
+
+    sweep = commands.add_parser(
+        "sweep", help="rank a grid of request parameters on some queries, confirm the best on the others"
+    )
+    sweep.add_argument("--golden", required=True, metavar="FILE", help="golden file (JSON or JSONL)")
+    sweep.add_argument(
+        "--grid",
+        required=True,
+        metavar="FILE",
+        help='{"params": {"name": [values]}} (every combination) or {"configs": [{...}]}',
+    )
+    _add_target_options(sweep)
+    sweep.add_argument(
+        "--split",
+        type=_share,
+        default=0.7,
+        metavar="S",
+        help="share of each stratum that tunes (default 0.7)",
+    )
+    sweep.add_argument("--seed", type=int_at_least(0), default=0, metavar="N", help="the split's seed")
+    sweep.add_argument(
+        "--top", type=int_at_least(1), default=3, metavar="M", help="configurations confirmed (default 3)"
+    )
+    sweep.add_argument(
+        "--metric", choices=["ndcg", "mrr", "precision_at_k"], default="ndcg", help="ranked on (default ndcg)"
+    )
+    sweep.add_argument("--out", required=True, metavar="FILE", help="SWEEP.json")
+    sweep.set_defaults(handler=cmd_sweep)
 
     score = commands.add_parser("score", help="score a TREC run file or JSONL results offline")
     score.add_argument("--golden", required=True, metavar="FILE")

@@ -163,15 +163,10 @@ def config_problems(config: HarnessConfig) -> list[str]:
         path = getattr(config, name)
         if path is not None and (not path or any(not part for part in path.split("."))):
             problems.append(f"{name.replace('_', '-')} {path!r}: expected a dotted path such as meta.model")
-    try:
-        # A trial request surfaces params that clash with the request's own fields (or that JSON cannot
-        # carry, such as NaN) before any call.
-        trial = config.make_adapter().build_request(SearchCall(config.url, "", params=config.params))
-        encode_body(trial)
-    except AdapterError as exc:
-        problems.append(str(exc))
-    except ValueError as exc:
-        problems.append(f"{'params or query template' if config.es_template else 'params'}: {exc}")
+    # A trial request surfaces params that clash with the request's own fields (or that JSON cannot carry,
+    # such as NaN) before any call.
+    if refused := params_problem(config, config.params):
+        problems.append(refused)
     return problems
 
 
@@ -447,20 +442,30 @@ class _Runner:
         self.limiter = _RateLimiter(config.rate_limit) if config.rate_limit else None
 
     async def run_one(self, session: aiohttp.ClientSession, query: SearchQuery) -> QueryResult:
+        prepared = self.prepare(query, self.config.params)
+        if isinstance(prepared, QueryResult):
+            return prepared
+        return await self.send(session, query.id, prepared)
+
+    def prepare(self, query: SearchQuery, params: Mapping[str, Any]) -> _Prepared | QueryResult:
+        """The query's request with these extra parameters, encoded; or the query's error when it cannot
+        be sent at all (a route refused, a body the adapter or JSON refuses)."""
         config = self.config
         if self.route.problem is not None:
             return QueryResult(query_id=query.id, error=self.route.problem, attempts=0)
         try:
             request = self.adapter.build_request(
-                SearchCall(
-                    config.url, query.text, query.filters or {}, query.locale, config.size, config.params
-                )
+                SearchCall(config.url, query.text, query.filters or {}, query.locale, config.size, params)
             )
-            prepared = _prepare(request, config.headers, self.route.request_headers)
+            return _prepare(request, config.headers, self.route.request_headers)
         except AdapterError as exc:
             return QueryResult(query_id=query.id, error=str(exc), attempts=0)
         except (TypeError, ValueError) as exc:
             return QueryResult(query_id=query.id, error=f"request body: {exc}", attempts=0)
+
+    async def send(self, session: aiohttp.ClientSession, query_id: str, prepared: _Prepared) -> QueryResult:
+        """Send one prepared request, with its retries: the query's result or its error."""
+        config = self.config
         attempts = 0
         while True:
             attempts += 1
@@ -474,7 +479,7 @@ class _Runner:
                 if attempts > config.retries:
                     tries = f" ({attempts} attempts)" if attempts > 1 else ""
                     return QueryResult(
-                        query_id=query.id,
+                        query_id=query_id,
                         error=f"{exc}{tries}",
                         status=exc.status,
                         latency_ms=latency,
@@ -484,14 +489,14 @@ class _Runner:
                 continue
             except _Permanent as exc:
                 return QueryResult(
-                    query_id=query.id,
+                    query_id=query_id,
                     error=str(exc),
                     status=exc.status,
                     latency_ms=(time.perf_counter() - started) * 1000,
                     attempts=attempts,
                 )
             return QueryResult(
-                query_id=query.id,
+                query_id=query_id,
                 ids=outcome.hits_ids,
                 titles=outcome.titles,
                 status=outcome.status,
@@ -678,6 +683,116 @@ async def search_all(
     done = [r for r in results if r is not None]
     assert len(done) == len(queries)  # every index was taken by exactly one worker
     return done
+
+
+class SharedSearch:
+    """Several parameter sets of one target searched over one session and one pool of
+    `config.concurrency` workers (`assay sweep`): `config.params` are the fixed parameters, each job's
+    own are merged over them.
+
+    A request is sent once: every job's request is encoded first, and jobs whose encoded requests are
+    identical (method, URL, query string, headers and body: two configurations the adapter encodes alike,
+    or one configuration asked twice) share one answer, also across calls of `search` on one instance.
+    `sent` counts the requests sent (each with its retries).
+
+        async with SharedSearch(config) as shared:
+            tuning = await shared.search([(params, queries) for params in grid])
+    """
+
+    def __init__(self, config: HarnessConfig) -> None:
+        self.config = config
+        self.runner = _Runner(config, _route(config))
+        self.sent = 0
+        self._answers: dict[tuple[Any, ...], QueryResult] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> SharedSearch:
+        self._session = _session(self.config)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _plan(
+        self, jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]]
+    ) -> tuple[list[list[tuple[str, tuple[Any, ...] | QueryResult]]], dict[tuple[Any, ...], _Prepared]]:
+        plan: list[list[tuple[str, tuple[Any, ...] | QueryResult]]] = []
+        to_send: dict[tuple[Any, ...], _Prepared] = {}
+        for params, queries in jobs:
+            merged = {**self.config.params, **params}
+            row: list[tuple[str, tuple[Any, ...] | QueryResult]] = []
+            for query in queries:
+                prepared = self.runner.prepare(query, merged)
+                if isinstance(prepared, QueryResult):
+                    row.append((query.id, prepared))
+                    continue
+                key = (
+                    prepared.method,
+                    str(prepared.url),
+                    prepared.params,
+                    tuple(prepared.headers.items()),
+                    prepared.body,
+                )
+                if key not in self._answers:
+                    to_send.setdefault(key, prepared)
+                row.append((query.id, key))
+            plan.append(row)
+        return plan, to_send
+
+    async def search(
+        self,
+        jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]],
+        *,
+        progress: Callable[[int], Callable[[QueryResult], None] | None] | None = None,
+    ) -> list[list[QueryResult]]:
+        """Per job (extra params, queries), one QueryResult per query in the order given. `progress` is
+        called with the number of requests to send before the first one, and may return a callback
+        called once per request sent, as `search_all` calls `on_result`."""
+        assert self._session is not None, "use SharedSearch as an async context manager"
+        session = self._session
+        plan, to_send = self._plan(jobs)
+        pending = list(to_send.items())
+        on_result = progress(len(pending)) if progress is not None else None
+        cursor = iter(pending)
+
+        async def work() -> None:
+            for key, prepared in cursor:
+                result = _masked(await self.runner.send(session, "", prepared), self.config.secrets)
+                self._answers[key] = result
+                self.sent += 1
+                if on_result is not None:
+                    on_result(result)
+
+        tasks = [asyncio.ensure_future(work()) for _ in range(min(self.config.concurrency, len(pending)))]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return [
+            [
+                entry if isinstance(entry, QueryResult) else replace(self._answers[entry], query_id=query_id)
+                for query_id, entry in row
+            ]
+            for row in plan
+        ]
+
+
+def params_problem(config: HarnessConfig, params: Mapping[str, Any]) -> str | None:
+    """Why the adapter (or JSON) would refuse these extra parameters on `config`'s target, or None: a
+    trial request, before any call."""
+    try:
+        trial = config.make_adapter().build_request(SearchCall(config.url, "", params=params))
+        encode_body(trial)
+    except AdapterError as exc:
+        return str(exc)
+    except ValueError as exc:
+        return f"{'params or query template' if config.es_template else 'params'}: {exc}"
+    return None
 
 
 def _masked(result: QueryResult, secrets: Sequence[str]) -> QueryResult:

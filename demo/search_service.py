@@ -14,15 +14,20 @@ Contract:
   "score"}], "meta": {"index_generation", "rewriter", "rewritten_query", "took_ms"}}` and the header
   `X-Index-Generation`. Unknown body keys are ignored (harnesses send stage toggles of other engines).
 - `GET /health` answers `{"status": "ok", "documents", "index_generation", "synonyms"}`.
+- Two optional body fields tune the ranking of one request (`assay sweep` tries a grid of them):
+  `title_weight`, a number from 0 to 20 (default 3: the title's BM25 weight against the body's 1), and
+  `min_should_match`, an integer from 1 to 10 (default the server's `--min-should-match`, 3).
 - A bad request (not JSON, `q` missing or not a string, `size` not an integer in 1..100, malformed
-  `filters`/`locale`/`rewrite`) gets 400 and `{"error", "problems": [...]}` naming each bad field.
+  `filters`/`locale`/`rewrite`, `title_weight` or `min_should_match` outside its bounds) gets 400 and
+  `{"error", "problems": [...]}` naming each bad field (and the bound).
 
 Query semantics, deliberately like a stock Elasticsearch `match` query on a help center:
 - The query is lowercased and split into words; a short English/German/French stopword list is dropped.
   Each remaining word is one clause (`"q"`-string in, clauses out: the engine knows nothing of synonyms).
 - A document matches when at least `min(clauses, min_should_match)` clauses (default 3) occur in its title
   or body: one- to three-word queries need every word, longer questions need any three.
-- Matches are ranked by FTS5's BM25 over title (weight 3) and snippet + body (weight 1), summed over clauses;
+- Matches are ranked by FTS5's BM25 over title (weight 3, or `title_weight`) and snippet + body (weight 1),
+  summed over clauses;
   ties by document id ascending, so the order is deterministic.
 - Filters keep documents whose `fields[name]` equals the value (a list value means any of; a list-valued
   field matches when any element does); a missing field never matches. `locale` keeps documents whose
@@ -68,6 +73,10 @@ DEFAULT_SIZE = 10
 MAX_SIZE = 100
 DEFAULT_MIN_SHOULD_MATCH = 3
 TITLE_WEIGHT = 3.0
+# The per-request tuning parameters (`title_weight`, `min_should_match`) and their bounds: a sweep tries
+# values within them, and a value outside gets a 400 naming the bound rather than a silent clamp.
+TITLE_WEIGHT_BOUNDS = (0.0, 20.0)
+MIN_SHOULD_MATCH_BOUNDS = (1, 10)
 BODY_WEIGHT = 1.0
 MAX_REQUEST_BYTES = 1 << 20
 # Like Lucene's max clause count: one index lookup per clause, so an unbounded query is a denial of service.
@@ -345,6 +354,8 @@ class SearchRequest:
     size: int = DEFAULT_SIZE
     locale: str | None = None
     rewrite: bool = False
+    title_weight: float | None = None  # None: TITLE_WEIGHT
+    min_should_match: int | None = None  # None: the server's
 
 
 def parse_search_request(payload: object) -> SearchRequest:
@@ -378,6 +389,24 @@ def parse_search_request(payload: object) -> SearchRequest:
         rewrite = False
     if not isinstance(rewrite, bool):
         problems.append("rewrite: expected true or false")
+    title_weight = payload.get("title_weight")
+    low, high = TITLE_WEIGHT_BOUNDS
+    if title_weight is not None and (
+        isinstance(title_weight, bool)
+        or not isinstance(title_weight, int | float)
+        or not low <= title_weight <= high  # NaN fails here too
+    ):
+        problems.append(f"title_weight: expected a number from {low:g} to {high:g}, got {title_weight!r}")
+    min_should_match = payload.get("min_should_match")
+    fewest, most = MIN_SHOULD_MATCH_BOUNDS
+    if min_should_match is not None and (
+        isinstance(min_should_match, bool)
+        or not isinstance(min_should_match, int)
+        or not fewest <= min_should_match <= most
+    ):
+        problems.append(
+            f"min_should_match: expected an integer from {fewest} to {most}, got {min_should_match!r}"
+        )
     if problems:
         raise RequestError(problems)
     assert isinstance(q, str) and isinstance(size, int)
@@ -387,6 +416,8 @@ def parse_search_request(payload: object) -> SearchRequest:
         size=size,
         locale=(locale or None) if isinstance(locale, str) else None,
         rewrite=bool(rewrite),
+        title_weight=None if title_weight is None else float(title_weight),
+        min_should_match=min_should_match,
     )
 
 
@@ -420,15 +451,18 @@ class SearchIndex:
         with self._lock:
             self._conn.close()
 
-    def match(self, clauses: Sequence[str]) -> tuple[dict[int, float], list[set[int]]]:
-        """BM25 score of every row matching any clause, and per clause the rows it matches."""
+    def match(
+        self, clauses: Sequence[str], *, title_weight: float = TITLE_WEIGHT
+    ) -> tuple[dict[int, float], list[set[int]]]:
+        """BM25 score of every row matching any clause (the title weighted `title_weight`, the body 1),
+        and per clause the rows it matches."""
         quoted = ['"' + c.replace('"', '""') + '"' for c in clauses]
         with self._lock:
             scores = {
                 rowid: -value
                 for rowid, value in self._conn.execute(
                     "SELECT rowid, bm25(docs_fts, ?, ?) FROM docs_fts WHERE docs_fts MATCH ?",
-                    (TITLE_WEIGHT, BODY_WEIGHT, " OR ".join(quoted)),
+                    (title_weight, BODY_WEIGHT, " OR ".join(quoted)),
                 )
             }
             per_clause = [
@@ -557,12 +591,26 @@ def search(
     rewrite: bool = False,
     synonyms: SynonymPack | None = None,
     min_should_match: int = DEFAULT_MIN_SHOULD_MATCH,
+    title_weight: float | None = None,
+    request_min_should_match: int | None = None,
 ) -> SearchResult:
-    """Run one query (the semantics are in the module docstring). Raises RequestError on bad arguments."""
+    """Run one query (the semantics are in the module docstring). Raises RequestError on bad arguments.
+    `min_should_match` is the server's setting; `title_weight` and `request_min_should_match` are the
+    request's own (bounded as in a request body), over the defaults."""
     started = time.perf_counter()
     request = parse_search_request(
-        {"q": q, "filters": filters, "size": size, "locale": locale, "rewrite": rewrite}
+        {
+            "q": q,
+            "filters": filters,
+            "size": size,
+            "locale": locale,
+            "rewrite": rewrite,
+            "title_weight": title_weight,
+            "min_should_match": request_min_should_match,
+        }
     )
+    if request.min_should_match is not None:
+        min_should_match = request.min_should_match
     if min_should_match < 1:
         raise ValueError(f"min_should_match: expected at least 1, got {min_should_match}")
     if request.rewrite and synonyms is None:
@@ -573,7 +621,8 @@ def search(
         raise RequestError([f"q: {len(clauses)} distinct words to search for; at most {MAX_CLAUSES}"])
     hits: list[Hit] = []
     if clauses:
-        scores, per_clause = index.match(clauses)
+        weight = TITLE_WEIGHT if request.title_weight is None else request.title_weight
+        scores, per_clause = index.match(clauses, title_weight=weight)
         required = min(len(clauses), min_should_match)
         for rowid, score in scores.items():
             if sum(rowid in rows for rows in per_clause) < required:
@@ -720,6 +769,8 @@ class SearchHandler(BaseHTTPRequestHandler):
                 rewrite=request.rewrite,
                 synonyms=self.server.synonyms,
                 min_should_match=self.server.min_should_match,
+                title_weight=request.title_weight,
+                request_min_should_match=request.min_should_match,
             )
         except RequestError as exc:
             self._error(400, exc.problems)

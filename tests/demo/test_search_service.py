@@ -331,6 +331,13 @@ def test_it_ignores_unknown_body_keys(server: SearchServer) -> None:
         ({"q": "x", "filters": ["product"]}, "filters: expected an object"),
         ({"q": "x", "locale": 7}, "locale: expected a string or null"),
         ({"q": "x", "rewrite": "yes"}, "rewrite: expected true or false"),
+        ({"q": "x", "title_weight": 20.5}, "title_weight: expected a number from 0 to 20, got 20.5"),
+        ({"q": "x", "title_weight": -1}, "title_weight: expected a number from 0 to 20, got -1"),
+        ({"q": "x", "title_weight": "3"}, "title_weight: expected a number from 0 to 20, got '3'"),
+        ({"q": "x", "title_weight": True}, "title_weight: expected a number from 0 to 20, got True"),
+        ({"q": "x", "min_should_match": 0}, "min_should_match: expected an integer from 1 to 10, got 0"),
+        ({"q": "x", "min_should_match": 11}, "min_should_match: expected an integer from 1 to 10, got 11"),
+        ({"q": "x", "min_should_match": 2.0}, "min_should_match: expected an integer from 1 to 10, got 2.0"),
         (["q"], "body: expected a JSON object"),
     ],
 )
@@ -339,6 +346,36 @@ def test_it_answers_400_naming_the_bad_field(server: SearchServer, body: Any, pr
     assert reply.status_code == 400
     assert reply.json()["problems"] == [problem]
     assert reply.json()["error"] == problem
+
+
+def test_a_title_weight_of_the_request_reorders_title_and_body_matches(server: SearchServer) -> None:
+    docs = [
+        Document(id="body", title="Billing basics", body="How a refund works. Refund refund."),
+        Document(id="title", title="How a refund works", body="Billing basics."),
+    ]
+    built = build_index(docs)
+    try:
+        # The default weight (3) puts the title match first; without weight on titles the body's three
+        # mentions win; the bounds themselves are accepted.
+        assert [h.id for h in search(built, "refund").hits] == ["title", "body"]
+        assert [h.id for h in search(built, "refund", title_weight=0).hits] == ["body", "title"]
+        assert [h.id for h in search(built, "refund", title_weight=20).hits] == ["title", "body"]
+    finally:
+        built.close()
+
+
+def test_a_min_should_match_of_the_request_overrides_the_servers(server: SearchServer) -> None:
+    # "refund policy card reader" has four clauses: the server's 3 needs three of them, a request's 4
+    # needs all four, a request's 1 any one.
+    question = "refund policy card reader"
+    default = [h["id"] for h in _post(server, {"q": question}).json()["hits"]]
+    strict = [h["id"] for h in _post(server, {"q": question, "min_should_match": 4}).json()["hits"]]
+    loose = [h["id"] for h in _post(server, {"q": question, "min_should_match": 1}).json()["hits"]]
+    assert set(strict) <= set(default) <= set(loose)
+    assert len(strict) < len(loose)
+    # A null is the default, as for every optional field.
+    nulls = _post(server, {"q": question, "min_should_match": None, "title_weight": None}).json()
+    assert [h["id"] for h in nulls["hits"]] == default
 
 
 def test_it_answers_400_to_a_body_that_is_not_json(server: SearchServer) -> None:
