@@ -1098,17 +1098,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, so a reader that went away is a BrokenPipeError below, not at exit
+        return code
     except UsageError as exc:
         print(f"assay {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"assay {args.command}: interrupted; nothing written", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`assay gate ... | head`): say so once, and keep Python from reporting the
+        # closed stdout again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"assay {args.command}: stopped: its output was closed before it finished", file=sys.stderr)
+        return 2
     except OSError as exc:
         # Writing the artifact or summary failed (read-only directory, disk full): nothing half-written.
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"assay {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"assay {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -522,3 +522,19 @@ def test_the_command_line_imports_no_django(golden_file: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
 
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_reader_that_closes_the_output_early_gets_one_worded_line_and_no_traceback() -> None:
+    """`assay validate ... | head -c 0`: the pipe closes before the command writes; it says so once (it
+    used to print "error:: Broken pipe", and Python's own report of the closed stdout at exit)."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "assay.cli", "validate", "--golden", str(REPO / "demo" / "golden.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before anything is written
+    err = child.stderr.read().decode()
+    code = child.wait()
+    assert code == 2, err
+    assert err == "assay validate: stopped: its output was closed before it finished\n"
