@@ -294,6 +294,15 @@ def judge_job_begin(*, job_id: int) -> list[int] | None:
     return list(range(0, job.total, job.chunk_size))
 
 
+def judge_job_direct(*, job_id: int) -> str:
+    """Judge every pair of a claimed job not done yet in this delivery (one hold, one pass at the judge's
+    concurrency), then finish it; returns the job's status. As a chunk's: a worker lost meanwhile stops the
+    heartbeat and the sweeper sends the unfinished chunks again; a cancel stops it at its next check."""
+    total = JudgeJob.objects.filter(pk=job_id).values_list("total", flat=True).first() or 0
+    judge_chunk_process(job_id=job_id, start=0, size=max(total, 1))
+    return judge_job_finish(job_id=job_id)
+
+
 def judge_job_cancel(*, job: JudgeJob) -> bool:
     """Stop a queued or running job: its chunks stop at their next check. False when already final."""
     return bool(
@@ -470,11 +479,12 @@ def _hold(job_id: int, now: datetime | None = None) -> _Hold | None:
     return _Hold(job_id, token) if held else None
 
 
-def judge_chunk_process(*, job_id: int, start: int) -> bool:
-    """Judge the chunk's items that are not done yet (from the cache first, then the endpoint); True
-    when the job is still RUNNING afterwards. Never raises for a pair's failure; an unexpected error in
-    the chunk becomes the failure of its unfinished items. A delivery that finds the job held by another
-    live delivery does nothing (the holder's chain goes on)."""
+def judge_chunk_process(*, job_id: int, start: int, size: int | None = None) -> bool:
+    """Judge the chunk's items that are not done yet (from the cache first, then the endpoint): the `size`
+    items from `start` (the job's chunk size by default); True when the job is still RUNNING afterwards.
+    Never raises for a pair's failure; an unexpected error in the chunk becomes the failure of its
+    unfinished items. A delivery that finds the job held by another live delivery does nothing (the
+    holder's chain goes on)."""
     job = JudgeJob.objects.select_related("judge__rubric").filter(pk=job_id).first()
     if job is None or job.status != Status.RUNNING:
         return False
@@ -483,14 +493,14 @@ def judge_chunk_process(*, job_id: int, start: int) -> bool:
         logger.info("judge job %s: held by another delivery; chunk at %s left to it", job_id, start)
         return False
     try:
-        return _chunk(job, start, hold)
+        return _chunk(job, start, size or job.chunk_size, hold)
     finally:
         hold.release()
 
 
-def _chunk(job: JudgeJob, start: int, hold: _Hold) -> bool:
+def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold) -> bool:
     items = list(
-        JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + job.chunk_size, done=False)
+        JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + size, done=False)
         .select_related("query", "document")
         .order_by("index")
     )
