@@ -76,6 +76,8 @@ TRY_MAX = 3
 DECIDING = ("model", "instructions", "temperature", "text_budget", "structured")
 SERVING = ("base_url", "api_key_env", "concurrency")
 WRITE_EVERY_S = 0.5
+# Replies stored together at most: those arrived while the last batch was written.
+STORE_BATCH = 50
 # Per request (connect, send and the whole reply): a large model on a busy server can take a minute to
 # answer.
 REQUEST_TIMEOUT_S = 120.0
@@ -373,52 +375,65 @@ class _Pairs:
         return Call(item.pk, prompt, schema, self.rubric.scale)
 
 
-def _label(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer) -> None:
-    if answer.grade is None:
-        return
-    JudgeLabel.objects.update_or_create(
-        judge_id=job.judge_id,
-        query_id=item.query_id,
-        document_id=item.document_id,
-        defaults={
-            "grade": answer.grade,
-            "reason": answer.reason,
-            "content_hash": item.document.content_hash,
-            "job": job,
-        },
-    )
-
-
-def _settle(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer, *, cached: bool) -> None:
+def _settle(job: JudgeJob, settled: Sequence[tuple[JudgeJobItem, JudgeAnswer]], *, cached: bool) -> None:
+    """These items done with their answers, and each graded answer the judge's label of its pair: one
+    transaction, a few statements for the whole batch (not a few per pair)."""
+    labels = [
+        JudgeLabel(
+            judge_id=job.judge_id,
+            query_id=item.query_id,
+            document_id=item.document_id,
+            grade=answer.grade,
+            reason=answer.reason,
+            content_hash=item.document.content_hash,
+            job=job,
+        )
+        for item, answer in settled
+        if answer.grade is not None
+    ]
+    for item, answer in settled:
+        item.done, item.answer, item.cached = True, answer, cached
     with transaction.atomic():
-        _label(job, item, answer)
-        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, answer=answer, cached=cached)
+        JudgeLabel.objects.bulk_create(
+            labels,
+            update_conflicts=True,
+            unique_fields=["judge", "query", "document"],
+            update_fields=["grade", "reason", "content_hash", "job", "updated"],
+        )
+        JudgeJobItem.objects.bulk_update([item for item, _ in settled], ["done", "answer", "cached"])
 
 
-def _store(job: JudgeJob, pairs: _Pairs, reply: Reply) -> None:
-    """One reply, as it arrives: an answer into the cache (the first stored wins) and the item's label;
-    a failure onto the item."""
-    item = pairs.items[int(str(reply.key))]
-    if reply.answer is None:
-        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+def _store(job: JudgeJob, pairs: _Pairs, replies: Sequence[Reply]) -> None:
+    """Replies as they arrive, a batch at a time: answers into the cache (the first stored wins) and each
+    item's label; a failure onto the item."""
+    items = [(pairs.items[int(str(reply.key))], reply) for reply in replies]
+    for item, reply in items:
+        if reply.answer is None:
+            JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+    answered = [(item, reply, reply.answer) for item, reply in items if reply.answer is not None]
+    if not answered:
         return
-    query_key, document_key = pairs.keys[item.pk]
-    answer, _ = JudgeAnswer.objects.get_or_create(
-        model=pairs.judge.model,
-        prompt_hash=pairs.prompt_hash,
-        query_hash=query_key,
-        document_hash=document_key,
-        defaults={
-            "grade": reply.answer.grade,
-            "reason": reply.answer.reason,
-            "error": reply.answer.error or "",
-            "prompt_tokens": reply.prompt_tokens,
-            "completion_tokens": reply.completion_tokens,
-            "latency_ms": reply.latency_ms,
-            "job": job,
-        },
+    JudgeAnswer.objects.bulk_create(
+        [
+            JudgeAnswer(
+                model=pairs.judge.model,
+                prompt_hash=pairs.prompt_hash,
+                query_hash=pairs.keys[item.pk][0],
+                document_hash=pairs.keys[item.pk][1],
+                grade=answer.grade,
+                reason=answer.reason,
+                error=answer.error or "",
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                latency_ms=reply.latency_ms,
+                job=job,
+            )
+            for item, reply, answer in answered
+        ],
+        ignore_conflicts=True,  # an answer stored first (another job's, a redelivery's) stays
     )
-    _settle(job, item, answer, cached=False)
+    stored = pairs.cached()
+    _settle(job, [(item, stored[pairs.keys[item.pk]]) for item, _, _ in answered], cached=False)
 
 
 class _Calls:
@@ -521,13 +536,10 @@ def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold) -> bool:
 def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> bool:
     pairs = _Pairs(job.judge, items)
     cache = pairs.cached()
-    todo = []
-    for item in items:
-        hit = cache.get(pairs.keys[item.pk])
-        if hit is not None:
-            _settle(job, item, hit, cached=True)
-        else:
-            todo.append(item)
+    hits = [(item, cache[pairs.keys[item.pk]]) for item in items if pairs.keys[item.pk] in cache]
+    if hits:
+        _settle(job, hits, cached=True)
+    todo = [item for item in items if pairs.keys[item.pk] not in cache]
     if not todo:
         return True
     try:
@@ -542,8 +554,13 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> b
     last_check = time.monotonic()
     try:
         while calls.thread.is_alive() or not calls.replies.empty():
+            replies: list[Reply] = []
             with contextlib.suppress(queue.Empty):
-                _store(job, pairs, calls.replies.get(timeout=0.05))
+                replies.append(calls.replies.get(timeout=0.05))
+                while len(replies) < STORE_BATCH:  # what else has arrived meanwhile, stored with it
+                    replies.append(calls.replies.get_nowait())
+            if replies:
+                _store(job, pairs, replies)
             if time.monotonic() - last_check >= WRITE_EVERY_S:
                 last_check = time.monotonic()
                 _tally(job.pk)
