@@ -228,6 +228,12 @@ def render(figures: dict[str, dict[str, Any]]) -> str:
             "| stand-in's own s | ratio | page ratio |",
             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
+            "",
+            "What the job adds to the stand-in's own time: created to claimed is the start task's one hop "
+            "(on the filesystem broker, up to a poll of `ASSAY_BROKER_POLL_S`, 0.1 s); claimed to final is "
+            "the judging itself (a job of at most 8 chunks is judged by the start task in one pass), its "
+            "writes (the answers, labels and items of the replies arrived meanwhile, a few statements per "
+            "batch), the job's counts and finishing, in the same task.",
         ]
     )
 
