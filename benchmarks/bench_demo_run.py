@@ -178,7 +178,7 @@ def inner(out: Path) -> None:
             # The page: as the product polls it, and as it polled before (once a second) for comparison.
             from django.test import Client
 
-            from evaluation import selectors
+            from labeling.selectors import progress as selectors
 
             client = Client(HTTP_HOST="127.0.0.1")
             client.force_login(user)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from assay.drift import Budgets, load_budgets
 from assay.golden.keys import ResolvedGolden, resolve_keys
@@ -38,6 +36,7 @@ from evaluation.models import Baseline, BudgetSet, EvaluationRun, QueryRunResult
 from golden_io.models import GoldenVersion
 from labeling.models import Assignment, GoldenSet
 from labeling.roles import reviewed_filter
+from labeling.selectors import progress
 from labeling.selectors.labels import labels_consolidated
 
 # The trend page charts every metric of the metric table.
@@ -86,13 +85,6 @@ def run_get(*, user: Any, run_id: int) -> EvaluationRun | None:
     )
 
 
-# How often a run's page asks for its progress: often while the run is young (a small run is over in
-# well under a second, and the page shows its verdict at the first poll after that), then once a second.
-POLL_FAST_MS = 200
-POLL_FAST_FOR = timedelta(seconds=30)
-POLL_MS = 1000
-
-
 def run_progress(*, run: EvaluationRun) -> dict[str, Any]:
     """What a progress bar polls: fresh from the database (a chunk may have written since `run` was read),
     and `poll_ms`, when to ask again."""
@@ -105,7 +97,7 @@ def run_progress(*, run: EvaluationRun) -> dict[str, Any]:
     final = row["status"] in EvaluationRun.FINAL
     row["percent"] = 100.0 * done / total if total else (100.0 if final else 0.0)
     row["final"] = final
-    row["poll_ms"] = POLL_FAST_MS if timezone.now() - row.pop("created") < POLL_FAST_FOR else POLL_MS
+    row["poll_ms"] = progress.poll_ms(row.pop("created"))
     return row
 
 

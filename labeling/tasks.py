@@ -2,9 +2,10 @@
 `labeling.services.judges`) and the drift watch (`labeling.services.judge_qualification`).
 
 As evaluation's tasks (evaluation/tasks.py): explicit stable names, ids as arguments, services imported
-inside each task, idempotency in the database. A job's chunks run one after another (a chain: the
-judge's concurrency limit is per endpoint, and two chunks at once would double it), then
-`labeling.judge_job_finish`. The chunk task is `acks_late` with `reject_on_worker_lost`: a chunk whose
+inside each task, idempotency in the database. A small job (at most DIRECT_CHUNKS chunks) is judged by
+the start task itself and finished there: no hop between tasks. A larger job's chunks run one after
+another (a chain: the judge's concurrency limit is per endpoint, and two chunks at once would double it),
+then `labeling.judge_job_finish`. The chunk task is `acks_late` with `reject_on_worker_lost`: a chunk whose
 worker is killed goes back to the broker (after its visibility timeout) and the next delivery judges only
 its items not done yet, reading the answer cache before calling, so nothing answered is paid for twice.
 
@@ -25,18 +26,37 @@ logger = logging.getLogger(__name__)
 # A chunk of 20 pairs at a slow endpoint's worst case (every call retried after long Retry-Afters).
 CHUNK_SOFT_LIMIT_S = 30 * 60
 CHUNK_HARD_LIMIT_S = 35 * 60
+# A job of at most this many chunks is judged whole by the task that claims it and finished there, without
+# the hops of a chain (on `make run`'s filesystem broker each hop waits for a poll): docs/judge.md, "Jobs".
+DIRECT_CHUNKS = 8
 
 
-@shared_task(name="labeling.judge_job_start", ignore_result=True)
+# judge_job_start judges a small job itself (at most DIRECT_CHUNKS chunks): the limits of its chunks.
+@shared_task(
+    name="labeling.judge_job_start",
+    ignore_result=True,
+    soft_time_limit=DIRECT_CHUNKS * CHUNK_SOFT_LIMIT_S,
+    time_limit=DIRECT_CHUNKS * CHUNK_HARD_LIMIT_S,
+)
 def judge_job_start(job_id: int) -> None:
-    """Claim a queued job and chain its chunks, then finish."""
-    from labeling.services.judges import judge_job_begin
+    """Claim a queued job; judge a small one here and finish it (no hops between tasks), or chain a large
+    one's chunks, then finish."""
+    from labeling.services.judges import judge_job_begin, judge_job_direct
 
     starts = judge_job_begin(job_id=job_id)
     if starts is None:
         logger.info("judge job %s: not queued any more (claimed elsewhere or cancelled)", job_id)
         return
-    _dispatch(job_id, starts)
+    if len(starts) > DIRECT_CHUNKS:
+        _dispatch(job_id, starts)
+        return
+    try:
+        judge_job_direct(job_id=job_id)
+    except Exception:
+        # As a failed chunk task: the heartbeat stops and the sweeper sends the unfinished chunks again.
+        logger.exception(
+            "judge job %s: judging it directly failed; the sweeper sends its chunks again", job_id
+        )
 
 
 def _dispatch(job_id: int, starts: list[int]) -> None:

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -76,6 +76,8 @@ TRY_MAX = 3
 DECIDING = ("model", "instructions", "temperature", "text_budget", "structured")
 SERVING = ("base_url", "api_key_env", "concurrency")
 WRITE_EVERY_S = 0.5
+# Replies stored together at most: those arrived while the last batch was written.
+STORE_BATCH = 50
 # Per request (connect, send and the whole reply): a large model on a busy server can take a minute to
 # answer.
 REQUEST_TIMEOUT_S = 120.0
@@ -294,6 +296,15 @@ def judge_job_begin(*, job_id: int) -> list[int] | None:
     return list(range(0, job.total, job.chunk_size))
 
 
+def judge_job_direct(*, job_id: int) -> str:
+    """Judge every pair of a claimed job not done yet in this delivery (one hold, one pass at the judge's
+    concurrency), then finish it; returns the job's status. As a chunk's: a worker lost meanwhile stops the
+    heartbeat and the sweeper sends the unfinished chunks again; a cancel stops it at its next check."""
+    total = JudgeJob.objects.filter(pk=job_id).values_list("total", flat=True).first() or 0
+    judge_chunk_process(job_id=job_id, start=0, size=max(total, 1))
+    return judge_job_finish(job_id=job_id)
+
+
 def judge_job_cancel(*, job: JudgeJob) -> bool:
     """Stop a queued or running job: its chunks stop at their next check. False when already final."""
     return bool(
@@ -347,9 +358,11 @@ class _Pairs:
             item.pk: (query_hash(prompt_query(item.query)), item.document.content_hash) for item in items
         }
 
-    def cached(self) -> dict[tuple[str, str], JudgeAnswer]:
-        query_hashes = {q for q, _ in self.keys.values()}
-        document_hashes = {d for _, d in self.keys.values()}
+    def cached(self, items: Iterable[int] | None = None) -> dict[tuple[str, str], JudgeAnswer]:
+        """The stored answers of these items' pairs (by pk; every item of the chunk by default)."""
+        keys = list(self.keys.values()) if items is None else [self.keys[pk] for pk in items]
+        query_hashes = {q for q, _ in keys}
+        document_hashes = {d for _, d in keys}
         found = JudgeAnswer.objects.filter(
             model=self.judge.model,
             prompt_hash=self.prompt_hash,
@@ -364,52 +377,70 @@ class _Pairs:
         return Call(item.pk, prompt, schema, self.rubric.scale)
 
 
-def _label(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer) -> None:
-    if answer.grade is None:
-        return
-    JudgeLabel.objects.update_or_create(
-        judge_id=job.judge_id,
-        query_id=item.query_id,
-        document_id=item.document_id,
-        defaults={
-            "grade": answer.grade,
-            "reason": answer.reason,
-            "content_hash": item.document.content_hash,
-            "job": job,
-        },
-    )
-
-
-def _settle(job: JudgeJob, item: JudgeJobItem, answer: JudgeAnswer, *, cached: bool) -> None:
+def _settle(job: JudgeJob, settled: Sequence[tuple[JudgeJobItem, JudgeAnswer]], *, cached: bool) -> None:
+    """These items done with their answers, and each graded answer the judge's label of its pair: one
+    transaction, a few statements for the whole batch (not a few per pair)."""
+    labels = [
+        JudgeLabel(
+            judge_id=job.judge_id,
+            query_id=item.query_id,
+            document_id=item.document_id,
+            grade=answer.grade,
+            reason=answer.reason,
+            content_hash=item.document.content_hash,
+            job=job,
+        )
+        for item, answer in settled
+        if answer.grade is not None
+    ]
     with transaction.atomic():
-        _label(job, item, answer)
-        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, answer=answer, cached=cached)
+        JudgeLabel.objects.bulk_create(
+            labels,
+            update_conflicts=True,
+            unique_fields=["judge", "query", "document"],
+            update_fields=["grade", "reason", "content_hash", "job", "updated"],
+        )
+        # One parameterised UPDATE run for every item: bulk_update's CASE per row costs more to build (in
+        # Python, per field and row) than the whole batch's writes.
+        table = connection.ops.quote_name(JudgeJobItem._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET done = %s, answer_id = %s, cached = %s WHERE id = %s",  # noqa: S608 (the model's own table)
+                [(True, answer.pk, cached, item.pk) for item, answer in settled],
+            )
 
 
-def _store(job: JudgeJob, pairs: _Pairs, reply: Reply) -> None:
-    """One reply, as it arrives: an answer into the cache (the first stored wins) and the item's label;
-    a failure onto the item."""
-    item = pairs.items[int(str(reply.key))]
-    if reply.answer is None:
-        JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+def _store(job: JudgeJob, pairs: _Pairs, replies: Sequence[Reply]) -> None:
+    """Replies as they arrive, a batch at a time: answers into the cache (the first stored wins) and each
+    item's label; a failure onto the item."""
+    items = [(pairs.items[int(str(reply.key))], reply) for reply in replies]
+    for item, reply in items:
+        if reply.answer is None:
+            JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+    answered = [(item, reply, reply.answer) for item, reply in items if reply.answer is not None]
+    if not answered:
         return
-    query_key, document_key = pairs.keys[item.pk]
-    answer, _ = JudgeAnswer.objects.get_or_create(
-        model=pairs.judge.model,
-        prompt_hash=pairs.prompt_hash,
-        query_hash=query_key,
-        document_hash=document_key,
-        defaults={
-            "grade": reply.answer.grade,
-            "reason": reply.answer.reason,
-            "error": reply.answer.error or "",
-            "prompt_tokens": reply.prompt_tokens,
-            "completion_tokens": reply.completion_tokens,
-            "latency_ms": reply.latency_ms,
-            "job": job,
-        },
+    JudgeAnswer.objects.bulk_create(
+        [
+            JudgeAnswer(
+                model=pairs.judge.model,
+                prompt_hash=pairs.prompt_hash,
+                query_hash=pairs.keys[item.pk][0],
+                document_hash=pairs.keys[item.pk][1],
+                grade=answer.grade,
+                reason=answer.reason,
+                error=answer.error or "",
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                latency_ms=reply.latency_ms,
+                job=job,
+            )
+            for item, reply, answer in answered
+        ],
+        ignore_conflicts=True,  # an answer stored first (another job's, a redelivery's) stays
     )
-    _settle(job, item, answer, cached=False)
+    stored = pairs.cached(item.pk for item, _, _ in answered)
+    _settle(job, [(item, stored[pairs.keys[item.pk]]) for item, _, _ in answered], cached=False)
 
 
 class _Calls:
@@ -470,11 +501,12 @@ def _hold(job_id: int, now: datetime | None = None) -> _Hold | None:
     return _Hold(job_id, token) if held else None
 
 
-def judge_chunk_process(*, job_id: int, start: int) -> bool:
-    """Judge the chunk's items that are not done yet (from the cache first, then the endpoint); True
-    when the job is still RUNNING afterwards. Never raises for a pair's failure; an unexpected error in
-    the chunk becomes the failure of its unfinished items. A delivery that finds the job held by another
-    live delivery does nothing (the holder's chain goes on)."""
+def judge_chunk_process(*, job_id: int, start: int, size: int | None = None) -> bool:
+    """Judge the chunk's items that are not done yet (from the cache first, then the endpoint): the `size`
+    items from `start` (the job's chunk size by default); True when the job is still RUNNING afterwards.
+    Never raises for a pair's failure; an unexpected error in the chunk becomes the failure of its
+    unfinished items. A delivery that finds the job held by another live delivery does nothing (the
+    holder's chain goes on)."""
     job = JudgeJob.objects.select_related("judge__rubric").filter(pk=job_id).first()
     if job is None or job.status != Status.RUNNING:
         return False
@@ -483,14 +515,14 @@ def judge_chunk_process(*, job_id: int, start: int) -> bool:
         logger.info("judge job %s: held by another delivery; chunk at %s left to it", job_id, start)
         return False
     try:
-        return _chunk(job, start, hold)
+        return _chunk(job, start, size or job.chunk_size, hold)
     finally:
         hold.release()
 
 
-def _chunk(job: JudgeJob, start: int, hold: _Hold) -> bool:
+def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold) -> bool:
     items = list(
-        JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + job.chunk_size, done=False)
+        JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + size, done=False)
         .select_related("query", "document")
         .order_by("index")
     )
@@ -511,13 +543,10 @@ def _chunk(job: JudgeJob, start: int, hold: _Hold) -> bool:
 def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> bool:
     pairs = _Pairs(job.judge, items)
     cache = pairs.cached()
-    todo = []
-    for item in items:
-        hit = cache.get(pairs.keys[item.pk])
-        if hit is not None:
-            _settle(job, item, hit, cached=True)
-        else:
-            todo.append(item)
+    hits = [(item, cache[pairs.keys[item.pk]]) for item in items if pairs.keys[item.pk] in cache]
+    if hits:
+        _settle(job, hits, cached=True)
+    todo = [item for item in items if pairs.keys[item.pk] not in cache]
     if not todo:
         return True
     try:
@@ -532,8 +561,13 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> b
     last_check = time.monotonic()
     try:
         while calls.thread.is_alive() or not calls.replies.empty():
+            replies: list[Reply] = []
             with contextlib.suppress(queue.Empty):
-                _store(job, pairs, calls.replies.get(timeout=0.05))
+                replies.append(calls.replies.get(timeout=0.05))
+                while len(replies) < STORE_BATCH:  # what else has arrived meanwhile, stored with it
+                    replies.append(calls.replies.get_nowait())
+            if replies:
+                _store(job, pairs, replies)
             if time.monotonic() - last_check >= WRITE_EVERY_S:
                 last_check = time.monotonic()
                 _tally(job.pk)

@@ -17,6 +17,7 @@ from labeling.forms import JudgeForm, JudgeJobForm, form_errors
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import GoldenSet, Judge, JudgeJob, Query
 from labeling.selectors import judges as judge_selectors
+from labeling.selectors.progress import poll_ms
 from labeling.services import judges as judge_services
 from labeling.views.access import back, get_judge_for_reviewer, get_set_for_reviewer
 
@@ -173,7 +174,12 @@ def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _job_context(job: JudgeJob) -> dict[str, object]:
-    return {"golden_set": job.judge.golden_set, "judge": job.judge, "job": job}
+    return {
+        "golden_set": job.judge.golden_set,
+        "judge": job.judge,
+        "job": job,
+        "poll_ms": poll_ms(job.created),
+    }
 
 
 @require_GET
@@ -185,7 +191,8 @@ def judge_job(request: HttpRequest, slug: str, pk: int, job_pk: int) -> HttpResp
 
 @require_GET
 def judge_job_progress(request: HttpRequest, slug: str, pk: int, job_pk: int) -> HttpResponse:
-    """The progress block alone, for the job page's polling (htmx, every second while in flight)."""
+    """The progress block alone, for the job page's polling (htmx, while in flight: every
+    `poll_ms`, often while the job is young)."""
     return render(request, "labeling/_judge_job_progress.html", _job_context(_job(request, slug, pk, job_pk)))
 
 

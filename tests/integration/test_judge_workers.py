@@ -2,8 +2,9 @@
 OpenAI-compatible stub (tests/support/judge_stub.py), as tests/integration/test_runs_workers.py runs
 evaluation runs.
 
-Covered: the drift watch a rater's done queues runs on a worker; a job runs through its chain of chunks
-on a worker; a worker SIGKILLed mid-job loses nothing,
+Covered: the drift watch a rater's done queues runs on a worker; a small job is judged by the task that
+claims it (no chunk task), a large one runs through its chain of chunks on a worker, each with exactly one
+answer per pair; a worker SIGKILLed mid-job loses nothing,
 under the default settings: the job's heartbeat stops, the sweeper on beat (every 15 s; embedded in the
 second worker here) sends its unfinished chunks again, and the second worker judges only the pairs not
 answered yet: a stored answer is never asked for again, only the request in flight when the worker died.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +155,47 @@ def test_a_worker_runs_the_drift_watch_a_rater_marking_done_queues(
     qualification.refresh_from_db()
     assert qualification.ended_reason.startswith("the drift watch: the running kappa over the latest 200")
     assert "at pair 50" in qualification.ended_reason
+
+
+def _job_on_a_worker(worker_log: Path, stub: StubServer, golden_set: GoldenSet, chunk_size: int) -> str:
+    """A job of 24 pairs (4 queries of 6) queued as the page queues it, waited for on the worker; what the
+    worker's log says of its chunk tasks."""
+    queries = [factories.pooled_query(golden_set, 6, text=f"pair set {i}") for i in range(4)]
+    judge, _ = judges.judge_save(
+        golden_set=golden_set, settings=judge_settings(stub.url, concurrency=4), by=None
+    )
+    job = judges.judge_job_create(judge=judge, queries=queries, by=None, chunk_size=chunk_size)
+    _wait(lambda: _status(job) in JudgeJob.FINAL, "the job to finish")
+    assert job.status == Status.SUCCEEDED, job.message
+    assert (job.total, job.done, job.errors, job.cached) == (24, 24, 0, 0)
+    # Exactly one answer per pair: one label each, one request each.
+    assert JudgeJobItem.objects.filter(job=job, answer__isnull=False).count() == 24
+    assert JudgeAnswer.objects.filter(job=job).count() == 24
+    assert JudgeLabel.objects.filter(judge=judge).count() == 24
+    asked = _pairs_asked(stub)
+    assert len(asked) == 24 and set(asked.values()) == {1}
+    return worker_log.read_text(errors="replace")
+
+
+def test_a_small_job_is_judged_by_the_task_that_claims_it(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+) -> None:
+    """Two chunks of 20 (at most tasks.DIRECT_CHUNKS): no chunk task, no finish task, no hop between them."""
+    worker = start_worker("w1")
+    log = _job_on_a_worker(worker.log, stub, golden_set, chunk_size=20)
+    assert "Task labeling.judge_job_start[" in log  # its "received" line (the task list names all)
+    assert "Task labeling.judge_chunk[" not in log and "Task labeling.judge_job_finish[" not in log
+
+
+def test_a_large_job_keeps_its_chain_of_chunks(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+) -> None:
+    """Twelve chunks of 2 (more than tasks.DIRECT_CHUNKS): chunk tasks one after another, then finish."""
+    worker = start_worker("w1")
+    log = _job_on_a_worker(worker.log, stub, golden_set, chunk_size=2)
+    assert log.count("Task labeling.judge_chunk[") >= 2 * 12  # each received and succeeded
+    assert "Task labeling.judge_job_finish[" in log

@@ -196,6 +196,26 @@ def test_a_redelivered_chunk_judges_only_what_is_not_done(golden_set: GoldenSet,
     assert len(stub.requests) == 4
 
 
+def test_a_small_job_judged_directly_has_exactly_one_answer_per_pair(
+    golden_set: GoldenSet, stub: StubServer
+) -> None:
+    """What the start task does with a job of a few chunks (labeling/tasks.py): every pair in one pass,
+    then finished; a chunk of it delivered again afterwards (the broker's redelivery) asks nothing."""
+    queries = [query_with(golden_set, f"direct {i}", 9) for i in range(5)]
+    job = judges.judge_job_create(
+        judge=make_judge(golden_set, stub.url, concurrency=4), queries=queries, by=None, chunk_size=10
+    )
+    assert judges.judge_job_begin(job_id=job.pk) == [0, 10, 20, 30, 40]
+    assert judges.judge_job_direct(job_id=job.pk) == Status.SUCCEEDED
+    judges.judge_chunk_process(job_id=job.pk, start=20)
+    job.refresh_from_db()
+    assert (job.total, job.done, job.errors, job.cached) == (45, 45, 0, 0)
+    assert len(stub.requests) == 45
+    assert JudgeAnswer.objects.filter(job=job).count() == 45
+    assert JudgeJobItem.objects.filter(job=job, answer__isnull=False).count() == 45
+    assert JudgeLabel.objects.filter(judge=job.judge).count() == 45
+
+
 @pytest.mark.django_db(transaction=True)  # the chunk runs in another thread, on its own connection
 def test_cancel_stops_the_chunk(golden_set: GoldenSet, stub: StubServer) -> None:
     query = query_with(golden_set, "cancel me", 8)
