@@ -25,6 +25,7 @@ from assay.changes import (
     TOLERANCE,
     Change,
     LeftOut,
+    RowValues,
     ScopePairs,
     pair_rows,
     pair_scope,
@@ -468,7 +469,8 @@ def _compare_scopes(
     def tier_of(row: Mapping[str, Any]) -> str:
         return str(row.get("tier", "core"))
 
-    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS)
+    values = RowValues(METRIC_KEYS)  # each row's values, shared by the core tier and every slice
+    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS, values)
     for metric in METRIC_KEYS:
         budget = budgets.core[metric] if metric in GATED_METRICS else None
         comparison["core"][metric] = gate.row("core", metric, core, budget)
@@ -507,7 +509,7 @@ def _compare_scopes(
             if row["id"] not in now_ids and tier_of(row) == "core" and row.get(field) is not None:
                 retired.setdefault(str(row[field]), []).append(row["id"])
         for name in sorted(set(slices_now) | set(slices_then), key=natural_key):
-            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS)
+            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS, values)
             slice_budgets = named.get(name)
             scope = f"{field.replace('_', ' ')} {name}"
             comparison[key][name] = {
