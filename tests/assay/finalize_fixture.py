@@ -19,17 +19,21 @@ _DOCS = tuple(f"d{i}" for i in range(1, 13))
 
 def _query(i: int, rng: random.Random) -> GoldenQuery:
     judged = rng.sample(_DOCS, rng.randint(0, 6))
+    judgments = tuple(Judgment(doc, rng.randint(0, 3)) for doc in judged)
+    expect_empty = rng.random() < 0.03
+    # A valid golden file: a critical query has a positive judgment and is not expected to be empty.
+    critical = rng.random() < 0.01 and not expect_empty and any(j.grade >= 1 for j in judgments)
     return GoldenQuery(
         id=f"q-{i}",
         text=f"query {i}",
-        judgments=tuple(Judgment(doc, rng.randint(0, 3)) for doc in judged),
+        judgments=judgments,
         stratum=rng.choice(("billing", "docs", "api", None)),
         traffic_band=rng.choice(("head", "torso", "tail", None)),
         failure_mode=rng.choice(("typo", "synonym", None, None)),
-        weight=rng.choice((1.0, 0.0, 2.5, 10.0)),
+        weight=rng.choice((1.0, 0.5, 2.5, 10.0)),
         tier="shadow" if rng.random() < 0.1 else "core",
-        expect_empty=rng.random() < 0.03,
-        critical=rng.random() < 0.01,
+        expect_empty=expect_empty,
+        critical=critical,
     )
 
 
@@ -44,10 +48,15 @@ def _results(golden: GoldenFile, rng: random.Random) -> dict[str, QueryResult]:
     return results
 
 
-def seeded_run(n: int, seed: int) -> tuple[GoldenFile, dict[str, Any], dict[str, Any], Budgets]:
-    """(golden, current report, baseline report, budgets with stratum budgets) of `n` random queries."""
+def seeded_run(
+    n: int, seed: int, *, reports: bool = True
+) -> tuple[GoldenFile, dict[str, Any], dict[str, Any], Budgets]:
+    """(golden, current report, baseline report, budgets with stratum budgets) of `n` random queries
+    (without `reports`, the reports are empty)."""
     rng = random.Random(seed)
     golden = GoldenFile(version="v1", queries=tuple(_query(i, rng) for i in range(1, n + 1)), rubric="r@1")
+    if not reports:
+        return golden, {}, {}, load_budgets(None)
     baseline = build_report(golden, _results(golden, rng), run={}, bootstrap_seed=seed)
     current = build_report(golden, _results(golden, rng), run={}, bootstrap_seed=seed + 1)
     budgets = load_budgets({"strata": {"billing": {}}, "traffic_bands": {"head": {}}})

