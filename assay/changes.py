@@ -144,21 +144,25 @@ class Change:
 
 
 def _weighted_means(
-    values: NDArray[np.float64], weights: NDArray[np.float64] | None, draws: NDArray[np.intp]
+    values: NDArray[np.float64],
+    weights: NDArray[np.float64] | None,
+    draws: NDArray[np.intp],
+    weighted_values: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """The (weighted) mean of `values` for each row of index draws."""
+    """The (weighted) mean of `values` for each row of index draws. `weighted_values` is values * weights,
+    made once for every batch: each drawn product is the very product of the drawn value and weight."""
     if weights is None:
         means: NDArray[np.float64] = values[draws].mean(axis=1)
         return means
-    w = weights[draws]
-    return np.asarray((values[draws] * w).sum(axis=1) / w.sum(axis=1), dtype=np.float64)
+    products = (values * weights if weighted_values is None else weighted_values)[draws]
+    return np.asarray(products.sum(axis=1) / weights[draws].sum(axis=1), dtype=np.float64)
 
 
-def _draws(rng: np.random.Generator, size: int, rows: int) -> NDArray[np.intp]:
-    """`rows` x `size` indices below `size`. Drawn as int32 when they fit: numpy draws the very same
-    values for int32 as for int64 below 2^32, several times faster."""
+def _draws(rng: np.random.Generator, size: int, rows: int, width: int | None = None) -> NDArray[np.intp]:
+    """`rows` x `width` (default `size`) indices below `size`. Drawn as int32 when they fit: numpy draws
+    the very same values for int32 as for int64 below 2^32, several times faster."""
     dtype = np.int32 if size < 2**31 else np.int64
-    return rng.integers(0, size, (rows, size), dtype=dtype)
+    return rng.integers(0, size, (rows, size if width is None else width), dtype=dtype)
 
 
 def bootstrap_means(
@@ -177,8 +181,9 @@ def bootstrap_means(
     size = values.size
     batch = max(1, _BATCH_CELLS // size)
     rows = [min(batch, resamples - start) for start in range(0, resamples, batch)]
+    products = None if weights is None else values * weights
     if len(rows) == 1:  # one batch (a small scope, as most of the gate's): nothing to overlap
-        return _weighted_means(values, weights, _draws(rng, size, rows[0]))
+        return _weighted_means(values, weights, _draws(rng, size, rows[0]), products)
     means: list[NDArray[np.float64]] = []
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_draws, rng, size, rows[0])
@@ -186,7 +191,7 @@ def bootstrap_means(
             draws = pending.result()
             if following:
                 pending = pool.submit(_draws, rng, size, following)
-            means.append(_weighted_means(values, weights, draws))
+            means.append(_weighted_means(values, weights, draws, products))
     return np.concatenate(means)
 
 
@@ -210,9 +215,13 @@ def randomization_p_value(
     rng = np.random.default_rng(seed + 1)  # not the bootstrap's draws
     batch = max(1, _BATCH_CELLS // deltas.size)
     hits = 0
+    weighted = deltas * w
+    negated = -weighted
     for start in range(0, permutations, batch):
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(min(batch, permutations - start), deltas.size))
-        flipped = np.abs((signs * (deltas * w)).sum(axis=1) / w.sum())
+        # The draws of rng.choice([-1.0, 1.0], size): indices 0 or 1 (int32: the same values, faster), and
+        # each change kept or negated, which is its product with the drawn sign to the bit.
+        keep = _draws(rng, 2, min(batch, permutations - start), deltas.size).astype(bool)
+        flipped = np.abs(np.where(keep, weighted, negated).sum(axis=1) / w.sum())
         hits += int((flipped >= observed - _TIE).sum())
     return hits / permutations
 
