@@ -158,11 +158,11 @@ def _weighted_means(
     return np.asarray(products.sum(axis=1) / weights[draws].sum(axis=1), dtype=np.float64)
 
 
-def _draws(rng: np.random.Generator, size: int, rows: int, width: int | None = None) -> NDArray[np.intp]:
-    """`rows` x `width` (default `size`) indices below `size`. Drawn as int32 when they fit: numpy draws
-    the very same values for int32 as for int64 below 2^32, several times faster."""
+def _draws(rng: np.random.Generator, size: int, rows: int) -> NDArray[np.intp]:
+    """`rows` x `size` indices below `size`. Drawn as int32 when they fit: numpy draws the very same
+    values for int32 as for int64 below 2^32, several times faster."""
     dtype = np.int32 if size < 2**31 else np.int64
-    return rng.integers(0, size, (rows, size if width is None else width), dtype=dtype)
+    return rng.integers(0, size, (rows, size), dtype=dtype)
 
 
 def bootstrap_means(
@@ -215,13 +215,9 @@ def randomization_p_value(
     rng = np.random.default_rng(seed + 1)  # not the bootstrap's draws
     batch = max(1, _BATCH_CELLS // deltas.size)
     hits = 0
-    weighted = deltas * w
-    negated = -weighted
     for start in range(0, permutations, batch):
-        # The draws of rng.choice([-1.0, 1.0], size): indices 0 or 1 (int32: the same values, faster), and
-        # each change kept or negated, which is its product with the drawn sign to the bit.
-        keep = _draws(rng, 2, min(batch, permutations - start), deltas.size).astype(bool)
-        flipped = np.abs(np.where(keep, weighted, negated).sum(axis=1) / w.sum())
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(min(batch, permutations - start), deltas.size))
+        flipped = np.abs((signs * (deltas * w)).sum(axis=1) / w.sum())
         hits += int((flipped >= observed - _TIE).sum())
     return hits / permutations
 
