@@ -144,14 +144,18 @@ class Change:
 
 
 def _weighted_means(
-    values: NDArray[np.float64], weights: NDArray[np.float64] | None, draws: NDArray[np.intp]
+    values: NDArray[np.float64],
+    weights: NDArray[np.float64] | None,
+    draws: NDArray[np.intp],
+    weighted_values: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """The (weighted) mean of `values` for each row of index draws."""
+    """The (weighted) mean of `values` for each row of index draws. `weighted_values` is values * weights,
+    made once for every batch: each drawn product is the very product of the drawn value and weight."""
     if weights is None:
         means: NDArray[np.float64] = values[draws].mean(axis=1)
         return means
-    w = weights[draws]
-    return np.asarray((values[draws] * w).sum(axis=1) / w.sum(axis=1), dtype=np.float64)
+    products = (values * weights if weighted_values is None else weighted_values)[draws]
+    return np.asarray(products.sum(axis=1) / weights[draws].sum(axis=1), dtype=np.float64)
 
 
 def _draws(rng: np.random.Generator, size: int, rows: int) -> NDArray[np.intp]:
@@ -177,8 +181,9 @@ def bootstrap_means(
     size = values.size
     batch = max(1, _BATCH_CELLS // size)
     rows = [min(batch, resamples - start) for start in range(0, resamples, batch)]
+    products = None if weights is None else values * weights
     if len(rows) == 1:  # one batch (a small scope, as most of the gate's): nothing to overlap
-        return _weighted_means(values, weights, _draws(rng, size, rows[0]))
+        return _weighted_means(values, weights, _draws(rng, size, rows[0]), products)
     means: list[NDArray[np.float64]] = []
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_draws, rng, size, rows[0])
@@ -186,7 +191,7 @@ def bootstrap_means(
             draws = pending.result()
             if following:
                 pending = pool.submit(_draws, rng, size, following)
-            means.append(_weighted_means(values, weights, draws))
+            means.append(_weighted_means(values, weights, draws, products))
     return np.concatenate(means)
 
 
@@ -218,7 +223,7 @@ def randomization_p_value(
 
 
 def paired_change(
-    pairs: Sequence[tuple[float, float, float]],
+    pairs: NDArray[np.float64] | Sequence[tuple[float, float, float]],
     metric: str,
     *,
     weighted: bool = False,
@@ -228,7 +233,7 @@ def paired_change(
     """The change over `pairs` of (baseline value, current value, traffic weight); weights are used only
     when `weighted`. Without pairs every figure is None; `with_interval=False` leaves the interval and the
     p-value out (the cheap change of a slice nobody gates)."""
-    if not pairs:
+    if len(pairs) == 0:
         return Change(metric, weighted, 0, None, None, None, None, None, None, seed=seed)
     data = np.asarray(pairs, dtype=np.float64)
     if weighted:
@@ -266,10 +271,11 @@ def paired_change(
 
 @dataclass(frozen=True)
 class ScopePairs:
-    """The queries of one scope matched across two reports: for each metric, its pairs; and what was left
-    out of the scope altogether."""
+    """The queries of one scope matched across two reports: for each metric, its pairs (rows of baseline
+    value, current value, traffic weight, in the current report's order); and what was left out of the
+    scope altogether."""
 
-    pairs: Mapping[str, list[tuple[float, float, float]]]
+    pairs: Mapping[str, NDArray[np.float64] | Sequence[tuple[float, float, float]]]
     left_out: LeftOut
 
     def change(self, metric: str, *, weighted: bool = False, seed: int, with_interval: bool = True) -> Change:
@@ -278,14 +284,40 @@ class ScopePairs:
         )
 
 
+class RowValues:
+    """Each per-query row's values of `metrics` (`per_query_value`; 0.0 where the metric does not count the
+    row, with a False in its `counted`), worked out once however many scopes pair the row."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self.metrics = tuple(metrics)
+        self._specs = [BY_KEY[key] for key in self.metrics]
+        # id(row) -> (row, values, counted); the row is kept so that its id is not reused meanwhile.
+        self._rows: dict[int, tuple[Row, tuple[float, ...], tuple[bool, ...]]] = {}
+
+    def of(self, row: Row) -> tuple[tuple[float, ...], tuple[bool, ...]]:
+        known = self._rows.get(id(row))
+        if known is None:
+            found = [per_query_value(row, metric) for metric in self._specs]
+            values = tuple(0.0 if v is None else v for v in found)
+            known = self._rows[id(row)] = (row, values, tuple(v is not None for v in found))
+        return known[1], known[2]
+
+
 def pair_rows(
-    current: Sequence[Row], before: Mapping[str, Row], retired: Sequence[str], metrics: Sequence[str]
+    current: Sequence[Row],
+    before: Mapping[str, Row],
+    retired: Sequence[str],
+    metrics: Sequence[str],
+    values: RowValues | None = None,
 ) -> ScopePairs:
     """Pair a scope's current per-query rows with the baseline's rows (`before`: every baseline row by
     query id, whatever its scope); `retired` are the scope's baseline queries the current report lacks. The
-    weight is the current row's (the golden's traffic weight)."""
-    pairs: dict[str, list[tuple[float, float, float]]] = {m: [] for m in metrics}
+    weight is the current row's (the golden's traffic weight). `values` (for these `metrics`) shares the
+    rows' values between the scopes of one comparison."""
+    rows = values if values is not None and values.metrics == tuple(metrics) else RowValues(metrics)
     left = LeftOut(retired=list(retired))
+    now_rows: list[Row] = []
+    then_rows: list[Row] = []
     for now in current:
         then = before.get(now["id"])
         if then is None:
@@ -298,17 +330,35 @@ def pair_rows(
             left.errored_baseline.append(now["id"])
         elif errored_now:
             left.errored_current.append(now["id"])
-        weight = float(now.get("weight", 1.0) or 0.0)
-        for key in metrics:
-            metric = BY_KEY[key]
-            a, b = per_query_value(then, metric), per_query_value(now, metric)
-            if a is not None and b is not None:
-                pairs[key].append((a, b, weight))
+        now_rows.append(now)
+        then_rows.append(then)
+    width = len(rows.metrics)
+    now_values, now_counted = _value_matrix(rows, now_rows, width)
+    then_values, then_counted = _value_matrix(rows, then_rows, width)
+    weight = np.array([float(now.get("weight", 1.0) or 0.0) for now in now_rows], dtype=np.float64)
+    pairs: dict[str, NDArray[np.float64]] = {}
+    for column, key in enumerate(rows.metrics):
+        both = now_counted[:, column] & then_counted[:, column]
+        pairs[key] = np.column_stack((then_values[both, column], now_values[both, column], weight[both]))
     return ScopePairs(pairs, left)
 
 
+def _value_matrix(
+    rows: RowValues, scope: Sequence[Row], width: int
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The rows' values (row x metric) and which of them count."""
+    found = [rows.of(row) for row in scope]
+    values = np.array([v for v, _ in found], dtype=np.float64).reshape(len(scope), width)
+    counted = np.array([c for _, c in found], dtype=bool).reshape(len(scope), width)
+    return values, counted
+
+
 def pair_scope(
-    current: Sequence[Row], baseline: Sequence[Row], in_scope: Callable[[Row], bool], metrics: Sequence[str]
+    current: Sequence[Row],
+    baseline: Sequence[Row],
+    in_scope: Callable[[Row], bool],
+    metrics: Sequence[str],
+    values: RowValues | None = None,
 ) -> ScopePairs:
     """Match two reports' per-query rows by query id within a scope. A query belongs to the scope by its
     current row (by its baseline row when it was retired)."""
@@ -318,6 +368,7 @@ def pair_scope(
         {row["id"]: row for row in baseline},
         [row["id"] for row in baseline if row["id"] not in now_ids and in_scope(row)],
         metrics,
+        values,
     )
 
 

@@ -25,6 +25,7 @@ from assay.changes import (
     TOLERANCE,
     Change,
     LeftOut,
+    RowValues,
     ScopePairs,
     pair_rows,
     pair_scope,
@@ -106,6 +107,48 @@ class _Checker:
         return good
 
 
+_ROW_NUMBERS = ("mrr", "p_at_k", "judged_at_k")
+_ROW_FLAGS = ("empty", "lt3", "expect_empty", "critical")
+_ROW_TEXTS = ("error", "stratum", "traffic_band", "failure_mode")
+
+
+def _plain_number(value: object) -> bool:
+    kind = type(value)
+    return kind is int or (kind is float and math.isfinite(value))  # type: ignore[arg-type]
+
+
+def _row_valid(row: Mapping[str, Any]) -> bool:
+    """True when `validate_artifact`'s per-query checks would find nothing in `row`, for the plain JSON
+    types a report holds (exact types only: anything else, valid or not, goes through the checks). The
+    same rules, without building a path for each of a large report's fields."""
+    ndcg = row.get("ndcg", 0)
+    if "ndcg" not in row or not (ndcg is None or _plain_number(ndcg)):
+        return False
+    for key in _ROW_NUMBERS:
+        value = row.get(key)
+        if not (value is None or _plain_number(value)):
+            return False
+    for key in _ROW_FLAGS:
+        if key in row and type(row[key]) is not bool:
+            return False
+    for key in _ROW_TEXTS:
+        value = row.get(key)
+        if not (value is None or type(value) is str):
+            return False
+    if "tier" in row and type(row["tier"]) is not str:
+        return False
+    if "weight" in row and not (_plain_number(row["weight"]) and row["weight"] >= 0):
+        return False
+    if ("n" in row and type(row["n"]) is not int) or ("ids" in row and type(row["ids"]) is not list):
+        return False
+    ranks, grades = row.get("ranks", {}), row.get("grades", {})
+    if type(ranks) is not dict or type(grades) is not dict:
+        return False
+    return all(r is None or type(r) is int for r in ranks.values()) and all(
+        type(g) is int for g in grades.values()
+    )
+
+
 def validate_artifact(data: object, role: str = "report") -> None:
     """Raise ArtifactError listing every reason `data` cannot be used as a report by the gate."""
     if not isinstance(data, Mapping):
@@ -143,6 +186,8 @@ def validate_artifact(data: object, role: str = "report") -> None:
         check.field(entry, "rank", path, "an integer or null")
         check.field(entry, "best_docs", path, "a list", required=False)
     for path, row in check.rows(data, "per_query"):
+        if _row_valid(row):
+            continue  # nothing the checks below would record (most rows; they are the slow part)
         check.field(row, "ndcg", path, "a number or null")
         # Every change is computed from these (`assay.changes`); older or hand-made artifacts may leave
         # them out.
@@ -328,6 +373,10 @@ def compare(
     """Gate `current` against `baseline` (both report artifacts). Raises ArtifactError for non-reports."""
     problems: list[str] = []
     for role, report in (("current", current), ("baseline", baseline)):
+        if report is current and role == "baseline":
+            # A report gated against itself: its problems again, as the baseline's (one read of its rows).
+            problems.extend(f"baseline{p.removeprefix('current')}" for p in list(problems))
+            continue
         try:
             validate_artifact(report, role)
         except ArtifactError as error:
@@ -420,7 +469,8 @@ def _compare_scopes(
     def tier_of(row: Mapping[str, Any]) -> str:
         return str(row.get("tier", "core"))
 
-    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS)
+    values = RowValues(METRIC_KEYS)  # each row's values, shared by the core tier and every slice
+    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS, values)
     for metric in METRIC_KEYS:
         budget = budgets.core[metric] if metric in GATED_METRICS else None
         comparison["core"][metric] = gate.row("core", metric, core, budget)
@@ -459,7 +509,7 @@ def _compare_scopes(
             if row["id"] not in now_ids and tier_of(row) == "core" and row.get(field) is not None:
                 retired.setdefault(str(row[field]), []).append(row["id"])
         for name in sorted(set(slices_now) | set(slices_then), key=natural_key):
-            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS)
+            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS, values)
             slice_budgets = named.get(name)
             scope = f"{field.replace('_', ' ')} {name}"
             comparison[key][name] = {
@@ -558,36 +608,39 @@ def _top_losers(
     current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]], top_n: int
 ) -> list[dict[str, Any]]:
     before = _by_id(baseline)
-    losers: list[dict[str, Any]] = []
+    losers: list[tuple[float, str, Mapping[str, Any], Mapping[str, Any]]] = []
     for now in current:
         then = before.get(now["id"])
         if then is None or now.get("ndcg") is None or then.get("ndcg") is None:
             continue
         drop = then["ndcg"] - now["ndcg"]
-        if drop <= 0:
-            continue
-        ranks_now, ranks_then = now.get("ranks") or {}, then.get("ranks") or {}
-        grades = {**(then.get("grades") or {}), **(now.get("grades") or {})}
-        docs = sorted(set(ranks_now) | set(ranks_then), key=lambda d: (-(grades.get(d) or 0), natural_key(d)))
-        losers.append(
+        if drop > 0:
+            losers.append((-drop, now["id"], now, then))
+    # Only the shown losers get their documents listed (sorting every loser's documents is the slow part).
+    losers.sort(key=lambda loser: (loser[0], loser[1]))
+    return [_loser(now, then, -drop) for drop, _, now, then in losers[:top_n]]
+
+
+def _loser(now: Mapping[str, Any], then: Mapping[str, Any], drop: float) -> dict[str, Any]:
+    """One of the top losers: its nDCG drop and its documents, the best graded first."""
+    ranks_now, ranks_then = now.get("ranks") or {}, then.get("ranks") or {}
+    grades = {**(then.get("grades") or {}), **(now.get("grades") or {})}
+    docs = sorted(set(ranks_now) | set(ranks_then), key=lambda d: (-(grades.get(d) or 0), natural_key(d)))
+    return {
+        "id": now["id"],
+        "text": now.get("text", then.get("text")),
+        "stratum": now.get("stratum"),
+        "tier": now.get("tier"),
+        "baseline_ndcg": then["ndcg"],
+        "current_ndcg": now["ndcg"],
+        "drop": drop,
+        "documents": [
             {
-                "id": now["id"],
-                "text": now.get("text", then.get("text")),
-                "stratum": now.get("stratum"),
-                "tier": now.get("tier"),
-                "baseline_ndcg": then["ndcg"],
-                "current_ndcg": now["ndcg"],
-                "drop": drop,
-                "documents": [
-                    {
-                        "doc_id": d,
-                        "grade": grades.get(d),
-                        "baseline_rank": ranks_then.get(d),
-                        "current_rank": ranks_now.get(d),
-                    }
-                    for d in docs
-                ],
+                "doc_id": d,
+                "grade": grades.get(d),
+                "baseline_rank": ranks_then.get(d),
+                "current_rank": ranks_now.get(d),
             }
-        )
-    losers.sort(key=lambda loser: (-loser["drop"], loser["id"]))
-    return losers[:top_n]
+            for d in docs
+        ],
+    }

@@ -1,0 +1,95 @@
+"""The finalize path's faster report and gate (row validation, top losers, pairing, resampling) give the
+very bytes the straightforward code gave: digests of seeded random runs' report and gate JSON, recorded
+from the code before those changes (tests/assay/finalize_fixture.py makes the runs)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+
+import pytest
+
+from assay.gate import ArtifactError, compare, validate_artifact
+from tests.assay.finalize_fixture import gate_json, seeded_run
+
+# sha256 of `gate_json` of `seeded_run(n, seed)`, as the code before the finalize changes wrote it.
+RECORDED = {
+    (300, 1): "8eee13fda82afc916d9c10d852a9ce0f961d42baeca859c945c5b228fbbf44cd",
+    (300, 2): "062d21ff6d8e8398d4330b0a484ff958f917d693351f5cab0cd5d5545c42ad75",
+    (5000, 1): "4883281377f3a4efdb32751c9d98854ef46ad323c769bb7b5b44f0b5038cf47f",
+}
+
+
+@pytest.mark.parametrize(("n", "seed"), sorted(RECORDED))
+def test_report_and_gate_bytes_unchanged(n: int, seed: int) -> None:
+    golden, current, baseline, budgets = seeded_run(n, seed)
+    # The run is varied enough to exercise what is compared: a change with an interval, losers, slices.
+    gate = compare(current, baseline, budgets).to_dict()
+    assert gate["comparison"]["core"]["ndcg"]["interval"] is not None
+    assert len(gate["top_losers"]) == 10
+    assert gate["comparison"]["strata"]["billing"]["ndcg"]["p_value"] is not None
+    assert (
+        hashlib.sha256(gate_json(golden, current, baseline, budgets).encode()).hexdigest()
+        == RECORDED[(n, seed)]
+    )
+
+
+_BAD_VALUES: tuple[object, ...] = (
+    None,
+    True,
+    False,
+    -1,
+    1,
+    2.5,
+    float("nan"),
+    float("inf"),
+    "x",
+    [],
+    {},
+    {"d1": "x"},
+    {"d1": None},
+)
+
+
+def test_row_fast_path_finds_what_the_checks_find() -> None:
+    """Each per-query field set to each kind of value (good and bad): the problems reported are the ones
+    the field-by-field checks report, in order, for the current report and for it gated against itself."""
+    _, report, _, budgets = seeded_run(40, 3)
+    rng = random.Random(5)
+    keys = sorted({key for row in report["per_query"] for key in row} | {"ndcg", "ranks", "grades"})
+    for trial in range(300):
+        broken = copy.deepcopy(report)
+        for _ in range(rng.randint(1, 3)):
+            row = rng.choice(broken["per_query"])
+            key = rng.choice(keys)
+            if rng.random() < 0.1:
+                row.pop(key, None)
+            else:
+                row[key] = copy.deepcopy(rng.choice(_BAD_VALUES))
+        expected = _slow_problems(broken)
+        try:
+            validate_artifact(broken, "current")
+            found: list[str] = []
+        except ArtifactError as error:
+            found = error.problems
+        assert found == expected, trial
+        if expected:
+            with pytest.raises(ArtifactError) as caught:
+                compare(broken, broken, budgets)
+            assert caught.value.problems == expected + [p.replace("current", "baseline", 1) for p in expected]
+
+
+def _slow_problems(report: dict[str, object]) -> list[str]:
+    """The problems with the fast path off (every row through the field-by-field checks)."""
+    import assay.gate as gate_module
+
+    fast = gate_module._row_valid
+    gate_module._row_valid = lambda row: False
+    try:
+        validate_artifact(report, "current")
+        return []
+    except ArtifactError as error:
+        return error.problems
+    finally:
+        gate_module._row_valid = fast
