@@ -34,7 +34,7 @@ import socket
 import ssl
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -671,18 +671,23 @@ async def search_all(
                 on_result(result)
 
     async with _session(config) as session:
-        tasks = [asyncio.ensure_future(work(session)) for _ in range(min(config.concurrency, len(queries)))]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            # A failing callback (or a cancelled caller) stops the run: no request outlives the session.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await _all_workers([work(session) for _ in range(min(config.concurrency, len(queries)))])
     done = [r for r in results if r is not None]
     assert len(done) == len(queries)  # every index was taken by exactly one worker
     return done
+
+
+async def _all_workers(workers: Sequence[Coroutine[Any, Any, None]]) -> None:
+    """Run the pool's workers to the end. A failing one (a callback that raised) or a cancelled caller
+    stops them all, so no request outlives the session they share."""
+    tasks = [asyncio.ensure_future(worker) for worker in workers]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class SharedSearch:
@@ -765,14 +770,7 @@ class SharedSearch:
                 if on_result is not None:
                     on_result(result)
 
-        tasks = [asyncio.ensure_future(work()) for _ in range(min(self.config.concurrency, len(pending)))]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await _all_workers([work() for _ in range(min(self.config.concurrency, len(pending)))])
         return [
             [
                 entry if isinstance(entry, QueryResult) else replace(self._answers[entry], query_id=query_id)
