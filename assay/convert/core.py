@@ -275,6 +275,17 @@ def read_text(path: Path, problems: Problems, data: bytes | None = None) -> str 
         return None
 
 
+def read_json_object(path: Path, problems: Problems, data: bytes | None, expected: str) -> Any:
+    """A JSON file whose top level must be an object (`expected` says with what, for the error); stops
+    with the problems (`Problems.check`) when it is not JSON or not an object."""
+    body = read_json(path, problems, data)
+    problems.check()
+    if not isinstance(body, dict):
+        problems.add(path, "", f"expected an object with {expected}, got {describe(body)}")
+        problems.check()
+    return body
+
+
 def read_json(path: Path, problems: Problems, data: bytes | None = None) -> Any:
     """A JSON file through the project's bounded reader; None and a problem when it is not JSON."""
     text = read_text(path, problems, data)

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.convert.core import Draft, Problems, build, describe, read_json
+from assay.convert.core import Draft, Problems, build, describe, read_json_object
 from assay.convert.options import Converted, Options
 from assay.golden.model import GoldenFile
 
@@ -29,15 +29,11 @@ TEMPLATE = "only_q.json"
 def read_rre(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    body = read_json(path, problems, options.data)
-    problems.check()
+    body = read_json_object(path, problems, options.data, "topics or query_groups")
 
     def bad(where: str, message: str) -> None:
         problems.add(path, where, message)
 
-    if not isinstance(body, dict):
-        bad("", f"expected an object with topics or query_groups, got {describe(body)}")
-        problems.check()
     placeholder = body.get("query_placeholder", QUERY_PLACEHOLDER)
     if not isinstance(placeholder, str) or not placeholder:
         bad("query_placeholder", f"expected a placeholder name such as $query, got {describe(placeholder)}")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.convert.core import Draft, Problems, build, describe, plain_version, read_json
+from assay.convert.core import Draft, Problems, build, describe, plain_version, read_json_object
 from assay.convert.options import Converted, Options
 from assay.golden.model import GoldenFile
 
@@ -18,15 +18,11 @@ IMPORT_TYPE = "IMPORT_JUDGMENT"
 def read_srw_json(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    body = read_json(path, problems, options.data)
-    problems.check()
+    body = read_json_object(path, problems, options.data, "judgmentRatings")
 
     def bad(where: str, message: str) -> None:
         problems.add(path, where, message)
 
-    if not isinstance(body, dict):
-        bad("", f"expected an object with judgmentRatings, got {describe(body)}")
-        problems.check()
     if body.get("type", IMPORT_TYPE) != IMPORT_TYPE:
         bad("type", f"{json.dumps(body['type'])} is not {IMPORT_TYPE}")
     name = body.get("name")
