@@ -22,51 +22,24 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_runs import ASSAY, REPO, scratch_database
+from benchmarks._stacks import demo_loaded, each_stack
+from benchmarks.bench_runs import ASSAY, REPO
 
 RUNS = int(os.environ.get("ASSAY_BENCH_DEMO_RUNS", "5"))
 POLL_S = 0.02
 IDLE_S = 10.0
-STACKS = ("sqlite+filesystem", "postgresql+redis")
 
 
 def main() -> None:
-    redis_url = os.environ.get("REDIS_URL", "")
-    if not redis_url.startswith("redis://"):
-        raise SystemExit("bench_demo_run: set REDIS_URL to a Redis database the benchmark may flush")
-    figures = {}
-    for stack in STACKS:
-        with tempfile.TemporaryDirectory() as var:
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "REDIS_URL"))}
-            env |= {"ASSAY_VAR_DIR": var, "ASSAY_LOG_LEVEL": "WARNING", "ASSAY_TARGET_ALLOW_PRIVATE": "true"}
-            if stack == "sqlite+filesystem":
-                figures[stack] = _inner(stack, env | {"DATABASE_URL": f"sqlite:///{var}/db.sqlite3"})
-            else:
-                with scratch_database(os.environ.get("DATABASE_URL", "")) as database_url:
-                    figures[stack] = _inner(
-                        stack, env | {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
-                    )
-    markdown = render(figures)
+    markdown = render(each_stack("demo_run"))
     print(markdown)
     from benchmarks._report import write_section
 
     write_section("demo_run", markdown)
-
-
-def _inner(stack: str, env: dict[str, str]) -> dict[str, Any]:
-    out = Path(env["ASSAY_VAR_DIR"]) / "figures.json"
-    subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_demo_run", "--inner", str(out)],
-        cwd=REPO,
-        env=env,
-        check=True,
-    )
-    return dict(json.loads(out.read_text()))
 
 
 def _cpu_seconds(pgid: int) -> float:
@@ -135,11 +108,7 @@ def page_run(client: Any, version: Any, target: Any, user: Any) -> float:
 
 
 def inner(out: Path) -> None:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
-    from django.conf import settings
+    var = demo_loaded()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
@@ -148,14 +117,7 @@ def inner(out: Path) -> None:
     from tests.support.processes import serving
     from tests.support.workers import Worker
 
-    if settings.CELERY_BROKER_URL.startswith("redis://"):
-        import redis
-
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    call_command("migrate", verbosity=0)
     quiet = io.StringIO()
-    call_command("demo_load", no_logins=True, verbosity=0, stdout=quiet)
-    var = Path(os.environ["ASSAY_VAR_DIR"])
     search = ["-m", "demo.search_service", "--corpus", "demo/corpus.jsonl", "--port", "0"]
     with serving(search) as base:
         worker = Worker("demo", var / "worker.log", dict(os.environ))

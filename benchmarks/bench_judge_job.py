@@ -13,51 +13,27 @@ Then the job page as the browser gets there: its progress fragment polled as its
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_runs import REPO, scratch_database
+from benchmarks._stacks import demo_loaded, each_stack
 
 RUNS = int(os.environ.get("ASSAY_BENCH_JUDGE_RUNS", "5"))
 POLL_S = 0.02
-STACKS = ("sqlite+filesystem", "postgresql+redis")
 
 
 def main() -> None:
-    redis_url = os.environ.get("REDIS_URL", "")
-    if not redis_url.startswith("redis://"):
-        raise SystemExit("bench_judge_job: set REDIS_URL to a Redis database the benchmark may flush")
-    figures = {}
-    for stack in STACKS:
-        with tempfile.TemporaryDirectory() as var:
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "REDIS_URL"))}
-            env |= {"ASSAY_VAR_DIR": var, "ASSAY_LOG_LEVEL": "WARNING", "ASSAY_TARGET_ALLOW_PRIVATE": "true"}
-            if stack == "sqlite+filesystem":
-                figures[stack] = _inner(env | {"DATABASE_URL": f"sqlite:///{var}/db.sqlite3"})
-            else:
-                with scratch_database(os.environ.get("DATABASE_URL", "")) as database_url:
-                    figures[stack] = _inner(env | {"DATABASE_URL": database_url, "REDIS_URL": redis_url})
-    markdown = render(figures)
+    markdown = render(each_stack("judge_job"))
     print(markdown)
     from benchmarks._report import write_section
 
     write_section("judge_job", markdown)
-
-
-def _inner(env: dict[str, str]) -> dict[str, Any]:
-    out = Path(env["ASSAY_VAR_DIR"]) / "figures.json"
-    command = [sys.executable, "-m", "benchmarks.bench_judge_job", "--inner", str(out)]
-    subprocess.run(command, cwd=REPO, env=env, check=True)
-    return dict(json.loads(out.read_text()))
 
 
 def _fresh(judge: Any) -> None:
@@ -142,13 +118,8 @@ def stand_in_run(judge: Any, pairs: list[Any]) -> float:
 
 
 def inner(out: Path) -> None:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
-    from django.conf import settings
+    var = demo_loaded()
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.test import Client
 
     from demo import judge_service
@@ -157,13 +128,6 @@ def inner(out: Path) -> None:
     from tests.support.processes import serving
     from tests.support.workers import Worker
 
-    if settings.CELERY_BROKER_URL.startswith("redis://"):
-        import redis
-
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    call_command("migrate", verbosity=0)
-    call_command("demo_load", no_logins=True, verbosity=0, stdout=io.StringIO())
-    var = Path(os.environ["ASSAY_VAR_DIR"])
     golden_set = GoldenSet.objects.get(slug="help-center")
     pairs = list(judge_items_get(golden_set=golden_set).pks.values())
     user = get_user_model().objects.get(username="reviewer")
