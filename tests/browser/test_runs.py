@@ -62,7 +62,9 @@ def engine(stub: StubServer, golden_set: GoldenSet, rita: User, start_worker: St
     assert baseline.status == "succeeded", baseline.error_message
     baseline_promote(run=baseline, by=rita, rationale="the engine before the change")
     stub.on("query 1", hits_reply(["d9", "d3", "d2"], delay=0.15))
-    stub.on("query 3", hits_reply(["d9"], delay=0.15))
+    # Slower than the chunk's progress count (every PROGRESS_EVERY_S, 2 s): the other queries' count is on
+    # the bar while this one is in flight, however fast the rest of the run is.
+    stub.on("query 3", hits_reply(["d9"], delay=2.5))
     return target
 
 
