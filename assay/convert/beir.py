@@ -2,18 +2,22 @@
 `query-id corpus-id score`, then tab-separated rows) and, optionally, `corpus.jsonl`
 (`{"_id", "title", "text"}`), whose documents are then given back in the documents import format of
 docs/labeling.md (`id`, `title`, `body`; a document without a title is titled by its id, since the
-documents import requires one)."""
+documents import requires one). Written, the folder gets a corpus.jsonl when there are documents: those of
+a documents import file (`--documents FILE`), or the corpus of a BEIR input."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from assay.convert.core import ConvertError, Draft, Problems, build, describe, read_text
 from assay.convert.options import Converted, Options
+from assay.documents import parse_documents
 from assay.golden.model import GoldenFile
 from assay.jsonin import JsonInputError, json_loads
+from assay.problems import ImportReport
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 DEFAULT_SPLIT = "test"
@@ -137,19 +141,50 @@ def _corpus(path: Path, problems: Problems) -> tuple[dict[str, Any], ...] | None
 
 
 def write_beir(golden: GoldenFile, folder: Path, options: Options) -> dict[Path, bytes]:
-    """queries.jsonl and qrels/<split>.tsv (`--split`, default test) in the folder."""
+    """queries.jsonl and qrels/<split>.tsv (`--split`, default test) in the folder; corpus.jsonl too when
+    there are documents (`options.corpus`): `{"_id", "title", "text"}`, the text a document's body (its
+    snippet when it has none)."""
     split = options.split or DEFAULT_SPLIT
     queries = "".join(
         json.dumps({"_id": q.id, "text": q.text}, ensure_ascii=False) + "\n" for q in golden.queries
     )
     qrels = "\t".join(QRELS_HEADER) + "\n"
     qrels += "".join(f"{q.id}\t{j.doc_id}\t{j.grade}\n" for q in golden.queries for j in q.judgments)
-    return {
+    files = {
         folder / "queries.jsonl": queries.encode("utf-8"),
         folder / "qrels" / f"{split}.tsv": qrels.encode("utf-8"),
     }
+    if options.corpus is not None:
+        corpus = (
+            {"_id": doc["id"], "title": doc["title"], "text": doc.get("body") or doc.get("snippet") or ""}
+            for doc in options.corpus
+        )
+        files[folder / "corpus.jsonl"] = _jsonl_bytes(corpus)
+    return files
+
+
+def read_documents(path: Path) -> tuple[dict[str, Any], ...]:
+    """The documents of a documents import file (docs/labeling.md), read as labeling's import reads them
+    (assay.documents: the same problems in the same words, here naming the file); ConvertError."""
+    problems = Problems()
+    text = read_text(path, problems)
+    problems.check()
+    assert text is not None
+    report = ImportReport(kind="documents", source=str(path))
+    rows, _ = parse_documents(text, report)
+    for problem in report.problems:
+        problems.add(path, "" if problem.where == "file" else problem.where, problem.message)
+    problems.check()
+    return tuple(
+        {"id": row["doc_id"], "title": row["title"], "body": row["body"], "snippet": row["snippet"]}
+        for row in rows.values()
+    )
 
 
 def documents_jsonl(documents: tuple[dict[str, Any], ...]) -> bytes:
     """The documents import file (docs/labeling.md): one object a line."""
-    return "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in documents).encode("utf-8")
+    return _jsonl_bytes(documents)
+
+
+def _jsonl_bytes(rows: Iterable[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")

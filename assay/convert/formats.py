@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -152,6 +152,11 @@ def convert(
     if read is None:
         raise ConvertError([f"--from {source}: {source} is export only"])
     converted = read(input_path, options)
+    if target == "beir":
+        from assay.convert.beir import read_documents
+
+        corpus = converted.documents if options.documents is None else read_documents(options.documents)
+        options = replace(options, corpus=corpus)
     return converted, FORMATS[target].write(converted.golden, output, options)
 
 

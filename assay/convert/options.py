@@ -19,6 +19,11 @@ class Options:
     topics: Path | None = None
     # beir: the qrels split (`qrels/<split>.tsv`).
     split: str | None = None
+    # beir export: a documents import file (docs/labeling.md) whose documents become corpus.jsonl.
+    documents: Path | None = None
+    # beir export: the documents corpus.jsonl is written from (`formats.convert` sets it: the documents
+    # file's, or those a BEIR input held).
+    corpus: tuple[dict[str, Any], ...] | None = None
     # The input's bytes when they are not in a file (an upload on the import page): the input path then
     # only names it in problems. For the formats of one file.
     data: bytes | None = None
