@@ -123,7 +123,8 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "beir",
-            "a BEIR dataset folder: `queries.jsonl`, `qrels/<split>.tsv`, optional `corpus.jsonl`",
+            "a BEIR dataset folder (or a zip of it): `queries.jsonl`, `qrels/<split>.tsv`, optional "
+            "`corpus.jsonl`",
             "beir:read_beir",
             "beir:write_beir",
             folder=True,
@@ -176,5 +177,5 @@ GOLDEN_FORMATS = ("golden", "golden-jsonl")
 
 
 def upload_formats() -> list[JudgmentFormat]:
-    """The formats the import page takes: those read from one file."""
-    return [f for f in FORMATS.values() if f.reader is not None and not f.folder]
+    """The formats the import page takes: every one that is read, a folder as a zip of it."""
+    return [f for f in FORMATS.values() if f.reader is not None]
