@@ -803,8 +803,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise UsageError("--topics applies to trec-qrels only")
     if args.split is not None and "beir" not in used:
         raise UsageError("--split applies to beir only")
-    if args.documents is not None and args.source != "beir":
-        raise UsageError("--documents applies to --from beir only")
+    if args.documents is not None and "beir" not in used:
+        raise UsageError("--documents applies to beir only")
+    if args.documents is not None and args.source == args.target:
+        raise UsageError("--documents: from beir to beir, the corpus goes along as it is")
     if args.split is not None and not _SPLIT.match(args.split):
         raise UsageError(f"--split {args.split!r}: a split name is letters, digits, - and _")
     options = Options(
@@ -812,6 +814,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         version=args.golden_version,
         topics=Path(args.topics) if args.topics else None,
         split=args.split,
+        documents=Path(args.documents) if args.documents and args.target == "beir" else None,
     )
     output = Path(args.output)
     if FORMATS[args.target].folder and output.exists() and not output.is_dir():
@@ -828,7 +831,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if more := more_text(count):
             lines += f"\n  {more}"
         raise UsageError(f"{args.input}: {count} problems, nothing written:\n{lines}") from None
-    if converted.documents is not None:
+    if converted.documents is not None and args.target != "beir":
         documents = (
             Path(args.documents) if args.documents else output.with_name(f"{output.stem}.documents.jsonl")
         )
@@ -1058,7 +1061,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--split", metavar="NAME", help="beir: the qrels split (default: the only one; test)"
     )
     convert.add_argument(
-        "--documents", metavar="FILE", help="from beir with a corpus: where the documents go"
+        "--documents",
+        metavar="FILE",
+        help="from beir with a corpus: where the documents go; to beir: the documents for corpus.jsonl",
     )
     convert.add_argument(
         "--golden-version", metavar="V", help="the golden file's version (default: imported)"
