@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -373,6 +373,9 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
         ranking=experiment.ranking,
         held=[reports[0], *(reports[i + 1] for i in confirmed)],
     )
+    result["winner_strata"] = _strata(
+        reports[0], reports[experiment.ranking[result["winner"]["rank"] - 1] + 1], settings.metric
+    )
     now = timezone.now()
     started = experiment.started_at or experiment.created
     result["requests"] = {
@@ -396,6 +399,27 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
         status=Status.SUCCEEDED, phase=Phase.DONE, result=result, finished_at=now
     )
     return None
+
+
+def _strata(baseline: Mapping[str, Any], winner: Mapping[str, Any], metric: str) -> list[dict[str, Any]]:
+    """The winner against the baseline per stratum on the held-out queries (the page's "winner's
+    strata"): each stratum's queries counted and both means of the metric (the reports' slices)."""
+    base = baseline["slices"].get("stratum", {})
+    won = winner["slices"].get("stratum", {})
+    rows = []
+    for name in sorted(won):
+        b, w = base.get(name, {}).get(metric, {}), won[name].get(metric, {})
+        before, after = b.get("value"), w.get("value")
+        rows.append(
+            {
+                "stratum": name,
+                "n": won[name].get("n_queries", 0),
+                "baseline": before,
+                "winner": after,
+                "delta": None if before is None or after is None else after - before,
+            }
+        )
+    return rows
 
 
 # ------------------------------------------------------------------------------------------- the sweeper

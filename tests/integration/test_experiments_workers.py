@@ -71,9 +71,7 @@ def test_a_killed_worker_loses_nothing_and_a_second_worker_finishes_the_experime
 
     start_worker("w2", beat=True)
     wait_for(lambda: _final(experiment), "the second worker to finish the experiment", 90)
-    print(
-        f"\nexperiment {experiment.pk} finished {time.monotonic() - killed_at:.1f}s after the kill"
-    )
+    print(f"\nexperiment {experiment.pk} finished {time.monotonic() - killed_at:.1f}s after the kill")
 
     assert experiment.status == Status.SUCCEEDED, experiment.error_message
     assert experiment.total == 5 * 28 + 4 * 12
