@@ -88,7 +88,7 @@ def summarise(
 
 
 def _reading(alpha: float, thresholds: tuple[float, float]) -> tuple[str, str]:
-    good, tentative = thresholds
+    good, tentative = thresholds  # checked: 0 < tentative <= good <= 1
     if alpha >= good:
         return "good", f"alpha {shown(alpha, good)} >= {threshold(good)}"
     if alpha >= tentative:

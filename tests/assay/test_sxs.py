@@ -675,3 +675,21 @@ def test_bad_input_is_refused_in_words_all_at_once() -> None:
         analyse([{"query_id": "q1"}], [], answers_per_query=1)  # type: ignore[list-item]
     with pytest.raises(SxsInputError, match=r"rule: dict is not an SxsRule; resamples: 0 must be"):
         analyse([], [], answers_per_query=1, rule={}, resamples=0)  # type: ignore[arg-type]
+
+
+def test_the_reading_of_alpha_from_its_thresholds() -> None:
+    queries, answers = _study({f"q{i}": [i % 7 - 3, i % 7 - 3, (i + 1) % 7 - 3] for i in range(14)})
+    alpha = analyse(queries, answers, answers_per_query=3).agreement.alpha
+    assert alpha is not None and 0 < alpha < 1
+
+    def read(good: float, tentative: float) -> tuple[str | None, str]:
+        a = analyse(queries, answers, answers_per_query=3, alpha_thresholds=(good, tentative)).agreement
+        return a.reading, a.why
+
+    assert read(alpha, alpha / 2)[0] == "good"  # at the threshold is good
+    assert read(1.0, alpha) == (
+        "tentative",
+        f"alpha {shown(alpha, alpha)} >= {threshold(alpha)}; good needs >= 1.00",
+    )
+    assert read(1.0, min(1.0, alpha + 1e-9))[0] == "poor"
+    assert analyse(queries, answers, answers_per_query=3, alpha_thresholds=[0.9, 0.5]).agreement.reading  # type: ignore[arg-type]
