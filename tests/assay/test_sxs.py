@@ -407,7 +407,7 @@ def test_the_sides_are_undone_the_side_shown_changes_the_position_only(
     two = analyse(queries, flipped, answers_per_query=per_query, resamples=100).to_dict()
     p1, p2 = one.pop("position"), two.pop("position")
     assert one == two
-    assert p1["answers"] == p2["answers"]
+    assert p1["nonzero"] == p2["nonzero"]
     if p1["left_share"] is not None:
         assert p1["left_share"] == pytest.approx(1 - p2["left_share"])
         assert (p1["low"], p1["high"]) == pytest.approx((1 - p2["high"], 1 - p2["low"]))
@@ -570,7 +570,7 @@ def test_position_bias_warns_when_the_interval_excludes_a_half() -> None:
     queries = [SxsQuery(f"q{i}") for i in range(15)]
     answers = [SxsAnswer(f"q{i}", r, 1, True) for i in range(15) for r in ("ann", "ben")]
     position = analyse(queries, answers, answers_per_query=2).position
-    assert position.left_share == 1.0 and position.warn is True and position.answers == 30
+    assert position.left_share == 1.0 and position.warn is True and position.nonzero == 30
     # Sides balanced: half prefer the left.
     balanced = [replace(a, candidate_left=i % 2 == 0) for i, a in enumerate(answers)]
     position = analyse(queries, balanced, answers_per_query=2).position
