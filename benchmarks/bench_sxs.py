@@ -27,7 +27,7 @@ from scipy.stats import binomtest, wilcoxon
 from assay.labels.agreement import bootstrap_samples
 from assay.sxs import PREFERENCE_SCALE, SxsAnalysis, SxsAnswer, SxsQuery, analyse
 from benchmarks._report import write_section
-from benchmarks.bench_agreement import Stopwatch
+from benchmarks.bench_agreement import Stopwatch, timing_table
 
 N_QUERIES, PER_QUERY, N_RATERS = 2000, 3, 10
 RESAMPLES = 1000
@@ -152,10 +152,13 @@ def main() -> None:
     figures, plain_times = plain(queries, answers)
     worst = compare(result, figures)
     assert worst < 1e-9, worst
-    ours_wall = statistics.median(w for w, _ in runs)
-    ours_cpu = statistics.median(c for _, c in runs)
-    plain_wall = sum(w for w, _ in plain_times.values())
-    plain_cpu = sum(c for _, c in plain_times.values())
+    table, ours_cpu, plain_cpu = timing_table(
+        "all figures of the study",
+        "`assay.sxs.analyse`",
+        runs,
+        "numpy per resample + scipy + krippendorff + Python",
+        plain_times,
+    )
     o, alpha = result.overall, result.agreement
     load = " / ".join(", ".join(f"{x:.1f}" for x in avg) for avg in (load_before, load_after))
     lines = [
@@ -165,17 +168,7 @@ def main() -> None:
         f" alpha {alpha.alpha:.3f} [{alpha.low:.3f}, {alpha.high:.3f}], verdict {result.verdict.result}"
         f" ({result.verdict.why[-1]}).",
         "",
-        "| all figures of the study | wall s | CPU s |",
-        "| --- | ---: | ---: |",
-        f"| `assay.sxs.analyse` (median of {REPEATS}) | {ours_wall:.3f} | {ours_cpu:.3f} |",
-        f"| plain loop: numpy per resample + scipy + krippendorff + Python, total | {plain_wall:.2f} |"
-        f" {plain_cpu:.2f} |",
-    ]
-    lines += [
-        f"| &nbsp;&nbsp;plain loop: {name} | {wall:.2f} | {cpu:.2f} |"
-        for name, (wall, cpu) in plain_times.items()
-    ]
-    lines += [
+        *table,
         "",
         f"Target: under 1 s for 2,000 queries x 3 raters. Both computations agree on every figure they"
         f" share (largest absolute difference {worst:.1e}); the plain loop's bootstraps use the same draws."
