@@ -27,7 +27,7 @@ from assay.sxs.checks import check_input
 from assay.sxs.results import Agreement, OfflineRow, Position, RaterPosition, Summary, SxsAnalysis
 from assay.sxs.stats import LEVEL, sign_test_p, wilcoxon_p, wilson_interval
 from assay.sxs.types import PREFERENCE_SCALE, REASONS, SxsAnswer, SxsQuery, SxsRule
-from assay.sxs.verdict import decide, shown
+from assay.sxs.verdict import decide, shown, threshold
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -88,12 +88,15 @@ def summarise(
 
 
 def _reading(alpha: float, thresholds: tuple[float, float]) -> tuple[str, str]:
-    good, tentative = thresholds
+    good, tentative = thresholds  # checked: 0 < tentative <= good <= 1
     if alpha >= good:
-        return "good", f"alpha {shown(alpha, good)} >= {good}"
+        return "good", f"alpha {shown(alpha, good)} >= {threshold(good)}"
     if alpha >= tentative:
-        return "tentative", f"alpha {shown(alpha, tentative)} >= {tentative}; good needs >= {good}"
-    return "poor", f"alpha {shown(alpha, tentative)} < {tentative}"
+        return (
+            "tentative",
+            f"alpha {shown(alpha, tentative)} >= {threshold(tentative)}; good needs >= {threshold(good)}",
+        )
+    return "poor", f"alpha {shown(alpha, tentative)} < {threshold(tentative)}"
 
 
 def agreement(

@@ -91,7 +91,7 @@ def _option_problems(
         problems.append(f"resamples: {resamples!r} must be a whole number from 1 to 100,000")
     if not _is_number(margin) or margin < 0:  # type: ignore[operator]
         problems.append(f"margin: {margin!r} must be a number of at least 0")
-    if not isinstance(alpha_thresholds, tuple) or len(alpha_thresholds) != 2:
+    if not isinstance(alpha_thresholds, tuple | list) or len(alpha_thresholds) != 2:
         problems.append(f"alpha_thresholds: {alpha_thresholds!r} must be a pair (good, tentative)")
     else:
         good, tentative = alpha_thresholds

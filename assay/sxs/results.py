@@ -61,7 +61,7 @@ class RaterPosition:
 class Position:
     """Whether raters favour a side for its position: the share of non-zero answers preferring the left."""
 
-    answers: int  # non-zero answers
+    nonzero: int  # answers other than 0: what left_share is over
     left_share: float | None
     low: float | None  # Wilson's 95% interval
     high: float | None

@@ -45,8 +45,11 @@ def sign_test_p(wins: int, losses: int) -> float | None:
     n = wins + losses
     if n == 0:
         return None
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
-    return min(1.0, 2 * tail / 2**n)  # integer division by a power of two: exact, then one rounding
+    tail = term = 1  # C(n, 0); each next binomial coefficient from the last, in whole numbers
+    for i in range(min(wins, losses)):
+        term = term * (n - i) // (i + 1)
+        tail += term
+    return min(1.0, 2 * tail / 2**n)  # whole numbers divided once: one rounding
 
 
 def midranks(values: FloatArray) -> tuple[FloatArray, npt.NDArray[np.int64]]:

@@ -22,6 +22,12 @@ def shown(value: float, threshold: float | None = None) -> str:
     return repr(value)
 
 
+def threshold(value: float) -> str:
+    """A rule's number as set: two decimals, or all of its digits when it has more (-0.2549, not -0.25)."""
+    text = f"{value:.2f}"
+    return text if float(text) == value else repr(float(value))
+
+
 def _queries(ids: list[str]) -> str:
     return f"{len(ids)} critical {'query' if len(ids) == 1 else 'queries'} ({', '.join(ids)})"
 
@@ -49,7 +55,7 @@ def decide(
         side = "below" if below else "at or above"
         why.append(
             f"the mean preference is {shown(overall.mean)} (95% interval {shown(overall.low, rule.min_lower)}"
-            f" to {shown(overall.high)}): the lower bound is {side} the rule's {shown(rule.min_lower)}"
+            f" to {shown(overall.high)}): the lower bound is {side} the rule's {threshold(rule.min_lower)}"
         )
     junk_fails = rule.critical_junk_fails and bool(critical_junk)
     if critical_junk:
