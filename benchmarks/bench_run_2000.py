@@ -149,7 +149,4 @@ def render(
 
 
 if __name__ == "__main__":
-    if "--inner" in sys.argv:
-        inner()
-    else:
-        main()
+    (inner if "--inner" in sys.argv else main)()
