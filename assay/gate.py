@@ -26,7 +26,6 @@ from assay.changes import (
     Change,
     LeftOut,
     RowValues,
-    ScopePairs,
     pair_rows,
     pair_scope,
     report_seed,
@@ -295,18 +294,16 @@ class _Gate:
         self,
         scope: str,
         metric: str,
-        pairs: ScopePairs,
+        change: Change,
         budget: Budget | None,
         *,
         weighted: bool = False,
-        with_interval: bool = True,
     ) -> dict[str, Any]:
-        """One comparison row from the scope's pairs (`assay.changes`), recording a failure or warning
-        when its budget trips."""
+        """One comparison row from the scope's change of `metric` (`assay.changes`), recording a failure or
+        warning when its budget trips."""
         shown = BY_KEY[metric]
         label = f"{shown.label} (weighted)" if weighted else shown.label
         gated = budget is not None and (budget.warn is not None or budget.fail is not None)
-        change: Change = pairs.change(metric, weighted=weighted, seed=self.seed, with_interval=with_interval)
         row: dict[str, Any] = {
             **change.to_dict(),
             "change": None,  # how much worse (`Metric.worsening`): a drop for nDCG/MRR/P, a rise for rates
@@ -471,12 +468,17 @@ def _compare_scopes(
 
     values = RowValues(METRIC_KEYS)  # each row's values, shared by the core tier and every slice
     core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS, values)
+    # A scope's changes are resampled together: those over as many pairs share their draws.
+    changes = core.changes(
+        [(metric, False) for metric in METRIC_KEYS] + [(metric, True) for metric in WEIGHTED_METRICS],
+        seed=gate.seed,
+    )
     for metric in METRIC_KEYS:
         budget = budgets.core[metric] if metric in GATED_METRICS else None
-        comparison["core"][metric] = gate.row("core", metric, core, budget)
+        comparison["core"][metric] = gate.row("core", metric, changes[metric, False], budget)
     for metric in WEIGHTED_METRICS:
         comparison["core_weighted"][metric] = gate.row(
-            "core", metric, core, budgets.weighted.get(metric), weighted=True
+            "core", metric, changes[metric, True], budgets.weighted.get(metric), weighted=True
         )
     counted = comparison["core"]["ndcg"]["n"]
     if core.left_out.total:
@@ -512,13 +514,17 @@ def _compare_scopes(
             pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS, values)
             slice_budgets = named.get(name)
             scope = f"{field.replace('_', ' ')} {name}"
+            changes = pairs.changes(
+                [(metric, False) for metric in METRIC_KEYS],
+                seed=gate.seed,
+                with_interval=slice_budgets is not None,
+            )
             comparison[key][name] = {
                 metric: gate.row(
                     scope,
                     metric,
-                    pairs,
+                    changes[metric, False],
                     slice_budgets[metric] if slice_budgets and metric in GATED_METRICS else None,
-                    with_interval=slice_budgets is not None,
                 )
                 for metric in METRIC_KEYS
             }
@@ -527,7 +533,7 @@ def _compare_scopes(
     if shadow_rows:
         shadow = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "shadow", ("empty_rate",))
         comparison["shadow"]["empty_rate"] = gate.row(
-            "shadow", "empty_rate", shadow, budgets.shadow_empty_rate
+            "shadow", "empty_rate", shadow.change("empty_rate", seed=gate.seed), budgets.shadow_empty_rate
         )
     return core.left_out
 

@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Q
 
 # The thresholds' type only (numpy, not the statistics' scikit-learn): models load in every process.
+from assay.harness import MAX_CONCURRENCY
 from assay.labels.agreement_types import ReadingThresholds, reading_thresholds_errors
 from assay.secrets import secret_env_name_problem
 
@@ -683,8 +684,10 @@ class Judge(models.Model):
     # for an endpoint without a key (a local server).
     api_key_env = models.CharField(max_length=100, blank=True)
     temperature = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
+    # Requests in flight per chunk, capped as a search target's are (the harness's limit, which the demo's
+    # servers size their listen backlog for: demo/serving.py).
     concurrency = models.PositiveIntegerField(
-        default=4, validators=[MinValueValidator(1), MaxValueValidator(64)]
+        default=4, validators=[MinValueValidator(1), MaxValueValidator(MAX_CONCURRENCY)]
     )
     text_budget = models.PositiveIntegerField(
         default=4000, validators=[MinValueValidator(200)], help_text="characters of document text in a prompt"

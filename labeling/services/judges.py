@@ -30,6 +30,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
+from assay.judge.answer import Answer
 from assay.judge.client import (
     Call,
     Endpoint,
@@ -301,7 +302,8 @@ def judge_job_direct(*, job_id: int) -> str:
     concurrency), then finish it; returns the job's status. As a chunk's: a worker lost meanwhile stops the
     heartbeat and the sweeper sends the unfinished chunks again; a cancel stops it at its next check."""
     total = JudgeJob.objects.filter(pk=job_id).values_list("total", flat=True).first() or 0
-    judge_chunk_process(job_id=job_id, start=0, size=max(total, 1))
+    # Counted once, by the finish (a chunk's own count would be the same figures a moment earlier).
+    judge_chunk_process(job_id=job_id, start=0, size=max(total, 1), tally=False)
     return judge_job_finish(job_id=job_id)
 
 
@@ -393,7 +395,7 @@ def _settle(job: JudgeJob, settled: Sequence[tuple[JudgeJobItem, JudgeAnswer]], 
         for item, answer in settled
         if answer.grade is not None
     ]
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # within _store's transaction, no savepoint of its own
         JudgeLabel.objects.bulk_create(
             labels,
             update_conflicts=True,
@@ -414,12 +416,23 @@ def _store(job: JudgeJob, pairs: _Pairs, replies: Sequence[Reply]) -> None:
     """Replies as they arrive, a batch at a time: answers into the cache (the first stored wins) and each
     item's label; a failure onto the item."""
     items = [(pairs.items[int(str(reply.key))], reply) for reply in replies]
-    for item, reply in items:
-        if reply.answer is None:
-            JudgeJobItem.objects.filter(pk=item.pk).update(done=True, failure=reply.failure or "no answer")
+    failed = [(reply.failure or "no answer", item.pk) for item, reply in items if reply.answer is None]
     answered = [(item, reply, reply.answer) for item, reply in items if reply.answer is not None]
-    if not answered:
-        return
+    # One transaction for the batch (one commit, so one flush of PostgreSQL's log, not one per statement).
+    with transaction.atomic():
+        if failed:
+            table = connection.ops.quote_name(JudgeJobItem._meta.db_table)
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {table} SET done = true, failure = %s WHERE id = %s",  # noqa: S608 (the model's own table)
+                    failed,
+                )
+        if answered:
+            _answered(job, pairs, answered)
+
+
+def _answered(job: JudgeJob, pairs: _Pairs, answered: Sequence[tuple[JudgeJobItem, Reply, Answer]]) -> None:
+    """The answers into the cache (the first stored wins), then each item settled with the stored one."""
     JudgeAnswer.objects.bulk_create(
         [
             JudgeAnswer(
@@ -501,12 +514,12 @@ def _hold(job_id: int, now: datetime | None = None) -> _Hold | None:
     return _Hold(job_id, token) if held else None
 
 
-def judge_chunk_process(*, job_id: int, start: int, size: int | None = None) -> bool:
+def judge_chunk_process(*, job_id: int, start: int, size: int | None = None, tally: bool = True) -> bool:
     """Judge the chunk's items that are not done yet (from the cache first, then the endpoint): the `size`
     items from `start` (the job's chunk size by default); True when the job is still RUNNING afterwards.
     Never raises for a pair's failure; an unexpected error in the chunk becomes the failure of its
     unfinished items. A delivery that finds the job held by another live delivery does nothing (the
-    holder's chain goes on)."""
+    holder's chain goes on). Without `tally` the job's counts are left to the caller (who finishes it)."""
     job = JudgeJob.objects.select_related("judge__rubric").filter(pk=job_id).first()
     if job is None or job.status != Status.RUNNING:
         return False
@@ -515,12 +528,12 @@ def judge_chunk_process(*, job_id: int, start: int, size: int | None = None) -> 
         logger.info("judge job %s: held by another delivery; chunk at %s left to it", job_id, start)
         return False
     try:
-        return _chunk(job, start, size or job.chunk_size, hold)
+        return _chunk(job, start, size or job.chunk_size, hold, tally)
     finally:
         hold.release()
 
 
-def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold) -> bool:
+def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold, tally: bool) -> bool:
     items = list(
         JudgeJobItem.objects.filter(job=job, index__gte=start, index__lt=start + size, done=False)
         .select_related("query", "document")
@@ -537,7 +550,7 @@ def _chunk(job: JudgeJob, start: int, size: int, hold: _Hold) -> bool:
         running = True
     elapsed = int((time.monotonic() - started) * 1000)
     JudgeJob.objects.filter(pk=job.pk).update(elapsed_ms=F("elapsed_ms") + elapsed)
-    return _tally(job.pk) and running
+    return (_tally(job.pk) if tally else True) and running
 
 
 def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> bool:

@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from assay.changes import (
     DEFAULT_SEED,
     Change,
+    _SignFlips,
     bootstrap_means,
     pair_scope,
     paired_change,
+    paired_changes,
     percentile_interval,
     randomization_p_value,
     report_seed,
@@ -236,3 +238,36 @@ def test_a_change_of_nothing_is_what_the_draws_would_give(weighted: bool) -> Non
     weights = np.linspace(0.5, 3, 57) if weighted else None
     assert (change.low, change.high) == percentile_interval(bootstrap_means(deltas, weights, seed=11))
     assert change.p_value == randomization_p_value(deltas, weights, seed=11) == 1.0
+
+
+@pytest.mark.parametrize("seed", [0, 5, DEFAULT_SEED + 1])
+@pytest.mark.parametrize(("size", "rows"), [(1, [3, 1]), (7, [5, 2, 9]), (9_309, [3, 4]), (83_765, [2, 1])])
+def test_the_sign_flips_are_the_ones_rng_choice_draws_batch_after_batch(
+    seed: int, size: int, rows: list[int]
+) -> None:
+    """The randomization test's signs, made from the generator's raw words, are the very values
+    `rng.choice([-1.0, 1.0])` draws from the same seed, odd batches included (a word's half left over)."""
+    rng = np.random.default_rng(seed)
+    flips = _SignFlips(seed)
+    for count in rows:
+        expected = rng.choice(np.array([-1.0, 1.0]), size=(count, size))
+        assert np.array_equal(flips.draw(count, size), expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    scopes=st.lists(st.tuples(pair_lists, st.booleans(), st.booleans()), min_size=1, max_size=6),
+    seed=st.integers(min_value=0, max_value=2**31),
+)
+def test_changes_resampled_together_are_the_ones_each_gives_alone(
+    scopes: list[tuple[list[Any], bool, bool]], seed: int
+) -> None:
+    """Changes over as many pairs share their draws: each is exactly the change computed on its own."""
+    wanted = [(pairs if not same else scopes[0][0], "ndcg", weighted) for pairs, weighted, same in scopes]
+    for with_interval in (True, False):
+        together = paired_changes(wanted, seed=seed, with_interval=with_interval)
+        alone = [
+            paired_change(pairs, metric, weighted=weighted, seed=seed, with_interval=with_interval)
+            for pairs, metric, weighted in wanted
+        ]
+        assert together == alone
