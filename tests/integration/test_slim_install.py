@@ -226,3 +226,35 @@ def test_the_command_runs_scores_gates_and_validates(slim: Path, search_url: str
     )  # fmt: skip
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "**fail**" in (tmp_path / "fail.md").read_text()
+
+
+def test_convert_and_sweep_run_in_the_slim_venv(slim: Path, search_url: str, tmp_path: Path) -> None:
+    golden = REPO / "demo" / "golden.json"
+    (tmp_path / "quepid.csv").write_text("query,docid,rating\nreset password,d1,3\nrefund,d3,2\n")
+    converted = _assay(
+        slim, "convert", "--from", "quepid-csv", "--to", "golden", "quepid.csv", "g.json", cwd=tmp_path
+    )
+    assert converted.returncode == 0, converted.stderr
+    assert json.loads((tmp_path / "g.json").read_text())["queries"][0]["text"] == "reset password"
+    # A BEIR folder with its corpus from the documents file, and back: the same documents.
+    (tmp_path / "docs.jsonl").write_text('{"id": "d1", "title": "Reset", "body": "how to reset"}\n')
+    out = _assay(
+        slim, "convert", "--from", "golden", "--to", "beir", "--documents", "docs.jsonl", "g.json", "beir",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    back = _assay(slim, "convert", "--from", "beir", "--to", "golden", "beir", "b.json", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert (tmp_path / "b.documents.jsonl").read_text() == (tmp_path / "docs.jsonl").read_text()
+    bad = _assay(
+        slim, "convert", "--from", "quepid-csv", "--to", "golden", "docs.jsonl", "x.json", cwd=tmp_path
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "docs.jsonl" in bad.stderr
+
+    (tmp_path / "grid.json").write_text(json.dumps({"params": {"rewrite": [False, True]}}))
+    swept = _assay(
+        slim, "sweep", "--golden", str(golden), "--search-url", search_url, "--grid", "grid.json",
+        "--out", "sweep.json", "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert swept.returncode == 0, swept.stderr
+    assert len(json.loads((tmp_path / "sweep.json").read_text())["configs"]) == 2

@@ -8,8 +8,21 @@ from pathlib import Path
 
 from tests.support.processes import REPO
 
-# The build configuration, the readme it names, and the packages setuptools looks for (pyproject.toml).
-SOURCES = ("pyproject.toml", "README.md", "assay", "config", "labeling", "golden_io", "evaluation", "demo")
+# The build configuration, the readme it names, and the packages setuptools looks for (pyproject.toml),
+# the web app's templates, static files and docs among them.
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "assay",
+    "config",
+    "labeling",
+    "golden_io",
+    "evaluation",
+    "demo",
+    "templates",
+    "static",
+    "docs",
+)
 
 
 def package_copy(destination: Path) -> Path:
