@@ -114,8 +114,10 @@ def bar_chart(title: str, counts: Mapping[str, int] | Sequence[tuple[str, int]])
 # ------------------------------------------------------------------------------------- trend lines
 
 
-TREND_CHART = {"width": 480, "height": 200, "left": 62, "right": 28, "top": 28, "bottom": 24}
+# The right margin holds the baseline line's "baseline" label, clear of the last point's value label.
+TREND_CHART = {"width": 480, "height": 200, "left": 62, "right": 50, "top": 28, "bottom": 24}
 TREND_CHART["plot_width"] = TREND_CHART["width"] - TREND_CHART["left"]
+TREND_CHART["plot_right"] = TREND_CHART["width"] - TREND_CHART["right"]
 VERDICT_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "none": "#5b6577"}
 LABEL_ALL_POINTS_UP_TO = 12
 # Tick steps the y axis may take: a few round numbers apart, never more than MAX_TICKS intervals.

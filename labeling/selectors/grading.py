@@ -130,33 +130,40 @@ def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
     )
 
 
-def assignment_next(*, rater: Any, after: int | None = None) -> Assignment | None:
-    """The rater's next open assignment: the first after `after` in queue order, else the first at all.
-    Retired queries are skipped: their grades make no label and count in no agreement figure."""
+def _neighbour(*, rater: Any, at: tuple[dt.datetime, int] | None, later: bool) -> Assignment | None:
+    """The rater's open assignment (of an active query: retired ones make no label) after (`later`) or
+    before the queue position `at` (created, id; oldest first), else, going round, the first (or last)
+    other one; with no `at`, the first (or last) at all. One query."""
     open_ = Assignment.objects.filter(
         rater=rater, status=Assignment.Status.OPEN, query__status=Query.Status.ACTIVE
-    ).order_by("created", "id")
+    )
+    order = ("created", "id") if later else ("-created", "-id")
+    if at is None:
+        return open_.order_by(*order).first()
+    created, pk = at
+    beyond = (
+        Q(created__gt=created) | Q(created=created, id__gt=pk)
+        if later
+        else Q(created__lt=created) | Q(created=created, id__lt=pk)
+    )
+    round_ = Case(When(beyond, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return open_.exclude(pk=pk).annotate(round=round_).order_by("round", *order).first()
+
+
+def assignment_next(*, rater: Any, after: int | None = None) -> Assignment | None:
+    """Where `n` on the grading page goes: the rater's next open assignment, the first after `after` in
+    queue order, else the first at all (done and retired work skipped)."""
+    at = None
     if after is not None:
-        current = Assignment.objects.filter(pk=after, rater=rater).values_list("created", "id").first()
-        if current is not None:
-            later = open_.filter(Q(created__gt=current[0]) | Q(created=current[0], id__gt=current[1])).first()
-            if later is not None:
-                return later
-            return open_.exclude(pk=after).first()
-    return open_.first()
+        at = Assignment.objects.filter(pk=after, rater=rater).values_list("created", "id").first()
+    return _neighbour(rater=rater, at=at, later=True)
 
 
 def assignment_previous(*, rater: Any, before: Assignment) -> Assignment | None:
-    """Where `p` on the grading page goes: the rater's assignment just before `before` in queue order
-    (oldest first; done ones too, to read or add a note), skipping reassigned and retired work."""
-    return (
-        Assignment.objects.filter(rater=rater, query__status=Query.Status.ACTIVE)
-        .exclude(status=Assignment.Status.REASSIGNED)
-        .filter(Q(created__lt=before.created) | Q(created=before.created, id__lt=before.pk))
-        .order_by("-created", "-id")
-        .only("id")
-        .first()
-    )
+    """Where `p` on the grading page goes, `n` the other way: the rater's open assignment just before
+    `before` in queue order, else the last other one, so `p` after `n` comes back (done work is skipped
+    both ways; it stays a click away in My queue)."""
+    return _neighbour(rater=rater, at=(before.created, before.pk), later=False)
 
 
 @dataclass(frozen=True, slots=True)

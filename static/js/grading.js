@@ -37,6 +37,20 @@
     }, 30);
   }
 
+  // What the page says about the query as a whole (a refusal of d, n's warning, nothing to undo) shows in
+  // the status line fixed at the bottom of the screen, where it is seen whatever the scroll, and is
+  // announced. It stands until a save changes the page (`clearFlow`): then what it said may be stale
+  // ("0 of 5 graded"), and n warns again before leaving.
+  function say(text) {
+    flow.textContent = text;
+    announce(text);
+  }
+
+  function clearFlow() {
+    flow.textContent = "";
+    warnedUnfinished = false;
+  }
+
   function titleOf(item) {
     return item.querySelector(".doc-title").textContent.trim();
   }
@@ -245,8 +259,7 @@
   async function undoLast() {
     const last = undoStack.pop();
     if (!last) {
-      flow.textContent = "Nothing to undo on this page.";
-      announce("Nothing to undo");
+      say("Nothing to undo on this page.");
       return;
     }
     focusItem(items.indexOf(last.item));
@@ -287,6 +300,7 @@
       setState(item, kept ? "saved" : "", kept ? "Saved" : body.undo ? "Undone" : "");
       updateProgress(data.graded, data.total, data.cant_judged || 0);
       if (data.changed) {
+        clearFlow();
         countToday(item);
         if (!body.undo) undoStack.push({ item: item, before: before });
       }
@@ -338,11 +352,11 @@
   // Marking the query done locks the grades; the page then lists the grades that overturn a label.
   async function markDone() {
     if (done) {
-      flow.textContent = "This query is already marked done.";
+      say("This query is already marked done.");
       return;
     }
     if (current >= 0) banked(items[current]);
-    flow.textContent = "Marking done…";
+    say("Marking done…");
     await sendDone();
   }
 
@@ -351,30 +365,30 @@
     try {
       ({ response, data } = await post(doneUrl, {}));
     } catch (err) {
-      flow.textContent = "Not marked done: the server could not be reached. Try again.";
+      say("Not marked done: the server could not be reached. Try again.");
       return;
     }
     if (response.ok) {
+      // The page comes back at its top (the grades to explain), not at the old scroll position.
+      history.scrollRestoration = "manual";
       window.location.reload();
       return;
     }
     if (response.status === 503) {
       // The database was busy (SQLite under many raters): marked done again, as a grade is saved again.
       const wait = Math.max(1, Number(response.headers.get("Retry-After")) || 2);
-      flow.textContent = "Not marked done yet: the server is busy. Trying again in " + wait + " s…";
+      say("Not marked done yet: the server is busy. Trying again in " + wait + " s…");
       setTimeout(sendDone, wait * 1000);
       return;
     }
-    flow.textContent = "Not marked done: " + (data.message || "error " + response.status);
+    say("Not marked done: " + (data.message || "error " + response.status));
   }
 
   function moveOn() {
     if (current >= 0) banked(items[current]);
     if (!done && !warnedUnfinished && items.length) {
       warnedUnfinished = true;
-      flow.textContent =
-        "This query is not marked done yet. Press d to mark it done, or n again to leave it unfinished for now.";
-      announce(flow.textContent);
+      say("This query is not marked done yet. Press d to mark it done, or n again to leave it unfinished for now.");
       return;
     }
     announce("Opening the next query");
@@ -384,8 +398,7 @@
   function moveBack() {
     if (current >= 0) banked(items[current]);
     if (!previousUrl) {
-      flow.textContent = "This is the first query in your queue.";
-      announce(flow.textContent);
+      say("No open query before this one in your queue.");
       return;
     }
     announce("Opening the previous query");
@@ -414,9 +427,29 @@
       state.className = "save-state " + (response.ok ? "saved" : "error");
       state.textContent = response.ok ? "Note saved" : "Not saved: " + (data.message || response.status);
       const item = document.getElementById("c-" + entry.dataset.candidate);
-      if (response.ok && item) showNote(item, data.note);
+      if (!response.ok) {
+        announce(state.textContent);
+        return;
+      }
+      if (item) showNote(item, data.note);
+      // On to the next grade still to explain, as Enter in the c prompt moves on.
+      const next = firstUnexplained();
+      if (next) {
+        next.focus();
+        announce("Note saved. Next: " + next.labels[0].textContent.trim());
+      } else {
+        announce("Note saved. Every grade is explained.");
+      }
     });
   });
+
+  // The first overturn note not saved yet (the panel's own state line says so), or null.
+  function firstUnexplained() {
+    const open = Array.from(document.querySelectorAll(".overturn-form")).find(function (form) {
+      return !form.querySelector(".save-state").classList.contains("saved");
+    });
+    return open ? open.querySelector("textarea") : null;
+  }
 
   const doneButton = document.getElementById("mark-done");
   if (doneButton) doneButton.addEventListener("click", markDone);
@@ -489,6 +522,18 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const overturn = event.target.closest && event.target.closest(".overturn-form");
+    if (overturn) {
+      // As in the c prompt: Enter saves the note, Shift+Enter starts a new line, Esc goes back to the list.
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        overturn.requestSubmit();
+      } else if (event.key === "Escape" && current >= 0) {
+        event.preventDefault();
+        focusItem(current);
+      }
+      return;
+    }
     const inNote = event.target.closest && event.target.closest(".note-form, .cj-form");
     if (inNote) {
       const item = inNote.closest(".candidate");
@@ -599,8 +644,20 @@
     });
     focusItem(firstOpen >= 0 ? firstOpen : 0);
   }
-  // Just marked done (or back later): what is asked now is the notes, at the top, not the last item.
+  // Just marked done (or back later): what is asked now is the notes, at the top, not the last item; the
+  // first note still needed has the focus (Enter saves it and moves to the next), and it is announced.
   const overturnsPanel = document.getElementById("overturns");
-  if (overturnsPanel) overturnsPanel.scrollIntoView({ block: "start" });
-  else if (done) window.scrollTo(0, 0);
+  if (done) history.scrollRestoration = "manual";
+  if (overturnsPanel) {
+    overturnsPanel.scrollIntoView({ block: "start" });
+    const first = firstUnexplained();
+    if (first) {
+      first.focus({ preventScroll: true });
+      announce(
+        document.getElementById("overturns-title").textContent.trim() +
+          ": add a note to each, Enter saves it. First: " +
+          first.labels[0].textContent.trim()
+      );
+    }
+  } else if (done) window.scrollTo(0, 0);
 })();

@@ -62,20 +62,25 @@ def test_the_queue_counts_leave_out_reassigned_and_retired_work(golden_set: Gold
     assert d.status == "open"
 
 
-def test_previous_is_the_queue_order_before_this_one_done_ones_included(
+def test_previous_is_next_the_other_way_skipping_done_work_and_going_round(
     golden_set: GoldenSet, alice: User, bob: User
 ) -> None:
-    first, second, third = (
+    first, second, third, fourth = (
         factories.AssignmentFactory.create(query=factories.pooled_query(golden_set, 1), rater=alice)
-        for _ in range(3)
+        for _ in range(4)
     )
     factories.AssignmentFactory.create(query=factories.pooled_query(golden_set, 1), rater=bob)
-    Assignment.objects.filter(pk=first.pk).update(status="done")
-    assert selectors.assignment_previous(rater=alice, before=third) == second
-    assert selectors.assignment_previous(rater=alice, before=second) == first
-    assert selectors.assignment_previous(rater=alice, before=first) is None
-    Assignment.objects.filter(pk=second.pk).update(status="reassigned")
+    Assignment.objects.filter(pk=second.pk).update(status="done")
+    # n skips the done one; p, its inverse, skips it too: p after n comes back, whatever the query.
+    for here in (first, third, fourth):
+        there = selectors.assignment_next(rater=alice, after=here.pk)
+        assert there is not None and there != second
+        assert selectors.assignment_previous(rater=alice, before=there) == here
     assert selectors.assignment_previous(rater=alice, before=third) == first
+    assert selectors.assignment_previous(rater=alice, before=first) == fourth  # round, as n goes round
+    assert selectors.assignment_previous(rater=alice, before=second) == first  # from done work too
+    Assignment.objects.filter(pk__in=[third.pk, fourth.pk]).update(status="reassigned")
+    assert selectors.assignment_previous(rater=alice, before=first) is None  # no other open work
 
 
 def test_the_grading_page_shows_the_strip_and_links_the_previous_query(
@@ -90,5 +95,8 @@ def test_the_grading_page_shows_the_strip_and_links_the_previous_query(
     assert f'data-previous-url="{reverse("labeling:grade", args=[first.pk])}"' in page
     assert 'id="queue-counts">0 done · 2 remaining' in page
     assert "0 documents" in page
+    first_page = client.get(reverse("labeling:grade", args=[first.pk])).content.decode()
+    assert f'data-previous-url="{reverse("labeling:grade", args=[second.pk])}"' in first_page  # round
+    Assignment.objects.filter(pk=second.pk).update(status="done")
     first_page = client.get(reverse("labeling:grade", args=[first.pk])).content.decode()
     assert "data-previous-url" not in first_page and 'id="previous-query"' not in first_page

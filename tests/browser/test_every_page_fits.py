@@ -1,0 +1,170 @@
+"""Every page a role reaches fits a 390 px phone and a 1,366 px desktop: no sideways scrolling of the
+document, no table wider than its box outside a box that scrolls, and no two labels of a chart drawn over
+each other.
+
+The pages are found, not listed: for each role (rater, reviewer, admin) the test follows the links of
+every page it opens, from home and from the pages tests/browser/site.py names for the role (the README
+tour's), same origin and GET only, skipping logout, deletions, downloads and the JSON API. A page is
+opened once per shape (its path with the numbers taken out, and the names of its query string), so a
+hundred runs or a list's every sort cost one visit each, and the crawl stops at `LIMIT` pages. A page
+another helper adds later is found the same way, through the link that leads to it.
+
+The site carries more than tests/browser/site.py's: several finished runs of the target with their params
+(the trend's table and charts), so every page has the content that made it wide before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urldefrag, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page
+
+from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
+from tests.browser.site import PAGES, ROLE_PAGES, USERS, Site
+from tests.support.runs import RunFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+Session = Callable[[BrowserContext, str], None]
+WIDTHS = (390, 1366)
+HEIGHT = 844
+LIMIT = 160  # pages per role: far above what the roles reach today, a bound should links multiply
+# Links the crawl never follows: signing out, Django admin's deletion and log-out pages, the JSON API and
+# its schema (Swagger UI itself is a page), files.
+SKIPPED = re.compile(r"/logout/|/delete/|/api/(?!docs/)|/static/|/media/|/download|\.(json|jsonl|csv|zip)$")
+
+# Every table as laid out, with what holds it: a table wider than its box must sit in a box that scrolls
+# sideways (overflow-x auto or scroll); "hidden" or "visible" cut it off or let it spill.
+TABLES = """[...document.querySelectorAll("table")]
+  .filter((t) => t.getClientRects().length && !t.closest("[hidden], .visually-hidden, dialog:not([open])"))
+  .map((t) => {
+    let box = t.parentElement, scrolls = false;
+    for (let e = box; e && e !== document.body; e = e.parentElement) {
+      const o = getComputedStyle(e).overflowX;
+      if (o === "auto" || o === "scroll") { scrolls = true; break; }
+      if (o === "hidden" || o === "clip") { box = e; break; }
+    }
+    const row = t.querySelector("tr");
+    const name = t.id ? `#${t.id}` : (t.closest("[id]") ? `in #${t.closest("[id]").id}` : "")
+      + (row ? ` "${row.textContent.trim().replace(/\\s+/g, " ").slice(0, 40)}"` : "");
+    return {name, width: t.getBoundingClientRect().width, room: box.clientWidth, scrolls};
+  })
+  .filter((t) => !t.scrolls && t.width > t.room + 1)
+  .map((t) => `table ${t.name}: ${Math.round(t.width)} px in ${t.room} px`)"""
+# What sticks out past the screen's right edge outside boxes that scroll (for the failure's message).
+SPILLING = """[...document.querySelectorAll("body *")]
+  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .filter((e) => {
+    for (let p = e.parentElement; p; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === "auto" || o === "scroll") return false;
+    }
+    return true;
+  })
+  .slice(0, 6)
+  .map((e) => `${e.tagName.toLowerCase()}.${e.className.baseVal ?? e.className}: `
+    + Math.round(e.getBoundingClientRect().right))"""
+# The labels of each chart drawn over each other (a value over "baseline", a tick over the axis note).
+OVERLAPS = """[...document.querySelectorAll("svg")].flatMap((svg) => {
+  const texts = [...svg.querySelectorAll("text")].filter((t) => t.textContent.trim())
+    .map((t) => ({text: t.textContent.trim(), box: t.getBoundingClientRect()}));
+  const found = [];
+  texts.forEach((a, i) => texts.slice(i + 1).forEach((b) => {
+    const x = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left);
+    const y = Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top);
+    if (x > 1 && y > 1) found.push(`"${a.text}" over "${b.text}"`);
+  }));
+  return found;
+})"""
+
+
+@pytest.fixture(name="crowded")
+def crowded_fixture(site: Site, finished: RunFactory) -> Site:
+    """The site with the target's history the demo builds up: runs with different params, so the trend
+    has a line of points with labels and a table of them, and the runs list a page of rows."""
+    for params in ({"rewrite": True, "boost": "title^2"}, {}, {"rewrite": True, "synonyms": "v2"}):
+        finished(params=params)
+    return site
+
+
+def shape(url: str) -> str:
+    """What makes two addresses the same page for the crawl: the path with every number replaced, and the
+    names in its query string (not their values; a list's page number left out)."""
+    parts = urlsplit(url)
+    names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)} - {"page"})
+    return re.sub(r"/\d+/", "/N/", parts.path) + ("?" + "&".join(names) if names else "")
+
+
+def links(page: Page, origin: str) -> list[str]:
+    """The page's same-origin GET links to follow (anchors, not form actions; no `download`)."""
+    hrefs: list[str] = page.evaluate(
+        """[...document.querySelectorAll("a[href]:not([download])")]
+             .filter((a) => !a.closest("[hidden]"))
+             .map((a) => new URL(a.getAttribute("href"), document.baseURI).href)"""
+    )
+    out = []
+    for href in hrefs:
+        url = urldefrag(href).url
+        if url.startswith(origin + "/") and not SKIPPED.search(urlsplit(url).path):
+            out.append(url)
+    return out
+
+
+def problems(page: Page) -> list[str]:
+    """What does not fit on the page at its current width."""
+    found: list[str] = []
+    width, screen = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    if width > screen:
+        found.append(f"the page is {width} px wide: {', '.join(page.evaluate(SPILLING))}")
+    found += page.evaluate(TABLES)
+    found += page.evaluate(OVERLAPS)
+    return found
+
+
+def crawl(page: Page, origin: str, start: list[str]) -> tuple[list[str], list[str]]:
+    """Open every page reachable from `start`, once per shape, at each width; the pages opened and
+    what did not fit on them."""
+    queue, seen = list(start), set()
+    opened: list[str] = []
+    failures: list[str] = []
+    while queue and len(opened) < LIMIT:
+        url = queue.pop(0)
+        if shape(url) in seen:
+            continue
+        seen.add(shape(url))
+        page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+        response = page.goto(url)
+        if response is None or "text/html" not in response.headers.get("content-type", ""):
+            continue
+        if response.status >= 500:
+            failures.append(f"{url}: {response.status}")
+            continue
+        page.wait_for_load_state("networkidle")
+        opened.append(url)
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": HEIGHT})
+            page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            failures += [f"{url} at {width} px: {problem}" for problem in problems(page)]
+        queue += [link for link in links(page, origin) if shape(link) not in seen]
+    return opened, failures
+
+
+@pytest.mark.parametrize("role", ["rater", "reviewer", "admin"])
+def test_every_page_the_role_reaches_fits_a_phone_and_a_desktop(
+    browser: Browser, live_server: Any, session_for: Session, crowded: Site, role: str
+) -> None:
+    context = browser.new_context()
+    try:
+        session_for(context, USERS[role])
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        tour = [f"{live_server.url}{PAGES[name](crowded)}" for name in ROLE_PAGES[role]]
+        opened, failures = crawl(page, live_server.url, [f"{live_server.url}/", *tour])
+    finally:
+        context.close()
+    assert {shape(url) for url in tour} <= {shape(url) for url in opened}, "the crawl stopped short"
+    assert not failures, "\n".join(failures)
