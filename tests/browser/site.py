@@ -24,7 +24,7 @@ from django.urls import reverse
 
 from evaluation.services.schedules import schedule_set
 from evaluation.tokens import api_token_create
-from labeling import rounds, services
+from labeling import services
 from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, Query
 from tests import factories
 from tests.support.disputes import dual_graded
@@ -77,7 +77,7 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
         golden_set, (alice, [3, 2, 1, 0]), (bob, [1, 2, 1, 0]), external_id="q-0471", text="money back"
     )
     _overturned(golden_set, bob)
-    calibration = rounds.calibration_round_start(
+    calibration = services.calibration_round_start(
         golden_set=golden_set,
         name="spring",
         queries=[factories.pooled_query(golden_set, 3, text=f"cancel plan {i}") for i in range(2)],

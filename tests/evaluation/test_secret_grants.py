@@ -21,10 +21,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from assay.targets import TargetError
 from evaluation.models import EvaluationRun, Notification, QueryRunResult, SearchTarget
 from evaluation.services import (
     RunError,
-    TargetError,
     notification_deliver,
     notifications_prepare,
     run_create,

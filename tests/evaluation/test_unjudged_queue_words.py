@@ -13,7 +13,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation.services import Waiting, unjudged_queue
+from evaluation.selectors import Waiting
+from evaluation.services import unjudged_queue
 from labeling.models import Adjudication, Assignment, Candidate, Document, GoldenSet, Judgment, Query
 from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)

@@ -26,7 +26,7 @@ from assay.labels.judge_agreement import (
     judged_items,
     qualification_verdicts,
 )
-from labeling import rounds, services
+from labeling import services
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -77,7 +77,7 @@ def _grade_dual_queries(golden_set: GoldenSet, rng: random.Random) -> None:
 
 def _round(golden_set: GoldenSet, name: str, queries: list[Query], raters: list[str], grade: Any) -> None:
     """A calibration round on `queries`, every candidate graded by each rater: `grade(rater, candidate)`."""
-    round_ = rounds.calibration_round_start(
+    round_ = services.calibration_round_start(
         golden_set=golden_set,
         name=name,
         queries=queries,
