@@ -47,7 +47,6 @@ from labeling.selectors.judge_items import (
     judge_items_get,
     judges_compare_get,
 )
-from tests.support.demo_once import demo_once_fixture  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
