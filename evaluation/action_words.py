@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from evaluation.services import UnjudgedAsked, UnjudgedQueued, Waiting
+from evaluation.selectors import Waiting
+from evaluation.services import UnjudgedAsked, UnjudgedQueued
 
 SUCCESS, INFO, WARNING = "success", "info", "warning"
 SHOWN = 10  # query ids named in one sentence; the rest are counted

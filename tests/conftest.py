@@ -20,6 +20,17 @@ from labeling.models import Assignment, GoldenSet
 from tests import factories
 from tests.support.parallel import isolate_redis, worker_index
 
+# The shared fixture modules, for every test directory: a test names a fixture as a parameter and
+# imports nothing for it (fixtures of one app's tests only live in that directory's conftest.py).
+pytest_plugins = [
+    "tests.support.demo_once",
+    "tests.support.evaluation",
+    "tests.support.fixtures",
+    "tests.support.golden_sets",
+    "tests.support.runs",
+    "tests.support.workers",
+]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery staple"

@@ -1,6 +1,11 @@
 """The golden file's validation (pure): every rule of docs/golden-format.md, checked on decoded JSON,
 every problem reported at once with its place. `assay.golden.format` decodes, calls these and builds the
-GoldenFile; the checks never raise for bad input."""
+GoldenFile; the checks never raise for bad input.
+
+The fast path (`assay.golden.fast`) takes its character rules (`SURROGATE`, `CONTROL`, `NOT_IN_ID`,
+`bad_chars`) and its `Checker` from here, and leaves every file it does not recognise to this walk. A rule
+added here needs its case in tests/assay/golden/test_fast_rules.py, which holds the fast path to it.
+"""
 
 from __future__ import annotations
 
@@ -42,14 +47,14 @@ _MAX_INT = MAX_INT
 # --------------------------------------------------------------------------------------------- messages
 
 
-def _quote(value: str, limit: int = 60) -> str:
+def quote(value: str, limit: int = 60) -> str:
     """A user string for a message: JSON-quoted, shortened, lone surrogates escaped so it can be printed."""
     if len(value) > limit:
         value = value[: limit - 1] + "…"
     return json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _describe(value: object) -> str:
+def describe(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -61,7 +66,7 @@ def _describe(value: object) -> str:
     if isinstance(value, _NonFinite):
         return f"{value.name} (not allowed in JSON)"
     if isinstance(value, str):
-        return f"string {_quote(value, 40)}"
+        return f"string {quote(value, 40)}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list | tuple):
@@ -73,18 +78,18 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 # Control characters other than tab, line feed and carriage return: PostgreSQL cannot store NUL in text.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # str.isspace() and the Cc category, the same sets as re's \s (str patterns) and \x00-\x1f, \x7f-\x9f.
-_NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
-def _bad_chars(value: str) -> str | None:
-    found = _SURROGATE.search(value)
+def bad_chars(value: str) -> str | None:
+    found = SURROGATE.search(value)
     if found:
         return f"contains a lone surrogate \\u{ord(found.group()):04x} (not valid Unicode)"
-    found = _CONTROL.search(value)
+    found = CONTROL.search(value)
     if found:
         return f"contains the control character \\u{ord(found.group()):04x}, which cannot be stored"
     return None
@@ -113,7 +118,7 @@ def _tag_problem(version: str) -> str | None:
     ):
         shown = f" ({found.group()!r})" if found else ""
         return (
-            f"{_quote(version)} cannot be a git tag name (golden@<version>){shown}: use letters, digits, "
+            f"{quote(version)} cannot be a git tag name (golden@<version>){shown}: use letters, digits, "
             "- _ . and /"
         )
     return None
@@ -121,10 +126,10 @@ def _tag_problem(version: str) -> str | None:
 
 def _ident_problem(value: str) -> str | None:
     """Ids, doc ids and versions travel through TREC files (whitespace separated) and git tags."""
-    found = _NOT_IN_ID.search(value)
+    found = NOT_IN_ID.search(value)
     if found:
         return (
-            f"{_quote(value)} contains whitespace or a control character ({found.group()!r}), "
+            f"{quote(value)} contains whitespace or a control character ({found.group()!r}), "
             "not allowed in an id"
         )
     return None
@@ -133,7 +138,7 @@ def _ident_problem(value: str) -> str | None:
 # --------------------------------------------------------------------------------------------- validation
 
 
-class _Checker:
+class Checker:
     """Collects problems while building the dataclasses; a built value is only used if none were found."""
 
     def __init__(self) -> None:
@@ -142,7 +147,7 @@ class _Checker:
 
     def add(self, where: str, message: str, code: str, query_id: str | None = None) -> None:
         if query_id is not None:
-            message = f"{message} (query {_quote(query_id)})"
+            message = f"{message} (query {quote(query_id)})"
         # JSONL places are built as "line 5: " + path; the query line itself is just "line 5".
         self.problems.append(Problem(where.removesuffix(": "), message, code, query_id))
 
@@ -163,7 +168,7 @@ class _Checker:
         An unknown key is an error, with the close match suggested (a typo must not be silently ignored).
         """
         if not isinstance(value, Mapping):
-            self.add(where, f"{what} must be an object, got {_describe(value)}", "type", query_id)
+            self.add(where, f"{what} must be an object, got {describe(value)}", "type", query_id)
             return None
         for key in getattr(value, "repeated", ()):
             self.add(
@@ -174,7 +179,7 @@ class _Checker:
             )
         for key in value:
             if not isinstance(key, str):
-                self.add(where, f"field names must be strings, got {_describe(key)}", "type", query_id)
+                self.add(where, f"field names must be strings, got {describe(key)}", "type", query_id)
             elif allowed is not None and key not in allowed:
                 extra = hint(key) if hint else None
                 self.add(_join(where, key), extra or _unknown_field(key, allowed), "unknown_field", query_id)
@@ -198,9 +203,9 @@ class _Checker:
         """A non-blank string without bad characters, an id when `ident`, at most MAX_LENGTH[field] long."""
         if not isinstance(value, str):
             hint = f' (write "{value}")' if _is_int(value) and abs(value) <= _MAX_INT else ""
-            self.add(where, f"must be a string, got {_describe(value)}{hint}", "type", query_id)
+            self.add(where, f"must be a string, got {describe(value)}{hint}", "type", query_id)
             return None
-        bad = _bad_chars(value)
+        bad = bad_chars(value)
         if bad is None and not value.strip():
             bad = "must not be empty"
         if bad is None and ident:
@@ -229,14 +234,14 @@ class _Checker:
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             message = f"must be an integer, got {value!r} (a number with a decimal point: write {int(value)})"
         else:
-            message = f"must be an integer, got {_describe(value)}"
+            message = f"must be an integer, got {describe(value)}"
         self.add(where, message, "type", query_id)
         return None
 
     def boolean(self, value: object, where: str, query_id: str | None = None) -> bool | None:
         if isinstance(value, bool):
             return value
-        self.add(where, f"must be true or false, got {_describe(value)}", "type", query_id)
+        self.add(where, f"must be true or false, got {describe(value)}", "type", query_id)
         return None
 
     # ------------------------------------------------------------------ file level
@@ -384,7 +389,7 @@ class _Checker:
     def tier(self, value: object, where: str, qid: str | None) -> str | None:
         tier = self.string(value, where, query_id=qid)
         if tier is not None and tier not in TIERS:
-            self.add(where, f"{_quote(tier)} is not a tier: use one of {', '.join(TIERS)}", "enum", qid)
+            self.add(where, f"{quote(tier)} is not a tier: use one of {', '.join(TIERS)}", "enum", qid)
             return None
         return tier
 
@@ -400,7 +405,7 @@ class _Checker:
         "<value> is not <what> <choices>, or leave it out<after>"."""
         if value is None or (isinstance(value, str) and value in choices):
             return True
-        shown = _quote(value) if isinstance(value, str) else _describe(value)
+        shown = quote(value) if isinstance(value, str) else describe(value)
         self.add(
             where,
             f"{shown} is not {what} {', '.join(choices)}, or leave it out{after}",
@@ -411,14 +416,14 @@ class _Checker:
 
     def weight(self, value: object, where: str, qid: str | None) -> float | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.add(where, f"must be a number, got {_describe(value)}", "type", qid)
+            self.add(where, f"must be a number, got {describe(value)}", "type", qid)
             return None
         try:
             weight = float(value)
         except OverflowError:
             weight = math.inf
         if not math.isfinite(weight):
-            self.add(where, f"must be a finite number, got {_describe(value)}", "range", qid)
+            self.add(where, f"must be a finite number, got {describe(value)}", "range", qid)
             return None
         if weight <= 0:
             self.add(where, f"must be greater than 0, got {value!r}", "range", qid)
@@ -432,7 +437,7 @@ class _Checker:
             return None
         out: dict[str, Any] = {}
         for key, item in obj.items():
-            if not isinstance(key, str) or self.string(key, f"{where}[{_quote(key)}]", query_id=qid) is None:
+            if not isinstance(key, str) or self.string(key, f"{where}[{quote(key)}]", query_id=qid) is None:
                 continue
             place = _join(where, key)
             if isinstance(item, list | tuple):
@@ -450,7 +455,7 @@ class _Checker:
         if value is None or isinstance(value, bool | int):
             return
         if isinstance(value, str):
-            bad = _bad_chars(value)
+            bad = bad_chars(value)
             if bad:
                 self.add(where, bad, "value", qid)
             return
@@ -463,11 +468,11 @@ class _Checker:
             if in_list
             else "a string, number, boolean, null or a list of those"
         )
-        self.add(where, f"a filter value must be {allowed}, got {_describe(value)}", "type", qid)
+        self.add(where, f"a filter value must be {allowed}, got {describe(value)}", "type", qid)
 
     def tags(self, value: object, where: str, qid: str | None) -> tuple[str, ...] | None:
         if not isinstance(value, list | tuple):
-            self.add(where, f"tags must be an array of strings, got {_describe(value)}", "type", qid)
+            self.add(where, f"tags must be an array of strings, got {describe(value)}", "type", qid)
             return None
         before = len(self.problems)
         seen: dict[str, str] = {}
@@ -484,7 +489,7 @@ class _Checker:
     ) -> tuple[tuple[Judgment, ...], bool]:
         """The valid judgments (sorted by doc id) and whether every grade was valid."""
         if not isinstance(value, list | tuple):
-            self.add(where, f"judgments must be an array, got {_describe(value)}", "type", qid)
+            self.add(where, f"judgments must be an array, got {describe(value)}", "type", qid)
             return (), False
         out: list[Judgment] = []
         grades_ok = True
@@ -532,7 +537,7 @@ class _Checker:
         """Report `value` if `seen` has it already (naming where it was first), else remember it."""
         if value in seen:
             code = "duplicate_" + what.split()[0]
-            self.add(where, f"duplicate {what} {_quote(value)} (also {seen[value]})", code, qid)
+            self.add(where, f"duplicate {what} {quote(value)} (also {seen[value]})", code, qid)
         else:
             seen[value] = here
 
@@ -546,32 +551,32 @@ def _join(where: str, key: str) -> str:
 def _unknown_field(key: str, allowed: Sequence[str]) -> str:
     match = difflib.get_close_matches(key.lower(), allowed, n=1, cutoff=0.6)
     if match:
-        return f"unknown field {_quote(key)} (did you mean {_quote(match[0])}?)"
-    return f"unknown field {_quote(key)} (allowed: {', '.join(allowed)})"
+        return f"unknown field {quote(key)} (did you mean {quote(match[0])}?)"
+    return f"unknown field {quote(key)} (allowed: {', '.join(allowed)})"
 
 
 def _query_field_hint(key: str) -> str | None:
     if key in HEADER_FIELDS:
-        return f"unknown field {_quote(key)}: {key} is a file-level field, not a query field"
+        return f"unknown field {quote(key)}: {key} is a file-level field, not a query field"
     return None
 
 
-def _query_field_hint_top(key: str) -> str | None:
+def query_field_hint_top(key: str) -> str | None:
     if key in QUERY_FIELDS:
-        return f'unknown field {_quote(key)}: {key} is a query field; queries go in the "queries" array'
+        return f'unknown field {quote(key)}: {key} is a query field; queries go in the "queries" array'
     return None
 
 
-def _header_field_hint(key: str) -> str | None:
+def header_field_hint(key: str) -> str | None:
     if key == "queries":
         return '"queries" does not belong in a JSONL header: write one query object per line after it'
     if key in QUERY_FIELDS:
-        return f"unknown field {_quote(key)}: {key} is a query field, not a header field"
+        return f"unknown field {quote(key)}: {key} is a query field, not a header field"
     return None
 
 
-def _file(
-    checker: _Checker,
+def golden_file_built(
+    checker: Checker,
     version: str | None,
     k: int | None,
     scale: Scale | None,

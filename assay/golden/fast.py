@@ -9,7 +9,8 @@ per-query duplicates found in sorted columns). Queries with fields beyond id, te
 through the careful walk of `assay.golden.checks` one by one. Anything wrong, or anything this module does
 not recognise, returns None and the careful walk reads the whole file again, so every problem keeps its
 exact message. The careful walk is the reference: tests hold the two to the same GoldenFile on every input
-both accept (tests/assay/golden/test_fast.py).
+both accept (tests/assay/golden/test_fast.py), and every rule of `assay.golden.checks` has a case this
+path must leave to the careful walk (tests/assay/golden/test_fast_rules.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from msgspec import UNSET, Meta, Struct, UnsetType
 from numpy.typing import NDArray
 
-from assay.golden.checks import _CONTROL, _NOT_IN_ID, _SURROGATE, _bad_chars, _Checker
+from assay.golden.checks import CONTROL, NOT_IN_ID, SURROGATE, Checker, bad_chars
 from assay.golden.columns import GoldenColumns, offsets
 from assay.golden.fields import HEADER_FIELDS, JUDGMENT_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
 from assay.golden.model import JUDGMENT_SOURCES, TIERS, TRAFFIC_BANDS, GoldenFile, GoldenQuery, Scale
@@ -70,7 +71,7 @@ class _Query(Struct, forbid_unknown_fields=True, gc=False):
     id: str
     text: str
     judgments: list[_Judgment] | UnsetType = UNSET
-    # The other query fields, checked by the careful walk (`_Checker.query`) when present.
+    # The other query fields, checked by the careful walk (`Checker.query`) when present.
     locale: Any = UNSET
     filters: Any = UNSET
     stratum: Any = UNSET
@@ -105,10 +106,10 @@ def _clean(strings: Sequence[str], *, ident: bool, field: str) -> bool:
     joined = "".join(strings)
     # Printable ASCII (the usual case) holds no surrogate or control character: one C pass, no regex.
     plain = joined.isascii() and joined.isprintable()
-    if not plain and (_SURROGATE.search(joined) or _CONTROL.search(joined)):
+    if not plain and (SURROGATE.search(joined) or CONTROL.search(joined)):
         return False
     if ident:  # no whitespace in them: non-blank is non-empty
-        if (" " in joined) if plain else _NOT_IN_ID.search(joined):
+        if (" " in joined) if plain else NOT_IN_ID.search(joined):
             return False
         return min(lengths, default=1) > 0
     return all(map(str.strip, strings))
@@ -197,7 +198,7 @@ def fast_columns(raw: bytes, *, canonical: bool = True) -> GoldenColumns | None:
         except (msgspec.DecodeError, RecursionError):
             return None
     header = _fields(data, HEADER_FIELDS)
-    checker = _Checker()
+    checker = Checker()
     version, k, scale, rmg, rubric = checker.header(header, "")
     if checker.problems or scale is None or not data.queries:
         return None
@@ -346,16 +347,16 @@ _OPTIONAL_STRINGS = frozenset({"locale", "stratum", "failure_mode"})
 
 
 def _string_ok(value: str, limit: int | None) -> bool:
-    """`_Checker.string`'s rule (non-blank, no lone surrogate or control character, at most `limit` long)."""
+    """`Checker.string`'s rule (non-blank, no lone surrogate or control character, at most `limit` long)."""
     if limit is not None and len(value) > limit:
         return False
     if value.isascii() and value.isprintable():
         return bool(value.strip())
-    return bool(value.strip()) and _bad_chars(value) is None
+    return bool(value.strip()) and bad_chars(value) is None
 
 
 def _weight(value: Any) -> float | None:
-    """A weight as `_Checker.weight` takes it (a finite number above 0, not a boolean), or None."""
+    """A weight as `Checker.weight` takes it (a finite number above 0, not a boolean), or None."""
     if type(value) not in (int, float):
         return None
     try:
@@ -366,7 +367,7 @@ def _weight(value: Any) -> float | None:
 
 
 def _flat_filters(value: Any) -> dict[str, Any] | None:
-    """Filters of scalars, checked as `_Checker.filters` checks them and in its order (keys sorted); None
+    """Filters of scalars, checked as `Checker.filters` checks them and in its order (keys sorted); None
     for anything else (a list value goes the careful way)."""
     if type(value) is not dict:
         return None
@@ -376,7 +377,7 @@ def _flat_filters(value: Any) -> dict[str, Any] | None:
         if item is None or type(item) in (bool, int):
             continue
         if type(item) is str:
-            if not (item.isascii() and item.isprintable()) and _bad_chars(item) is not None:
+            if not (item.isascii() and item.isprintable()) and bad_chars(item) is not None:
                 return None
         elif type(item) is not float or not math.isfinite(item):
             return None
@@ -438,7 +439,7 @@ def _simple_columns(
     if present and not _clean(present, ident=False, field="key"):
         return None
     keys = [None if key is UNSET else key for key in keys] if given else [None] * len(flat)
-    # A source is the careful walk's `_Checker.source`: absent or null (humans), else one of the sources.
+    # A source is the careful walk's `Checker.source`: absent or null (humans), else one of the sources.
     raw_sources: list[Any] = [] if plain else list(map(_SOURCE, flat))
     unset_sources = raw_sources.count(UNSET)
     stated = (

@@ -27,7 +27,14 @@ from typing import Any
 
 import msgspec
 
-from assay.golden.checks import _Checker, _describe, _file, _header_field_hint, _query_field_hint_top, _quote
+from assay.golden.checks import (
+    Checker,
+    describe,
+    golden_file_built,
+    header_field_hint,
+    query_field_hint_top,
+    quote,
+)
 from assay.golden.columns import GoldenColumns
 from assay.golden.fast import fast_columns
 from assay.golden.fields import FILE_FIELDS as FILE_FIELDS
@@ -130,8 +137,8 @@ def from_dict(data: object) -> GoldenFile:
 
     Arrays may be lists or tuples, objects any Mapping. Raises `GoldenFormatError` with every problem.
     """
-    checker = _Checker()
-    obj = checker.obj(data, "", FILE_FIELDS, what="the golden file", hint=_query_field_hint_top)
+    checker = Checker()
+    obj = checker.obj(data, "", FILE_FIELDS, what="the golden file", hint=query_field_hint_top)
     if obj is None:
         raise GoldenFormatError(checker.problems)
     version, k, scale, rmg, rubric = checker.header(obj, "")
@@ -143,7 +150,7 @@ def from_dict(data: object) -> GoldenFile:
             "missing",
         )
     elif not isinstance(obj["queries"], list | tuple):
-        checker.add("queries", f"must be an array of queries, got {_describe(obj['queries'])}", "type")
+        checker.add("queries", f"must be an array of queries, got {describe(obj['queries'])}", "type")
     elif not obj["queries"]:
         checker.add("queries", "no queries: a golden file needs at least one", "empty")
     else:
@@ -151,7 +158,7 @@ def from_dict(data: object) -> GoldenFile:
             query = checker.query(item, f"queries[{i}]", scale)
             if query is not None:
                 queries.append(query)
-    return _file(checker, version, k, scale, rmg, rubric, queries)
+    return golden_file_built(checker, version, k, scale, rmg, rubric, queries)
 
 
 def _decode_document(text: str) -> tuple[Any, Problem | None]:
@@ -205,7 +212,7 @@ def parse_jsonl(data: str | bytes) -> GoldenFile:
     lines = list(_lines(text))
     if not lines:
         raise GoldenFormatError([Problem("", "the file is empty", "empty")])
-    checker = _Checker()
+    checker = Checker()
     (header_line, header_text), *rest = lines
     header_value, problem = _decode_json(header_text, line=header_line)
     version = rubric = None
@@ -223,7 +230,7 @@ def parse_jsonl(data: str | bytes) -> GoldenFile:
     else:
         where = f"line {header_line}: "
         header = checker.obj(
-            header_value, where, HEADER_FIELDS, what="the header line", hint=_header_field_hint
+            header_value, where, HEADER_FIELDS, what="the header line", hint=header_field_hint
         )
         if header is not None:
             version, k, scale, rmg, rubric = checker.header(header, where)
@@ -239,7 +246,7 @@ def parse_jsonl(data: str | bytes) -> GoldenFile:
             queries.append(query)
     if not rest:
         checker.add("queries", "no queries: write one query object per line after the header", "empty")
-    return _file(checker, version, k, scale, rmg, rubric, queries)
+    return golden_file_built(checker, version, k, scale, rmg, rubric, queries)
 
 
 def _looks_like_jsonl(text: str) -> bool:
@@ -330,7 +337,7 @@ def golden_warnings(golden: GoldenFile | GoldenColumns) -> list[Problem]:
         flags = [q.has_positive_judgment for q in golden.queries]
     return [
         Problem(
-            f"query {_quote(q.id)}",
+            f"query {quote(q.id)}",
             "no judgment at grade >= 1, so it cannot score above 0 (no_positive_judgments)",
             "no_positive_judgments",
             q.id,

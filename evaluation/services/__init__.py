@@ -17,9 +17,10 @@ or never). Each chunk task holds its chunk's lease while it works (`leases`); `r
 the chunks whose lease ran out (their worker was lost) and re-sends the missing work of a run that
 stopped making progress.
 
-One module per part (this package re-exports their public names, so `services.run_create(...)` reads
-the same everywhere): `targets`, `budgets`, `runs` (create, cancel, fail, the start step and chunk
-plans), `chunks`, `leases` (chunk leases), `finalize`, `sweep`, `baselines` (promotion, rebaseline),
+One module per part (this package re-exports every public name of each, so `services.run_create(...)`
+reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`, `budgets`, `runs`
+(create, cancel, fail, the start step and chunk plans), `chunks`, `leases` (chunk leases), `finalize`,
+`sweep`, `baselines` (promotion, rebaseline),
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
@@ -28,8 +29,6 @@ import `evaluation.tasks`.
 
 from __future__ import annotations
 
-from assay.drift import BudgetsError
-from assay.targets import TargetError
 from evaluation.services.baselines import (
     BaselineError,
     Regated,
@@ -40,21 +39,57 @@ from evaluation.services.baselines import (
     run_regate_rescored,
 )
 from evaluation.services.budgets import budgets_set
-from evaluation.services.chunks import ChunkOutcome, run_chunk_process
-from evaluation.services.finalize import FINALIZE_LEASE, run_finalize_process, run_gate, run_report_build
-from evaluation.services.leases import CHUNK_LEASE, ChunkHold, chunk_lease_claim, chunk_leases_create
+from evaluation.services.chunks import (
+    PROGRESS_EVERY_S,
+    TOUCH_EVERY_S,
+    WRITE_BATCH,
+    WRITE_EVERY_S,
+    ChunkOutcome,
+    run_chunk_process,
+)
+from evaluation.services.finalize import (
+    FINALIZE_LEASE,
+    run_finalize_process,
+    run_gate,
+    run_outcome,
+    run_report_build,
+)
+from evaluation.services.leases import (
+    CHUNK_LEASE,
+    LEASE_RENEW_EVERY_S,
+    ChunkHold,
+    chunk_lease_claim,
+    chunk_leases_create,
+)
 from evaluation.services.notifications import (
+    MAX_RETRY_DELAY_S,
+    NOTIFIED_STATUSES,
     NOTIFY_ATTEMPTS,
+    NOTIFY_VERDICTS,
+    WEBHOOK_REPLY_BYTES,
     NotificationRetry,
+    VerdictMessage,
     notification_deliver,
     notifications_prepare,
+    retry_delay,
+    run_url,
     verdict_message,
+    webhook_url_problem,
 )
-from evaluation.services.rescore import BaselineRescoreError, baseline_rescore_get_or_create
+from evaluation.services.rescore import (
+    BaselineRescoreError,
+    baseline_rescore_auto,
+    baseline_rescore_get_or_create,
+)
 from evaluation.services.runs import (
+    CHUNKS_PER_RUN,
+    MAX_CHUNK,
+    MIN_CHUNK_PER_CONCURRENCY,
     RunError,
     RunPlan,
+    params_problems,
     plan_chunks,
+    plan_run,
     run_begin,
     run_cancel,
     run_create,
@@ -68,34 +103,57 @@ from evaluation.services.schedules import (
     schedule_set,
     schedules_due,
 )
-from evaluation.services.sweep import MAX_LEASE_LOSSES, SweepActions, runs_sweep
+from evaluation.services.sweep import (
+    MAX_LEASE_LOSSES,
+    MAX_REDISPATCHES,
+    QUEUED_GRACE,
+    STALL_AFTER,
+    SweepActions,
+    runs_sweep,
+)
 from evaluation.services.targets import (
+    TARGET_EXTRA,
     TARGET_FIELDS,
     target_create,
     target_name_problems,
     target_secret_problems,
     target_secrets,
     target_update,
+    webhook_problems,
 )
 from evaluation.services.unjudged import (
     JudgeOffer,
     UnjudgedAsked,
     UnjudgedQueued,
-    Waiting,
     unjudged_ask_judge,
     unjudged_judge_offer,
     unjudged_queue,
 )
 
 __all__ = [
+    "CHUNKS_PER_RUN",
     "CHUNK_LEASE",
     "FINALIZE_LEASE",
+    "LEASE_RENEW_EVERY_S",
+    "MAX_CHUNK",
     "MAX_LEASE_LOSSES",
+    "MAX_REDISPATCHES",
+    "MAX_RETRY_DELAY_S",
+    "MIN_CHUNK_PER_CONCURRENCY",
+    "NOTIFIED_STATUSES",
     "NOTIFY_ATTEMPTS",
+    "NOTIFY_VERDICTS",
+    "PROGRESS_EVERY_S",
+    "QUEUED_GRACE",
+    "STALL_AFTER",
+    "TARGET_EXTRA",
     "TARGET_FIELDS",
+    "TOUCH_EVERY_S",
+    "WEBHOOK_REPLY_BYTES",
+    "WRITE_BATCH",
+    "WRITE_EVERY_S",
     "BaselineError",
     "BaselineRescoreError",
-    "BudgetsError",
     "ChunkHold",
     "ChunkOutcome",
     "JudgeOffer",
@@ -104,21 +162,24 @@ __all__ = [
     "RunError",
     "RunPlan",
     "SweepActions",
-    "TargetError",
     "UnjudgedAsked",
     "UnjudgedQueued",
-    "Waiting",
+    "VerdictMessage",
     "baseline_promote",
+    "baseline_rescore_auto",
     "baseline_rescore_get_or_create",
     "budgets_set",
     "chunk_lease_claim",
     "chunk_leases_create",
     "notification_deliver",
     "notifications_prepare",
+    "params_problems",
     "plan_chunks",
+    "plan_run",
     "rebaseline_branch",
     "rebaseline_write",
     "relevance_notes",
+    "retry_delay",
     "run_begin",
     "run_cancel",
     "run_chunk_process",
@@ -127,8 +188,10 @@ __all__ = [
     "run_finalize_process",
     "run_gate",
     "run_missing_queries",
+    "run_outcome",
     "run_regate_rescored",
     "run_report_build",
+    "run_url",
     "runs_nightly",
     "runs_sweep",
     "schedule_delete",
@@ -144,4 +207,6 @@ __all__ = [
     "unjudged_judge_offer",
     "unjudged_queue",
     "verdict_message",
+    "webhook_problems",
+    "webhook_url_problem",
 ]

@@ -5,14 +5,36 @@ queries (no N+1).
 - `sets`: a golden set's pages for reviewers: the sets, their queries, one query's pool;
 - `labels`: the consolidated labels (final grades, or why there is none yet), which a freeze reads;
 - `review`: the agreement dashboard, the review queue and the adjudication page;
-- `proposals`: the proposed label changes waiting for reviewers.
+- `proposals`: the proposed label changes waiting for reviewers;
+- `calibration`: calibration rounds (their grades, the set's rounds, a round's page, the start form);
+- `judges`, `judge_items`, `judge_scope`: machine judges' lists, their figures against human labels, the
+  qualified judges' labels in scope;
+- `progress`: how often a page in progress polls;
+- `secrets`: the grant check every judge, target, webhook and git export asks.
 
-Every public name is re-exported here, so callers write `from labeling import selectors` and
-`selectors.labels_consolidated(...)` whichever module a read lives in.
+Every public name of every module (each function and class, each constant in capitals) is re-exported
+here, so callers write `from labeling import selectors` and `selectors.labels_consolidated(...)` whichever
+module a read lives in; `tests/config/test_reexports.py` holds it (docs/architecture.md, "Inside each
+app").
 """
 
 from __future__ import annotations
 
+from labeling.selectors.calibration import (
+    PROMOTION_RULE,
+    Cell,
+    QueryRow,
+    RaterProgress,
+    RoundPage,
+    RoundRaterRow,
+    RoundSummary,
+    calibration_round_choices,
+    calibration_round_get,
+    calibration_round_list,
+    calibration_round_queries,
+    calibration_round_ratings,
+    calibration_round_resolve,
+)
 from labeling.selectors.grading import (
     QUEUE_STATES,
     TOKEN_LENGTH,
@@ -30,14 +52,43 @@ from labeling.selectors.grading import (
     rater_day_get,
     shuffle_key,
 )
+from labeling.selectors.judge_items import (
+    CALIBRATION,
+    CALIBRATION_MEDIAN,
+    DUAL,
+    GOLD,
+    TOGETHER,
+    JudgeItems,
+    JudgeItemsFigures,
+    NoConsensus,
+    judge_figures_get,
+    judge_items_get,
+    judges_compare_get,
+)
+from labeling.selectors.judge_scope import (
+    PREGRADE_GAP,
+    CountedJudgeLabel,
+    judge_qualified_for,
+    newest_qualified_judges,
+    pregrade_first,
+    qualified_judge_labels,
+)
+from labeling.selectors.judges import (
+    judge_job_failures,
+    judge_jobs,
+    judge_labels,
+    judge_list,
+    judge_query_choices,
+)
 from labeling.selectors.labels import (
     DUAL_KINDS,
     FROZEN,
+    HUMAN,
+    JUDGE,
     NOT_DONE,
     REJUDGE,
     Consolidated,
     FinalLabel,
-    KindGrade,
     NotDone,
     PairLabel,
     Unresolved,
@@ -46,6 +97,7 @@ from labeling.selectors.labels import (
     single_rater_work,
     third_counted,
 )
+from labeling.selectors.progress import POLL_FAST_FOR, POLL_FAST_MS, POLL_MS, poll_ms
 from labeling.selectors.proposals import (
     DECIDED_ROWS,
     OTHER_GRADE_NAMES,
@@ -57,6 +109,7 @@ from labeling.selectors.proposals import (
 from labeling.selectors.review import (
     ADJUDICATION_STATES,
     COLUMN_NAMES,
+    DISPUTE_NEXT_BATCH,
     AdjudicationPage,
     AdjudicationRow,
     AgreementDashboard,
@@ -73,6 +126,7 @@ from labeling.selectors.review import (
     ratings_list,
     review_queue_get,
 )
+from labeling.selectors.secrets import HOW_TO_GRANT, secret_grants, secret_problem, secret_read
 from labeling.selectors.sets import (
     QUERY_PROGRESS,
     ReviewRow,
@@ -83,35 +137,58 @@ from labeling.selectors.sets import (
 
 __all__ = [
     "ADJUDICATION_STATES",
+    "CALIBRATION",
+    "CALIBRATION_MEDIAN",
     "COLUMN_NAMES",
     "DECIDED_ROWS",
+    "DISPUTE_NEXT_BATCH",
+    "DUAL",
     "DUAL_KINDS",
     "FROZEN",
+    "GOLD",
+    "HOW_TO_GRANT",
+    "HUMAN",
+    "JUDGE",
     "NOT_DONE",
     "OTHER_GRADE_NAMES",
+    "POLL_FAST_FOR",
+    "POLL_FAST_MS",
+    "POLL_MS",
+    "PREGRADE_GAP",
+    "PROMOTION_RULE",
     "QUERY_PROGRESS",
     "QUEUE_STATES",
     "REJUDGE",
+    "TOGETHER",
     "TOKEN_LENGTH",
     "AdjudicationPage",
     "AdjudicationRow",
     "AgreementDashboard",
+    "Cell",
     "Consolidated",
+    "CountedJudgeLabel",
     "DisputedQuery",
     "FinalLabel",
     "GradingItem",
     "GradingPage",
-    "KindGrade",
+    "JudgeItems",
+    "JudgeItemsFigures",
+    "NoConsensus",
     "NotDone",
     "PairLabel",
     "ProposalRow",
     "ProposalsPage",
+    "QueryRow",
     "QueueItem",
     "RaterDay",
     "RaterGrade",
+    "RaterProgress",
     "RaterRow",
     "ReviewQueue",
     "ReviewRow",
+    "RoundPage",
+    "RoundRaterRow",
+    "RoundSummary",
     "Unresolved",
     "adjudication_order",
     "adjudication_page_get",
@@ -119,6 +196,12 @@ __all__ = [
     "assignment_list",
     "assignment_next",
     "assignment_previous",
+    "calibration_round_choices",
+    "calibration_round_get",
+    "calibration_round_list",
+    "calibration_round_queries",
+    "calibration_round_ratings",
+    "calibration_round_resolve",
     "candidate_for_token",
     "candidate_token",
     "count_subquery",
@@ -128,14 +211,30 @@ __all__ = [
     "grade_counts",
     "grades_get",
     "grading_page_get",
+    "judge_figures_get",
+    "judge_items_get",
+    "judge_job_failures",
+    "judge_jobs",
+    "judge_labels",
+    "judge_list",
+    "judge_qualified_for",
+    "judge_query_choices",
+    "judges_compare_get",
     "labels_consolidated",
     "labels_summary_get",
+    "newest_qualified_judges",
+    "poll_ms",
+    "pregrade_first",
     "proposals_page_get",
     "proposals_pending_count",
+    "qualified_judge_labels",
     "query_review_get",
     "rater_day_get",
     "ratings_list",
     "review_queue_get",
+    "secret_grants",
+    "secret_problem",
+    "secret_read",
     "shuffle_key",
     "single_rater_work",
     "third_counted",

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import grades_text
-from labeling import rounds
+from labeling import selectors, services
 from labeling.forms import CalibrationRoundForm, form_errors
 from labeling.models import CalibrationRound
 from labeling.views.access import back, get_round_for_reviewer, get_set_for_reviewer
@@ -24,27 +24,27 @@ def _round_url(round_: CalibrationRound) -> str:
 def calibration_list(request: HttpRequest, slug: str) -> HttpResponse:
     """The set's calibration rounds and the form that starts one (POST here)."""
     golden_set = get_set_for_reviewer(request, slug)
-    choices = rounds.calibration_round_choices(golden_set=golden_set)
+    choices = selectors.calibration_round_choices(golden_set=golden_set)
     form = CalibrationRoundForm(request.POST if request.method == "POST" else None, choices=choices)
     status = 200
     if request.method == "POST":
         problems: list[str] = []
         if form.is_valid():
-            queries, raters, problems = rounds.calibration_round_resolve(
+            queries, raters, problems = selectors.calibration_round_resolve(
                 golden_set=golden_set,
                 external_ids=form.cleaned_data["queries"],
                 usernames=form.cleaned_data["raters"],
             )
             if not problems:
                 try:
-                    started = rounds.calibration_round_start(
+                    started = services.calibration_round_start(
                         golden_set=golden_set,
                         name=form.cleaned_data["name"],
                         queries=queries,
                         raters=raters,
                         by=request.user,  # type: ignore[arg-type]
                     )
-                except rounds.CalibrationError as exc:
+                except services.CalibrationError as exc:
                     problems = exc.problems
                 else:
                     messages.success(
@@ -63,7 +63,7 @@ def calibration_list(request: HttpRequest, slug: str) -> HttpResponse:
         "labeling/calibration_list.html",
         {
             "golden_set": golden_set,
-            "rounds": rounds.calibration_round_list(golden_set=golden_set),
+            "rounds": selectors.calibration_round_list(golden_set=golden_set),
             "form": form,
         },
         status=status,
@@ -79,7 +79,7 @@ def calibration_round(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         {
             "golden_set": round_.golden_set,
             "round": round_,
-            "page": rounds.calibration_round_get(round=round_),
+            "page": selectors.calibration_round_get(round=round_),
             "scale": list(round_.golden_set.rubric.scale),
         },
     )
@@ -89,8 +89,8 @@ def calibration_round(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def calibration_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     round_ = get_round_for_reviewer(request, slug, pk)
     try:
-        result = rounds.calibration_round_promote(round=round_, by=request.user)  # type: ignore[arg-type]
-    except rounds.CalibrationError as exc:
+        result = services.calibration_round_promote(round=round_, by=request.user)  # type: ignore[arg-type]
+    except services.CalibrationError as exc:
         for problem in exc.problems:
             messages.error(request, f"Not promoted: {problem}")
         return back(_round_url(round_))

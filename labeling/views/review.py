@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from labeling import rounds, selectors, services
+from labeling import selectors, services
 from labeling.forms import (
     AdjudicationForm,
     GoldForm,
@@ -39,7 +39,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "d": dashboard,
             "thresholds_form": ThresholdsForm(initial=dashboard.thresholds),
             "scale": list(golden_set.rubric.scale),
-            "rounds": rounds.calibration_round_list(golden_set=golden_set),
+            "rounds": selectors.calibration_round_list(golden_set=golden_set),
         },
     )
 

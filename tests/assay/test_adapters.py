@@ -21,7 +21,6 @@ from assay.adapters import (
 )
 from assay.golden.model import GoldenQuery
 from assay.harness import HarnessConfig, search_all_sync
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.stub_server import Recorded, Reply, StubServer
 
 QUERY = GoldenQuery(

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.processes import REPO, refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

@@ -26,7 +26,6 @@ from assay.harness import (
     search_all_sync,
 )
 from assay.results import QueryResult
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.processes import refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

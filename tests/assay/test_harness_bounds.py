@@ -15,7 +15,6 @@ from assay.golden.model import GoldenQuery
 from assay.harness import MAX_CONCURRENCY, HarnessConfig, search_all_sync
 from assay.replies import MIB, REPLY_MAX_DEPTH, ReplyError, decode_json_reply
 from assay.results import QueryResult
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.stub_server import Reply, StubServer, hits_reply
 
 # Far more than any socket buffer holds: if the client read on to the end, `sent` would reach it.

@@ -18,7 +18,6 @@ import pytest
 from assay.golden.model import GoldenQuery
 from assay.harness import HarnessConfig, search_all_sync
 from assay.results import QueryResult
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.processes import free_port, refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

@@ -21,7 +21,6 @@ from assay.netpolicy import (
     url_problem,
 )
 from assay.targets import TargetSpec, spec_problems
-from tests.support.fixtures import stub_server_fixture  # noqa: F401  (provides stub_server)
 from tests.support.stub_server import StubServer, hits_reply
 
 REFUSED = [

@@ -8,8 +8,8 @@ version to diff, a nightly schedule, an API token, and ada, an admin with Django
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
 
-A test module takes `site` and the fixtures it stands on with `from tests.browser.site import *` (they
-are `__all__`), and the rest by name.
+A test module takes `site` with `from tests.browser.site import *` (`__all__`), and the fixtures it
+stands on come from tests/conftest.py's `pytest_plugins`.
 """
 
 from __future__ import annotations
@@ -24,29 +24,15 @@ from django.urls import reverse
 
 from evaluation.services.schedules import schedule_set
 from evaluation.tokens import api_token_create
-from labeling import rounds, services
+from labeling import services
 from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, Query
 from tests import factories
 from tests.support.disputes import dual_graded
-from tests.support.evaluation import (  # the fixtures re-exported in __all__
-    Scene,
-    finished_fixture,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-)
+from tests.support.evaluation import Scene
 from tests.support.judge_labels import make_judge, qualify
 from tests.support.runs import golden_file, make_version
 
-__all__ = [
-    "finished_fixture",
-    "scene_fixture",
-    "site_fixture",
-    "stub_fixture",
-    "target_fixture",
-    "version_fixture",
-]
+__all__ = ["site_fixture"]
 
 # The user each role signs in as (tests/conftest.py's cast, and ada); "anonymous" signs in as no one.
 USERS = {"rater": "alice", "reviewer": "rita", "admin": "ada"}
@@ -77,7 +63,7 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
         golden_set, (alice, [3, 2, 1, 0]), (bob, [1, 2, 1, 0]), external_id="q-0471", text="money back"
     )
     _overturned(golden_set, bob)
-    calibration = rounds.calibration_round_start(
+    calibration = services.calibration_round_start(
         golden_set=golden_set,
         name="spring",
         queries=[factories.pooled_query(golden_set, 3, text=f"cancel plan {i}") for i in range(2)],

@@ -18,7 +18,7 @@ from evaluation.services import baseline_promote, run_create
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply
-from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker
 
 pytestmark = [
     pytest.mark.browser,
@@ -53,7 +53,7 @@ def stub() -> Any:
 
 
 @pytest.fixture
-def engine(stub: StubServer, golden_set: GoldenSet, rita: User, start_worker: StartWorker) -> SearchTarget:  # noqa: F811
+def engine(stub: StubServer, golden_set: GoldenSet, rita: User, start_worker: StartWorker) -> SearchTarget:
     """A target with a promoted baseline (run by the worker), then an engine that got worse on q-1."""
     version = make_version(golden_set, golden_file(QUERIES))
     target = make_target(f"{stub.url}/search", golden_set, concurrency=2)

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from tests.conftest import PASSWORD
-from tests.support.evaluation import TokenFor, bearer, token_for_fixture  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import TokenFor, bearer
 
 HERE = "10.0.0.1"
 

@@ -23,14 +23,8 @@ from evaluation.models import Baseline, BudgetSet, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import Assignment, Document, GoldenSet, Judgment, Query
 from tests import factories
-from tests.support.evaluation import bearer, token_for_fixture  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import bearer
 from tests.support.import_files import doc
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
-    finished_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-)
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,6 @@ from labeling.models import Document, GoldenSet, Judge, JudgeLabel, Query
 from labeling.selectors.judge_items import JudgeItems, PkKey, judge_figures_get, judge_items_get
 from labeling.selectors.judge_scope import qualified_judge_labels
 from labeling.services import judge_qualification, judges
-from tests.demo.test_judge_service import stand_in  # noqa: F401  (fixture)
-from tests.support.demo_once import demo_once_fixture  # noqa: F401  (fixture)
 from tests.support.processes import REPO
 
 pytestmark = pytest.mark.django_db
@@ -181,7 +179,7 @@ def test_the_answer_key_stand_in_earns_what_the_readme_says(demo: GoldenSet) -> 
 
 def test_the_answer_key_stand_in_qualifies_for_billing_and_its_labels_count(
     demo: GoldenSet,
-    stand_in: str,  # noqa: F811
+    stand_in: str,
     client: Client,
 ) -> None:
     items = judge_items_get(golden_set=demo)
@@ -239,7 +237,7 @@ def test_the_answer_key_stand_in_qualifies_for_billing_and_its_labels_count(
 
 def test_a_qualification_job_through_the_stand_in_gives_the_same_verdicts(
     demo: GoldenSet,
-    stand_in: str,  # noqa: F811
+    stand_in: str,
 ) -> None:
     judge = Judge.objects.get(golden_set=demo, stand_in=True, model=judge_service.MODEL)
     items = judge_items_get(golden_set=demo)

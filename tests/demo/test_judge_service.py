@@ -3,14 +3,10 @@ loopback answering every pair of the demo corpus's documents within the contract
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from demo import judge_service
 from labeling.models import GoldenSet, JudgeLabel
@@ -69,24 +65,6 @@ def test_the_answer_key_reads_the_golden_file_for_billing_and_overlaps_elsewhere
     slips = [(q, t) for q, t in threes if judge_service.grade_by_key(q, t, "")[0] == 2]
     assert 0 < len(slips) < len(threes) / 4
     assert slips == [(q, t) for q, t in threes if judge_service.grade_by_key(q, t, "")[0] == 2]
-
-
-@pytest.fixture
-def stand_in() -> Iterator[str]:
-    """The stand-in on a free loopback port, in a thread with its own event loop."""
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(judge_service.make_app(), access_log=None)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = runner.addresses[0][1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{port}"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.run_until_complete(runner.cleanup())
-    loop.close()
 
 
 @pytest.mark.django_db

@@ -10,16 +10,10 @@ from django.test import Client
 
 from evaluation.api.errors import ERROR_STATUSES
 from evaluation.models import EvaluationRun
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     TokenFor,
     bearer,
-    finished_fixture,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    token_for_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

@@ -16,20 +16,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget, scope_held
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     TokenFor,
-    ada_fixture,
     bearer,
-    finished_fixture,
-    light_scene_fixture,
-    other_set_fixture,
-    other_target_fixture,
-    stub_fixture,
-    target_fixture,
-    token_for_fixture,
-    version_fixture,
-    victor_fixture,
 )
 
 pytestmark = pytest.mark.django_db

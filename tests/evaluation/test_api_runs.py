@@ -24,17 +24,10 @@ from evaluation.services import target_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     TokenFor,
-    ada_fixture,
     bearer,
-    finished_fixture,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    token_for_fixture,
-    version_fixture,
 )
 from tests.support.runs import eager_celery, make_version
 

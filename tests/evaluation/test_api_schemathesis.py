@@ -15,16 +15,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     TokenFor,
     bearer,
-    finished_fixture,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    token_for_fixture,
-    version_fixture,
 )
 
 

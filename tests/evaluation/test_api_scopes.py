@@ -12,17 +12,10 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from evaluation.models import ApiToken, scope_held
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     TokenFor,
     bearer,
-    finished_fixture,
-    light_scene_fixture,
-    stub_fixture,
-    target_fixture,
-    token_for_fixture,
-    version_fixture,
-    victor_fixture,
 )
 
 pytestmark = pytest.mark.django_db

@@ -16,20 +16,11 @@ from evaluation.models import EvaluationRun
 from evaluation.services import JudgeOffer, unjudged_ask_judge, unjudged_judge_offer
 from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob, JudgeJobItem
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
-    ada_fixture,
+from tests.support.evaluation import (
     logged_in,
     messages_text,
-    other_set_fixture,
-    victor_fixture,
 )
 from tests.support.judge_labels import make_judge, qualify
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
-    finished_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-)
 from tests.support.stub_server import StubServer, hits_reply
 
 pytestmark = pytest.mark.django_db

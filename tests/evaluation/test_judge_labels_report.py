@@ -16,12 +16,8 @@ from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import logged_in, section_text
 from tests.support.golden_sets import version_store
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
-    finished_fixture,
+from tests.support.runs import (
     golden_file,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

@@ -15,14 +15,9 @@ from evaluation import list_specs
 from evaluation.models import EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    finished_fixture,
     logged_in,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.runs import make_target, make_version
 

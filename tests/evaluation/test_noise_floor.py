@@ -25,7 +25,6 @@ from evaluation.models import Baseline, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from golden_io.services import golden_version_freeze
 from labeling.models import GoldenSet
-from tests.support.demo_once import demo_once_fixture  # noqa: F401  (the demo, loaded once)
 from tests.support.evaluation import form_fields, logged_in, page_text, section_text
 from tests.support.processes import serving
 from tests.support.runs import eager_celery

@@ -21,13 +21,10 @@ from assay.cli import main
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import baseline_promote, run_cancel, run_fail
 from golden_io.models import GoldenVersion
-from tests.support.evaluation import TokenFor, token_for_fixture  # noqa: F401
+from tests.support.evaluation import TokenFor
 from tests.support.processes import REPO, refused_url
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     eager_celery,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

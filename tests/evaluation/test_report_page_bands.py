@@ -11,13 +11,9 @@ from django.contrib.auth.models import User
 
 from evaluation.services import baseline_promote, budgets_set
 from labeling.models import GoldenSet
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
-    finished_fixture,
+from tests.support.evaluation import (
     logged_in,
     section_text,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.runs import RunFactory, golden_file, make_version
 from tests.support.stub_server import StubServer, hits_reply

@@ -34,17 +34,12 @@ from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviewed_sets, reviewer_emails, reviews
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     ALL_SCOPES,
     Scene,
     bearer,
-    finished_fixture,
     logged_in,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
     target_form,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

@@ -21,10 +21,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from assay.targets import TargetError
 from evaluation.models import EvaluationRun, Notification, QueryRunResult, SearchTarget
 from evaluation.services import (
     RunError,
-    TargetError,
     notification_deliver,
     notifications_prepare,
     run_create,
@@ -36,11 +36,9 @@ from labeling.models import GoldenSet, Judge, JudgeJobItem, SecretGrant
 from labeling.services import judges
 from labeling.services.secrets import secret_grant_withdraw
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     logged_in,
-    other_set_fixture,
     page_text,
-    victor_fixture,
 )
 from tests.support.judge_stub import judge_settings, judge_stub
 from tests.support.runs import eager_celery, failing_run, make_target, make_version

@@ -20,15 +20,10 @@ from evaluation.selectors import baseline_get, baseline_list, budgets_get
 from evaluation.services import BaselineError, baseline_promote, budgets_set, rebaseline_write, run_create
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     eager_celery,
-    finished_fixture,
     golden_file,
-    make_target,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

@@ -44,14 +44,11 @@ from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import logged_in
 from tests.support.processes import free_port, refused_url
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
     eager_celery,
     golden_file,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Recorded, Reply, StubServer, hits_reply
 

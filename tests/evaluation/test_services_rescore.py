@@ -25,16 +25,11 @@ from evaluation.services import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.support.evaluation import ada_fixture  # noqa: F401  (fixtures by name)
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
     eager_celery,
-    finished_fixture,
     golden_file,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import StubServer, hits_reply
 

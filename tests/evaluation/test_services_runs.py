@@ -22,15 +22,9 @@ from evaluation.services import (
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
-    eager_celery,
-    finished_fixture,
     make_target,
-    make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

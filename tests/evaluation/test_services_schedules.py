@@ -15,14 +15,11 @@ from evaluation.models import EvaluationRun, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_delete, schedule_set
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.support.evaluation import ada_fixture, logged_in  # noqa: F401  (fixtures by name)
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import logged_in
+from tests.support.runs import (
     eager_celery,
     make_target,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

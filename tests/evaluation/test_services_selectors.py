@@ -22,15 +22,9 @@ from evaluation.services import run_begin, run_create, unjudged_queue
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
-    eager_celery,
-    finished_fixture,
+from tests.support.runs import (
     golden_file,
-    make_target,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

@@ -15,19 +15,11 @@ from django.test import Client
 from evaluation import access
 from evaluation.models import EvaluationRun, SearchTarget
 from labeling.models import GoldenSet
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
-    ada_fixture,
+from tests.support.evaluation import (
     bearer,
     logged_in,
-    other_set_fixture,
-    other_target_fixture,
     page_text,
-    stub_fixture,
-    target_fixture,
     target_form,
-    token_for_fixture,
-    version_fixture,
-    victor_fixture,
 )
 from tests.support.runs import make_target
 

@@ -12,14 +12,9 @@ from django.contrib.auth.models import User
 
 from assay.charts import axis_range, trend_charts
 from evaluation.services import budgets_set
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    finished_fixture,
     logged_in,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 

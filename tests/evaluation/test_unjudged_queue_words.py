@@ -13,18 +13,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation.services import Waiting, unjudged_queue
+from evaluation.selectors import Waiting
+from evaluation.services import unjudged_queue
 from labeling.models import Adjudication, Assignment, Candidate, Document, GoldenSet, Judgment, Query
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    finished_fixture,
     logged_in,
     messages_text,
-    scene_fixture,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

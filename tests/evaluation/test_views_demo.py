@@ -21,7 +21,7 @@ from evaluation.models import Baseline, EvaluationRun
 from labeling.models import Assignment, Candidate
 from tests.support.evaluation import logged_in, messages_text, page_text, section_text
 from tests.support.processes import REPO, serving
-from tests.support.workers import StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker
 
 pytestmark = [
     pytest.mark.integration,
@@ -41,7 +41,7 @@ def demo_search() -> Iterator[str]:
 
 def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     demo_search: str,
-    start_worker: StartWorker,  # noqa: F811
+    start_worker: StartWorker,
     settings: Any,
     tmp_path: Path,
 ) -> None:

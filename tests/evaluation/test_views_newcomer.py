@@ -10,22 +10,17 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.services import baseline_promote
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
     logged_in,
     page_text,
-    scene_fixture,
     section_text,
 )
 from tests.support.processes import REPO
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
-    finished_fixture,
     golden_file,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

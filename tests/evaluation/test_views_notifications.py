@@ -13,19 +13,11 @@ from evaluation.models import Notification, SearchTarget
 from evaluation.services import notification_deliver, notifications_prepare, target_update
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    ada_fixture,
-    finished_fixture,
     logged_in,
-    other_set_fixture,
     page_text,
-    scene_fixture,
     section_text,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-    victor_fixture,
 )
 
 pytestmark = pytest.mark.django_db

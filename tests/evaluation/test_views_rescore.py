@@ -18,22 +18,16 @@ from evaluation.services import baseline_promote
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.evaluation.test_services_rescore import relabeled
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     bearer,
     logged_in,
     messages_text,
     page_text,
     section_text,
-    token_for_fixture,
-    victor_fixture,
 )
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
-    finished_fixture,
     make_version,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 
 pytestmark = pytest.mark.django_db

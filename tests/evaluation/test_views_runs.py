@@ -20,20 +20,12 @@ from evaluation.services import run_create
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    ada_fixture,
-    finished_fixture,
     logged_in,
     messages_text,
-    other_set_fixture,
     page_text,
-    scene_fixture,
     section_text,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-    victor_fixture,
 )
 from tests.support.runs import RunFactory, eager_celery
 from tests.support.stub_server import StubServer, hits_reply

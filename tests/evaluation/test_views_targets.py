@@ -19,22 +19,13 @@ from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
 from evaluation.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    ada_fixture,
     bearer,
-    finished_fixture,
     html_text,
     logged_in,
-    other_set_fixture,
-    other_target_fixture,
     page_text,
-    scene_fixture,
     section_text,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
-    victor_fixture,
 )
 from tests.support.runs import make_version
 

@@ -14,15 +14,11 @@ from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services import budgets_set, run_finalize_process
 from labeling.models import GoldenSet
 from tests.support.disputes import dual_graded
-from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
+from tests.support.evaluation import (
     Scene,
-    finished_fixture,
     logged_in,
     page_text,
-    scene_fixture,
     section_text,
-    stub_fixture,
-    version_fixture,
 )
 from tests.support.runs import make_target
 from tests.support.stub_server import StubServer

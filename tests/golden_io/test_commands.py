@@ -22,7 +22,6 @@ from tests.support.golden_sets import (
     Built,
     ConsolidatedStub,
     build_set,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
     version_store,
 )
 

@@ -19,7 +19,6 @@ from tests import factories
 from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
 from tests.support.import_files import golden_file, golden_query, jsonl
 

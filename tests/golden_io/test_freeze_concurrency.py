@@ -24,7 +24,6 @@ from labeling.models import FrozenLabel, GoldenSet
 from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -24,7 +24,6 @@ from tests import factories
 from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
 from tests.support.stub_server import StubServer
 

@@ -20,7 +20,6 @@ from tests.support.golden_sets import (
     Built,
     ConsolidatedStub,
     build_set,
-    consolidated_fixture,  # noqa: F401 - a fixture, requested by its name
 )
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from labeling.services.done import assignment_done
 from tests import factories
 from tests.support.judge_stub import graded, judge_key, judge_settings, judge_stub, user_message
 from tests.support.stub_server import StubServer
-from tests.support.workers import WAIT_S, StartWorker, start_worker  # noqa: F401  (fixture)
+from tests.support.workers import WAIT_S, StartWorker
 
 pytestmark = [
     pytest.mark.integration,
@@ -70,7 +70,7 @@ def _pairs_asked(stub: StubServer) -> Counter[str]:
 
 
 def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
 ) -> None:
@@ -115,7 +115,7 @@ def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
 
 
 def test_a_worker_runs_the_drift_watch_a_rater_marking_done_queues(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     golden_set: GoldenSet,
     rita: User,
 ) -> None:
@@ -178,7 +178,7 @@ def _job_on_a_worker(worker_log: Path, stub: StubServer, golden_set: GoldenSet, 
 
 
 def test_a_small_job_is_judged_by_the_task_that_claims_it(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
 ) -> None:
@@ -190,7 +190,7 @@ def test_a_small_job_is_judged_by_the_task_that_claims_it(
 
 
 def test_a_large_job_keeps_its_chain_of_chunks(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
 ) -> None:

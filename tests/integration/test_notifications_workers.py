@@ -19,7 +19,7 @@ from labeling.models import GoldenSet
 from tests import factories
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer
-from tests.support.workers import WAIT_S, StartWorker, start_worker, wait_for  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -48,7 +48,7 @@ def hook() -> Iterator[StubServer]:
 
 
 def test_a_failing_run_on_a_worker_mails_once_and_posts_once_after_a_retry(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     search: StubServer,
     hook: StubServer,
     golden_set: GoldenSet,

@@ -19,16 +19,15 @@ from django.contrib.auth.models import User
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
 from evaluation.services import run_create
 from labeling.models import GoldenSet
-from tests.support.runs import (  # noqa: F401  (stub: a fixture)
+from tests.support.runs import (
     golden_file,
     make_target,
     make_version,
     one_result_per_query,
     run_finished,
-    stub_fixture,
 )
 from tests.support.stub_server import StubServer, hits_reply
-from tests.support.workers import StartWorker, Worker, start_worker, wait_for  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker, Worker, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -53,7 +52,7 @@ def _received(*workers: Worker) -> dict[str, int]:
 
 
 def test_a_one_chunk_run_is_searched_and_finalized_by_its_start_task(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -80,7 +79,7 @@ def test_a_one_chunk_run_is_searched_and_finalized_by_its_start_task(
 
 
 def test_one_query_over_a_chunk_keeps_the_chord(
-    start_worker: StartWorker,  # noqa: F811
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -105,7 +104,7 @@ def test_one_query_over_a_chunk_keeps_the_chord(
 
 
 def test_a_one_chunk_runs_killed_worker_is_noticed_by_its_lease_and_a_second_worker_finishes(
-    start_worker: StartWorker,  # noqa: F811
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,

@@ -26,10 +26,10 @@ from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
 from evaluation.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.evaluation import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
+from tests.support.evaluation import TokenFor, bearer, logged_in
 from tests.support.runs import golden_file, make_target, make_version, one_result_per_query, run_finished
 from tests.support.stub_server import Reply, StubServer, hits_reply
-from tests.support.workers import WAIT_S, StartWorker, start_worker, wait_for  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -59,7 +59,7 @@ def stub() -> Iterator[StubServer]:
 
 
 def test_a_run_completes_on_a_worker_with_one_result_per_query(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -87,7 +87,7 @@ def test_a_run_completes_on_a_worker_with_one_result_per_query(
 
 
 def test_a_killed_worker_loses_no_query_and_a_second_worker_finishes(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -131,7 +131,7 @@ def test_a_killed_worker_loses_no_query_and_a_second_worker_finishes(
 
 
 def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -163,7 +163,7 @@ def test_timeouts_and_errors_are_errors_and_the_verdict_fails_closed(
 
 
 def test_hostile_replies_fail_only_their_own_queries_on_a_worker(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -205,7 +205,7 @@ def test_hostile_replies_fail_only_their_own_queries_on_a_worker(
     "queries", [40, 2 * settings.ASSAY_RUN_ONE_CHUNK_ROUNDS], ids=["chunks", "one-chunk"]
 )
 def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -235,7 +235,7 @@ def test_cancel_stops_the_chunks_and_the_run_stays_cancelled(
 
 
 def test_the_beat_schedules_nightly_entry_starts_a_due_schedules_run_on_a_worker(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,
@@ -270,7 +270,7 @@ def test_the_beat_schedules_nightly_entry_starts_a_due_schedules_run_on_a_worker
 
 
 def test_a_secret_reaches_the_engine_from_the_workers_environment_and_nowhere_else(
-    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    start_worker: StartWorker,
     stub: StubServer,
     golden_set: GoldenSet,
     rita: User,

@@ -26,7 +26,7 @@ from assay.labels.judge_agreement import (
     judged_items,
     qualification_verdicts,
 )
-from labeling import rounds, services
+from labeling import services
 from labeling.models import (
     Adjudication,
     Assignment,
@@ -47,7 +47,6 @@ from labeling.selectors.judge_items import (
     judge_items_get,
     judges_compare_get,
 )
-from tests.support.demo_once import demo_once_fixture  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +76,7 @@ def _grade_dual_queries(golden_set: GoldenSet, rng: random.Random) -> None:
 
 def _round(golden_set: GoldenSet, name: str, queries: list[Query], raters: list[str], grade: Any) -> None:
     """A calibration round on `queries`, every candidate graded by each rater: `grade(rater, candidate)`."""
-    round_ = rounds.calibration_round_start(
+    round_ = services.calibration_round_start(
         golden_set=golden_set,
         name=name,
         queries=queries,

@@ -4,8 +4,6 @@ jobs started, cancelled and polled, the stand-in label, and no judge data on any
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -13,27 +11,10 @@ from django.test import Client
 from labeling.models import Assignment, GoldenSet, Judge, JudgeJob, JudgeLabel
 from labeling.services import judges
 from tests import factories
-from tests.support.judge_stub import chat_reply, graded, judge_settings, judge_stub
+from tests.support.judge_stub import chat_reply, graded
 from tests.support.stub_server import StubServer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with judge_stub() as server:
-        yield server
-
-
-@pytest.fixture
-def judge(golden_set: GoldenSet, stub: StubServer) -> Judge:
-    made, _ = judges.judge_save(
-        golden_set=golden_set,
-        settings=judge_settings(stub.url, name="Judge Quillfeather"),
-        by=None,
-        stand_in=True,
-    )
-    return made
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from django.core import mail
 from django.test import Client
 from django.utils.html import escape
 
-from labeling import rounds
+from labeling import services
 from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, JudgeQualification, Query
 from labeling.selectors.judge_scope import qualified_judge_labels
 from labeling.services import judge_qualification as jq
@@ -254,7 +254,7 @@ def test_a_promoted_calibration_round_queues_one_check_and_its_medians_are_compa
     django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     queries = [judged_query(golden_set, judge, [3, 2, 1, 0], "billing") for _ in range(2)]
-    round_ = rounds.calibration_round_start(
+    round_ = services.calibration_round_start(
         golden_set=golden_set, name="spring", queries=queries, raters=[alice, bob], by=rita
     )
     for assignment in Assignment.objects.filter(calibration_round=round_):
@@ -263,7 +263,7 @@ def test_a_promoted_calibration_round_queues_one_check_and_its_medians_are_compa
     calls: list[int] = []
     monkeypatch.setattr(jq, "drift_check", lambda *, golden_set_id: calls.append(golden_set_id))
     with django_capture_on_commit_callbacks(execute=True):
-        result = rounds.calibration_round_promote(round=CalibrationRound.objects.get(pk=round_.pk), by=rita)
+        result = services.calibration_round_promote(round=CalibrationRound.objects.get(pk=round_.pk), by=rita)
     assert len(result.adjudications) == 8
     assert calls == [golden_set.pk]  # one check for the round, not one per document
     # The round's own grades measure the rubric, not the judge: only the promoted medians are compared.

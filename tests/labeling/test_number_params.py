@@ -15,7 +15,6 @@ from django.urls import reverse
 from labeling import services
 from labeling.models import Assignment, Judge, JudgeJob, Judgment
 from tests import factories
-from tests.labeling.test_judge_pages import judge, stub  # noqa: F401  (fixtures by name)
 
 HUGE = "99999999999999999999999"
 BAD_IDS = ["²", "①", "٣", HUGE, "-1", "0", " 1", "1.0", "0x1", "1e3", "9" * 5000]
@@ -103,7 +102,7 @@ def test_an_assignment_number_past_the_id_column_is_no_such_assignment(as_alice:
 @pytest.mark.parametrize("previous", BAD_IDS)
 def test_a_new_judge_from_something_that_is_not_an_id_is_a_worded_400(
     client: Client,
-    judge: Judge,  # noqa: F811  (the fixture imported above)
+    judge: Judge,
     rita: User,
     previous: str,
 ) -> None:
@@ -117,7 +116,7 @@ def test_a_new_judge_from_something_that_is_not_an_id_is_a_worded_400(
 
 def test_a_judge_job_over_queries_that_are_not_ids_leaves_them_out(
     client: Client,
-    judge: Judge,  # noqa: F811  (the fixture imported above)
+    judge: Judge,
     assignment: Assignment,
     rita: User,
     django_capture_on_commit_callbacks: Any,

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from labeling import rounds
+from labeling import selectors, services
 from labeling.forms import ThresholdsForm
 from labeling.models import Assignment, GoldenSet
 from labeling.selectors import agreement_dashboard_get
@@ -136,7 +136,7 @@ def test_a_calibration_round_reads_with_the_sets_thresholds(
     golden_set.reliable_min, golden_set.tentative_min, golden_set.min_pairable_units = 0.9, 0.5, 2
     golden_set.save()
     queries = [factories.pooled_query(golden_set, 2, external_id=f"q-{i}") for i in range(3)]
-    round_ = rounds.calibration_round_start(
+    round_ = services.calibration_round_start(
         golden_set=golden_set,
         name="spring",
         queries=queries,
@@ -156,14 +156,14 @@ def test_a_calibration_round_reads_with_the_sets_thresholds(
             factories.grade(assignment, document, value)
     page = reviewer.get(reverse("labeling:calibration_round", args=[golden_set.slug, round_.pk]))
     assert page.status_code == 200
-    alpha = rounds.calibration_round_get(round=round_).report.agreement.alpha  # type: ignore[union-attr]
+    alpha = selectors.calibration_round_get(round=round_).report.agreement.alpha  # type: ignore[union-attr]
     assert alpha.thresholds == golden_set.reading_thresholds
     text = _section(page.content, "alpha")
     assert f"{alpha.reading} ({alpha.reading_why})" in text
     assert "lower bound ≥ 0.900 reliable; ≥ 0.500 tentative" in text
     assert "fewer than 2 queries to resample" in text
     assert _reading_badges(page.content, "kappa") == [
-        rounds.calibration_round_get(round=round_).pairs[0].kappa_quadratic_reading
+        selectors.calibration_round_get(round=round_).pairs[0].kappa_quadratic_reading
     ]
 
 

@@ -1,7 +1,7 @@
-"""Calibration rounds on the Django side (labeling/rounds.py, the round pages): starting one, grading it
-through the ordinary grading page and endpoint, its figures over the round only, promotion, access; and
-the demo with five raters graded over HTTP, its page's figures checked against the krippendorff package
-and scikit-learn."""
+"""Calibration rounds on the Django side (labeling/services/calibration.py and selectors/calibration.py, the
+round pages): starting one, grading it through the ordinary grading page and endpoint, its figures over the
+round only, promotion, access; and the demo with five raters graded over HTTP, its page's figures checked
+against the krippendorff package and scikit-learn."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from assay.labels.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, Rating, bootstrap_samples
 from assay.labels.calibration import calibration_compute
-from labeling import rounds, services
+from labeling import selectors, services
 from labeling.models import Adjudication, Assignment, CalibrationRound, Candidate, GoldenSet, Judgment, Query
 from labeling.selectors import agreement_dashboard_get, labels_consolidated, ratings_list
 from tests import factories
@@ -60,7 +60,7 @@ def setup(golden_set: GoldenSet, alice: User, bob: User, carol: User) -> Setup:
 
 
 def _start(s: Setup, rita: User, name: str = "spring", **kwargs: Any) -> CalibrationRound:
-    return rounds.calibration_round_start(
+    return services.calibration_round_start(
         golden_set=s.golden_set,
         name=name,
         queries=kwargs.get("queries", [s.q1, s.q2]),
@@ -161,7 +161,7 @@ def test_a_round_is_refused_with_the_problem_and_nothing_written(
         "other_set": [other],
     }
     before = _writes()
-    with pytest.raises(rounds.CalibrationError) as exc:
+    with pytest.raises(services.CalibrationError) as exc:
         _start(
             setup,
             rita,
@@ -176,7 +176,7 @@ def test_a_round_is_refused_with_the_problem_and_nothing_written(
 def test_every_problem_is_named_at_once_and_a_taken_name_is_refused(setup: Setup, rita: User) -> None:
     _start(setup, rita)
     before = _writes()
-    with pytest.raises(rounds.CalibrationError) as exc:
+    with pytest.raises(services.CalibrationError) as exc:
         _start(setup, rita, raters=setup.raters[:1], queries=[setup.retired, setup.no_pool])
     assert exc.value.problems == [
         "name: golden set help-center already has a round named 'spring'",
@@ -242,11 +242,11 @@ def test_the_figures_cover_the_rounds_grades_only_whatever_the_status(
         for (rater, q), values in GRADES.items()
         for c, g in zip(_docs(Query.objects.get(external_id=q)), values, strict=True)
     ]
-    got = rounds.calibration_round_ratings(round=round_)
+    got = selectors.calibration_round_ratings(round=round_)
     assert sorted((r.query_id, r.doc_id, r.rater, r.grade) for r in got) == sorted(
         (r.query_id, r.doc_id, r.rater, r.grade) for r in expected
     )
-    page = rounds.calibration_round_get(round=round_)
+    page = selectors.calibration_round_get(round=round_)
     assert page.report is not None and page.problem is None
     direct = calibration_compute(expected, raters=["alice", "bob", "carol"])
     assert page.report.agreement.alpha == direct.agreement.alpha
@@ -304,7 +304,7 @@ def test_promotion_makes_the_medians_the_final_labels_and_leaves_ties_to_a_revie
         },
     )
     q1, q2 = _docs(setup.q1), _docs(setup.q2)
-    result = rounds.calibration_round_promote(round=round_, by=rita)
+    result = services.calibration_round_promote(round=round_, by=rita)
     assert [(a.query.external_id, a.document.doc_id, a.grade, a.reviewer) for a in result.adjudications] == [
         ("q-1", q1[0].document.doc_id, 1, rita),
         ("q-2", q2[0].document.doc_id, 3, rita),
@@ -329,8 +329,8 @@ def test_promotion_makes_the_medians_the_final_labels_and_leaves_ties_to_a_revie
     }
 
     before = _writes()
-    with pytest.raises(rounds.CalibrationError) as exc:
-        rounds.calibration_round_promote(round=round_, by=alice)
+    with pytest.raises(services.CalibrationError) as exc:
+        services.calibration_round_promote(round=round_, by=alice)
     (problem,) = exc.value.problems
     assert re.fullmatch(r"already promoted by rita at \d{4}-\d\d-\d\d \d\d:\d\d: nothing changed", problem)
     assert _writes() == before
@@ -338,11 +338,11 @@ def test_promotion_makes_the_medians_the_final_labels_and_leaves_ties_to_a_revie
 
 def test_a_round_without_grades_or_with_only_ties_is_not_promoted(setup: Setup, rita: User) -> None:
     round_ = _start(setup, rita, queries=[setup.q2], raters=setup.raters[:2])
-    with pytest.raises(rounds.CalibrationError, match="the round has no grades yet: nothing to promote"):
-        rounds.calibration_round_promote(round=round_, by=rita)
+    with pytest.raises(services.CalibrationError, match="the round has no grades yet: nothing to promote"):
+        services.calibration_round_promote(round=round_, by=rita)
     _grade(round_, {("alice", "q-2"): [1, 2], ("bob", "q-2"): [2, 3]})
-    with pytest.raises(rounds.CalibrationError, match="every graded document is a tie"):
-        rounds.calibration_round_promote(round=round_, by=rita)
+    with pytest.raises(services.CalibrationError, match="every graded document is a tie"):
+        services.calibration_round_promote(round=round_, by=rita)
     round_.refresh_from_db()
     assert round_.promoted_at is None and not Adjudication.objects.exists()
 
@@ -351,7 +351,7 @@ def test_a_query_retired_since_the_round_started_is_skipped_and_said_so(setup: S
     round_ = _start(setup, rita)
     _grade(round_, GRADES)
     services.query_retire(query=setup.q2, by=rita, reason="out of scope now")
-    result = rounds.calibration_round_promote(round=round_, by=rita)
+    result = services.calibration_round_promote(round=round_, by=rita)
     assert {a.query for a in result.adjudications} == {setup.q1}
     assert len(result.skipped) == 2 and all("query q-2 is retired, no label" in s for s in result.skipped)
 
@@ -406,7 +406,7 @@ def test_a_reviewer_starts_a_round_from_the_page_and_sees_it_measured(
 
     detail = client.get(reverse("labeling:calibration_round", args=["help-center", round_.pk]))
     html = detail.content.decode()
-    report = rounds.calibration_round_get(round=round_).report
+    report = selectors.calibration_round_get(round=round_).report
     assert report is not None
     alpha = report.agreement.alpha.value
     assert isinstance(alpha, float)
@@ -588,7 +588,7 @@ def test_the_demo_with_five_raters_measures_the_round_as_the_packages_do(
 
     page = client.get(reverse("labeling:calibration_round", args=["help-center", round_.pk]))
     html = page.content.decode()
-    report = rounds.calibration_round_get(round=round_).report
+    report = selectors.calibration_round_get(round=round_).report
     assert report is not None
     assert report.agreement.alpha.value == pytest.approx(alpha, abs=1e-12)
     assert report.agreement.alpha.interval == pytest.approx((low, high), abs=1e-12)

@@ -5,7 +5,7 @@ transaction (pytest-django's `db`) is then a savepoint inside it, rolled back af
 test starts from the freshly loaded demo, and the module's transaction is rolled back at its end. For
 tests with `django_db` (not `transaction=True`, which commits: those load the demo themselves).
 
-A module imports it (`from tests.support.demo_once import demo_once_fixture`) and takes `demo_once` by name.
+Registered for every test by `pytest_plugins` in tests/conftest.py: a test takes `demo_once` by name.
 """
 
 from __future__ import annotations

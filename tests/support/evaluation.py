@@ -25,13 +25,9 @@ from evaluation.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.runs import (  # noqa: F401  (fixtures by name)
+from tests.support.runs import (
     RunFactory,
-    finished_fixture,
     make_target,
-    stub_fixture,
-    target_fixture,
-    version_fixture,
 )
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

@@ -1,7 +1,6 @@
 """Pytest fixtures over the stub server.
 
-A test module imports `stub_server_fixture` (unused name, so no F811 clash with the parameter) and asks
-for `stub_server`: `from tests.support.fixtures import stub_server_fixture  # noqa: F401`.
+Registered for every test by `pytest_plugins` in tests/conftest.py: a test asks for `stub_server`.
 """
 
 from __future__ import annotations

@@ -95,8 +95,8 @@ def eager_celery() -> Iterator[None]:
         app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
-# --- fixtures: a test module imports the ones it uses by their *_fixture names (noqa: F401), like
-# tests.support.fixtures, so the parameters keep their short names.
+# --- fixtures: registered for every test by `pytest_plugins` in tests/conftest.py; each is named
+# *_fixture with its short name given to pytest, so the module's own names never clash with a parameter.
 
 RunFactory = Callable[..., EvaluationRun]
 
