@@ -19,13 +19,14 @@ from benchmarks.bench_runs import REPO, scratch_database
 STACKS = ("sqlite+filesystem", "postgresql+redis")
 
 
-def each_stack(name: str) -> dict[str, dict[str, Any]]:
-    """`benchmarks.bench_<name> --inner` once per stack; the figures each child wrote, by stack."""
+def each_stack(name: str, stacks: tuple[str, ...] = STACKS) -> dict[str, dict[str, Any]]:
+    """`benchmarks.bench_<name> --inner` once per stack (of `stacks`); the figures each child wrote, by
+    stack."""
     redis_url = os.environ.get("REDIS_URL", "")
     if not redis_url.startswith("redis://"):
         raise SystemExit(f"bench_{name}: set REDIS_URL to a Redis database the benchmark may flush")
     figures = {}
-    for stack in STACKS:
+    for stack in stacks:
         with tempfile.TemporaryDirectory() as var:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "REDIS_URL"))}
             env |= {"ASSAY_VAR_DIR": var, "ASSAY_LOG_LEVEL": "WARNING", "ASSAY_TARGET_ALLOW_PRIVATE": "true"}

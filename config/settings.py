@@ -307,6 +307,11 @@ SPECTACULAR_SETTINGS = {
         "syntaxHighlight": {"activated": False},
     },
     "REDOC_DIST": "SIDECAR",
+    # An experiment's status choices differ from a run's: each enum named for its model.
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEnum": "evaluation.models.EvaluationRun.Status",
+        "ExperimentStatusEnum": "evaluation.experiment_models.Experiment.Status",
+    },
 }
 
 # --- Email (run notifications, docs/runs.md) ------------------------------------------------------

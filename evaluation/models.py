@@ -410,7 +410,7 @@ class ApiToken(models.Model):
         "read": "read everything the user can see: golden sets, versions and their files, search targets, "
         "evaluation runs (status, report, verdict)",
         "golden:read": "read golden sets, their versions and version files only",
-        "runs:write": "trigger and cancel evaluation runs",
+        "runs:write": "trigger and cancel evaluation runs and experiments, use an experiment's configuration",
     }
     # A scope that reads everything holds every narrower reading scope: a token made with `read` must
     # read every resource its user can see, whatever name the endpoint's own scope has.

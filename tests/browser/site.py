@@ -4,7 +4,8 @@
 baseline run and a failing run on a stub engine): alice's open assignment, a query alice and bob
 disagree on by two grades (in the review queue, adjudicable), a frozen grade bob overturns alone (a
 proposal), a calibration round both graded, two machine judges (one qualified), a second golden
-version to diff, a nightly schedule, an API token, and ada, an admin with Django's admin site.
+version to diff, a nightly schedule, an API token, a finished experiment (a 2 x 2 grid), and ada, an admin
+with Django's admin site.
 `PAGES` names every page a person opens (its path resolved from the site through the URL conf) and
 `ROLE_PAGES` which of them each role opens.
 
@@ -22,6 +23,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from evaluation.models import Experiment
 from evaluation.services.schedules import schedule_set
 from evaluation.tokens import api_token_create
 from labeling import services
@@ -29,6 +31,7 @@ from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, Quer
 from tests import factories
 from tests.support.disputes import dual_graded
 from tests.support.evaluation import Scene
+from tests.support.experiments import finished_experiment
 from tests.support.judge_labels import make_judge, qualify
 from tests.support.runs import golden_file, make_version
 
@@ -46,6 +49,7 @@ class Site:
     calibration: CalibrationRound
     next_version: str
     judge: Judge
+    experiment: Experiment  # finished, a 2 x 2 grid: its heat map
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -78,7 +82,8 @@ def site_fixture(scene: Scene, alice: User, bob: User, rita: User) -> Site:
     judge = make_judge(golden_set, "grader-1")
     qualify(judge, rita)
     make_judge(golden_set, "grader-2")  # a second judge, for the compare page
-    return Site(scene, assignment, disputed, calibration, next_version, judge)
+    experiment = finished_experiment(scene.version, scene.target, rita)
+    return Site(scene, assignment, disputed, calibration, next_version, judge, experiment)
 
 
 def _overturned(golden_set: GoldenSet, rater: User) -> None:
@@ -174,6 +179,9 @@ PAGES: dict[str, Where] = {
     "budgets": _at("evaluation:budgets", _slug),
     "baselines": _at("evaluation:baselines", _slug),
     "API tokens": _at("evaluation:tokens"),
+    "experiments": _at("evaluation:experiment_list"),
+    "new experiment": _at("evaluation:experiment_new"),
+    "experiment": _at("evaluation:experiment_detail", lambda s: s.experiment.pk),
     "Django admin": _at("admin:index"),
     "admin golden sets": _at("admin:labeling_goldenset_changelist"),
     "admin golden set": _at("admin:labeling_goldenset_change", lambda s: s.golden_set.pk),

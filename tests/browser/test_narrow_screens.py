@@ -1,7 +1,8 @@
 """The reviewer's widest pages on a 390 px phone screen (390x844), with real content (tests/browser/site.py):
-the run report, the runs list, the side-by-side view and the adjudication page reflow without sideways
-scrolling (a wide table scrolls inside its own box, which a keyboard reaches: axe-core finds nothing
-there either), and the nav, an admin's the longest, shows every link and "Log out" inside the screen."""
+the run report, the runs list, the side-by-side view, the adjudication page and an experiment's page
+reflow without sideways scrolling (a wide table scrolls inside its own box, which a keyboard reaches:
+axe-core finds nothing there either), and the nav, an admin's the longest, shows every link and "Log out"
+inside the screen."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def assert_fits(page: Page) -> None:
         ("reviewer", "side by side"),
         ("reviewer", "adjudication"),
         ("reviewer", "doc"),
+        ("reviewer", "experiment"),  # its tables, heat map and Use this configuration form
         ("admin", "home"),  # the longest nav: every reviewer's link and Admin
     ],
 )

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, scope_held
+from evaluation.models import ApiToken, Experiment, scope_held
 from tests.support.evaluation import (
     Scene,
     TokenFor,
@@ -33,7 +33,17 @@ def _path(template: str, scene: Scene) -> str:
         "fmt": "json",
         "id": str(scene.target.pk if template.startswith("/api/v1/targets/") else scene.current.pk),
     }
+    if template.startswith("/api/v1/experiments/"):
+        values["id"] = str(_experiment(scene).pk)
     return re.sub(r"\{(\w+)\}", lambda found: values[found.group(1)], template)
+
+
+def _experiment(scene: Scene) -> Experiment:
+    """An experiment of the scene's set and target (queued: nothing runs it here)."""
+    found = Experiment.objects.filter(golden_version=scene.version, target=scene.target).first()
+    return found or Experiment.objects.create(
+        golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, configs=[{"w": 1}]
+    )
 
 
 def test_read_holds_every_reading_scope_and_nothing_else() -> None:

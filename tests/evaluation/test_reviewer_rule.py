@@ -27,8 +27,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, EvaluationRun, SearchTarget
+from evaluation.models import ApiToken, EvaluationRun, Experiment, SearchTarget
 from evaluation.services import run_create
+from evaluation.services.experiments import experiment_create
 from evaluation.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -41,6 +42,7 @@ from tests.support.evaluation import (
     logged_in,
     target_form,
 )
+from tests.support.experiments import finished_experiment
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +57,8 @@ class World:
     users: dict[str, User]
     tokens: dict[str, str]  # the raw API token of each user
     dora_token: ApiToken
+    experiment: Experiment  # a finished experiment (docs/experiments.md, "In the app")
+    queued_experiment: Experiment  # one still queued: what a cancel would change
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -91,7 +95,11 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
         "reviewer": api_token_create(user=rita, name="t", scopes=ALL_SCOPES)[1],
     }
     users = {"no group": charlie, "rater": alice, "demoted reviewer": dora, "reviewer": rita}
-    return World(scene, queued, users, tokens, dora_token)
+    experiment = finished_experiment(scene.version, scene.target, rita)
+    queued_experiment = experiment_create(
+        golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, created_by=rita
+    )
+    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment)
 
 
 # --- the database, all of it that these apps hold ------------------------------------------------------
@@ -138,6 +146,9 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
             # shows the failing run.
             run = {"run_cancel": w.queued, "run_promote": w.scene.baseline}.get(name, w.scene.current)
             values[param] = run.pk
+        elif param == "experiment_id":
+            experiment = w.queued_experiment if name == "experiment_cancel" else w.experiment
+            values[param] = experiment.pk
         elif param == "slug":
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
@@ -168,6 +179,16 @@ PAGE_POSTS: dict[str, Callable[[World], dict[str, Any]]] = {
     },
     "budgets": lambda w: {"action": "defaults"},
     "tokens": lambda w: {"name": "mine", "scopes": ["read"]},
+    "experiment_new": lambda w: {
+        "golden_version": w.version.pk,
+        "target": w.target.pk,
+        "grid": '{"configs": [{"w": 1}]}',
+        "metric": "ndcg",
+        "split": "0.7",
+        "top": "3",
+        "seed": "0",
+    },
+    "experiment_adopt": lambda w: {"rationale": "the best held out"},
 }
 PAGE_QUERIES: dict[str, Callable[[World], str]] = {
     "run_compare": lambda w: f"?a={w.scene.baseline.pk}&b={w.scene.current.pk}",
@@ -259,6 +280,8 @@ def _api_url(method: str, template: str, w: World) -> str:
             return str(w.queued.pk if template.endswith("/cancel/") else w.scene.current.pk)
         if param == "id" and template.startswith("/api/v1/targets/"):
             return str(w.target.pk)
+        if param == "id" and template.startswith("/api/v1/experiments/"):
+            return str((w.queued_experiment if template.endswith("/cancel/") else w.experiment).pk)
         raise AssertionError(f"{method.upper()} {template}: say which object {{{param}}} names")
 
     return re.sub(r"\{(\w+)\}", fill, template)
@@ -266,7 +289,15 @@ def _api_url(method: str, template: str, w: World) -> str:
 
 API_BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "/api/v1/runs/": lambda w: {"golden_set": w.golden_set.slug, "target": w.target.name},
+    "/api/v1/experiments/": lambda w: {
+        "golden_set": w.golden_set.slug,
+        "target": w.target.name,
+        "grid": {"configs": [{"w": 1}]},
+    },
+    "/api/v1/experiments/{id}/use/": lambda w: {"rationale": "the best held out"},
 }
+# The POSTs that create something answer 201; the rest 200.
+CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/")
 
 
 def _api_call(token: str, method: str, template: str, w: World) -> Any:
@@ -304,7 +335,7 @@ def test_the_sets_reviewers_token_still_answers_every_api_operation(world: World
     wrong = []
     for method, template in _operations():
         response = _api_call(world.tokens["reviewer"], method, template, world)
-        if response.status_code != {"get": 200}.get(method, 201 if template == "/api/v1/runs/" else 200):
+        if response.status_code != {"get": 200}.get(method, 201 if template in CREATED else 200):
             wrong.append(f"{method.upper()} {template}: {response.status_code}")
         elif method == "get" and "results" in response.json():
             assert response.json()["count"] > 0, template

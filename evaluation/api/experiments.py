@@ -1,0 +1,274 @@
+"""API endpoints of experiments (docs/api.md, "Experiments"), like the runs': list and start
+(`/experiments/`), status with the result (`/experiments/<id>/`), cancel, and **Use this configuration**
+(`/experiments/<id>/use/`). Objects are looked up through `evaluation.access` (the runs' rule: those who
+review the golden set; others get 404); reading needs the `read` scope, the rest `runs:write`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from evaluation import access
+from evaluation.api.serializers import ProblemsSerializer
+from evaluation.api.views import READ, RUNS_WRITE, ApiView, _choice, _golden_set, _problems, _version
+from evaluation.models import EvaluationRun, Experiment
+from evaluation.services.experiment_adopt import experiment_adopt
+from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from golden_io import selectors as golden_selectors
+
+
+class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
+    """An experiment: what it sweeps, its status and progress, and once it succeeded its `result` (the
+    content of `assay sweep`'s SWEEP.json, plus `winner_strata`; docs/experiments.md)."""
+
+    golden_set = serializers.SlugRelatedField(  # type: ignore[var-annotated]
+        source="golden_version.golden_set", slug_field="slug", read_only=True
+    )
+    golden_version = serializers.SlugRelatedField(slug_field="name", read_only=True)  # type: ignore[var-annotated]
+    target = serializers.SlugRelatedField(slug_field="name", read_only=True)  # type: ignore[var-annotated]
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
+    configurations = serializers.SerializerMethodField()
+    final = serializers.SerializerMethodField()
+    page = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Experiment
+        fields: tuple[str, ...] = (
+            "id",
+            "golden_set",
+            "golden_version",
+            "target",
+            "grid",
+            "configurations",
+            "metric",
+            "fraction",
+            "seed",
+            "top",
+            "status",
+            "phase",
+            "final",
+            "total",
+            "done",
+            "errors",
+            "error_message",
+            "created_by",
+            "created",
+            "started_at",
+            "finished_at",
+            "result",
+            "page",
+        )
+        read_only_fields: tuple[str, ...] = fields
+
+    def get_configurations(self, obj: Experiment) -> int:
+        return len(obj.configs)
+
+    def get_final(self, obj: Experiment) -> bool:
+        return obj.status in Experiment.FINAL
+
+    def get_page(self, obj: Experiment) -> str:
+        url = reverse("evaluation:experiment_detail", args=[obj.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request is not None else url
+
+
+class ExperimentListSerializer(ExperimentSerializer):
+    """A list's row: everything but the grid and the result (GET the experiment for those)."""
+
+    class Meta(ExperimentSerializer.Meta):
+        fields = tuple(f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result"))
+        read_only_fields = fields
+
+
+class ExperimentCreateSerializer(serializers.Serializer[Any]):
+    golden_set = serializers.SlugField(help_text="the golden set's slug")
+    target = serializers.CharField(max_length=100, help_text="the search target's name")
+    version = serializers.CharField(max_length=100, required=False, help_text="default: the set's newest")
+    grid = serializers.JSONField(
+        help_text='{"params": {name: [values]}} or {"configs": [{name: value}, ...]}, at most 500 '
+        "configurations (an object, or its JSON text)"
+    )
+    metric = serializers.ChoiceField(choices=list(RANKING_METRICS), required=False, default="ndcg")
+    split = serializers.FloatField(required=False, default=DEFAULT_SPLIT, help_text="share that tunes")
+    top = serializers.IntegerField(required=False, default=DEFAULT_TOP, help_text="configurations confirmed")
+    seed = serializers.IntegerField(
+        required=False, default=DEFAULT_SEED, min_value=-(2**31), max_value=2**31 - 1
+    )
+
+
+class AdoptSerializer(serializers.Serializer[Any]):
+    rationale = serializers.CharField(max_length=5000, help_text="why this configuration (recorded)")
+
+
+class AdoptionSerializer(serializers.Serializer[Any]):
+    experiment = serializers.IntegerField()
+    target = serializers.CharField()
+    params_before = serializers.DictField()
+    params_after = serializers.DictField()
+    rationale = serializers.CharField()
+    adopted_by = serializers.CharField()
+    adopted_at = serializers.DateTimeField()
+    run = serializers.IntegerField()
+    run_link = serializers.CharField()
+
+
+class ExperimentCancelSerializer(serializers.Serializer[Any]):
+    cancelled = serializers.BooleanField()
+    experiment = ExperimentListSerializer()
+
+
+def _experiment(request: Request, pk: int) -> Experiment:
+    return access.get_experiment(request.user, pk)
+
+
+def _read_only(view: str) -> str:
+    return f"only reviewers of the golden set {view}"
+
+
+class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
+    """Experiments you can see, newest first (filters: golden_set, target, status); POST starts one."""
+
+    serializer_class = ExperimentListSerializer
+    required_scopes = {"GET": READ, "POST": RUNS_WRITE}
+    query = {"golden_set": None, "target": None, "status": _choice(Experiment.Status.values)}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug"),
+            OpenApiParameter("target", OpenApiTypes.STR, description="target name"),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=Experiment.Status.values),
+        ]
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Experiment]:
+        rows = access.experiments_for(self.request.user).defer("result", "tuning", "split", "grid")
+        query = self.request.query_params
+        if query.get("golden_set"):
+            rows = rows.filter(golden_version__golden_set__slug=query["golden_set"])
+        if query.get("target"):
+            rows = rows.filter(target__name=query["target"])
+        if query.get("status"):
+            rows = rows.filter(status=query["status"])
+        return rows.order_by("-created", "-id")
+
+    @extend_schema(
+        request=ExperimentCreateSerializer,
+        responses={
+            201: ExperimentSerializer,
+            400: ProblemsSerializer,
+            404: OpenApiResponse(description="no golden set, version or target by that name you can see"),
+        },
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = ExperimentCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        golden_set = _golden_set(request, values["golden_set"])
+        if not access.may_trigger(request.user, golden_set):
+            return _problems("not allowed", [_read_only(f"{golden_set.slug} start experiments on it")], 403)
+        named = access.targets_for(request.user).filter(name=values["target"])
+        target = named.filter(golden_sets=golden_set).first() or named.first()
+        if target is None:
+            raise Http404(f"no target named {values['target']!r}")
+        version = (
+            _version(request, golden_set.slug, values["version"])
+            if values.get("version")
+            else golden_selectors.version_latest(golden_set=golden_set)
+        )
+        if version is None:
+            return _problems(
+                "no golden version", [f"golden set {golden_set.slug} has no version yet: freeze one first"]
+            )
+        try:
+            experiment = experiment_create(
+                golden_version=version,
+                target=target,
+                grid=values["grid"],
+                created_by=request.user,
+                fraction=values["split"],
+                seed=values["seed"],
+                top=values["top"],
+                metric=values["metric"],
+            )
+        except ExperimentError as exc:
+            return _problems("the experiment cannot start", exc.problems)
+        body = ExperimentSerializer(
+            _experiment(request, experiment.pk), context=self.get_serializer_context()
+        ).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["page"]})
+
+
+class ExperimentDetail(ApiView, generics.RetrieveAPIView[Experiment]):
+    """An experiment's status and progress, and its result once it succeeded."""
+
+    serializer_class = ExperimentSerializer
+    required_scopes = {"GET": READ}
+
+    def get_object(self) -> Experiment:
+        return _experiment(self.request, self.kwargs["pk"])
+
+
+class ExperimentCancel(ApiView):
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = ExperimentCancelSerializer
+
+    @extend_schema(request=None, responses={200: ExperimentCancelSerializer, 403: ProblemsSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        experiment = _experiment(request, pk)
+        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
+            return _problems("not allowed", [_read_only("cancel its experiments")], 403)
+        cancelled = experiment_cancel(experiment=experiment, by=request.user)
+        row = ExperimentListSerializer(_experiment(request, pk), context=self.get_serializer_context()).data
+        return Response({"cancelled": cancelled, "experiment": row})
+
+
+class ExperimentAdopt(ApiView):
+    """**Use this configuration**: the winner's params saved on the target (recorded with the rationale)
+    and a full run started with them; it becomes the baseline only through the usual review."""
+
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = AdoptSerializer
+
+    @extend_schema(
+        request=AdoptSerializer,
+        responses={201: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        experiment = _experiment(request, pk)
+        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
+            return _problems("not allowed", [_read_only("use an experiment's configuration")], 403)
+        data = AdoptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            adoption = experiment_adopt(
+                experiment=experiment,
+                by=request.user,
+                rationale=data.validated_data["rationale"],
+                trigger=EvaluationRun.Trigger.API,
+            )
+        except ExperimentError as exc:
+            return _problems("the configuration was not used", exc.problems)
+        assert adoption.run is not None
+        body = {
+            "experiment": experiment.pk,
+            "target": adoption.target.name,
+            "params_before": adoption.params_before,
+            "params_after": adoption.params_after,
+            "rationale": adoption.rationale,
+            "adopted_by": request.user.get_username(),
+            "adopted_at": adoption.adopted_at,
+            "run": adoption.run.pk,
+            "run_link": request.build_absolute_uri(reverse("api:run-detail", args=[adoption.run.pk])),
+        }
+        return Response(AdoptionSerializer(body).data, status=status.HTTP_201_CREATED)
