@@ -442,3 +442,6 @@ class ApiToken(models.Model):
 def scope_held(scopes: Iterable[str], scope: str) -> bool:
     """Whether tokens with `scopes` may use an endpoint asking for `scope` (directly or implied)."""
     return any(held == scope or scope in ApiToken.IMPLIED.get(held, ()) for held in scopes)
+
+
+from evaluation.study_models import *  # noqa: E402, F403  (side-by-side studies: docs/sxs.md)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from evaluation import views
 
@@ -30,4 +30,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
+    path("", include("evaluation.study_urls")),  # side-by-side studies (docs/sxs.md)
 ]
