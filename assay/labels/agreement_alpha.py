@@ -2,12 +2,14 @@
 reading of a figure from its interval (alpha's and each pair's quadratic kappa; docs/agreement.md,
 "Krippendorff's alpha" and "Readings"). The bootstrap helpers serve both.
 
-Part of `assay.labels.agreement`, which is the public API: import from there.
+Part of `assay.labels.agreement`, which is the public API: import from there. The batched helpers
+(`unit_coincidences`, `resampled_sums`, `alpha_from_coincidences`, `percentile_interval`) need numpy
+only, so the side-by-side analysis (`assay.sxs`), which must run without the server's packages, uses
+them too; the krippendorff package is imported where alpha's value is computed, not here.
 """
 
 from __future__ import annotations
 
-import krippendorff
 import numpy as np
 
 from assay.labels.agreement_input import Columns
@@ -114,6 +116,18 @@ def percentile_interval(figures: FloatArray, confidence: float, *, none: str) ->
     return (float(low), float(high)), undefined
 
 
+def unit_coincidences(counts: IntArray) -> FloatArray:
+    """Each unit's coincidences, flattened (shape (units, V*V)), from its value counts (shape (units, V);
+    every unit has two or more values): the ordered pairs of its values, weighted 1 / (m - 1)."""
+    v = counts.shape[1]
+    m = counts.sum(axis=1)
+    per_unit = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(v, dtype=np.int64)) / (
+        m - 1
+    )[:, None, None]
+    result: FloatArray = per_unit.reshape(len(counts), v * v)
+    return result
+
+
 def alpha_from_coincidences(o: FloatArray, n_values: int) -> FloatArray:
     """Ordinal alpha for each row of flattened coincidence matrices (shape (B, V*V)); NaN where every
     pairable value is in one category. The same steps as the krippendorff package, batched."""
@@ -167,18 +181,16 @@ def alpha_compute(
     if not len(counts):
         none = Undefined("no document has two or more grades")
         return result(none, none)
-    # Each unit's coincidences: ordered pairs of its values, weighted 1 / (m - 1).
-    per_unit = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(v, dtype=np.int64)) / (
-        m - 1
-    )[:, None, None]
     # Units are sorted by query, so each query's units are one contiguous run.
-    per_query = np.add.reduceat(per_unit.reshape(len(counts), v * v), starts, axis=0)
+    per_query = np.add.reduceat(unit_coincidences(counts), starts, axis=0)
     if np.count_nonzero(counts.sum(axis=0)) < 2:  # no expected disagreement: the package is not called
         grade = data.scale.min + int(np.argmax(counts.sum(axis=0)))
         none = Undefined(f"every pairable grade is {grade}: alpha needs two or more grades in use")
         return result(none, none)
     # The value itself is the package's; the bootstrap below repeats its steps batched (1,000 calls
-    # would take seconds), and tests hold the two equal.
+    # would take seconds), and tests hold the two equal. Imported here: see the module's docstring.
+    import krippendorff
+
     value = float(
         krippendorff.alpha(
             value_counts=counts,
