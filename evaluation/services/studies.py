@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import transaction
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from assay.storable import text_problem
@@ -565,9 +565,9 @@ def study_analysis(study: SxsStudy) -> dict[str, Any]:
         answers,
         answers_per_query=study.answers_per_query,
         rule=SxsRule.from_dict(study.rule),
-        seed=study.seed % 2**32,
+        seed=study.seed,
     ).to_dict()
-    verdict = result["verdict"]["result"] if answers else SxsStudy.Verdict.NONE
+    verdict = result["verdict"]["result"]
     SxsStudy.objects.filter(pk=study.pk).update(analysis=result, analysed_key=key, verdict=verdict)
     study.analysis, study.analysed_key, study.verdict = result, key, verdict
     return result
@@ -585,14 +585,26 @@ def study_setting_set(*, golden_set: GoldenSet, require_passed_study: bool, by: 
     return setting
 
 
+def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
+    """The studies `run` is in (as run A or B), newest first, each with its verdict brought up to date
+    (`study_analysis`), the run's role and the other run's id."""
+    rows = []
+    for study in SxsStudy.objects.filter(Q(run_a=run) | Q(run_b=run)).order_by("-created", "-id"):
+        study_analysis(study)
+        role = "run A (the baseline)" if study.run_a_id == run.pk else "run B (the candidate)"
+        other = study.run_b_id if study.run_a_id == run.pk else study.run_a_id
+        rows.append({"study": study, "role": role, "other": other})
+    return rows
+
+
 def baseline_study_problems(run: EvaluationRun) -> list[str]:
     """Why `run` may not become the baseline under its set's study setting: when the set requires a
-    passed study, the run must be run B (the candidate) of a study whose verdict is pass."""
+    passed study, the run must be run B (the candidate) of a study whose verdict, made from the answers
+    as they stand, is pass."""
     setting = StudySetting.objects.filter(golden_set_id=run.golden_version.golden_set_id).first()
     if setting is None or not setting.require_passed_study:
         return []
-    passed = SxsStudy.objects.filter(run_b=run, verdict=SxsStudy.Verdict.PASS).exists()
-    if passed:
+    if any(study_analysis(s)["verdict"]["result"] == "pass" for s in SxsStudy.objects.filter(run_b=run)):
         return []
     return [
         f"golden set {run.golden_version.golden_set.slug} requires a passed side-by-side study before a run "

@@ -247,7 +247,7 @@ def test_the_form_creates_a_study_and_refuses_in_words(
     assert made.status_code == 302 and made["Location"] == f"/studies/{study.pk}/"
     assert study.instructions.text == "Which list would you rather get?" and study.rule["min_queries"] == 20
     page = client.get(made["Location"]).content.decode()
-    assert "no answers yet" in page and f"run {run_b.pk}" in page
+    assert "not enough answers" in page and f"run {run_b.pk}" in page
 
 
 def test_answers_download_with_sides_undone_the_seed_and_formula_safe_cells(
