@@ -35,7 +35,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
+    """The home page. Its side-by-side line is read here, in config, which may import every app:
+    labeling's tags (the rest of the page) may not read evaluation's studies."""
+    from evaluation.study_models import StudyTask
+
+    open_sxs = StudyTask.objects.filter(rater_id=request.user.pk, answered_at__isnull=True).count()
+    return render(request, "home.html", {"sxs_open": open_sxs})
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -445,3 +445,4 @@ def scope_held(scopes: Iterable[str], scope: str) -> bool:
 
 
 from evaluation.experiment_models import Experiment, ExperimentAdoption, ExperimentChunk, ExperimentResult  # noqa: E402, F401
+from evaluation.study_models import *  # noqa: E402, F403  (side-by-side studies: docs/sxs.md)

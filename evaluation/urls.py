@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from evaluation import experiment_views, views
 
@@ -48,4 +48,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="experiment_adopt",
     ),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
+    path("", include("evaluation.study_urls")),  # side-by-side studies (docs/sxs.md)
 ]

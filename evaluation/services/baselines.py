@@ -20,6 +20,7 @@ from evaluation.selectors import baseline_get, budgets_get
 from evaluation.services.finalize import run_gate
 from evaluation.services.rescore import baseline_rescore_get_or_create
 from evaluation.services.runs import RunError
+from evaluation.services.studies import baseline_study_problems
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviews
@@ -48,6 +49,7 @@ def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str
             f"run {run.pk} has {run.errors} errored queries: a baseline must have seen every answer "
             "(rerun it when the engine is healthy)"
         )
+    problems += baseline_study_problems(run)  # the set's "a passed study first" setting (docs/sxs.md)
     return problems
 
 

@@ -1,0 +1,112 @@
+"""The form that creates a side-by-side study (docs/sxs.md, "Creating a study"). It checks shape; the
+service (`evaluation.services.studies.study_create`) checks meaning and words every refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from assay.sxs import SxsRule
+from evaluation.models import EvaluationRun
+from evaluation.services.studies import DEFAULT_EXAMPLES, DEFAULT_INSTRUCTIONS, MAX_SEED, StudySpec
+from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, StudyInstructions, SxsStudy
+from labeling.models import GoldenSet
+
+
+class RunChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        run: EvaluationRun = obj
+        overrides = f" {run.overrides_text}" if run.params else ""
+        return f"run {run.pk}: {run.target.name}{overrides}, golden {run.golden_version.name}"
+
+
+class RaterChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return str(obj.get_username())
+
+
+class StudyForm(forms.Form):
+    name = forms.CharField(required=False, max_length=200, help_text="for reviewers; raters never see it")
+    run_a = RunChoiceField(queryset=EvaluationRun.objects.none(), label="Run A (the baseline)")
+    run_b = RunChoiceField(queryset=EvaluationRun.objects.none(), label="Run B (the candidate)")
+    selection = forms.ChoiceField(choices=SxsStudy.Selection.choices, label="Queries", initial="all")
+    stratum = forms.CharField(required=False, max_length=100, help_text="for one stratum")
+    size = forms.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="how many queries (needed for losers and gainers, and a sample)",
+    )
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_SEED, help_text="empty: drawn now and recorded"
+    )
+    shown = forms.IntegerField(
+        initial=SHOWN_DEFAULT, min_value=1, max_value=SHOWN_MAX, label="Results shown per side"
+    )
+    raters = RaterChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple, label="Raters"
+    )
+    answers_per_query = forms.IntegerField(initial=2, min_value=1, label="Answers per query")
+    instructions_name = forms.SlugField(initial="default", label="Instructions name")
+    instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label='What "better" means')
+    examples = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="one a line"
+    )
+    min_lower = forms.FloatField(
+        initial=SxsRule().min_lower,
+        label="Pass when the 95% interval's lower bound is at least",
+        help_text="on the -3 .. 3 scale, in the candidate's favour",
+    )
+    min_queries = forms.IntegerField(
+        initial=SxsRule().min_queries, min_value=1, label="Fully answered queries needed"
+    )
+    critical_junk_fails = forms.BooleanField(
+        required=False,
+        initial=SxsRule().critical_junk_fails,
+        label="Junk in the candidate's top three on a critical query fails",
+    )
+
+    def __init__(self, *args: Any, golden_set: GoldenSet, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        runs = (
+            EvaluationRun.objects.filter(
+                golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
+            )
+            .select_related("target", "golden_version")
+            .defer("report", "gate", "key_map", "keys", "target_snapshot", "golden_version__content")
+            .order_by("-created", "-id")
+        )
+        for field in ("run_a", "run_b"):
+            choice = self.fields[field]
+            assert isinstance(choice, forms.ModelChoiceField)
+            choice.queryset = runs
+        raters = self.fields["raters"]
+        assert isinstance(raters, forms.ModelMultipleChoiceField)
+        raters.queryset = golden_set.raters.filter(groups__name="raters").order_by("username")
+        newest = StudyInstructions.objects.filter(name="default").order_by("-version").first()
+        self.initial.setdefault("instructions", newest.text if newest else DEFAULT_INSTRUCTIONS)
+        self.initial.setdefault("examples", newest.examples if newest else DEFAULT_EXAMPLES)
+
+    def spec(self) -> StudySpec:
+        data = self.cleaned_data
+        return StudySpec(
+            run_a=data["run_a"],
+            run_b=data["run_b"],
+            raters=list(data["raters"]),
+            name=data.get("name") or "",
+            selection=data["selection"],
+            stratum=data.get("stratum") or "",
+            size=data.get("size"),
+            seed=data.get("seed"),
+            shown=data["shown"],
+            answers_per_query=data["answers_per_query"],
+            instructions_name=data["instructions_name"],
+            instructions=data["instructions"],
+            examples=data.get("examples") or "",
+            rule={
+                "min_lower": data["min_lower"],
+                "min_queries": data["min_queries"],
+                "critical_junk_fails": bool(data.get("critical_junk_fails")),
+            },
+        )

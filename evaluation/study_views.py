@@ -1,0 +1,175 @@
+"""The reviewer's side of side-by-side studies (docs/sxs.md): a set's studies and its "a passed study
+before a baseline" setting, creating a study, a study's page (progress, verdict, results) and its
+answers as CSV and JSONL.
+
+Who: those who review the study's golden set (`labeling.roles`, read through `reviewed_filter`);
+everyone else gets 404, as for runs (evaluation.access).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from assay.sxs import REASON_LABELS
+from evaluation import access
+from evaluation.services.studies import (
+    StudyError,
+    study_analysis,
+    study_create,
+    study_setting_set,
+)
+from evaluation.services.study_export import study_export_csv, study_export_jsonl
+from evaluation.study_forms import StudyForm
+from evaluation.study_models import StudySetting, StudyTask, SxsStudy
+from labeling.roles import reviewed_filter
+
+
+def studies_for(user: Any) -> QuerySet[SxsStudy]:
+    """The studies of the sets `user` reviews (`labeling.roles`)."""
+    return SxsStudy.objects.filter(reviewed_filter(user)).select_related(
+        "golden_set", "golden_version", "run_a__target", "run_b__target", "instructions", "created_by"
+    )
+
+
+def get_study(user: Any, pk: int) -> SxsStudy:
+    study = (
+        studies_for(user).defer("golden_version__content", "golden_version__documents").filter(pk=pk).first()
+    )
+    if study is None:
+        raise Http404("no such study")
+    return study
+
+
+def study_progress(study: SxsStudy) -> dict[str, Any]:
+    """Answers so far: per rater (answered of assigned) and in all."""
+    raters = list(
+        StudyTask.objects.filter(study=study)
+        .values("rater__username")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(answered_at__isnull=False)))
+        .order_by("rater__username")
+    )
+    total = sum(r["total"] for r in raters)
+    done = sum(r["done"] for r in raters)
+    return {"raters": raters, "total": total, "done": done}
+
+
+@require_GET
+def study_list(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access.get_golden_set(request.user, slug)
+    studies = (
+        studies_for(request.user)
+        .filter(golden_set=golden_set)
+        .annotate(n_tasks=Count("tasks"), n_done=Count("tasks", filter=Q(tasks__answered_at__isnull=False)))
+        .order_by("-created", "-id")
+    )
+    setting = StudySetting.objects.filter(golden_set=golden_set).first()
+    return render(
+        request,
+        "evaluation/study_list.html",
+        {
+            "golden_set": golden_set,
+            "studies": studies,
+            "require": bool(setting and setting.require_passed_study),
+        },
+    )
+
+
+@require_POST
+def study_setting(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access.get_golden_set(request.user, slug)
+    require = request.POST.get("require_passed_study") == "on"
+    try:
+        study_setting_set(golden_set=golden_set, require_passed_study=require, by=request.user)
+    except StudyError as exc:
+        for problem in exc.problems:
+            messages.error(request, problem)
+    else:
+        messages.success(
+            request,
+            "A run now needs a passed study before it becomes the baseline."
+            if require
+            else "A run no longer needs a passed study to become the baseline.",
+        )
+    return redirect("evaluation:study_list", slug=golden_set.slug)
+
+
+@require_http_methods(["GET", "POST"])
+def study_new(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access.get_golden_set(request.user, slug)
+    initial = {k: request.GET[k] for k in ("run_a", "run_b") if request.GET.get(k, "").isdigit()}
+    form = StudyForm(request.POST or None, golden_set=golden_set, initial=initial)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                study = study_create(spec=form.spec(), by=request.user)
+            except StudyError as exc:
+                for problem in exc.problems:
+                    form.add_error(None, problem)
+            else:
+                messages.success(
+                    request, f"Study {study.pk} created: {study.tasks.count()} answers to collect."
+                )
+                return redirect("evaluation:study_detail", pk=study.pk)
+        status = 400
+    return render(
+        request, "evaluation/study_new.html", {"golden_set": golden_set, "form": form}, status=status
+    )
+
+
+def _reason_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+    reasons = analysis.get("reasons") or {}
+    tags = sorted(set(reasons.get("baseline", {})) | set(reasons.get("candidate", {})))
+    return [
+        {
+            "tag": REASON_LABELS.get(tag, tag),
+            "baseline": reasons.get("baseline", {}).get(tag, []),
+            "candidate": reasons.get("candidate", {}).get(tag, []),
+        }
+        for tag in tags
+    ]
+
+
+@require_GET
+def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_study(request.user, pk)
+    analysis = study_analysis(study)
+    texts = dict(study.queries.values_list("query_id", "text"))
+    return render(
+        request,
+        "evaluation/study_detail.html",
+        {
+            "study": study,
+            "progress": study_progress(study),
+            "analysis": analysis,
+            "strata": sorted((analysis.get("strata") or {}).items()),
+            "reason_rows": _reason_rows(analysis),
+            "texts": texts,
+            "identical": study.queries.filter(identical=True).count(),
+            "asked": study.queries.filter(identical=False).count(),
+        },
+    )
+
+
+def _download(study: SxsStudy, text: str, content_type: str, extension: str) -> HttpResponse:
+    response = HttpResponse(text, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-answers.{extension}"'
+    return response
+
+
+@require_GET
+def study_answers_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_study(request.user, pk)
+    return _download(study, study_export_csv(study), "text/csv", "csv")
+
+
+@require_GET
+def study_answers_jsonl(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_study(request.user, pk)
+    return _download(study, study_export_jsonl(study), "application/x-ndjson", "jsonl")

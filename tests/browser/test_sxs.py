@@ -1,0 +1,152 @@
+"""The side-by-side rater's page in Chromium against a real server, by keyboard alone: 1-7 choose the
+scale's point, the reason letters and j/k toggle, Enter submits, u undoes, n goes on; a second tab's
+submit is refused in words; at 390 px the lists stack, keep their letters and the page does not scroll
+sideways; axe-core finds no violation in either width, nor on the reviewer's study pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Browser, BrowserContext, expect
+
+from evaluation.models import StudyTask, SxsStudy
+from evaluation.services.studies import StudySpec, study_create
+from labeling.models import GoldenSet
+from tests.browser.test_accessibility import axe_violations, described
+from tests.browser.test_grading_keys import sized_page
+from tests.browser.test_narrow_screens import assert_fits
+from tests.support.studies import two_runs
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+Session = Callable[[BrowserContext, str], None]
+
+
+@pytest.fixture
+def study(golden_set: GoldenSet, rita: User, alice: User) -> SxsStudy:
+    run_a, run_b = two_runs(golden_set, 3)
+    return study_create(
+        spec=StudySpec(run_a=run_a, run_b=run_b, raters=[alice], seed=1, answers_per_query=1), by=rita
+    )
+
+
+def _first_task(study: SxsStudy) -> StudyTask:
+    task = StudyTask.objects.filter(study=study).order_by("token").first()
+    assert task is not None
+    return task
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_rater_answers_undoes_and_moves_on_by_keyboard(
+    browser: Browser, live_server: Any, session_for: Session, study: SxsStudy, width: int
+) -> None:
+    page = sized_page(browser, session_for, "alice", width, 900 if width > 390 else 844)
+    try:
+        task = _first_task(study)
+        page.goto(f"{live_server.url}/sxs/{task.token}/")
+        expect(page.locator("#list-L")).to_contain_text("L")
+        expect(page.locator("#list-R")).to_contain_text("R")
+        left, right = page.locator("#side-L").bounding_box(), page.locator("#side-R").bounding_box()
+        assert left is not None and right is not None
+        if width == 390:
+            assert right["y"] >= left["y"] + left["height"] - 1  # stacked, L first
+            assert_fits(page)
+        else:
+            assert abs(right["y"] - left["y"]) < 1 and right["x"] > left["x"]  # side by side
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+
+        page.locator("body").click(position={"x": 1, "y": 1})
+        page.keyboard.press("Enter")
+        expect(page.locator("#sxs-message")).to_contain_text("Choose a point of the scale first")
+        page.keyboard.press("6")  # R better
+        page.locator("body").focus()
+        for key in ("r", "d", "k"):
+            page.keyboard.press(key)
+        page.keyboard.press("c")
+        page.keyboard.type("R has the refund page first")
+        page.keyboard.press("Escape")
+        page.keyboard.press("Enter")
+        expect(page.locator("#sxs-message")).to_contain_text("Answered.")
+        task.refresh_from_db()
+        assert (task.preference, task.reasons, task.junk_left, task.junk_right) == (
+            2,
+            ["relevance", "duplicates"],
+            False,
+            True,
+        )
+        assert task.note == "R has the refund page first"
+        expect(page.locator("input[name=preference]").first).to_be_disabled()
+
+        page.keyboard.press("u")
+        expect(page.locator("#sxs-message")).to_contain_text("Undone")
+        page.keyboard.press("2")
+        page.locator("body").focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#sxs-message")).to_contain_text("Answered.")
+        task.refresh_from_db()
+        assert task.preference == -2 and task.revision == 3
+
+        page.keyboard.press("n")
+        page.wait_for_url(lambda url: task.token not in url and "/sxs/" in url)
+        assert page.url != f"{live_server.url}/sxs/{task.token}/"
+    finally:
+        page.context.close()
+
+
+def test_a_second_tab_is_refused_in_words(
+    browser: Browser, live_server: Any, session_for: Session, study: SxsStudy
+) -> None:
+    context = browser.new_context()
+    session_for(context, "alice")
+    try:
+        task = _first_task(study)
+        one, two = context.new_page(), context.new_page()
+        for tab in (one, two):
+            tab.goto(f"{live_server.url}/sxs/{task.token}/")
+        one.keyboard.press("7")
+        one.locator("body").focus()
+        one.keyboard.press("Enter")
+        expect(one.locator("#sxs-message")).to_contain_text("Answered.")
+        two.keyboard.press("1")
+        two.locator("body").focus()
+        two.keyboard.press("Enter")
+        expect(two.locator("#sxs-message")).to_contain_text("another tab or window")
+        task.refresh_from_db()
+        assert task.preference == 3
+    finally:
+        context.close()
+
+
+def test_the_reviewer_s_study_pages_are_accessible_and_fit_390_px(
+    browser: Browser, live_server: Any, session_for: Session, study: SxsStudy
+) -> None:
+    for width in (1280, 390):
+        page = sized_page(browser, session_for, "rita", width, 844)
+        try:
+            for path in (
+                f"/studies/{study.pk}/",
+                "/sets/help-center/studies/",
+                "/sets/help-center/studies/new/",
+                f"/runs/{study.run_b_id}/",
+            ):
+                page.goto(f"{live_server.url}{path}")
+                expect(page.locator("main h1")).to_be_visible()
+                if width == 390:
+                    assert_fits(page)
+                violations = axe_violations(page)
+                assert not violations, f"{path}: {described(violations)}"
+        finally:
+            page.context.close()
+    rater = sized_page(browser, session_for, "alice", 390, 844)
+    try:
+        for path in ("/sxs/", "/"):
+            rater.goto(f"{live_server.url}{path}")
+            assert_fits(rater)
+            violations = axe_violations(rater)
+            assert not violations, f"{path}: {described(violations)}"
+    finally:
+        rater.context.close()
