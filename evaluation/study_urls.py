@@ -1,4 +1,5 @@
-"""The side-by-side studies' pages (docs/sxs.md), included by evaluation/urls.py in its namespace."""
+"""The side-by-side studies' pages (docs/sxs.md), spread into evaluation/urls.py in its namespace
+(the reviewer-rule walk reads its patterns, not includes)."""
 
 from __future__ import annotations
 

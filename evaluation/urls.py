@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, path
 
-from evaluation import experiment_views, views
+from evaluation import experiment_views, study_urls, views
 
 app_name = "evaluation"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -48,5 +48,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="experiment_adopt",
     ),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
-    path("", include("evaluation.study_urls")),  # side-by-side studies (docs/sxs.md)
+    *study_urls.urlpatterns,  # side-by-side studies (docs/sxs.md)
 ]
