@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from evaluation.api import views
+from evaluation.api import studies, views
 
 app_name = "api"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -24,6 +24,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<int:pk>/report/", views.RunReport.as_view(), name="run-report"),
     path("runs/<int:pk>/verdict/", views.RunVerdict.as_view(), name="run-verdict"),
     path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="run-cancel"),
+    path("studies/", studies.StudyListCreate.as_view(), name="study-list"),
+    path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
+    path("studies/<int:pk>/results/", studies.StudyResults.as_view(), name="study-results"),
+    path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
     re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),
 ]

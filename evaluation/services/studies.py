@@ -89,6 +89,28 @@ class StudySpec:
     examples: str = DEFAULT_EXAMPLES
     rule: Mapping[str, Any] | None = None
 
+    @classmethod
+    def read(
+        cls, run_a: EvaluationRun, run_b: EvaluationRun, raters: Sequence[Any], values: Mapping[str, Any]
+    ) -> StudySpec:
+        """A spec from a form's or an API body's checked values (the same names as the fields here); a
+        missing optional value takes the default."""
+        optional = ("name", "stratum", "examples")
+        return cls(
+            run_a=run_a,
+            run_b=run_b,
+            raters=list(raters),
+            **{name: values.get(name) or "" for name in optional},
+            selection=values.get("selection") or Selection.ALL,
+            size=values.get("size"),
+            seed=values.get("seed"),
+            shown=values.get("shown") or 5,
+            answers_per_query=values.get("answers_per_query") or 2,
+            instructions_name=values.get("instructions_name") or "default",
+            instructions=values.get("instructions") or DEFAULT_INSTRUCTIONS,
+            rule=dict(values.get("rule") or {}) or None,
+        )
+
 
 def instructions_get_or_create(*, name: str, text: str, examples: str, by: Any) -> StudyInstructions:
     """The newest version of the named instructions when its words are these, else a new version: a
