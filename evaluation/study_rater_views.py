@@ -92,8 +92,8 @@ def study_next(request: HttpRequest) -> HttpResponse:
     task = (open_.filter(token__gt=after).first() if after else None) or open_.exclude(token=after).first()
     if task is None:
         messages.info(request, "No side-by-side query left to answer. Thank you!")
-        return redirect("evaluation:study_tasks")
-    return redirect("evaluation:study_task", token=task.token)
+        return redirect("sxs:study_tasks")
+    return redirect("sxs:study_task", token=task.token)
 
 
 def _sides(task: StudyTask) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
@@ -124,7 +124,7 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
             "chosen_reasons": set(task.reasons),
             "instructions": task.study.instructions,
             "mine": mine,
-            "next_url": reverse("evaluation:study_next") + f"?after={task.token}",
+            "next_url": reverse("sxs:study_next") + f"?after={task.token}",
         },
     )
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, path
 
-from evaluation import views
+from evaluation import study_urls, views
 
 app_name = "evaluation"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -30,5 +30,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
-    path("", include("evaluation.study_urls")),  # side-by-side studies (docs/sxs.md)
 ]
+urlpatterns += study_urls.urlpatterns  # side-by-side studies (docs/sxs.md)

@@ -81,6 +81,11 @@ class StudySerializer(serializers.ModelSerializer[SxsStudy]):
         slug_field="name", read_only=True
     )
     instructions = serializers.CharField(source="instructions.__str__", read_only=True)
+    # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
+    verdict = serializers.CharField(
+        read_only=True, help_text="pass, fail, not_enough, or empty before any analysis"
+    )
+    selection = serializers.CharField(read_only=True, help_text="all, stratum, movers or sample")
     raters = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()

@@ -211,7 +211,7 @@ def test_the_home_page_and_the_queue_lead_raters_to_their_study_tasks(
     home = client.get("/").content.decode()
     assert "3 side-by-side queries to answer" in home
     assert "side-by-side" not in _client(bob).get("/").content.decode()
-    assert reverse("evaluation:study_tasks") in client.get("/queue/").content.decode()
+    assert reverse("sxs:study_tasks") in client.get("/queue/").content.decode()
     first = client.get("/sxs/next/")
     assert first.status_code == 302 and first["Location"].startswith("/sxs/")
     listing = client.get("/sxs/").content.decode()
