@@ -258,7 +258,12 @@ def main() -> None:
             f"the {'rater' if kind == 'rater' else 'results'} page's slowest p95 is {worst:.1f} ms, which"
             f" {'meets' if worst < target else 'misses'} its target of {target:.0f} ms"
         )
-    lines += ["", f"On this machine {'; '.join(verdicts)}."]
+    lines += [
+        "",
+        f"On this machine {'; '.join(verdicts)}. The results page after an answer changed spends its time in"
+        " `assay.sxs.analyse` (the bootstraps), which the page runs in the request; kept, the page reads the"
+        " stored analysis. Compare the web CPU column with the wall times when the load average is high.",
+    ]
     write_section("sxs", "\n".join(lines))
 
 

@@ -207,12 +207,17 @@ class StudyTask(models.Model):
     def undone(self) -> dict[str, Any]:
         """The answer with the sides undone: in the candidate's favour, junk per run (for reviewers)."""
         assert self.preference is not None
-        sign = -1 if self.candidate_left else 1
-        return {
-            "preference": sign * self.preference,
-            "junk_baseline": self.junk_right if self.candidate_left else self.junk_left,
-            "junk_candidate": self.junk_left if self.candidate_left else self.junk_right,
-        }
+        return sides_undone(self.candidate_left, self.preference, self.junk_left, self.junk_right)
+
+
+def sides_undone(candidate_left: bool, preference: int, junk_left: bool, junk_right: bool) -> dict[str, Any]:
+    """An answer as shown (preference from -3, left much better, to +3; junk per side) with the sides
+    undone: the preference in the candidate's favour, junk per run."""
+    return {
+        "preference": -preference if candidate_left else preference,
+        "junk_baseline": junk_right if candidate_left else junk_left,
+        "junk_candidate": junk_left if candidate_left else junk_right,
+    }
 
 
 class StudySetting(models.Model):

@@ -33,6 +33,7 @@ from evaluation.study_models import (
     StudySetting,
     StudyTask,
     SxsStudy,
+    sides_undone,
 )
 from labeling.models import Document, GoldenSet
 from labeling.roles import is_rater, reviews
@@ -528,11 +529,31 @@ def study_undo(*, token: str, rater: Any, revision: int) -> StudyTask:
 # ------------------------------------------------------------------------------------------ analysis
 
 
+ANSWER_FIELDS = (
+    "study_id",
+    "token",
+    "candidate_left",
+    "preference",
+    "reasons",
+    "junk_left",
+    "junk_right",
+    "note",
+    "answered_at",
+    "item__query_id",
+    "item__stratum",
+    "item__critical",
+    "item__ndcg_change",
+    "rater__username",
+)
+
+
 def study_answers(study: SxsStudy) -> QuerySet[StudyTask]:
     """The study's answered tasks with their query and rater, in a stable order (query, rater)."""
+    # Only what an answer row needs: a query's cards (its two lists, kilobytes) are not read once per answer.
     return (
         StudyTask.objects.filter(study=study, answered_at__isnull=False)
         .select_related("item", "rater")
+        .only(*ANSWER_FIELDS)
         .order_by("item__query_id", "rater__username", "token")
     )
 
@@ -548,18 +569,37 @@ def sxs_inputs(study: SxsStudy) -> tuple[list[SxsQuery], list[SxsAnswer]]:
             ndcg_change=q.ndcg_change,
             identical=q.identical,
         )
-        for q in StudyQuery.objects.filter(study=study).order_by("id")
+        for q in StudyQuery.objects.filter(study=study)
+        .only("query_id", "stratum", "critical", "ndcg_change", "identical")
+        .order_by("id")
     ]
+    # Plain rows, not model instances: the analysis reads seven values of every answer.
+    rows = (
+        StudyTask.objects.filter(study=study, answered_at__isnull=False)
+        .order_by("item__query_id", "rater__username", "token")
+        .values_list(
+            "item__query_id",
+            "rater__username",
+            "candidate_left",
+            "preference",
+            "reasons",
+            "junk_left",
+            "junk_right",
+        )
+    )
     answers = []
-    for task in study_answers(study):
-        undone = task.undone()
+    for query_id, rater, left, preference, reasons, junk_left, junk_right in rows:
+        assert (
+            preference is not None
+        )  # answered: study_answer sets it with answered_at, study_undo clears both
+        undone = sides_undone(left, preference, junk_left, junk_right)
         answers.append(
             SxsAnswer(
-                query_id=task.item.query_id,
-                rater=task.rater.get_username(),
+                query_id=query_id,
+                rater=rater,
                 preference=undone["preference"],
-                candidate_left=task.candidate_left,
-                reasons=tuple(task.reasons),
+                candidate_left=left,
+                reasons=tuple(reasons),
                 junk_baseline=undone["junk_baseline"],
                 junk_candidate=undone["junk_candidate"],
             )
