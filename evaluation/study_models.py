@@ -12,6 +12,7 @@ are stored as shown and undone (to baseline and candidate) only where reviewers 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -32,6 +33,7 @@ __all__ = [
 SHOWN_DEFAULT = 5  # results per side, as the issue asks; at most SHOWN_MAX
 SHOWN_MAX = 10
 TOKEN_LENGTH = 16  # hex digits of a task's token: 64 random bits
+TOKEN_SHAPE = re.compile(rf"[0-9a-f]{{{TOKEN_LENGTH}}}")  # anything else names no task (and is not looked up)
 
 
 class StudyInstructions(models.Model):

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.inputs import id_number
 from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.services.studies import (
@@ -73,7 +74,7 @@ def study_setting(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access.get_golden_set(request.user, slug)
-    initial = {k: request.GET[k] for k in ("run_a", "run_b") if request.GET.get(k, "").isdigit()}
+    initial = {k: request.GET[k] for k in ("run_a", "run_b") if id_number(request.GET.get(k, "")) is not None}
     form = StudyForm(request.POST or None, golden_set=golden_set, initial=initial)
     status = 200
     if request.method == "POST":

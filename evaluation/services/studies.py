@@ -28,6 +28,7 @@ from evaluation.services.runs import RunError
 from evaluation.study_models import (
     SHOWN_MAX,
     TOKEN_LENGTH,
+    TOKEN_SHAPE,
     StudyInstructions,
     StudyQuery,
     StudySetting,
@@ -482,7 +483,12 @@ def answer_problems(body: Any) -> tuple[Answer | None, int | None, str]:
 
 
 def _locked_task(token: str, rater: Any) -> StudyTask:
-    task = StudyTask.objects.select_for_update().filter(token=token, rater_id=rater.pk).first()
+    shaped = TOKEN_SHAPE.fullmatch(token) is not None
+    task = (
+        StudyTask.objects.select_for_update().filter(token=token, rater_id=rater.pk).first()
+        if shaped
+        else None
+    )
     if task is None:
         raise AnswerRefused(404, "not_found", "No such study task of yours.")
     return task

@@ -274,3 +274,12 @@ def test_answers_download_with_sides_undone_the_seed_and_formula_safe_cells(
         # Right much better as shown: the candidate's when it was on the right.
         assert row["preference"] == (-3 if task.candidate_left else 3)
         assert row["junk_candidate"] is task.candidate_left and row["rater"] == "alice"
+
+
+@pytest.mark.parametrize("token", ["%00", "0123456789abcdeg", "x" * 300, "..%2F"])
+def test_a_token_of_another_shape_is_not_found(golden_set: GoldenSet, alice: User, token: str) -> None:
+    client = _client(alice)
+    assert client.get(f"/sxs/{token}/").status_code == 404
+    body = json.dumps({"revision": 0, "preference": 1})
+    assert client.post(f"/sxs/{token}/answer/", body, content_type="application/json").status_code == 404
+    assert client.get(f"/sxs/next/?after={token}&study=99999999999999").status_code == 302
