@@ -200,14 +200,20 @@ class SweepSettings:
     metric: str = "ndcg"
 
 
-def _part(golden: GoldenFile, ids: Sequence[str]) -> GoldenColumns:
+def part_columns(golden: GoldenFile, ids: Sequence[str]) -> GoldenColumns:
+    """The golden file restricted to one part's queries (`Split.tuning` or `Split.holdout`)."""
     wanted = set(ids)
     return GoldenColumns.from_file(
         replace(golden, queries=tuple(q for q in golden.queries if q.id in wanted))
     )
 
 
-def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
+def part_report(part: GoldenColumns, results: Mapping[str, QueryResult], seed: int) -> dict[str, Any]:
+    """One configuration's report on one part: the report `assay run` would write for it."""
+    return build_report(part, results, bootstrap_seed=seed)
+
+
+def part_summary(report: Mapping[str, Any]) -> dict[str, Any]:
     """A part's values: the means `assay run` reports, and how many queries errored and came back empty."""
     summary: dict[str, Any] = {name: report[name] for name in _RECORDED}
     summary["n"] = report["n"]
@@ -232,6 +238,111 @@ def _gain(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def settings_problem(settings: SweepSettings) -> str | None:
+    """What is wrong with the metric or the number confirmed, or None."""
+    if settings.metric not in RANKING_METRICS:
+        return f"metric {settings.metric!r}: expected one of {', '.join(RANKING_METRICS)}"
+    if settings.top < 1:
+        return f"top {settings.top}: must be at least 1"
+    return None
+
+
+def rank(
+    baseline_tuning: Mapping[str, Any], tuning: Sequence[Mapping[str, Any]], metric: str, url: str
+) -> list[int]:
+    """The configurations' indices by their tuning values, best first (docs/experiments.md, "The
+    selection"). Raises SweepError when no tuning query got an answer in any configuration."""
+    if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
+        raise SweepError(
+            f"no tuning query got an answer from {redact_url(url)} in any configuration "
+            "(a wrong URL, a service that is down, or one that refuses every request); nothing written"
+        )
+    return _order(tuning, metric)
+
+
+def conclude(
+    *,
+    golden: GoldenFile,
+    fixed: Mapping[str, Any],
+    grid: Sequence[Mapping[str, Any]],
+    settings: SweepSettings,
+    split: Split,
+    baseline_tuning: Mapping[str, Any],
+    tuning: Sequence[Mapping[str, Any]],
+    ranking: Sequence[int],
+    held: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """SWEEP.json's content but `requests` and `run`, from the tuning summaries (grid order), the ranking
+    and the held-out reports (the baseline's first, then the confirmed configurations', best tuning rank
+    first): the confirmation, Holm's adjustment, the winner and the optimism."""
+    metric = settings.metric
+    confirmed = list(ranking[: settings.top])
+    baseline_report, confirmed_reports = held[0], held[1:]
+    changes = [
+        pair_scope(r["per_query"], baseline_report["per_query"], lambda _row: True, [metric]).change(
+            metric, seed=settings.seed
+        )
+        for r in confirmed_reports
+    ]
+    adjusted = holm([c.p_value for c in changes])
+    holdout = [part_summary(r) for r in confirmed_reports]
+    rank_of = {index: place for place, index in enumerate(ranking, start=1)}
+    entries: list[dict[str, Any]] = [
+        {
+            "grid": dict(params),
+            "params": {**fixed, **params},
+            "rank": rank_of[i],
+            "tuning": dict(tuning[i]),
+            "holdout": None,
+        }
+        for i, params in enumerate(grid)
+    ]
+    for place, i in enumerate(confirmed):
+        entries[i]["holdout"] = {
+            **holdout[place],
+            "change": changes[place].to_dict(),
+            "p_value": changes[place].p_value,
+            "p_adjusted": adjusted[place],
+        }
+    best = _order(holdout, metric)[0]
+    index = confirmed[best]
+    baseline_holdout = part_summary(baseline_report)
+    win_change = {metric: changes[best].to_dict()}
+    if metric != "ndcg":
+        ndcg_pairs = pair_scope(
+            confirmed_reports[best]["per_query"], baseline_report["per_query"], lambda _row: True, ["ndcg"]
+        )
+        win_change["ndcg"] = ndcg_pairs.change("ndcg", seed=settings.seed).to_dict()
+    tuning_gain = _gain(tuning[index][metric], baseline_tuning[metric])
+    holdout_gain = _gain(holdout[best][metric], baseline_holdout[metric])
+    winner = {
+        "grid": dict(grid[index]),
+        "params": entries[index]["params"],
+        "rank": rank_of[index],
+        "tuning": dict(tuning[index]),
+        "holdout": holdout[best],
+        "change": win_change,
+        "p_value": changes[best].p_value,
+        "p_adjusted": adjusted[best],
+        "tuning_gain": tuning_gain,
+        "holdout_gain": holdout_gain,
+    }
+    return {
+        "sweep_spec": SWEEP_SPEC,
+        "golden_version": golden.version,
+        "k": golden.k,
+        "metric": metric,
+        "top": settings.top,
+        "split": split.to_dict(),
+        "fixed_params": dict(fixed),
+        "baseline": {"params": dict(fixed), "tuning": dict(baseline_tuning), "holdout": baseline_holdout},
+        "configs": entries,
+        "confirmed": [entries[i]["params"] for i in confirmed],
+        "winner": winner,
+        "optimism": _gain(tuning_gain, holdout_gain),
+    }
+
+
 Progress = Callable[[str, int], Callable[[QueryResult], None] | None]
 
 
@@ -246,13 +357,10 @@ async def sweep(
     """Run the sweep (module docstring) and return SWEEP.json's content. `progress(phase, requests)` is
     called before each phase ("tuning", "holdout") with the number of requests it will send, and may
     return a per-request callback."""
-    if settings.metric not in RANKING_METRICS:
-        raise SweepError(f"metric {settings.metric!r}: expected one of {', '.join(RANKING_METRICS)}")
-    if settings.top < 1:
-        raise SweepError(f"top {settings.top}: must be at least 1")
-    metric = settings.metric
+    if problem := settings_problem(settings):
+        raise SweepError(problem)
     split = split_queries(golden.queries, settings.fraction, settings.seed)
-    tuning_golden, holdout_golden = _part(golden, split.tuning), _part(golden, split.holdout)
+    tuning_golden, holdout_golden = part_columns(golden, split.tuning), part_columns(golden, split.holdout)
     grid = [dict(params) for params in configs]
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
@@ -271,95 +379,35 @@ async def sweep(
             results = await shared.search(
                 jobs, progress=None if progress is None else lambda requests: progress(name, requests)
             )
-            return [
-                keep(build_report(part, {r.query_id: r for r in rows}, bootstrap_seed=settings.seed))
-                for rows in results
-            ]
+            return [keep(part_report(part, {r.query_id: r for r in rows}, settings.seed)) for rows in results]
 
         # The baseline is searched first among equals: a configuration equal to it shares its answers.
-        baseline_tuning, *tuning = await phase("tuning", [{}, *grid], tuning_golden, _summary)
-        if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
-            raise SweepError(
-                f"no tuning query got an answer from {redact_url(config.url)} in any configuration "
-                "(a wrong URL, a service that is down, or one that refuses every request); nothing written"
-            )
-        ranking = _order(tuning, metric)
+        baseline_tuning, *tuning = await phase("tuning", [{}, *grid], tuning_golden, part_summary)
+        ranking = rank(baseline_tuning, tuning, settings.metric, config.url)
         confirmed = ranking[: settings.top]
         held = await phase("holdout", [{}, *(grid[i] for i in confirmed)], holdout_golden, lambda r: r)
         sent = shared.sent
 
-    baseline_report, confirmed_reports = held[0], held[1:]
-    changes = [
-        pair_scope(r["per_query"], baseline_report["per_query"], lambda _row: True, [metric]).change(
-            metric, seed=settings.seed
-        )
-        for r in confirmed_reports
-    ]
-    adjusted = holm([c.p_value for c in changes])
-    holdout = [_summary(r) for r in confirmed_reports]
-    rank_of = {index: place for place, index in enumerate(ranking, start=1)}
-    entries: list[dict[str, Any]] = [
-        {
-            "grid": params,
-            "params": {**config.params, **params},
-            "rank": rank_of[i],
-            "tuning": tuning[i],
-            "holdout": None,
-        }
-        for i, params in enumerate(grid)
-    ]
-    for place, i in enumerate(confirmed):
-        entries[i]["holdout"] = {
-            **holdout[place],
-            "change": changes[place].to_dict(),
-            "p_value": changes[place].p_value,
-            "p_adjusted": adjusted[place],
-        }
-    best = _order(holdout, metric)[0]
-    index = confirmed[best]
-    baseline_holdout = _summary(baseline_report)
-    win_change = {metric: changes[best].to_dict()}
-    if metric != "ndcg":
-        ndcg_pairs = pair_scope(
-            confirmed_reports[best]["per_query"], baseline_report["per_query"], lambda _row: True, ["ndcg"]
-        )
-        win_change["ndcg"] = ndcg_pairs.change("ndcg", seed=settings.seed).to_dict()
-    tuning_gain = _gain(tuning[index][metric], baseline_tuning[metric])
-    holdout_gain = _gain(holdout[best][metric], baseline_holdout[metric])
-    winner = {
-        "grid": grid[index],
-        "params": entries[index]["params"],
-        "rank": rank_of[index],
-        "tuning": tuning[index],
-        "holdout": holdout[best],
-        "change": win_change,
-        "p_value": changes[best].p_value,
-        "p_adjusted": adjusted[best],
-        "tuning_gain": tuning_gain,
-        "holdout_gain": holdout_gain,
+    result = conclude(
+        golden=golden,
+        fixed=config.params,
+        grid=grid,
+        settings=settings,
+        split=split,
+        baseline_tuning=baseline_tuning,
+        tuning=tuning,
+        ranking=ranking,
+        held=held,
+    )
+    result["requests"] = {"asked": asked, "sent": sent, "shared": asked - sent}
+    result["run"] = {
+        "search_url": redact_url(config.url),
+        "adapter": config.adapter,
+        "concurrency": config.concurrency,
+        "started_at": started_at.isoformat(),
+        "duration_s": time.perf_counter() - clock,
     }
-    return {
-        "sweep_spec": SWEEP_SPEC,
-        "golden_version": golden.version,
-        "k": golden.k,
-        "metric": metric,
-        "top": settings.top,
-        "split": split.to_dict(),
-        "fixed_params": dict(config.params),
-        "baseline": {"params": dict(config.params), "tuning": baseline_tuning, "holdout": baseline_holdout},
-        "configs": entries,
-        "confirmed": [entries[i]["params"] for i in confirmed],
-        "winner": winner,
-        "optimism": _gain(tuning_gain, holdout_gain),
-        "requests": {"asked": asked, "sent": sent, "shared": asked - sent},
-        "run": {
-            "search_url": redact_url(config.url),
-            "adapter": config.adapter,
-            "concurrency": config.concurrency,
-            "started_at": started_at.isoformat(),
-            "duration_s": time.perf_counter() - clock,
-        },
-    }
+    return result
 
 
 def sweep_sync(

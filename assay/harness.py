@@ -751,16 +751,30 @@ class SharedSearch:
         jobs: Sequence[tuple[Mapping[str, Any], Sequence[SearchQuery]]],
         *,
         progress: Callable[[int], Callable[[QueryResult], None] | None] | None = None,
+        on_answer: Callable[[int, QueryResult], None] | None = None,
     ) -> list[list[QueryResult]]:
         """Per job (extra params, queries), one QueryResult per query in the order given. `progress` is
         called with the number of requests to send before the first one, and may return a callback
-        called once per request sent, as `search_all` calls `on_result`."""
+        called once per request sent, as `search_all` calls `on_result`. `on_answer(job, result)` is
+        called once per job and query as soon as its answer is known (at once for a request the adapter
+        refused or an answer shared from an earlier call), so a caller can keep each as it comes (the
+        app's experiment chunks write them as runs' chunks do)."""
         assert self._session is not None, "use SharedSearch as an async context manager"
         session = self._session
         plan, to_send = self._plan(jobs)
         pending = list(to_send.items())
         on_result = progress(len(pending)) if progress is not None else None
         cursor = iter(pending)
+        waiting: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+        for job, row in enumerate(plan):
+            for query_id, entry in row:
+                if isinstance(entry, QueryResult):
+                    if on_answer is not None:
+                        on_answer(job, entry)
+                elif entry in to_send:
+                    waiting.setdefault(entry, []).append((job, query_id))
+                elif on_answer is not None:
+                    on_answer(job, replace(self._answers[entry], query_id=query_id))
 
         async def work() -> None:
             for key, prepared in cursor:
@@ -769,6 +783,9 @@ class SharedSearch:
                 self.sent += 1
                 if on_result is not None:
                     on_result(result)
+                if on_answer is not None:
+                    for job, query_id in waiting[key]:
+                        on_answer(job, replace(result, query_id=query_id))
 
         await _all_workers([work() for _ in range(min(self.config.concurrency, len(pending)))])
         return [

@@ -34,4 +34,5 @@ def sweep_at_start(sender: Any = None, **kwargs: Any) -> None:
     work of a worker lost before it, whose leases or job heartbeats ran out meanwhile, and runs whose start
     was lost move without waiting for beat's next tick (or for beat at all)."""
     app.send_task("evaluation.runs_sweep")
+    app.send_task("evaluation.experiments_sweep")
     app.send_task("labeling.judge_jobs_sweep")

@@ -250,6 +250,8 @@ CELERY_BEAT_SCHEDULE = {
     # Send again the chunks whose lease ran out (a lost worker), restart lost queued runs, re-send stalled
     # work, finalize abandoned runs. Every 15 s: with the 20 s lease, a lost worker is noticed within 35 s.
     "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 15.0},
+    # The same for experiments' chunks (evaluation/experiment_tasks.py, docs/experiments.md).
+    "evaluation-experiments-sweep": {"task": "evaluation.experiments_sweep", "schedule": 15.0},
     # Send again the unfinished chunks of judge jobs whose heartbeat stopped (labeling/tasks.py).
     "labeling-judge-jobs-sweep": {"task": "labeling.judge_jobs_sweep", "schedule": 15.0},
 }

@@ -40,10 +40,11 @@ Query semantics, deliberately like a stock Elasticsearch `match` query on a help
 
 Jitter (off by default): `--jitter RATE` makes the service an engine that moves between runs with nothing
 changed, to see a noise floor above 0 (docs/metrics.md, "Noise floor"). The n-th time the server is asked
-one request (the same `q`, `filters`, `locale`, `rewrite` and `size`), its two top hits are swapped when a
-hash of (`--jitter-seed`, the request, n) falls below RATE: a run of the golden file sees some queries
-swapped, the next run others, reproducibly for a fresh server and a seed, whatever order the requests
-come in. `meta.jittered` says whether this reply was swapped. The search itself stays deterministic.
+one request (the same `q`, `filters`, `locale`, `rewrite`, `size`, `title_weight` and `min_should_match`),
+its two top hits are swapped when a hash of (`--jitter-seed`, the request, n) falls below RATE: a run of
+the golden file sees some queries swapped, the next run others, reproducibly for a fresh server and a
+seed, whatever order the requests come in (a sweep's configurations each keep their own count).
+`meta.jittered` says whether this reply was swapped. The search itself stays deterministic.
 """
 
 from __future__ import annotations
@@ -678,8 +679,20 @@ class SearchServer(ThreadingHTTPServer):
         """Whether this asking of `request` swaps its two top hits (the module docstring, "Jitter")."""
         if self.jitter <= 0:
             return False
+        # The tuning parameters are part of the request: keyed without them, the askings of a sweep's
+        # configurations would share one count, and a configuration's jitter would depend on how many
+        # others were asked the query before it (docs/experiments.md).
         key = json.dumps(
-            [request.q, request.filters, request.locale, request.rewrite, request.size], sort_keys=True
+            [
+                request.q,
+                request.filters,
+                request.locale,
+                request.rewrite,
+                request.size,
+                request.title_weight,
+                request.min_should_match,
+            ],
+            sort_keys=True,
         )
         with self._asked_lock:
             asked = self._asked.get(key, 0)

@@ -16,6 +16,7 @@ from django.db import transaction
 
 RUN_START = "evaluation.run_start"
 RUN_NOTIFY = "evaluation.run_notify"
+EXPERIMENT_START = "evaluation.experiment_start"
 
 
 def run_start_on_commit(run_id: int) -> None:
@@ -27,6 +28,11 @@ def run_notify_on_commit(run_id: int) -> None:
     """Tell people the run's verdict once the transaction that wrote it commits (docs/runs.md,
     "Notifications"); the task itself decides whether the verdict is one to tell."""
     transaction.on_commit(lambda: _task(RUN_NOTIFY).delay(run_id))
+
+
+def experiment_start_on_commit(experiment_id: int) -> None:
+    """Start the experiment once the transaction that created it commits (docs/experiments.md)."""
+    transaction.on_commit(lambda: _task(EXPERIMENT_START).delay(experiment_id))
 
 
 def _task(name: str) -> Any:

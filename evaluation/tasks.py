@@ -241,3 +241,7 @@ def runs_nightly() -> list[int]:
     from evaluation.services import runs_nightly as start_due
 
     return [run.pk for run in start_due()]
+
+
+# The experiments' tasks live in their own module; importing it here registers them wherever this is.
+from evaluation import experiment_tasks  # noqa: E402, F401

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from evaluation import study_urls, views
+from evaluation import experiment_views, study_urls, views
 
 app_name = "evaluation"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -29,6 +29,24 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/budgets.json", views.budgets_download, name="budgets_download"),
     path("sets/<slug:slug>/baselines/", views.baseline_list, name="baselines"),
     path("tokens/", views.tokens, name="tokens"),
+    path("experiments/", experiment_views.experiment_list, name="experiment_list"),
+    path("experiments/new/", experiment_views.experiment_new, name="experiment_new"),
+    path("experiments/<int:experiment_id>/", experiment_views.experiment_detail, name="experiment_detail"),
+    path(
+        "experiments/<int:experiment_id>/progress/",
+        experiment_views.experiment_progress,
+        name="experiment_progress",
+    ),
+    path(
+        "experiments/<int:experiment_id>/cancel/",
+        experiment_views.experiment_cancel_view,
+        name="experiment_cancel",
+    ),
+    path(
+        "experiments/<int:experiment_id>/use/",
+        experiment_views.experiment_adopt_view,
+        name="experiment_adopt",
+    ),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
 ]
 urlpatterns += study_urls.urlpatterns  # side-by-side studies (docs/sxs.md)

@@ -13,9 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePath
 from typing import NamedTuple
 
 from django.contrib.auth.models import User
@@ -27,9 +26,10 @@ from assay import git_export
 from assay.convert.formats import GOLDEN_FORMATS
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import GoldenFormatError, count_queries, dump_json, dump_jsonl, parse
-from assay.golden.model import GoldenFile, Scale
+from assay.golden.model import GoldenFile
 from assay.problems import ImportReport
 from golden_io import selectors
+from golden_io.foreign import GOLDEN, JudgmentsFormat, golden_from_format
 from golden_io.models import (
     GitExport,
     GitExportConfig,
@@ -332,19 +332,6 @@ class _GoldenImportPlan:
     new_keys: dict[str, str]  # doc id -> the key the file gives a document that has none
 
 
-@dataclass(frozen=True, slots=True)
-class JudgmentsFormat:
-    """A file in another tool's format (assay.convert's table) and how to read its ratings: `scale` the
-    ratings' range read onto the rubric's scale, `mapping` rating -> grade (docs/cli.md, `assay convert`)."""
-
-    name: str = "golden"
-    scale: tuple[float, float] | None = None
-    mapping: Mapping[float, int] = field(default_factory=dict)
-
-
-GOLDEN = JudgmentsFormat()
-
-
 def golden_import_check(
     *,
     golden_set: GoldenSet,
@@ -358,69 +345,6 @@ def golden_import_check(
     return _golden_import_plan(
         golden_set=golden_set, data=data, source=source, max_queries=max_queries, fmt=fmt
     )[0]
-
-
-def _golden_from_format(
-    *, golden_set: GoldenSet, data: bytes, source: str, fmt: JudgmentsFormat, report: ImportReport
-) -> bytes | None:
-    """Judgments in another format as a golden file for this set (None, and the problems in `report`,
-    when they cannot be read): grades read onto the rubric's scale, the set's k and cutoff kept (the file
-    names neither). A format that names queries by their text alone (Quepid, SRW, RRE) gets the id of the
-    set's query of that text, else a new id, so that it never rewrites another query of the set."""
-    from assay.convert.core import ConvertError, GradeReading
-    from assay.convert.formats import FORMATS
-    from assay.convert.options import Options
-
-    rubric = golden_set.rubric
-    scale = Scale(rubric.scale_min, rubric.scale_max)
-    for raw, grade in fmt.mapping.items():
-        if grade not in scale:
-            report.add("map", f"{raw:g}={grade}: {grade} is not a grade on the rubric's scale {scale}", "map")
-    if not report.ok:
-        return None
-    read = FORMATS[fmt.name].read
-    assert read is not None
-    options = Options(grades=GradeReading(target=scale, source=fmt.scale, mapping=fmt.mapping), data=data)
-    try:
-        golden = read(Path(PurePath(source).name or "upload"), options).golden
-    except ConvertError as exc:
-        for said in exc.problems:
-            report.add("", said, "format")
-        return None
-    if FORMATS[fmt.name].by_text:
-        golden = _ids_by_text(golden_set, golden)
-    golden = replace(
-        golden,
-        k=golden_set.k,
-        relevant_min_grade=golden_set.relevant_min_grade,
-        scale=scale,
-        rubric=str(rubric),
-    )
-    try:
-        return dump_json(golden)
-    except GoldenFormatError as exc:  # the set's own k or cutoff refused with this scale
-        for problem in exc.problems:
-            report.add(problem.where, problem.message, problem.code, problem.query_id)
-        return None
-
-
-def _ids_by_text(golden_set: GoldenSet, golden: GoldenFile) -> GoldenFile:
-    known: dict[str, str] = {}
-    for external_id, text in golden_set.queries.order_by("pk").values_list("external_id", "text"):
-        known.setdefault(text, external_id)
-    taken = set(golden_set.queries.values_list("external_id", flat=True))
-    number = 0
-    queries = []
-    for query in golden.queries:
-        if query.text in known:
-            queries.append(replace(query, id=known[query.text]))
-            continue
-        number += 1
-        while f"q-{number:04d}" in taken:
-            number += 1
-        taken.add(f"q-{number:04d}")
-        queries.append(replace(query, id=f"q-{number:04d}"))
-    return replace(golden, queries=tuple(queries))
 
 
 def too_many_queries(*, golden_set: GoldenSet, data: bytes, max_queries: int) -> str | None:
@@ -447,10 +371,10 @@ def _golden_import_plan(
     """The file against the format and against the set (scale, rubric, locales, documents, keys): the
     report, and the plan when there is no problem. Reads only. With `max_queries`, a file of more
     queries is refused before anything else is read (`too_many_queries`). A file in another format is
-    converted first (`_golden_from_format`)."""
+    converted first (`golden_io.foreign`)."""
     report = ImportReport(kind="golden", source=source)
     if fmt.name not in GOLDEN_FORMATS:  # parse reads both golden forms
-        converted = _golden_from_format(
+        converted = golden_from_format(
             golden_set=golden_set, data=data, source=source, fmt=fmt, report=report
         )
         if converted is None:

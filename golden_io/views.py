@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
 from assay.problems import problems_csv
-from golden_io import selectors, services
+from golden_io import foreign, selectors, services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
 from labeling.forms import GoldenUploadForm
@@ -338,9 +338,15 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _judgments_format(form: GoldenUploadForm) -> services.JudgmentsFormat:
+def _judgments_format(form: GoldenUploadForm) -> foreign.JudgmentsFormat:
     data = form.cleaned_data
-    return services.JudgmentsFormat(name=data["format"], scale=data["scale"], mapping=data["map"])
+    topics = data.get("topics")
+    return foreign.JudgmentsFormat(
+        name=data["format"],
+        scale=data["scale"],
+        mapping=data["map"],
+        topics=(topics.name, topics.read()) if topics is not None else None,
+    )
 
 
 def _config(golden_set: GoldenSet) -> GitExportConfig | None:

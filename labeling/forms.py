@@ -25,14 +25,17 @@ class UploadForm(forms.Form):
     file = forms.FileField()
 
     def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        limit = settings.ASSAY_MAX_UPLOAD_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"the file is {upload.size:,} bytes; a file may be at most {size_text(limit)} "
-                "(ASSAY_MAX_UPLOAD_MB): nothing was imported"
-            )
-        return upload
+        return _within_upload_limit(self.cleaned_data["file"], "file")
+
+
+def _within_upload_limit(upload: Any, what: str) -> Any:
+    limit = settings.ASSAY_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        raise forms.ValidationError(
+            f"the {what} is {upload.size:,} bytes; a file may be at most {size_text(limit)} "
+            "(ASSAY_MAX_UPLOAD_MB): nothing was imported"
+        )
+    return upload
 
 
 class GoldenUploadForm(UploadForm):
@@ -52,6 +55,8 @@ class GoldenUploadForm(UploadForm):
         max_length=1000,
         help_text="FROM=TO pairs, space-separated: read rating FROM as grade TO",
     )
+    # trec-qrels: the queries' texts (without it a query's text is its qid).
+    topics = forms.FileField(required=False, help_text="trec-qrels: the topics file, qid<TAB>text a line")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         from assay.convert.formats import upload_formats
@@ -63,6 +68,13 @@ class GoldenUploadForm(UploadForm):
 
     def clean_format(self) -> str:
         return str(self.cleaned_data["format"] or "golden")
+
+    def clean_topics(self) -> Any:
+        """The topics file, under the one upload limit as the file is."""
+        topics = self.cleaned_data["topics"]
+        if topics is not None:
+            _within_upload_limit(topics, "topics file")
+        return topics
 
     def clean_scale(self) -> tuple[float, float] | None:
         from assay.convert.core import parse_scale_option
@@ -97,6 +109,8 @@ class GoldenUploadForm(UploadForm):
             self.add_error(
                 "scale", "a golden file's grades are already grades: scale and map read other formats"
             )
+        if cleaned and cleaned.get("topics") is not None and cleaned.get("format") != "trec-qrels":
+            self.add_error("topics", "a topics file goes with TREC qrels only (format trec-qrels)")
         return cleaned
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -123,7 +123,8 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "beir",
-            "a BEIR dataset folder: `queries.jsonl`, `qrels/<split>.tsv`, optional `corpus.jsonl`",
+            "a BEIR dataset folder (or a zip of it): `queries.jsonl`, `qrels/<split>.tsv`, optional "
+            "`corpus.jsonl`",
             "beir:read_beir",
             "beir:write_beir",
             folder=True,
@@ -152,6 +153,11 @@ def convert(
     if read is None:
         raise ConvertError([f"--from {source}: {source} is export only"])
     converted = read(input_path, options)
+    if target == "beir":
+        from assay.convert.beir import read_documents
+
+        corpus = converted.documents if options.documents is None else read_documents(options.documents)
+        options = replace(options, corpus=corpus)
     return converted, FORMATS[target].write(converted.golden, output, options)
 
 
@@ -171,5 +177,5 @@ GOLDEN_FORMATS = ("golden", "golden-jsonl")
 
 
 def upload_formats() -> list[JudgmentFormat]:
-    """The formats the import page takes: those read from one file."""
-    return [f for f in FORMATS.values() if f.reader is not None and not f.folder]
+    """The formats the import page takes: every one that is read, a folder as a zip of it."""
+    return [f for f in FORMATS.values() if f.reader is not None]

@@ -11,10 +11,10 @@ from assay.golden.model import GoldenFile
 from assay.golden.trec import TrecFormatError, read_qrels, write_qrels
 
 
-def read_topics(path: Path, problems: Problems) -> dict[str, tuple[str, int]]:
-    """qid -> (text, line) from `qid<TAB>text` lines."""
+def read_topics(path: Path, problems: Problems, data: bytes | None = None) -> dict[str, tuple[str, int]]:
+    """qid -> (text, line) from `qid<TAB>text` lines (the file's, or `data`, which `path` only names)."""
     topics: dict[str, tuple[str, int]] = {}
-    text = read_text(path, problems)
+    text = read_text(path, problems, data)
     if text is None:
         return topics
     for number, line in enumerate(text.split("\n"), start=1):
@@ -49,7 +49,9 @@ def read_trec_qrels(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
     text = read_text(path, problems, options.data)
-    topics = read_topics(options.topics, problems) if options.topics is not None else None
+    topics = (
+        read_topics(options.topics, problems, options.topics_data) if options.topics is not None else None
+    )
     problems.check()
     assert text is not None
     try:

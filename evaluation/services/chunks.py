@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,13 +99,21 @@ def _beat(run_id: int) -> bool:
     )
 
 
-class _Search:
+class SearchThread:
     """The harness on an event loop in its own thread, handing each finished query to the caller's thread
-    through a queue, so the caller (which owns the database connection) writes it at once."""
+    through a queue, so the caller (which owns the database connection) writes it at once. `work` is the
+    search: `search_all` over a run's chunk by default; an experiment's chunk hands its own
+    (`evaluation.services.experiment_chunks`)."""
 
-    def __init__(self, queries: Sequence[Any], config: HarnessConfig) -> None:
+    def __init__(
+        self,
+        queries: Sequence[Any],
+        config: HarnessConfig,
+        work: Callable[[Callable[[Any], None]], Awaitable[Any]] | None = None,
+    ) -> None:
         self.queries, self.config = queries, config
-        self.results: queue.SimpleQueue[QueryResult] = queue.SimpleQueue()
+        self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.work = work or (lambda put: search_all(self.queries, self.config, on_result=put))
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="assay-harness", daemon=True)
@@ -117,7 +125,7 @@ class _Search:
             self.error = exc
 
     async def _main(self) -> None:
-        task = asyncio.ensure_future(search_all(self.queries, self.config, on_result=self.results.put))
+        task = asyncio.ensure_future(self.work(self.results.put))
         while not task.done():
             if self.stop.is_set():
                 task.cancel()
@@ -126,8 +134,8 @@ class _Search:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    def drain(self, timeout: float) -> list[QueryResult]:
-        batch: list[QueryResult] = []
+    def drain(self, timeout: float) -> list[Any]:
+        batch: list[Any] = []
         try:
             batch.append(self.results.get(timeout=timeout))
             while len(batch) < 500:
@@ -137,34 +145,40 @@ class _Search:
         return batch
 
 
-def _stream(run_id: int, search: _Search, seen: set[str], hold: ChunkHold | None) -> bool:
-    """Write the search's results as they come (adding their ids to `seen`) until it is done, renewing
-    the chunk's lease; True when the run stopped being RUNNING meanwhile or another delivery took the
-    chunk over (the search is then told to stop)."""
-    pending: list[QueryResult] = []
+def stream(
+    search: SearchThread,
+    hold: ChunkHold | None,
+    *,
+    write: Callable[[list[Any]], None],
+    touch: Callable[[bool], bool],
+    label: str,
+) -> bool:
+    """Write the search's results as they come (`write`, at least every WRITE_EVERY_S or WRITE_BATCH)
+    until it is done, with the heartbeat (`touch(count)`, False once the work is no longer RUNNING;
+    `count`: also count the progress, every PROGRESS_EVERY_S) and the chunk's lease renewed; True when
+    the work stopped being RUNNING meanwhile or another delivery took the chunk over (the search is then
+    told to stop). `label` names the work in the log."""
+    pending: list[Any] = []
     last_write = last_touch = last_count = last_renew = time.monotonic()
     while True:
         finished = not search.thread.is_alive()
         pending += search.drain(timeout=0.05)
         now = time.monotonic()
         if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
-            _write(run_id, pending)
-            seen.update(r.query_id for r in pending)
+            write(pending)
             pending, last_write = [], now
         if now - last_touch >= TOUCH_EVERY_S:
             last_touch = now
             counting = now - last_count >= PROGRESS_EVERY_S
             if counting:
                 last_count = now
-            if not (_touch(run_id)[0] if counting else _beat(run_id)):
+            if not touch(counting):
                 search.stop.set()
                 return True
         if hold is not None and now - last_renew >= LEASE_RENEW_EVERY_S:
             last_renew = now
             if not hold.renew():
-                logger.warning(
-                    "run %s: chunk %s was taken over by another delivery; stopping", run_id, hold.index
-                )
+                logger.warning("%s: chunk %s was taken over by another delivery; stopping", label, hold.index)
                 search.stop.set()
                 return True
         if finished and not pending and search.results.empty():
@@ -243,11 +257,22 @@ def _chunk_search(
         written += len(queries)
         queries = []
     if queries:
-        search = _Search(queries, config)
+        search = SearchThread(queries, config)
         seen: set[str] = set()
+
+        def write(batch: list[QueryResult]) -> None:
+            _write(run_id, batch)
+            seen.update(r.query_id for r in batch)
+
         try:
             search.thread.start()
-            stopped = _stream(run_id, search, seen, hold)
+            stopped = stream(
+                search,
+                hold,
+                write=write,
+                touch=lambda counting: _touch(run_id)[0] if counting else _beat(run_id),
+                label=f"run {run_id}",
+            )
             if search.error is not None:
                 raise search.error
         except Exception as exc:

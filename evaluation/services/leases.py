@@ -10,9 +10,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import DatabaseError
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Max, Model, Q, QuerySet
 from django.utils import timezone
 
 from evaluation.models import ChunkLease
@@ -36,15 +37,20 @@ def chunk_leases_create(*, run_id: int, chunks: Sequence[Sequence[str]]) -> list
 @dataclass(frozen=True, slots=True)
 class ChunkHold:
     """A claimed lease, as its delivery holds it. Each write is conditional on `holder`: once another
-    delivery claimed the chunk (this one's lease ran out), nothing here changes the row."""
+    delivery claimed the chunk (this one's lease ran out), nothing here changes the row.
+
+    `model` and `owner` name the lease table and its owner's column: a run's `ChunkLease` (`run_id`), or
+    an experiment's `ExperimentChunk` (`experiment_id`), leased alike (docs/experiments.md)."""
 
     run_id: int
     index: int
     holder: str
+    model: type[Model] = ChunkLease
+    owner: str = "run_id"
 
-    def _mine(self) -> QuerySet[ChunkLease]:
-        return ChunkLease.objects.filter(
-            run_id=self.run_id, index=self.index, holder=self.holder, finished_at__isnull=True
+    def _mine(self) -> QuerySet[Any]:
+        return self.model._default_manager.filter(
+            **{self.owner: self.run_id}, index=self.index, holder=self.holder, finished_at__isnull=True
         )
 
     def renew(self, *, now: datetime | None = None) -> bool:
@@ -64,18 +70,25 @@ class ChunkHold:
 
 
 def chunk_lease_claim(
-    *, run_id: int, index: int, worker: str, now: datetime | None = None
+    *,
+    run_id: int,
+    index: int,
+    worker: str,
+    now: datetime | None = None,
+    model: type[Model] = ChunkLease,
+    owner: str = "run_id",
 ) -> ChunkHold | None:
     """Claim the chunk for this delivery: only a lease that is waiting or ran out can be claimed. None
-    when it is finished or another live delivery holds it: this delivery then has nothing to do."""
+    when it is finished or another live delivery holds it: this delivery then has nothing to do.
+    `model`, `owner`: as `ChunkHold`'s (an experiment's chunk)."""
     now = now or timezone.now()
     holder = uuid.uuid4().hex
-    claimable = ChunkLease.objects.filter(run_id=run_id, index=index, finished_at__isnull=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__lt=now)
-    )
+    claimable = model._default_manager.filter(
+        **{owner: run_id}, index=index, finished_at__isnull=True
+    ).filter(Q(expires_at__isnull=True) | Q(expires_at__lt=now))
     if (
         claimable.update(holder=holder, worker=worker[:200], claimed_at=now, expires_at=now + CHUNK_LEASE)
         != 1
     ):
         return None
-    return ChunkHold(run_id, index, holder)
+    return ChunkHold(run_id, index, holder, model, owner)

@@ -7,7 +7,6 @@ by golden_io (`golden_io.services.golden_import`), which owns every write of the
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 
+from assay.documents import DOCUMENT_FIELDS, parse_documents
 from assay.jsonin import JsonInputError, json_loads
 from assay.labels import querylog
 from assay.problems import ImportReport, decode_utf8
@@ -123,8 +123,6 @@ def _is_int(value: object) -> bool:
 
 # --- documents ----------------------------------------------------------------------------------
 
-_DOC_KEYS = ("id", "key", "title", "url", "snippet", "body", "fields")
-
 
 @transaction.atomic
 def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> ImportReport:
@@ -134,40 +132,7 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
     text = decode_utf8(data, report)
     if text is None:
         return report
-    rows: dict[str, dict[str, Any]] = {}
-    lines: dict[str, int] = {}
-    key_lines: dict[str, tuple[int, str]] = {}
-    ignored: Counter[str] = Counter()
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        row = _document_row(raw, f"line {line}", report, ignored)
-        if row is None:
-            continue
-        doc_id = row["doc_id"]
-        if doc_id in lines:
-            report.add(f"line {line}: id", f"duplicate id {doc_id!r} (first on line {lines[doc_id]})")
-            continue
-        if row["key"] is not None:
-            if row["key"] in key_lines:
-                first_line, first_id = key_lines[row["key"]]
-                report.add(
-                    f"line {line}: key",
-                    f"duplicate key {row['key']!r} (also {first_id!r} on line {first_line})",
-                )
-                continue
-            key_lines[row["key"]] = (line, doc_id)
-        lines[doc_id] = line
-        rows[doc_id] = row
-    if not rows and report.ok:
-        report.add("file", "no documents found")
-    if len(report.problems) > 1 and _is_one_json_document(text):
-        report.problems[:] = []
-        report.add("file", "this is one JSON document; documents come as JSONL, one JSON object per line")
-    if ignored:
-        report.notes.append(
-            "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
-        )
+    rows, lines = parse_documents(text, report, _document_storable)
     plan = _documents_plan(golden_set, rows, lines, report)
     if plan is None:
         return report
@@ -195,7 +160,7 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
     Document.objects.filter(pk__in=moving).update(
         doc_id=Concat(Value(" renaming "), Cast("pk", output_field=CharField())), key=None
     )
-    Document.objects.bulk_update(to_update, [*_DOC_KEYS[1:], "doc_id", "content_hash"], batch_size=500)
+    Document.objects.bulk_update(to_update, [*DOCUMENT_FIELDS[1:], "doc_id", "content_hash"], batch_size=500)
     Document.objects.bulk_create(to_create, batch_size=500)
     if renamed:
         report.notes.append(
@@ -246,60 +211,6 @@ def _documents_plan(
                 f" list: renaming {taker.doc_id!r} to {doc_id!r} would give two documents one id",
             )
     return plan if report.ok else None
-
-
-def _is_one_json_document(text: str) -> bool:
-    try:
-        json_loads(text, max_depth=None)  # any depth: the question is only whether it is one document
-    except JsonInputError:
-        return False
-    return True
-
-
-def _document_row(raw: str, where: str, report: ImportReport, ignored: Counter[str]) -> dict[str, Any] | None:
-    try:
-        obj = json_loads(raw)
-    except JsonInputError as exc:
-        report.add(where, f"malformed JSON at column {exc.column}: {exc.detail}" if exc.syntax else str(exc))
-        return None
-    if not isinstance(obj, dict):
-        report.add(where, f"expected a JSON object, found {type(obj).__name__}")
-        return None
-    ok = True
-    doc_id = obj.get("id")
-    if _is_int(doc_id):
-        doc_id = str(doc_id)
-    if not isinstance(doc_id, str) or not doc_id.strip():
-        report.add(f"{where}: id", f"missing or empty id (found {obj.get('id')!r})")
-        ok = False
-    if not isinstance(obj.get("title"), str) or not obj["title"].strip():
-        report.add(f"{where}: title", f"missing or empty title (found {obj.get('title')!r})")
-        ok = False
-    for name in ("url", "snippet", "body"):
-        if obj.get(name) is not None and not isinstance(obj[name], str):
-            report.add(f"{where}: {name}", f"expected text, found {type(obj[name]).__name__}")
-            ok = False
-    key = obj.get("key")
-    if key is not None and (not isinstance(key, str) or not key.strip()):
-        report.add(f"{where}: key", f"expected a non-empty text key or null, found {key!r}")
-        ok = False
-    fields = obj.get("fields", {})
-    if not isinstance(fields, dict):
-        report.add(f"{where}: fields", f"expected an object, found {type(fields).__name__}")
-        ok = False
-    ignored.update(k for k in obj if k not in _DOC_KEYS)
-    if not ok:
-        return None
-    row = {
-        "doc_id": doc_id.strip(),  # type: ignore[union-attr]
-        "key": key.strip() if isinstance(key, str) else None,
-        "title": obj["title"].strip(),
-        "url": obj.get("url") or "",
-        "snippet": obj.get("snippet") or "",
-        "body": obj.get("body") or "",
-        "fields": fields,
-    }
-    return row if _document_storable(row, where, report) else None
 
 
 def _document_storable(row: dict[str, Any], where: str, report: ImportReport) -> bool:

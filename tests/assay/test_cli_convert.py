@@ -126,6 +126,74 @@ def test_beir_folder_with_corpus_writes_the_golden_file_and_the_documents(
     ).read_text() == "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-1\t2\n"
 
 
+def test_beir_round_trip_with_its_corpus_through_a_golden_file_and_a_documents_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """beir -> golden + documents file -> beir (`--documents`) gives the folder's bytes back, the corpus
+    included; beir -> beir takes the corpus along."""
+    folder = tmp_path / "scifact"
+    (folder / "qrels").mkdir(parents=True)
+    files = {
+        "queries.jsonl": '{"_id": "1", "text": "first question"}\n{"_id": "3", "text": "thïrd"}\n',
+        "qrels/test.tsv": "query-id\tcorpus-id\tscore\n1\tdoc-a\t2\n3\tdoc-b\t1\n3\tdoc-c\t0\n",
+        "corpus.jsonl": '{"_id": "doc-a", "title": "A title", "text": "body a"}\n'
+        '{"_id": "doc-b", "title": "B", "text": "body b, ünïcode"}\n'
+        '{"_id": "doc-z", "title": "Unjudged", "text": "in the corpus all the same"}\n',
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    golden, documents = tmp_path / "g.json", tmp_path / "docs.jsonl"
+    argv = ["convert", "--from", "beir", "--to", "golden", "--documents", str(documents)]
+    assert main([*argv, str(folder), str(golden)]) == 0
+    back = tmp_path / "back"
+    argv = ["convert", "--from", "golden", "--to", "beir", "--documents", str(documents)]
+    assert main([*argv, str(golden), str(back)]) == 0
+    assert {p.relative_to(back).as_posix(): p.read_text() for p in back.rglob("*") if p.is_file()} == files
+    assert main(["convert", "--from", "beir", "--to", "beir", str(folder), str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "corpus.jsonl").read_text() == files["corpus.jsonl"]
+    assert not list(tmp_path.glob("*.documents.jsonl"))  # from beir to beir, no documents file
+    capsys.readouterr()
+
+
+def test_beir_export_takes_the_documents_import_format_and_refuses_a_bad_documents_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = tmp_path / "g.json"
+    golden.write_text(
+        json.dumps(
+            {
+                "version": "v",
+                "queries": [{"id": "q1", "text": "t", "judgments": [{"doc_id": "7", "grade": 1}]}],
+            }
+        )
+    )
+    documents = tmp_path / "docs.jsonl"
+    # An integer id, a snippet standing in for a missing body, fields the corpus does not carry.
+    documents.write_text(
+        '{"id": 7, "title": " Seven ", "snippet": "short", "url": "https://x/7", "fields": {"a": 1}}\n'
+        '{"id": "8", "title": "Eight", "body": "long", "snippet": "short"}\n'
+    )
+    argv = ["convert", "--from", "golden", "--to", "beir", "--documents", str(documents), str(golden)]
+    assert main([*argv, str(tmp_path / "out")]) == 0
+    assert [json.loads(line) for line in (tmp_path / "out" / "corpus.jsonl").read_text().splitlines()] == [
+        {"_id": "7", "title": "Seven", "text": "short"},
+        {"_id": "8", "title": "Eight", "text": "long"},
+    ]
+    capsys.readouterr()
+    documents.write_text('{"id": "1", "title": "One"}\n{"id": "1", "title": "Again"}\n{"title": "no id"}\n')
+    assert main([*argv, str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err == (
+        f"assay convert: error: {golden}: 2 problems, nothing written:\n"
+        f"  {documents}: line 2: id: duplicate id '1' (first on line 1)\n"
+        f"  {documents}: line 3: id: missing or empty id (found None)\n"
+    )
+    assert not (tmp_path / "bad").exists()
+    assert main([*argv[:-2], str(tmp_path / "missing.jsonl"), str(golden), str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err == (
+        f"assay convert: error: {tmp_path / 'missing.jsonl'}: no such file (nothing written)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -155,7 +223,11 @@ def test_beir_folder_with_corpus_writes_the_golden_file_and_the_documents(
         ),
         (
             ["--from", "golden", "--to", "rre", "--documents", "d.jsonl"],
-            "--documents applies to --from beir only",
+            "--documents applies to beir only",
+        ),
+        (
+            ["--from", "beir", "--to", "beir", "--documents", "d.jsonl"],
+            "--documents: from beir to beir, the corpus goes along as it is",
         ),
     ],
 )

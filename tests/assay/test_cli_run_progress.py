@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assay.cli import _Progress
+from assay.cli.progress import Progress
 from assay.preload import import_in_background
 from assay.results import QueryResult
 
@@ -22,7 +22,7 @@ class _Stream(io.StringIO):
         return self.tty
 
 
-def _feed(progress: _Progress, total: int) -> None:
+def _feed(progress: Progress, total: int) -> None:
     for i in range(total):
         if i % 7 == 3:
             progress(QueryResult(query_id=f"q-{i}", error="HTTP 503 (text/html, 10 bytes)", attempts=4))
@@ -33,7 +33,7 @@ def _feed(progress: _Progress, total: int) -> None:
 def test_a_ci_log_gets_a_line_every_tenth_and_the_last() -> None:
     stream = _Stream(tty=False)
 
-    _feed(_Progress(25, stream), 25)
+    _feed(Progress(25, stream), 25)
 
     lines = stream.getvalue().splitlines()
     assert [line.split(" ")[0] for line in lines] == [
@@ -46,9 +46,9 @@ def test_a_ci_log_gets_a_line_every_tenth_and_the_last() -> None:
 def test_a_terminal_line_is_redrawn_in_place_and_ends_with_the_total(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = _Stream(tty=True)
     # Redraws are spaced in time; with a long spacing only the first and the last are drawn.
-    monkeypatch.setattr(_Progress, "REDRAW_S", 3600.0)
+    monkeypatch.setattr(Progress, "REDRAW_S", 3600.0)
 
-    _feed(_Progress(25, stream), 25)
+    _feed(Progress(25, stream), 25)
 
     assert (
         stream.getvalue()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from assay import cli
 from assay.artifacts import artifact_bytes
+from assay.cli import runfile
 from assay.golden import trec
 from assay.golden.format import from_dict, parse, parse_columns
 from assay.golden.trec import read_run
@@ -144,7 +144,7 @@ def deep_run(path: Path) -> Path:
     with path.open("w") as out:
         for i in range(QUERIES):
             out.write("".join(f"q{i} Q0 x{r} {r + 1} {320 - r} tag-a\n" for r in range(320)))
-    assert path.stat().st_size >= cli._FORK_MIN_BYTES
+    assert path.stat().st_size >= runfile.FORK_MIN_BYTES
     return path
 
 
@@ -202,8 +202,8 @@ def test_a_threaded_caller_reads_a_large_run_without_forking(
     monkeypatch.setattr(multiprocessing, "get_context", lambda *_: pytest.fail("forked beside a thread"))
     with ThreadPoolExecutor(1) as busy:
         busy.submit(lambda: None).result()  # its thread stays alive until the block ends
-        with cli._beside(cli._read_run, str(run)) as reading:
-            table, _ = reading()
+        with runfile.beside(runfile.read_run_file, str(run)) as reading:
+            table = reading().table
     assert table is not None and table.topics[:2] == ["q0", "q1"]
 
 

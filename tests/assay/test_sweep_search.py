@@ -1,5 +1,5 @@
 """`assay sweep` against a loopback stub engine: the selection, the held-out confirmation, shared requests
-and the bad inputs (assay/experiment.py, assay/cli.py)."""
+and the bad inputs (assay/experiment.py, assay/cli/search.py)."""
 
 from __future__ import annotations
 

@@ -511,6 +511,21 @@ def test_jitter_swaps_the_two_top_hits_of_some_askings_reproducibly_for_a_seed(i
         assert _asked(srv, {"q": "webhooks"}, 3) == [(["doc-6"], False)] * 3
 
 
+def test_jitter_counts_each_configuration_of_a_sweep_on_its_own(index: SearchIndex) -> None:
+    """A configuration's askings keep their own count: what it sees does not depend on how many other
+    configurations (title_weight, min_should_match) were asked the same query before it."""
+    config = {"q": "refund", "size": 5, "title_weight": 6, "min_should_match": 1}
+    other = {"q": "refund", "size": 5, "title_weight": 1, "min_should_match": 2}
+    with _serving(index, jitter=0.5, jitter_seed=3) as srv:
+        alone = [jittered for _, jittered in _asked(srv, config, 20)]
+    with _serving(index, jitter=0.5, jitter_seed=3) as srv:
+        _asked(srv, other, 7)  # another configuration asked first
+        after_another = [jittered for _, jittered in _asked(srv, config, 20)]
+
+    assert after_another == alone
+    assert 2 <= sum(alone) <= 18
+
+
 def test_a_jitter_outside_0_to_1_is_refused(index: SearchIndex, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"jitter: expected a share from 0 to 1, got 1\.5"):
         make_server(index, port=0, jitter=1.5)

@@ -5,9 +5,12 @@ never rewrites another query. A malformed file is a report naming its line or pa
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
+from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import HttpResponse
@@ -32,9 +35,14 @@ def docs(golden_set: GoldenSet) -> None:
         factories.DocumentFactory.create(golden_set=golden_set, doc_id=doc_id)
 
 
-def _post(client: Client, golden_set: GoldenSet, name: str, data: bytes, **fields: str) -> HttpResponse:
+def _post(
+    client: Client, golden_set: GoldenSet, name: str, data: bytes, topics: bytes | None = None, **fields: str
+) -> HttpResponse:
     url = reverse("golden_io:golden_import", args=[golden_set.slug])
-    return client.post(url, {"file": SimpleUploadedFile(name, data), **fields})  # type: ignore[return-value]
+    files = {"file": SimpleUploadedFile(name, data)}
+    if topics is not None:
+        files["topics"] = SimpleUploadedFile("topics.tsv", topics)
+    return client.post(url, {**files, **fields})  # type: ignore[return-value]
 
 
 def _labels(golden_set: GoldenSet) -> set[tuple[str, str, str, int]]:
@@ -47,9 +55,9 @@ def _labels(golden_set: GoldenSet) -> set[tuple[str, str, str, int]]:
 
 def test_the_page_offers_the_one_file_formats(as_rita: Client, golden_set: GoldenSet) -> None:
     body = as_rita.get(reverse("labeling:import", args=[golden_set.slug])).content.decode()
-    for name in ("golden", "golden-jsonl", "quepid-csv", "srw-csv", "srw-json", "rre", "trec-qrels"):
+    for name in ("golden", "golden-jsonl", "quepid-csv", "srw-csv", "srw-json", "rre", "trec-qrels", "beir"):
         assert f'<option value="{name}"' in body
-    assert 'value="beir"' not in body  # a folder cannot be one upload
+    assert 'name="topics"' in body
 
 
 def test_a_quepid_csv_is_imported_onto_the_sets_queries_by_text(
@@ -127,3 +135,102 @@ def test_a_golden_jsonl_upload_is_a_golden_file_with_its_own_k(
     golden_set.refresh_from_db()
     assert (golden_set.k, golden_set.frozen_version) == (4, "v7")
     assert _labels(golden_set) == {("q-9", "t", "d1", 1)}
+
+
+def test_qrels_with_a_topics_file_take_the_query_texts(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    qrels = b"7 0 d1 1\n7 0 d2 0\n9 0 d3 2\n"
+    bad = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n9 no tab\n", format="trec-qrels")
+    page = bad.content.decode()
+    assert "topics.tsv: line 2: expected qid&lt;TAB&gt;text" in page
+    assert "qrels.txt" in page and not FrozenLabel.objects.exists()
+    missing = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n", format="trec-qrels")
+    assert "qrels.txt: line 3: qid 9 has no text in topics.tsv" in missing.content.decode()
+    ok = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n9\thotels\n", format="trec-qrels")
+    assert 'id="import-ok"' in ok.content.decode()
+    assert _labels(golden_set) == {
+        ("7", "cheap flights", "d1", 1),
+        ("7", "cheap flights", "d2", 0),
+        ("9", "hotels", "d3", 2),
+    }
+
+
+def test_a_topics_file_with_another_format_or_too_large_is_refused_in_words(
+    as_rita: Client, golden_set: GoldenSet, settings: LazySettings
+) -> None:
+    csv = b"query,docid,rating\nx,d1,1\n"
+    wrong = _post(as_rita, golden_set, "q.csv", csv, b"1\tx\n", format="quepid-csv")
+    assert wrong.status_code == 400
+    assert "a topics file goes with TREC qrels only (format trec-qrels)" in wrong.content.decode()
+    settings.ASSAY_MAX_UPLOAD_BYTES = 1000
+    big = _post(
+        as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n", b"7\t" + b"x" * 2000 + b"\n", format="trec-qrels"
+    )
+    assert big.status_code == 400
+    assert "the topics file is 2,003 bytes; a file may be at most 1,000 bytes" in big.content.decode()
+    assert not FrozenLabel.objects.exists()
+
+
+def _zip(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+BEIR = {
+    "nf/queries.jsonl": '{"_id": "PLAIN-1", "text": "diet"}\n{"_id": "PLAIN-2", "text": "sleep"}\n',
+    "nf/qrels/test.tsv": "query-id\tcorpus-id\tscore\nPLAIN-1\td1\t2\nPLAIN-2\td3\t1\n",
+    "nf/corpus.jsonl": '{"_id": "d1", "title": "Diet", "text": "not imported here"}\n',
+}
+
+
+def test_a_beir_zip_is_imported_with_its_query_ids_and_texts(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    documents = sorted(golden_set.documents.values_list("doc_id", "title", "body"))
+    response = _post(as_rita, golden_set, "nf.zip", _zip(BEIR), format="beir")
+    assert 'id="import-ok"' in response.content.decode()
+    assert _labels(golden_set) == {("PLAIN-1", "diet", "d1", 2), ("PLAIN-2", "sleep", "d3", 1)}
+    # The corpus is not imported here: the set's documents are as they were.
+    assert sorted(golden_set.documents.values_list("doc_id", "title", "body")) == documents
+
+
+@pytest.mark.parametrize(
+    ("members", "said"),
+    [
+        (BEIR | {"../evil.txt": "x"}, "nf.zip: member &#x27;../evil.txt&#x27; leads outside the folder"),
+        (BEIR | {"/etc/passwd": "x"}, "nf.zip: member &#x27;/etc/passwd&#x27; leads outside the folder"),
+        ({"nf/queries.jsonl": BEIR["nf/queries.jsonl"]}, "nf.zip: no qrels/&lt;split&gt;.tsv file"),
+        (
+            BEIR | {"nf/qrels/dev.tsv": BEIR["nf/qrels/test.tsv"]},
+            "nf.zip: several qrels splits (dev, test): --split NAME chooses one (an upload holds one split)",
+        ),
+    ],
+)
+def test_a_beir_zip_that_is_not_a_dataset_is_refused_in_words(
+    members: dict[str, str], said: str, as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    response = _post(as_rita, golden_set, "nf.zip", _zip(members), format="beir")
+    assert response.status_code == 400
+    assert said in response.content.decode()
+    assert not FrozenLabel.objects.exists()
+
+
+def test_a_beir_zip_bomb_and_a_file_that_is_no_zip_are_refused_in_words(
+    as_rita: Client, golden_set: GoldenSet, docs: None, settings: LazySettings
+) -> None:
+    settings.ASSAY_MAX_UPLOAD_BYTES = 1 << 20
+    # 20 MB of newlines in the qrels deflate to about 20 KB: under the upload limit, far over it unpacked.
+    bomb = _zip(BEIR | {"nf/qrels/test.tsv": BEIR["nf/qrels/test.tsv"] + "\n" * (20 << 20)})
+    assert len(bomb) < 1 << 20
+    refused = _post(as_rita, golden_set, "nf.zip", bomb, format="beir").content.decode()
+    assert "nf.zip: its dataset files unpack to 20," in refused
+    assert "a zip here may unpack to at most 1 MB" in refused
+    not_zip = _post(as_rita, golden_set, "nf.zip", b"query-id\tcorpus-id\tscore\n", format="beir")
+    assert (
+        "nf.zip: not a zip file (a dataset comes as its folder, or a zip of it)" in not_zip.content.decode()
+    )
+    assert not FrozenLabel.objects.exists()

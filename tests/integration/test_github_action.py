@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,3 +234,64 @@ def test_the_documented_workflow_gives_the_action_inputs_it_declares() -> None:
     later = json.dumps(steps[steps.index(using[0]) + 1 :])
     named = set(re.findall(rf"steps\.{using[0]['id']}\.outputs\.([\w-]+)", later))
     assert named and named <= set(ACTION["outputs"])
+
+
+# --- the workflow and action files against GitHub's schemas --------------------------------------------
+#
+# actionlint cannot be installed here (docs/cli.md, "GitHub Action"): check-jsonschema (the dev extra)
+# validates the files offline against the schemas it ships (SchemaStore's workflow and action schemas),
+# which catches misspelt or misplaced keys, missing required ones and wrong value types.
+
+
+def _docs_workflows() -> list[str]:
+    """Every workflow in docs/cli.md: its YAML blocks that hold `jobs`."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "docs" / "cli.md").read_text(), re.DOTALL)
+    return [block for block in blocks if "jobs" in (yaml.safe_load(block) or {})]
+
+
+def _check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_documented_workflows_and_the_action_pass_the_schemas(tmp_path: Path) -> None:
+    workflows = _docs_workflows()
+    assert len(workflows) == 2  # with the action, and without it
+    files = []
+    for number, text in enumerate(workflows):
+        (tmp_path / f"workflow-{number}.yml").write_text(text)
+        files.append(tmp_path / f"workflow-{number}.yml")
+    checked = _check_jsonschema("vendor.github-workflows", *files)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "validation done" in checked.stdout
+    action = _check_jsonschema("vendor.github-actions", REPO / "action.yml")
+    assert action.returncode == 0, action.stdout + action.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("runs-on: ubuntu-latest", "runs_on: ubuntu-latest", "'runs-on' is a required property"),
+        ("    steps:", "    step:", "'step' was unexpected"),
+    ],
+)
+def test_a_broken_workflow_is_reported(old: str, new: str, said: str, tmp_path: Path) -> None:
+    text = _docs_workflows()[0]
+    assert old in text
+    (tmp_path / "broken.yml").write_text(text.replace(old, new, 1))
+    checked = _check_jsonschema("vendor.github-workflows", tmp_path / "broken.yml")
+    assert checked.returncode == 1
+    assert "broken.yml::$.jobs.relevance" in checked.stdout and said in checked.stdout
+
+
+def test_a_broken_action_is_reported(tmp_path: Path) -> None:
+    text = (REPO / "action.yml").read_text()
+    # A composite action's step must say its shell: a misspelt key is unexpected.
+    (tmp_path / "action.yml").write_text(text.replace("shell: bash", "shel: bash", 1))
+    checked = _check_jsonschema("vendor.github-actions", tmp_path / "action.yml")
+    assert checked.returncode == 1
+    assert "'shel' was unexpected" in checked.stdout

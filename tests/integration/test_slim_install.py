@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from assay.cli import FAST_HINT
+from assay.cli.runfile import FAST_HINT
 from tests.support.package_copy import package_copy
 from tests.support.processes import REPO, serving
 

@@ -178,7 +178,8 @@ def test_beir_folder_shape_problems(tmp_path: Path) -> None:
     with pytest.raises(ConvertError) as caught:
         convert("beir", "golden", tmp_path / "none", tmp_path / "o.json", Options())
     assert caught.value.problems == [
-        f"{tmp_path / 'none'}: not a folder: a BEIR dataset is a folder with queries.jsonl and qrels/"
+        f"{tmp_path / 'none'}: no such folder: a BEIR dataset is a folder with queries.jsonl and qrels/ "
+        "(or a zip)"
     ]
     (tmp_path / "ds" / "qrels").mkdir(parents=True)
     (tmp_path / "ds" / "qrels" / "dev.tsv").write_text("")
@@ -186,7 +187,8 @@ def test_beir_folder_shape_problems(tmp_path: Path) -> None:
     with pytest.raises(ConvertError) as caught:
         convert("beir", "golden", tmp_path / "ds", tmp_path / "o.json", Options())
     assert caught.value.problems == [
-        f"{tmp_path / 'ds'}: several qrels splits (dev, test): --split NAME chooses one"
+        f"{tmp_path / 'ds'}: several qrels splits (dev, test): --split NAME chooses one "
+        "(an upload holds one split)"
     ]
 
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0011_secret_grants_from_settings'),
+        ('evaluation', '0012_experiments'),
         ('golden_io', '0003_goldenversion_base_manager'),
         ('labeling', '0012_secret_grant'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -1,0 +1,188 @@
+"""Experiments: a parameter sweep of one target on one golden version, run on the Celery workers
+(docs/experiments.md, "In the app"). Imported at the end of `evaluation/models.py`, so Django finds
+these models in the `evaluation` app.
+
+An experiment is searched in chunks of (configurations, queries), each leased as a run's chunk is
+(`ExperimentChunk`, the same claim, renewal and sweep as `ChunkLease`), and each answer is one
+`ExperimentResult`, unique per (experiment, slot, query): a chunk delivered twice, or sent again after
+its worker was lost, writes each answer once. Slot 0 is the baseline (the target's own parameters),
+slot i the grid's i-th configuration.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from assay.display import params_text
+
+
+class Experiment(models.Model):
+    """A sweep of a target's parameters over a grid, chosen on the tuning part of a golden version and
+    confirmed on its held-out part (`assay.experiment`, the code `assay sweep` runs)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Phase(models.TextChoices):
+        TUNING = "tuning", "searching the tuning queries"
+        HOLDOUT = "holdout", "confirming on the held-out queries"
+        DONE = "done", "done"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+    FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    golden_version = models.ForeignKey(
+        "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="experiments"
+    )
+    target = models.ForeignKey(
+        "evaluation.SearchTarget", on_delete=models.PROTECT, related_name="experiments"
+    )
+    # The target as called (TargetSpec.to_dict()): editing the target meanwhile changes nothing here.
+    target_snapshot = models.JSONField(default=dict)
+    grid = models.JSONField(help_text='the grid as given: {"params": {...}} or {"configs": [...]}')
+    configs = models.JSONField(default=list, help_text="the configurations, in grid order (slot 1 first)")
+    fraction = models.FloatField(default=0.7, help_text="share of each stratum's queries that tune")
+    seed = models.IntegerField(default=0)
+    top = models.PositiveIntegerField(default=3, help_text="configurations confirmed on the held-out part")
+    metric = models.CharField(max_length=20, default="ndcg")
+    split = models.JSONField(default=dict, help_text="assay.experiment.Split.to_dict()")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.TUNING)
+    # Filled as the tuning phase ends: each slot's values there (the baseline first) and the ranking.
+    tuning = models.JSONField(default=list, blank=True)
+    ranking = models.JSONField(default=list, blank=True, help_text="grid indices, best tuning value first")
+    result = models.JSONField(null=True, blank=True, help_text="SWEEP.json's content")
+    total = models.PositiveIntegerField(default=0, help_text="searches asked for, both phases")
+    done = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    sent = models.PositiveIntegerField(default=0, help_text="requests sent (identical ones once per chunk)")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="experiments"
+    )
+    error_message = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    start_resent_at = models.DateTimeField(null=True, blank=True)
+    redispatches = models.PositiveIntegerField(default=0, help_text="times the sweeper re-sent missing work")
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="experiment_status_heartbeat")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(done__lte=models.F("total")), name="experiment_done_lte_total"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"experiment {self.pk} of {self.golden_version_id} on {self.target_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
+
+    @property
+    def size_text(self) -> str:
+        """`5 x 4 = 20 configurations` for a grid of lists, `3 configurations` for a list."""
+        params = self.grid.get("params") if isinstance(self.grid, dict) else None
+        count = len(self.configs)
+        if isinstance(params, dict) and len(params) > 1:
+            return " x ".join(str(len(v)) for v in params.values()) + f" = {count} configurations"
+        return f"{count} configuration{'s' if count != 1 else ''}"
+
+
+class ExperimentChunk(models.Model):
+    """One chunk of an experiment's work (its `slots` x `query_ids`) and the delivery working on it: a
+    lease exactly as `ChunkLease` is for a run's chunk (waiting, held and renewed, finished;
+    `evaluation.services.leases`), swept by the experiments' sweeper when it runs out."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField(help_text="the chunk's number within its experiment, from 0")
+    phase = models.CharField(max_length=10, choices=Experiment.Phase.choices)
+    slots = models.JSONField(default=list, help_text="0 the baseline, i the grid's i-th configuration")
+    query_ids = models.JSONField(default=list)
+    holder = models.CharField(max_length=32, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    losses = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "index"], name="experiment_chunk_index_unique"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"], name="experiment_chunk_open", condition=Q(finished_at__isnull=True)
+            ),
+        ]
+        ordering = ["experiment", "index"]
+
+    def __str__(self) -> str:
+        return f"experiment {self.experiment_id} chunk {self.index}"
+
+
+class ExperimentResult(models.Model):
+    """What the engine returned for one query in one configuration (slot) of an experiment."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results")
+    slot = models.PositiveIntegerField()
+    query_id = models.CharField(max_length=200)
+    ids = models.JSONField(default=list, blank=True)
+    titles = models.JSONField(default=list, blank=True)
+    error = models.TextField(null=True, blank=True)  # noqa: DJ001  (None = answered)
+    http_status = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "slot", "query_id"], name="experiment_result_unique"
+            ),
+        ]
+        ordering = ["experiment", "slot", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.experiment_id}/{self.slot}/{self.query_id}"
+
+
+class ExperimentAdoption(models.Model):
+    """**Use this configuration**: an experiment's winner saved on its target, by whom and why, with the
+    target's params before and after and the full run it started (which becomes the baseline only
+    through the usual review, docs/runs.md)."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="adoptions")
+    target = models.ForeignKey("evaluation.SearchTarget", on_delete=models.CASCADE, related_name="adoptions")
+    params_before = models.JSONField(default=dict)
+    params_after = models.JSONField(default=dict)
+    rationale = models.TextField()
+    adopted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    adopted_at = models.DateTimeField(auto_now_add=True)
+    run = models.ForeignKey(
+        "evaluation.EvaluationRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-adopted_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"experiment {self.experiment_id} adopted on {self.target_id}"
+
+    @property
+    def params_text(self) -> str:
+        return params_text(self.params_after)

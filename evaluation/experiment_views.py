@@ -1,0 +1,297 @@
+"""Experiment pages (docs/experiments.md, "In the app"): the list, the form that starts one (a target, a
+golden version, a grid), the page (progress while it runs; then the configurations x metrics table,
+sortable, with their tuning values, the line chart or heat map, the held-out confirmation with its
+intervals, the optimism and the winner's strata), cancel, and **Use this configuration**.
+
+Who sees what is the runs' rule (`evaluation.access`): those who review the experiment's golden set;
+everyone else gets 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from assay.display import params_text
+from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from assay.metric_table import format_number
+from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
+from evaluation import access
+from evaluation.forms import VersionChoiceField
+from evaluation.models import Experiment, SearchTarget
+from evaluation.services.experiment_adopt import experiment_adopt
+from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from golden_io.models import GoldenVersion
+from labeling.roles import is_reviewer, reviews
+
+EXAMPLE_GRID = '{"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_match": [1, 2, 3, 4]}}'
+METRIC_LABELS = {"ndcg": "nDCG@k", "mrr": "MRR", "precision_at_k": "P@k"}
+# The table's sorts: name -> what a row is sorted by (None last whichever the direction).
+SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "errors", "holdout")
+
+
+class ExperimentForm(forms.Form):
+    golden_version = VersionChoiceField(queryset=GoldenVersion.objects.none(), label="Golden version")
+    target = forms.ModelChoiceField(queryset=SearchTarget.objects.none(), label="Search target")
+    grid = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": EXAMPLE_GRID}),
+        label="Grid",
+        help_text='{"params": {name: [values]}} (every combination) or {"configs": [{name: value}, ...]}; '
+        "at most 500 configurations, each sent as request parameters over the target's own",
+    )
+    metric = forms.ChoiceField(choices=[(m, METRIC_LABELS[m]) for m in RANKING_METRICS], initial="ndcg")
+    split = forms.FloatField(initial=DEFAULT_SPLIT, help_text="share of each stratum's queries that tune")
+    top = forms.IntegerField(initial=DEFAULT_TOP, help_text="configurations confirmed on the held-out part")
+    seed = forms.IntegerField(initial=0, help_text="the split's and the intervals' seed")
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        sets = [s for s in access.golden_sets_for(user) if access.may_trigger(user, s)]
+        versions = GoldenVersion.objects.filter(golden_set__in=sets).select_related("golden_set")
+        version_field = self.fields["golden_version"]
+        assert isinstance(version_field, forms.ModelChoiceField)
+        version_field.queryset = versions.defer("content", "documents").order_by(
+            "golden_set__slug", "-created"
+        )
+        target_field = self.fields["target"]
+        assert isinstance(target_field, forms.ModelChoiceField)
+        target_field.queryset = access.targets_for(user)
+
+
+@require_GET
+def experiment_list(request: HttpRequest) -> HttpResponse:
+    if not is_reviewer(request.user):
+        raise Http404("nothing here")
+    experiments = access.experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
+    return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
+
+
+@require_http_methods(["GET", "POST"])
+def experiment_new(request: HttpRequest) -> HttpResponse:
+    if not is_reviewer(request.user):
+        raise Http404("nothing here")
+    initial = {k: request.GET[k] for k in ("golden_version", "target") if k in request.GET}
+    form = ExperimentForm(request.POST or None, user=request.user, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            experiment = experiment_create(
+                golden_version=data["golden_version"],
+                target=data["target"],
+                grid=data["grid"],
+                created_by=request.user,
+                fraction=data["split"],
+                seed=data["seed"],
+                top=data["top"],
+                metric=data["metric"],
+            )
+        except ExperimentError as exc:
+            for problem in exc.problems:
+                form.add_error(None, problem)
+        else:
+            messages.success(request, f"Experiment {experiment.pk} queued.")
+            return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)
+    status = 422 if request.method == "POST" else 200
+    return render(request, "evaluation/experiment_new.html", {"form": form}, status=status)
+
+
+def _progress(experiment: Experiment) -> dict[str, Any]:
+    final = experiment.status in Experiment.FINAL
+    return {
+        "status": experiment.status,
+        "phase": experiment.get_phase_display(),
+        "done": experiment.done if not final or experiment.status != "succeeded" else experiment.total,
+        "total": experiment.total,
+        "errors": experiment.errors,
+        "percent": 100.0 if experiment.status == "succeeded" else experiment.percent,
+        "final": final,
+        "error_message": experiment.error_message,
+    }
+
+
+@require_GET
+def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """The page's progress bar, polled; once the experiment is final the page reloads with its result."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    progress = _progress(experiment)
+    response = render(
+        request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
+    )
+    if progress["final"] and request.headers.get("HX-Request"):
+        response["HX-Refresh"] = "true"
+    return response
+
+
+def _cell(value: Any, *, signed: bool = False) -> str:
+    return format_number(value, signed=signed)
+
+
+def _interval(interval: dict[str, Any]) -> str:
+    if not interval:
+        return ""
+    low, high = _cell(interval.get("low"), signed=True), _cell(interval.get("high"), signed=True)
+    level = interval.get("level")
+    return f"[{low}, {high}]" + (f" at {level:g}" if isinstance(level, int | float) else "")
+
+
+def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str, Any]]:
+    """The configurations x metrics table's rows, sorted by `sort` (`-` first: descending)."""
+    metric = result["metric"]
+    rows = []
+    for i, config in enumerate(result["configs"]):
+        tuning, held = config["tuning"], config["holdout"]
+        rows.append(
+            {
+                "index": i + 1,
+                "values": [config["grid"].get(n, "") for n in names],
+                "params": params_text(config["grid"]),
+                "rank": config["rank"],
+                "winner": config["grid"] == result["winner"]["grid"]
+                and config["rank"] == result["winner"]["rank"],
+                "confirmed": held is not None,
+                "keys": {
+                    "rank": config["rank"],
+                    **{m: tuning.get(m) for m in ("ndcg", "mrr", "precision_at_k", "empty_rate", "errors")},
+                    "holdout": held.get(metric) if held else None,
+                },
+                "cells": [_cell(tuning.get(m)) for m in ("ndcg", "mrr", "precision_at_k", "empty_rate")],
+                "errors": tuning.get("errors", 0),
+                "holdout": _cell(held.get(metric)) if held else "",
+            }
+        )
+    name = sort.lstrip("-")
+    if name not in SORTS:
+        name, sort = "rank", "rank"
+    descending = sort.startswith("-")
+    known = [r for r in rows if r["keys"][name] is not None]
+    unknown = [r for r in rows if r["keys"][name] is None]
+    known.sort(key=lambda r: (r["keys"][name], r["index"]), reverse=descending)
+    return known + unknown
+
+
+def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The held-out confirmation: the baseline, then each confirmed configuration (best tuning rank
+    first) with its change against the baseline, the interval and both p-values."""
+    metric = result["metric"]
+    rows = [
+        {"label": "baseline", "params": params_text(result["baseline"]["params"]) or "(the target's own)",
+         "value": _cell(result["baseline"]["holdout"].get(metric)), "n": result["baseline"]["holdout"]["n"],
+         "delta": "", "interval": "", "p": "", "p_adjusted": "", "winner": False, "rank": ""}
+    ]  # fmt: skip
+    confirmed = sorted((c for c in result["configs"] if c["holdout"] is not None), key=lambda c: c["rank"])
+    for config in confirmed:
+        held = config["holdout"]
+        change = held["change"]
+        interval = change.get("interval") or {}
+        rows.append(
+            {
+                "label": f"rank {config['rank']}",
+                "rank": config["rank"],
+                "params": params_text(config["grid"]),
+                "value": _cell(held.get(metric)),
+                "n": held["n"],
+                "delta": _cell(change.get("delta"), signed=True),
+                "interval": _interval(interval),
+                "p": _cell(held.get("p_value")),
+                "p_adjusted": _cell(held.get("p_adjusted")),
+                "winner": config["grid"] == result["winner"]["grid"]
+                and config["rank"] == result["winner"]["rank"],
+            }
+        )
+    return rows
+
+
+@require_GET
+def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    experiment = access.get_experiment(request.user, experiment_id)
+    golden_set = experiment.golden_version.golden_set
+    result = experiment.result
+    context: dict[str, Any] = {
+        "experiment": experiment,
+        "golden_set": golden_set,
+        "progress": _progress(experiment),
+        "may_manage": reviews(request.user, golden_set),
+        "adoptions": list(experiment.adoptions.select_related("adopted_by", "run")),
+        "chart": SWEEP_CHART,
+        "fixed": params_text(
+            {
+                **(experiment.target_snapshot.get("params") or {}),
+                **(experiment.target_snapshot.get("stages") or {}),
+            }
+        ),
+    }
+    if result is not None:
+        names = [name for name, _ in grid_axes(experiment.grid)] or sorted(
+            {n for c in result["configs"] for n in c["grid"]}
+        )
+        sort = request.GET.get("sort", "rank")
+        winner = result["winner"]
+        change = winner["change"][result["metric"]]
+        context.update(
+            {
+                "result": result,
+                "metric_label": METRIC_LABELS.get(result["metric"], result["metric"]),
+                "names": names,
+                "rows": _rows(result, names, sort),
+                "sort": sort,
+                "sorts": SORTS,
+                "confirmation": _confirmation(result),
+                "winner": winner,
+                "winner_params": params_text(winner["grid"]),
+                "winner_change": change,
+                "tuning_gain": _cell(winner["tuning_gain"], signed=True),
+                "holdout_gain": _cell(winner["holdout_gain"], signed=True),
+                "optimism": _cell(result["optimism"], signed=True),
+                "p_adjusted": _cell(winner["p_adjusted"]),
+                "interval": _interval(change.get("interval") or {}),
+                "strata": [
+                    {
+                        **s,
+                        "baseline": _cell(s["baseline"]),
+                        "winner": _cell(s["winner"]),
+                        "delta": _cell(s["delta"], signed=True),
+                    }
+                    for s in result.get("winner_strata", [])
+                ],
+                "line": sweep_line(result, experiment.grid),
+                "heat": sweep_heat(result, experiment.grid),
+            }
+        )
+    return render(request, "evaluation/experiment_detail.html", context)
+
+
+@require_POST
+def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    experiment = access.get_experiment(request.user, experiment_id)
+    if not reviews(request.user, experiment.golden_version.golden_set):
+        raise PermissionDenied("only the set's reviewers and admins cancel an experiment")
+    if experiment_cancel(experiment=experiment, by=request.user):
+        messages.success(request, f"Experiment {experiment.pk} cancelled.")
+    else:
+        messages.warning(request, f"Experiment {experiment.pk} had already finished ({experiment.status}).")
+    return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)
+
+
+@require_POST
+def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """**Use this configuration**: the winner's params on the target, then a full run (its page next)."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    try:
+        adoption = experiment_adopt(
+            experiment=experiment, by=request.user, rationale=request.POST.get("rationale", "")
+        )
+    except ExperimentError as exc:
+        messages.error(request, "Not used: " + "; ".join(exc.problems))
+        return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)
+    assert adoption.run is not None
+    messages.success(
+        request,
+        f"{experiment.target.name} now sends {adoption.params_text}; run {adoption.run.pk} started with it. "
+        "Promote it as the baseline through the usual review once it has finished.",
+    )
+    return redirect("evaluation:run_detail", run_id=adoption.run.pk)

@@ -1,0 +1,56 @@
+"""**Use this configuration**: an experiment's winner saved on its target, recorded (who, when, why, the
+params before and after) and a full run of the golden version started with it through the usual start
+(`run_create`), so it becomes the baseline only through the usual review (docs/experiments.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from assay.targets import TargetError
+from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption
+from evaluation.services.experiments import ExperimentError
+from evaluation.services.runs import RunError, run_create
+from evaluation.services.targets import target_update
+from labeling.roles import reviews
+
+
+@transaction.atomic
+def experiment_adopt(
+    *, experiment: Experiment, by: Any, rationale: str, trigger: str = EvaluationRun.Trigger.WEB
+) -> ExperimentAdoption:
+    """Save the winner's parameters on the experiment's target (over the target's own, which the
+    experiment's baseline used), record the adoption, and start a full run with them. Raises
+    ExperimentError naming each problem (nothing saved then): an experiment without a result, no
+    rationale, someone who does not review the set, a target or run the services refuse."""
+    problems = []
+    if experiment.status != Experiment.Status.SUCCEEDED or not experiment.result:
+        problems.append(f"experiment {experiment.pk} has no winner ({experiment.status}): nothing to use")
+    if not rationale.strip():
+        problems.append("rationale: say why this configuration should be used (it is recorded)")
+    if not reviews(by, experiment.golden_version.golden_set):
+        problems.append("only the golden set's reviewers and admins use an experiment's configuration")
+    if problems:
+        raise ExperimentError(problems)
+    assert experiment.result is not None
+    target = experiment.target
+    before = dict(target.params or {})
+    after = {**before, **experiment.result["winner"]["grid"]}
+    hidden = [s for s in target.golden_sets.all() if not reviews(by, s)]
+    try:
+        target_update(target=target, params=after, hidden_sets=hidden)
+        run = run_create(
+            golden_version=experiment.golden_version, target=target, triggered_by=by, trigger=trigger
+        )
+    except (TargetError, RunError) as exc:
+        raise ExperimentError(exc.problems) from None
+    return ExperimentAdoption.objects.create(
+        experiment=experiment,
+        target=target,
+        params_before=before,
+        params_after=after,
+        rationale=rationale.strip(),
+        adopted_by=by,
+        run=run,
+    )

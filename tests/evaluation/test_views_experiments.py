@@ -1,0 +1,159 @@
+"""The experiment pages (docs/experiments.md, "In the app"): a reviewer starts one from the form and
+reads its page (the configurations x metrics table, sortable; the heat map of a two-parameter grid and
+the line of a one-parameter grid; the held-out confirmation; the winner's strata), refusals worded as
+`assay sweep`'s, cancel, **Use this configuration** (the target's params, the record, the full run), and
+who sees none of it (404). Eager Celery, loopback stub engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
+from evaluation.services.experiments import experiment_create
+from golden_io.models import GoldenVersion
+from labeling.models import GoldenSet
+from tests.support.evaluation import html_text, logged_in, victor_fixture  # noqa: F401
+from tests.support.runs import eager_celery, golden_file, make_target, make_version, stub_fixture  # noqa: F401
+from tests.support.stub_server import StubServer
+
+pytestmark = pytest.mark.django_db
+
+GRID2 = {"params": {"title_weight": [1, 3], "min_should_match": [1, 2, 3]}}
+Make = Callable[..., Experiment]
+
+
+@pytest.fixture
+def version(golden_set: GoldenSet) -> GoldenVersion:
+    return make_version(golden_set, golden_file(30))
+
+
+@pytest.fixture
+def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
+    return make_target(f"{stub.url}/search", golden_set, params={"rewrite": True})
+
+
+@pytest.fixture
+def make(
+    version: GoldenVersion, target: SearchTarget, rita: User, django_capture_on_commit_callbacks: Any
+) -> Make:
+    def run(grid: Any = GRID2, **options: Any) -> Experiment:
+        with eager_celery(), django_capture_on_commit_callbacks(execute=True):
+            experiment = experiment_create(
+                golden_version=version, target=target, grid=grid, created_by=rita, **options
+            )
+        experiment.refresh_from_db()
+        assert experiment.status == Experiment.Status.SUCCEEDED, experiment.error_message
+        return experiment
+
+    return run
+
+
+def test_a_reviewer_starts_an_experiment_from_the_form_and_reads_its_page(
+    rita: User, version: GoldenVersion, target: SearchTarget, django_capture_on_commit_callbacks: Any
+) -> None:
+    client = logged_in(rita)
+    assert client.get("/experiments/new/").status_code == 200
+    with eager_celery(), django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/experiments/new/",
+            {"golden_version": version.pk, "target": target.pk, "grid": '{"params": {"title_weight": [1, 3], '
+             '"min_should_match": [1, 2, 3]}}', "metric": "ndcg", "split": 0.7, "top": 3, "seed": 0},
+        )  # fmt: skip
+    experiment = Experiment.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/experiments/{experiment.pk}/"
+    page = client.get(f"/experiments/{experiment.pk}/").content.decode()
+    text = html_text(page)
+    assert "2 x 3 = 6 configurations" in text
+    assert 'id="sweep-heat"' in page and 'id="sweep-line"' not in page
+    assert "Held-out confirmation" in text and "The winner's strata" in text
+    assert 'id="config-table"' in page and page.count('data-rank="') == 6
+    assert "Use this configuration" in text
+    # The table sorts by a column (rank by default); an unknown sort is the default.
+    assert client.get(f"/experiments/{experiment.pk}/?sort=-ndcg").status_code == 200
+    assert client.get(f"/experiments/{experiment.pk}/?sort=nonsense").status_code == 200
+    assert "Experiments" in html_text(client.get("/experiments/").content.decode())
+
+
+def test_a_one_parameter_grid_draws_a_line(rita: User, make: Make) -> None:
+    experiment = make({"params": {"title_weight": [1, 3, 6]}})
+    page = logged_in(rita).get(f"/experiments/{experiment.pk}/").content.decode()
+    assert 'id="sweep-line"' in page and 'id="sweep-heat"' not in page
+
+
+@pytest.mark.parametrize(
+    ("grid", "words"),
+    [
+        ("{oops", "grid: not JSON: invalid JSON at line 1 column 2"),
+        ('{"params": {"a": [' + ",".join(["1"] * 30) + '], "b": [' + ",".join(["1"] * 20) + "]}}",
+         "grid: 600 configurations (30 x 20); at most 500 in one sweep"),
+        ('{"params": {"title_weight": []}}', 'grid: "params.title_weight": an empty list of values'),
+        ('{"configs": [{"size": 3}]}', "grid: configuration 1 {size=3}:"),
+    ],
+)  # fmt: skip
+def test_bad_grids_are_refused_on_the_form_with_the_words_of_assay_sweep(
+    rita: User, version: GoldenVersion, target: SearchTarget, grid: str, words: str
+) -> None:
+    response = logged_in(rita).post(
+        "/experiments/new/",
+        {"golden_version": version.pk, "target": target.pk, "grid": grid, "metric": "ndcg", "split": 0.7,
+         "top": 3, "seed": 0},
+    )  # fmt: skip
+    assert response.status_code == 422
+    assert words in html_text(response.content.decode())
+    assert not Experiment.objects.exists()
+
+
+def test_use_this_configuration_saves_the_winner_on_the_target_and_starts_a_run(
+    rita: User, make: Make, target: SearchTarget, django_capture_on_commit_callbacks: Any
+) -> None:
+    experiment = make()
+    assert experiment.result is not None
+    winner = experiment.result["winner"]["grid"]
+    client = logged_in(rita)
+
+    refused = client.post(f"/experiments/{experiment.pk}/use/", {"rationale": "  "}, follow=True)
+    assert "Not used: rationale: say why this configuration should be used" in html_text(
+        refused.content.decode()
+    )
+    assert not ExperimentAdoption.objects.exists() and not EvaluationRun.objects.exists()
+
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(f"/experiments/{experiment.pk}/use/", {"rationale": "held out +0.05"})
+    adoption = ExperimentAdoption.objects.get()
+    assert adoption.run is not None
+    assert response.status_code == 302 and response["Location"] == f"/runs/{adoption.run.pk}/"
+    target.refresh_from_db()
+    assert target.params == {"rewrite": True, **winner}
+    assert (adoption.params_before, adoption.params_after) == ({"rewrite": True}, {"rewrite": True, **winner})
+    assert (adoption.adopted_by, adoption.rationale) == (rita, "held out +0.05")
+    assert adoption.run.triggered_by == rita and adoption.run.effective_params == {"rewrite": True, **winner}
+    page = html_text(client.get(f"/experiments/{experiment.pk}/").content.decode())
+    assert f"run #{adoption.run.pk}" in page and "held out +0.05" in page
+
+
+def test_cancel_from_the_page(rita: User, version: GoldenVersion, target: SearchTarget) -> None:
+    experiment = experiment_create(golden_version=version, target=target, grid=GRID2, created_by=rita)
+    response = logged_in(rita).post(f"/experiments/{experiment.pk}/cancel/")
+    assert response.status_code == 302
+    experiment.refresh_from_db()
+    assert experiment.status == Experiment.Status.CANCELLED
+
+
+def test_who_is_not_a_reviewer_of_the_set_sees_nothing(
+    make: Make, alice: User, charlie: User, victor: User, target: SearchTarget
+) -> None:
+    experiment = make()
+    for user in (alice, charlie, victor):
+        client = logged_in(user)
+        for url in ("", "progress/"):
+            assert client.get(f"/experiments/{experiment.pk}/{url}").status_code == 404, (user, url)
+        for url in ("cancel/", "use/"):
+            assert client.post(f"/experiments/{experiment.pk}/{url}", {"rationale": "x"}).status_code == 404
+        assert f"#{experiment.pk}" not in client.get("/experiments/").content.decode()
+    assert logged_in(alice).get("/experiments/new/").status_code == 404
+    target.refresh_from_db()
+    assert target.params == {"rewrite": True} and not ExperimentAdoption.objects.exists()
