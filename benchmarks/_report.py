@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
@@ -29,3 +37,81 @@ def write_section(name: str, markdown: str) -> None:
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else f"{text.rstrip()}\n\n{block}\n"
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(text)
+
+
+def measure_in_django(module: str, database_url: str) -> tuple[dict[str, Any], float, float]:
+    """Run `python -m <module> measure` against `database_url` (DEBUG off, the test client's host
+    allowed) and return the JSON it printed last, with the load average (1 min) before and after."""
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url,
+        DJANGO_DEBUG="false",
+        DJANGO_ALLOWED_HOSTS="testserver",
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
+    load_before = os.getloadavg()[0]
+    done = subprocess.run(
+        [sys.executable, "-m", module, "measure"],
+        cwd=DOC.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"{module} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result, load_before, os.getloadavg()[0]
+
+
+def page_timed(
+    client: Any, url: str, repeat: int, before: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """One page timed at the server through Django's test client: two requests to warm up, then `repeat`
+    timed ones (`before` runs before each, untimed); the median, 95th percentile and max of the time the
+    client waited, the web process's median CPU time, the SQL statements of one request and its size."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(2):
+        if before:
+            before()
+        response = client.get(url)
+        if response.status_code != 200:
+            raise SystemExit(f"{url}: {response.status_code}")
+    times, cpu = [], []
+    for _ in range(repeat):
+        if before:
+            before()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    if before:
+        before()
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    times.sort()
+    return {
+        "url": url,
+        "median": statistics.median(times),
+        "p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
+        "max": times[-1],
+        "cpu": statistics.median(cpu),
+        "queries": len(queries),
+        "bytes": len(response.content),
+    }
+
+
+def seeded(seed: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
+    """In a measuring process: Django set up, the database migrated, then `seed` run; what it returned
+    and the seconds it took."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    ids = seed()
+    return ids, time.perf_counter() - started

@@ -15,16 +15,12 @@ SQL statements one request ran. Target: every page under 300 ms.
 from __future__ import annotations
 
 import json
-import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import bench_grading
-from benchmarks._report import write_section
+from benchmarks._report import measure_in_django, page_timed, seeded, write_section
 
 REPO = Path(__file__).resolve().parent.parent
 QUERIES = 2_000
@@ -240,49 +236,16 @@ def pages(ids: dict[str, Any]) -> list[tuple[str, str]]:
 
 def measure() -> None:
     """Migrate, seed and time every page; print the figures as JSON on stdout."""
-    import django
-
-    django.setup()
+    ids, seeded_s = seeded(seed)  # Django set up first: the imports below need it
     from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
-    call_command("migrate", verbosity=0)
-    started = time.perf_counter()
-    ids = seed()
-    seeded = time.perf_counter() - started
     client = Client()
     client.force_login(User.objects.get(username="reviewer"))
     rows = []
     for label, url in pages(ids):
-        for _ in range(2):
-            response = client.get(url)
-            if response.status_code != 200:
-                raise SystemExit(f"{url}: {response.status_code}")
-        times, cpu = [], []
-        for _ in range(REPEAT):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            client.get(url)
-            times.append((time.perf_counter() - start) * 1000)
-            cpu.append((time.process_time() - start_cpu) * 1000)
-        with CaptureQueriesContext(connection) as queries:
-            client.get(url)
-        times.sort()
-        rows.append(
-            {
-                "page": label,
-                "url": url,
-                "median": statistics.median(times),
-                "p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
-                "max": times[-1],
-                "cpu": statistics.median(cpu),
-                "queries": len(queries),
-                "bytes": len(response.content),
-            }
-        )
-    print(json.dumps({"seeded": seeded, "rows": rows}))
+        rows.append({"page": label, **page_timed(client, url, REPEAT)})
+    print(json.dumps({"seeded": seeded_s, "rows": rows}))
 
 
 # --- the driver (`make bench`) -----------------------------------------------------------------------
@@ -291,26 +254,7 @@ def measure() -> None:
 def main() -> None:
     url = bench_database_url()
     bench_grading.recreate_database(url)
-    env = dict(
-        os.environ,
-        DATABASE_URL=url,
-        DJANGO_DEBUG="false",
-        DJANGO_ALLOWED_HOSTS="testserver",
-        DJANGO_SETTINGS_MODULE="config.settings",
-    )
-    load_before = os.getloadavg()[0]
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_lists", "measure"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode:
-        raise SystemExit(f"bench_lists failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    load_after = os.getloadavg()[0]
+    result, load_before, load_after = measure_in_django("benchmarks.bench_lists", url)
     worst = max(row["p95"] for row in result["rows"] if row["page"] != AFTER_THE_PAGE)
     after = next(row for row in result["rows"] if row["page"] == AFTER_THE_PAGE)
     lines = [

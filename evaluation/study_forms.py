@@ -90,23 +90,6 @@ class StudyForm(forms.Form):
 
     def spec(self) -> StudySpec:
         data = self.cleaned_data
-        return StudySpec(
-            run_a=data["run_a"],
-            run_b=data["run_b"],
-            raters=list(data["raters"]),
-            name=data.get("name") or "",
-            selection=data["selection"],
-            stratum=data.get("stratum") or "",
-            size=data.get("size"),
-            seed=data.get("seed"),
-            shown=data["shown"],
-            answers_per_query=data["answers_per_query"],
-            instructions_name=data["instructions_name"],
-            instructions=data["instructions"],
-            examples=data.get("examples") or "",
-            rule={
-                "min_lower": data["min_lower"],
-                "min_queries": data["min_queries"],
-                "critical_junk_fails": bool(data.get("critical_junk_fails")),
-            },
-        )
+        rule = {name: data[name] for name in ("min_lower", "min_queries")}
+        rule["critical_junk_fails"] = bool(data.get("critical_junk_fails"))
+        return StudySpec.read(data["run_a"], data["run_b"], data["raters"], {**data, "rule": rule})

@@ -12,6 +12,7 @@ are stored as shown and undone (to baseline and candidate) only where reviewers 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -32,6 +33,7 @@ __all__ = [
 SHOWN_DEFAULT = 5  # results per side, as the issue asks; at most SHOWN_MAX
 SHOWN_MAX = 10
 TOKEN_LENGTH = 16  # hex digits of a task's token: 64 random bits
+TOKEN_SHAPE = re.compile(rf"[0-9a-f]{{{TOKEN_LENGTH}}}")  # anything else names no task (and is not looked up)
 
 
 class StudyInstructions(models.Model):
@@ -207,12 +209,17 @@ class StudyTask(models.Model):
     def undone(self) -> dict[str, Any]:
         """The answer with the sides undone: in the candidate's favour, junk per run (for reviewers)."""
         assert self.preference is not None
-        sign = -1 if self.candidate_left else 1
-        return {
-            "preference": sign * self.preference,
-            "junk_baseline": self.junk_right if self.candidate_left else self.junk_left,
-            "junk_candidate": self.junk_left if self.candidate_left else self.junk_right,
-        }
+        return sides_undone(self.candidate_left, self.preference, self.junk_left, self.junk_right)
+
+
+def sides_undone(candidate_left: bool, preference: int, junk_left: bool, junk_right: bool) -> dict[str, Any]:
+    """An answer as shown (preference from -3, left much better, to +3; junk per side) with the sides
+    undone: the preference in the candidate's favour, junk per run."""
+    return {
+        "preference": -preference if candidate_left else preference,
+        "junk_baseline": junk_right if candidate_left else junk_left,
+        "junk_candidate": junk_left if candidate_left else junk_right,
+    }
 
 
 class StudySetting(models.Model):

@@ -18,10 +18,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from assay.inputs import id_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.sxs import REASON_LABELS, REASONS
 from evaluation.services.studies import AnswerRefused, answer_problems, study_answer, study_undo
-from evaluation.study_models import StudyTask, SxsStudy
+from evaluation.study_models import TOKEN_SHAPE, StudyTask, SxsStudy
 
 # The seven points as the rater reads them, left to right (the stored value is the position minus 4).
 SCALE = (
@@ -46,10 +47,9 @@ REASON_KEYS = {
 
 
 def _own_task(request: HttpRequest, token: str) -> StudyTask:
+    tasks = StudyTask.objects.select_related("item", "study__instructions")
     task = (
-        StudyTask.objects.select_related("item", "study__instructions")
-        .filter(token=token, rater_id=request.user.pk)
-        .first()
+        tasks.filter(token=token, rater_id=request.user.pk).first() if TOKEN_SHAPE.fullmatch(token) else None
     )
     if task is None:
         raise Http404("no such study task of yours")
@@ -85,15 +85,16 @@ def study_next(request: HttpRequest) -> HttpResponse:
     """The rater's next open task after `?after=<token>` (in token order, which is random), else the first
     open one, else their study list with a word."""
     after = request.GET.get("after", "")
+    after = after if TOKEN_SHAPE.fullmatch(after) else ""
     open_ = _open_tasks(request.user)
-    study = request.GET.get("study", "")
-    if study.isascii() and study.isdigit():
-        open_ = open_.filter(study_id=int(study))
+    study = id_number(request.GET.get("study", ""))
+    if study is not None:
+        open_ = open_.filter(study_id=study)
     task = (open_.filter(token__gt=after).first() if after else None) or open_.exclude(token=after).first()
     if task is None:
         messages.info(request, "No side-by-side query left to answer. Thank you!")
-        return redirect("evaluation:study_tasks")
-    return redirect("evaluation:study_task", token=task.token)
+        return redirect("sxs:study_tasks")
+    return redirect("sxs:study_task", token=task.token)
 
 
 def _sides(task: StudyTask) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
@@ -124,7 +125,7 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
             "chosen_reasons": set(task.reasons),
             "instructions": task.study.instructions,
             "mine": mine,
-            "next_url": reverse("evaluation:study_next") + f"?after={task.token}",
+            "next_url": reverse("sxs:study_next") + f"?after={task.token}",
         },
     )
 

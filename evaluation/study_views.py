@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.db.models import Count, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.inputs import id_number
 from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.services.studies import (
@@ -25,38 +26,9 @@ from evaluation.services.studies import (
     study_setting_set,
 )
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
+from evaluation.study_access import get_study, studies_for, study_progress
 from evaluation.study_forms import StudyForm
-from evaluation.study_models import StudySetting, StudyTask, SxsStudy
-from labeling.roles import reviewed_filter
-
-
-def studies_for(user: Any) -> QuerySet[SxsStudy]:
-    """The studies of the sets `user` reviews (`labeling.roles`)."""
-    return SxsStudy.objects.filter(reviewed_filter(user)).select_related(
-        "golden_set", "golden_version", "run_a__target", "run_b__target", "instructions", "created_by"
-    )
-
-
-def get_study(user: Any, pk: int) -> SxsStudy:
-    study = (
-        studies_for(user).defer("golden_version__content", "golden_version__documents").filter(pk=pk).first()
-    )
-    if study is None:
-        raise Http404("no such study")
-    return study
-
-
-def study_progress(study: SxsStudy) -> dict[str, Any]:
-    """Answers so far: per rater (answered of assigned) and in all."""
-    raters = list(
-        StudyTask.objects.filter(study=study)
-        .values("rater__username")
-        .annotate(total=Count("id"), done=Count("id", filter=Q(answered_at__isnull=False)))
-        .order_by("rater__username")
-    )
-    total = sum(r["total"] for r in raters)
-    done = sum(r["done"] for r in raters)
-    return {"raters": raters, "total": total, "done": done}
+from evaluation.study_models import StudySetting, SxsStudy
 
 
 @require_GET
@@ -102,7 +74,7 @@ def study_setting(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access.get_golden_set(request.user, slug)
-    initial = {k: request.GET[k] for k in ("run_a", "run_b") if request.GET.get(k, "").isdigit()}
+    initial = {k: request.GET[k] for k in ("run_a", "run_b") if id_number(request.GET.get(k, "")) is not None}
     form = StudyForm(request.POST or None, golden_set=golden_set, initial=initial)
     status = 200
     if request.method == "POST":

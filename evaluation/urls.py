@@ -48,5 +48,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="experiment_adopt",
     ),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
-    *study_urls.urlpatterns,  # side-by-side studies (docs/sxs.md)
 ]
+urlpatterns += study_urls.urlpatterns  # side-by-side studies (docs/sxs.md)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from evaluation.api import experiments, views
+from evaluation.api import experiments, studies, views
 
 app_name = "api"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -28,6 +28,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("experiments/<int:pk>/", experiments.ExperimentDetail.as_view(), name="experiment-detail"),
     path("experiments/<int:pk>/cancel/", experiments.ExperimentCancel.as_view(), name="experiment-cancel"),
     path("experiments/<int:pk>/use/", experiments.ExperimentAdopt.as_view(), name="experiment-use"),
+    path("studies/", studies.StudyListCreate.as_view(), name="study-list"),
+    path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
+    path("studies/<int:pk>/results/", studies.StudyResults.as_view(), name="study-results"),
+    path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
     re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),
 ]

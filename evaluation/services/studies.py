@@ -28,11 +28,13 @@ from evaluation.services.runs import RunError
 from evaluation.study_models import (
     SHOWN_MAX,
     TOKEN_LENGTH,
+    TOKEN_SHAPE,
     StudyInstructions,
     StudyQuery,
     StudySetting,
     StudyTask,
     SxsStudy,
+    sides_undone,
 )
 from labeling.models import Document, GoldenSet
 from labeling.roles import is_rater, reviews
@@ -88,6 +90,28 @@ class StudySpec:
     instructions: str = DEFAULT_INSTRUCTIONS
     examples: str = DEFAULT_EXAMPLES
     rule: Mapping[str, Any] | None = None
+
+    @classmethod
+    def read(
+        cls, run_a: EvaluationRun, run_b: EvaluationRun, raters: Sequence[Any], values: Mapping[str, Any]
+    ) -> StudySpec:
+        """A spec from a form's or an API body's checked values (the same names as the fields here); a
+        missing optional value takes the default."""
+        optional = ("name", "stratum", "examples")
+        return cls(
+            run_a=run_a,
+            run_b=run_b,
+            raters=list(raters),
+            **{name: values.get(name) or "" for name in optional},
+            selection=values.get("selection") or Selection.ALL,
+            size=values.get("size"),
+            seed=values.get("seed"),
+            shown=values.get("shown") or 5,
+            answers_per_query=values.get("answers_per_query") or 2,
+            instructions_name=values.get("instructions_name") or "default",
+            instructions=values.get("instructions") or DEFAULT_INSTRUCTIONS,
+            rule=dict(values.get("rule") or {}) or None,
+        )
 
 
 def instructions_get_or_create(*, name: str, text: str, examples: str, by: Any) -> StudyInstructions:
@@ -459,7 +483,12 @@ def answer_problems(body: Any) -> tuple[Answer | None, int | None, str]:
 
 
 def _locked_task(token: str, rater: Any) -> StudyTask:
-    task = StudyTask.objects.select_for_update().filter(token=token, rater_id=rater.pk).first()
+    shaped = TOKEN_SHAPE.fullmatch(token) is not None
+    task = (
+        StudyTask.objects.select_for_update().filter(token=token, rater_id=rater.pk).first()
+        if shaped
+        else None
+    )
     if task is None:
         raise AnswerRefused(404, "not_found", "No such study task of yours.")
     return task
@@ -506,11 +535,31 @@ def study_undo(*, token: str, rater: Any, revision: int) -> StudyTask:
 # ------------------------------------------------------------------------------------------ analysis
 
 
+ANSWER_FIELDS = (
+    "study_id",
+    "token",
+    "candidate_left",
+    "preference",
+    "reasons",
+    "junk_left",
+    "junk_right",
+    "note",
+    "answered_at",
+    "item__query_id",
+    "item__stratum",
+    "item__critical",
+    "item__ndcg_change",
+    "rater__username",
+)
+
+
 def study_answers(study: SxsStudy) -> QuerySet[StudyTask]:
     """The study's answered tasks with their query and rater, in a stable order (query, rater)."""
+    # Only what an answer row needs: a query's cards (its two lists, kilobytes) are not read once per answer.
     return (
         StudyTask.objects.filter(study=study, answered_at__isnull=False)
         .select_related("item", "rater")
+        .only(*ANSWER_FIELDS)
         .order_by("item__query_id", "rater__username", "token")
     )
 
@@ -526,18 +575,37 @@ def sxs_inputs(study: SxsStudy) -> tuple[list[SxsQuery], list[SxsAnswer]]:
             ndcg_change=q.ndcg_change,
             identical=q.identical,
         )
-        for q in StudyQuery.objects.filter(study=study).order_by("id")
+        for q in StudyQuery.objects.filter(study=study)
+        .only("query_id", "stratum", "critical", "ndcg_change", "identical")
+        .order_by("id")
     ]
+    # Plain rows, not model instances: the analysis reads seven values of every answer.
+    rows = (
+        StudyTask.objects.filter(study=study, answered_at__isnull=False)
+        .order_by("item__query_id", "rater__username", "token")
+        .values_list(
+            "item__query_id",
+            "rater__username",
+            "candidate_left",
+            "preference",
+            "reasons",
+            "junk_left",
+            "junk_right",
+        )
+    )
     answers = []
-    for task in study_answers(study):
-        undone = task.undone()
+    for query_id, rater, left, preference, reasons, junk_left, junk_right in rows:
+        assert (
+            preference is not None
+        )  # answered: study_answer sets it with answered_at, study_undo clears both
+        undone = sides_undone(left, preference, junk_left, junk_right)
         answers.append(
             SxsAnswer(
-                query_id=task.item.query_id,
-                rater=task.rater.get_username(),
+                query_id=query_id,
+                rater=rater,
                 preference=undone["preference"],
-                candidate_left=task.candidate_left,
-                reasons=tuple(task.reasons),
+                candidate_left=left,
+                reasons=tuple(reasons),
                 junk_baseline=undone["junk_baseline"],
                 junk_candidate=undone["junk_candidate"],
             )

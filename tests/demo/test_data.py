@@ -12,7 +12,7 @@ from assay.drift import load_budgets
 from assay.golden.format import dump_json, golden_warnings
 from assay.golden.model import GoldenFile
 from assay.labels.querylog import normalize, strip_pii
-from demo import build_corpus, build_golden, build_query_log
+from demo import build_corpus, build_golden, build_query_log, build_sxs_answers
 from demo.search_service import Document, SearchIndex, SynonymPack, filters_match, locale_matches
 from tests.demo.conftest import DEMO
 
@@ -144,6 +144,12 @@ def test_it_judges_every_document_either_run_returns(
 
 def test_it_has_committed_the_golden_file_its_spec_builds() -> None:
     assert build_golden.main(["--check"]) == 0
+
+
+def test_it_has_committed_the_side_by_side_answers_its_builder_writes() -> None:
+    """demo/sxs_answers.json (the demo study's answers, docs/sxs.md) is what the demo engine's lists and the
+    golden grades give today: a change of either is a change of the answers, made by rebuilding them."""
+    assert build_sxs_answers.main(["--check"]) == 0
 
 
 def test_it_refuses_to_build_a_golden_file_with_unjudged_pool_documents(

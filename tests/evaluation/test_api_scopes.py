@@ -12,11 +12,13 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from evaluation.models import ApiToken, Experiment, scope_held
+from evaluation.services.studies import StudySpec, study_create
 from tests.support.evaluation import (
     Scene,
     TokenFor,
     bearer,
 )
+from tests.support.studies import two_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -26,12 +28,21 @@ def _schema() -> dict[str, Any]:
 
 
 def _path(template: str, scene: Scene) -> str:
-    """The operation's path with the scene's objects in it (`{id}` is a target's under /targets/)."""
+    """The operation's path with the scene's objects in it (`{id}` is a target's under /targets/, a side-by-
+    side study's under /studies/: one is made of two runs of its own golden version)."""
+    studies = template.startswith("/api/v1/studies/")
+    if studies and "{id}" in template:
+        run_a, run_b = two_runs(scene.golden_set, 3, version="sxs-scopes")
+        spec = StudySpec(run_a=run_a, run_b=run_b, raters=list(scene.golden_set.raters.all()), seed=1)
+        owner = scene.golden_set.reviewers.get()
+        ident = study_create(spec=spec, by=owner).pk
+    else:
+        ident = scene.target.pk if template.startswith("/api/v1/targets/") else scene.current.pk
     values = {
         "slug": scene.golden_set.slug,
         "name": scene.version.name,
-        "fmt": "json",
-        "id": str(scene.target.pk if template.startswith("/api/v1/targets/") else scene.current.pk),
+        "fmt": "csv" if studies else "json",
+        "id": str(ident),
     }
     if template.startswith("/api/v1/experiments/"):
         values["id"] = str(_experiment(scene).pk)

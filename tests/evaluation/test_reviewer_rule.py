@@ -27,9 +27,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, EvaluationRun, Experiment, SearchTarget
+from evaluation.models import ApiToken, EvaluationRun, Experiment, SearchTarget, SxsStudy
 from evaluation.services import run_create
 from evaluation.services.experiments import experiment_create
+from evaluation.services.studies import StudySpec, study_create
 from evaluation.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -59,6 +60,7 @@ class World:
     dora_token: ApiToken
     experiment: Experiment  # a finished experiment (docs/experiments.md, "In the app")
     queued_experiment: Experiment  # one still queued: what a cancel would change
+    study: SxsStudy  # a side-by-side study of the scene's two runs
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -82,6 +84,12 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
     dora_token, dora_raw = api_token_create(user=dora, name="ci", scopes=ALL_SCOPES)
     SearchTarget.objects.filter(pk=scene.target.pk).update(owner=dora)
     EvaluationRun.objects.filter(pk=scene.current.pk).update(triggered_by=dora)
+    study = study_create(
+        spec=StudySpec(
+            run_a=scene.baseline, run_b=scene.current, raters=[alice], seed=1, answers_per_query=1
+        ),
+        by=rita,
+    )
     queued = run_create(golden_version=scene.version, target=scene.target, triggered_by=dora)
     # Documents and a query the run's unjudged results name, so queueing them would add to the pool.
     factories.QueryFactory.create(golden_set=golden_set, external_id="q-1", text="query 1")
@@ -99,7 +107,7 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
     queued_experiment = experiment_create(
         golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, created_by=rita
     )
-    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment)
+    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment, study)
 
 
 # --- the database, all of it that these apps hold ------------------------------------------------------
@@ -153,11 +161,23 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
             values[param] = w.dora_token.pk
+        elif param == "pk" and name.startswith("study"):
+            values[param] = w.study.pk
         elif param == "pk":
             values[param] = w.target.pk
         else:
             raise AssertionError(f"evaluation:{name}: say which object its parameter {param!r} names")
     return values
+
+
+def _study_body(w: World, *, form: bool = False) -> dict[str, Any]:
+    """A side-by-side study of the scene's two runs, as the form or the API posts it."""
+    body: dict[str, Any] = {"run_a": w.scene.baseline.pk, "run_b": w.scene.current.pk, "answers_per_query": 1}
+    if not form:
+        return {**body, "raters": ["alice"]}
+    form_only = {"selection": "all", "shown": 5, "instructions_name": "default", "instructions": "Which?"}
+    rule = {"min_lower": -0.25, "min_queries": 20}
+    return {**body, **form_only, **rule, "raters": [w.users["rater"].pk]}
 
 
 def _target_form(w: World, **changes: str) -> dict[str, Any]:
@@ -189,6 +209,7 @@ PAGE_POSTS: dict[str, Callable[[World], dict[str, Any]]] = {
         "seed": "0",
     },
     "experiment_adopt": lambda w: {"rationale": "the best held out"},
+    "study_new": lambda w: _study_body(w, form=True),
 }
 PAGE_QUERIES: dict[str, Callable[[World], str]] = {
     "run_compare": lambda w: f"?a={w.scene.baseline.pk}&b={w.scene.current.pk}",
@@ -275,7 +296,9 @@ def _api_url(method: str, template: str, w: World) -> str:
         if param == "name":
             return w.version.name
         if param == "fmt":
-            return "json"
+            return "csv" if template.startswith("/api/v1/studies/") else "json"
+        if param == "id" and template.startswith("/api/v1/studies/"):
+            return str(w.study.pk)
         if param == "id" and template.startswith("/api/v1/runs/"):
             return str(w.queued.pk if template.endswith("/cancel/") else w.scene.current.pk)
         if param == "id" and template.startswith("/api/v1/targets/"):
@@ -295,9 +318,10 @@ API_BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
         "grid": {"configs": [{"w": 1}]},
     },
     "/api/v1/experiments/{id}/use/": lambda w: {"rationale": "the best held out"},
+    "/api/v1/studies/": _study_body,
 }
 # The POSTs that create something answer 201; the rest 200.
-CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/")
+CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/", "/api/v1/studies/")
 
 
 def _api_call(token: str, method: str, template: str, w: World) -> Any:
@@ -322,7 +346,9 @@ def test_no_api_operation_opens_to_a_listed_users_token_without_the_role(who: st
     wrong = []
     for method, template in _operations():
         response = _api_call(world.tokens[who], method, template, world)
-        if response.status_code == 200 and method == "get" and "results" in response.json():
+        if response.status_code == 200 and method == "get" and response["Content-Type"] != "application/json":
+            wrong.append(f"GET {template}: a download ({response['Content-Type']})")
+        elif response.status_code == 200 and method == "get" and "results" in response.json():
             if response.json()["results"] != [] or response.json()["count"] != 0:
                 wrong.append(f"GET {template}: lists {response.json()['results']}")
         elif response.status_code not in ((404,) if method == "get" else (403, 404)):
@@ -337,7 +363,11 @@ def test_the_sets_reviewers_token_still_answers_every_api_operation(world: World
         response = _api_call(world.tokens["reviewer"], method, template, world)
         if response.status_code != {"get": 200}.get(method, 201 if template in CREATED else 200):
             wrong.append(f"{method.upper()} {template}: {response.status_code}")
-        elif method == "get" and "results" in response.json():
+        elif (
+            method == "get"
+            and response["Content-Type"] == "application/json"
+            and "results" in response.json()
+        ):
             assert response.json()["count"] > 0, template
     assert wrong == []
 

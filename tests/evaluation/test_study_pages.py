@@ -211,7 +211,7 @@ def test_the_home_page_and_the_queue_lead_raters_to_their_study_tasks(
     home = client.get("/").content.decode()
     assert "3 side-by-side queries to answer" in home
     assert "side-by-side" not in _client(bob).get("/").content.decode()
-    assert reverse("evaluation:study_tasks") in client.get("/queue/").content.decode()
+    assert reverse("sxs:study_tasks") in client.get("/queue/").content.decode()
     first = client.get("/sxs/next/")
     assert first.status_code == 302 and first["Location"].startswith("/sxs/")
     listing = client.get("/sxs/").content.decode()
@@ -274,3 +274,12 @@ def test_answers_download_with_sides_undone_the_seed_and_formula_safe_cells(
         # Right much better as shown: the candidate's when it was on the right.
         assert row["preference"] == (-3 if task.candidate_left else 3)
         assert row["junk_candidate"] is task.candidate_left and row["rater"] == "alice"
+
+
+@pytest.mark.parametrize("token", ["ABCDEF0123456789", "0123456789abcdeg", "x" * 300, "..%2F"])
+def test_a_token_of_another_shape_is_not_found(golden_set: GoldenSet, alice: User, token: str) -> None:
+    client = _client(alice)
+    assert client.get(f"/sxs/{token}/").status_code == 404
+    body = json.dumps({"revision": 0, "preference": 1})
+    assert client.post(f"/sxs/{token}/answer/", body, content_type="application/json").status_code == 404
+    assert client.get(f"/sxs/next/?after={token}&study=99999999999999").status_code == 302

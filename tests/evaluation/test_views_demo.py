@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from evaluation.models import Baseline, EvaluationRun
+from evaluation.models import Baseline, EvaluationRun, StudyTask, SxsStudy
 from labeling.models import Assignment, Candidate
 from tests.support.evaluation import logged_in, messages_text, page_text, section_text
 from tests.support.processes import REPO, serving
@@ -93,10 +93,21 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
         list(Assignment.objects.order_by("pk").values_list("pk", "status", "completed", "reopened")) == work
     )
 
+    # The side-by-side study of the two runs on billing, answered by rater1 and rater2 (docs/sxs.md).
+    study = SxsStudy.objects.get()
+    assert (study.run_a, study.run_b, study.stratum) == (baseline, current, "billing")
+    assert study.verdict == "fail" and study.analysis is not None
+    assert (study.analysis["asked"], study.analysis["answered"]) == (12, 12)  # as the README tour says
+    assert not StudyTask.objects.filter(study=study, answered_at__isnull=True).exists()
+    assert f"verdict fail: http://assay.test/studies/{study.pk}/" in text
+    study_page = page_text(logged_in(User.objects.get(username="reviewer")).get(f"/studies/{study.pk}/"))
+    assert "Offline against people" in study_page and "Verdict fail" in study_page
+
     again = io.StringIO()
     call_command("demo_runs", search_url=f"{demo_search}/search", site_url="http://assay.test", stdout=again)
     assert EvaluationRun.objects.count() == 2 and Baseline.objects.count() == 1
     assert f"Rewrite run {current.pk} exists already." in again.getvalue()
+    assert SxsStudy.objects.count() == 1 and "Side-by-side study (exists already)" in again.getvalue()
 
     reviewer = logged_in(User.objects.get(username="reviewer"))
     page = reviewer.get(f"/runs/{current.pk}/")

@@ -86,7 +86,10 @@ def two_runs(
     """Run A answers every query d1..d5, run B d5..d1 (reversed), but the queries of `same`, which B
     answers as A does; B's nDCG is A's minus 0.1 on odd queries and plus 0.2 on even ones."""
     documents(golden_set)
-    version = make_version(golden_set, golden_file(n, **golden))
+    golden_data = golden_file(n, **golden)
+    version = GoldenVersion.objects.filter(
+        golden_set=golden_set, name=golden_data.version
+    ).first() or make_version(golden_set, golden_data)
     target = SearchTarget.objects.filter(golden_sets=golden_set, name="engine").first() or make_target(
         "http://127.0.0.1:9/search", golden_set, name="engine"
     )

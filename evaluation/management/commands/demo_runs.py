@@ -5,7 +5,9 @@
 3. the target `demo-search` (http_json, the demo search service, the rewriter as a stage toggle);
 4. a baseline run with the rewriter off, promoted with the rationale "demo baseline";
 5. a run with `rewrite=true`: the synonym pack erases refunds, the billing stratum trips its budgets,
-   the verdict is fail and `q-0471` is among the top losers. Prints the report's URL.
+   the verdict is fail and `q-0471` is among the top losers. Prints the report's URL;
+6. a side-by-side study of the two runs on the billing stratum, answered by rater1 and rater2 from
+   demo/sxs_answers.json (evaluation/management/demo_study.py), with its verdict and URL.
 
 Idempotent: what exists is reused (the baseline, a finished rewrite run gated against it), so running
 it on every start adds no runs after the first time.
@@ -24,7 +26,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
 from evaluation import selectors, services
-from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.management.demo_study import demo_study
+from evaluation.models import EvaluationRun, SearchTarget, SxsStudy
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
@@ -75,6 +78,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Baseline in force: run {baseline.run_id}.")
         current = self._current(version, target, reviewer, baseline.run_id)
         self._summary(current)
+        if current.status == EvaluationRun.Status.SUCCEEDED:
+            self._study(baseline.run, current, reviewer)
 
     # --- steps
 
@@ -177,6 +182,17 @@ class Command(BaseCommand):
                     f"run {run.pk} is still {run.status} after {self.timeout:g} s: {self._url(run)}"
                 )
             time.sleep(0.5)
+
+    def _study(self, baseline_run: EvaluationRun, current: EvaluationRun, by: Any) -> None:
+        """6. The side-by-side study of the two runs on billing, answered by rater1 and rater2."""
+        study, made = demo_study(baseline_run=baseline_run, current=current, by=by)
+        analysis = study.analysis or {}
+        verdict = SxsStudy.Verdict(study.verdict).label if study.verdict else "no answers yet"
+        self.stdout.write(
+            f"{'Side-by-side study' if made else 'Side-by-side study (exists already)'} {study.pk}, billing: "
+            f"{analysis.get('answered', 0)} queries answered by rater1 and rater2, verdict {verdict}: "
+            f"{self.site_url}{reverse('evaluation:study_detail', args=[study.pk])}"
+        )
 
     def _url(self, run: EvaluationRun) -> str:
         return self.site_url + reverse("evaluation:run_detail", args=[run.pk])

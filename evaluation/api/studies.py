@@ -1,0 +1,226 @@
+"""The side-by-side studies' API (docs/api.md, "Side-by-side studies"): create a study, read its progress
+and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), and download its answers
+as CSV or JSONL with the sides undone and the study's seed.
+
+Who: reviewers of the study's set, as on the pages (`evaluation.study_access`; anything else is 404).
+Scopes: `read` to read, `studies:write` to create. Raters answer on their page only, never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from assay.sxs import SxsRule
+from evaluation import access
+from evaluation.api.serializers import ProblemsSerializer
+from evaluation.api.views import READ, ApiView, _problems
+from evaluation.services.studies import (
+    DEFAULT_EXAMPLES,
+    DEFAULT_INSTRUCTIONS,
+    MAX_SEED,
+    StudyError,
+    StudySpec,
+    study_analysis,
+    study_create,
+)
+from evaluation.services.study_export import study_export_csv, study_export_jsonl
+from evaluation.study_access import get_study, studies_for, study_progress
+from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, SxsStudy
+
+STUDIES_WRITE = "studies:write"
+ANSWER_FILES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
+
+
+class RuleSerializer(serializers.Serializer[Any]):
+    min_lower = serializers.FloatField(required=False, default=SxsRule().min_lower)
+    critical_junk_fails = serializers.BooleanField(required=False, default=SxsRule().critical_junk_fails)
+    min_queries = serializers.IntegerField(required=False, default=SxsRule().min_queries, min_value=1)
+
+
+class StudyCreateSerializer(serializers.Serializer[Any]):
+    run_a = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="run A, the baseline")
+    run_b = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="run B, the candidate")
+    raters = serializers.ListField(
+        child=serializers.CharField(max_length=150), min_length=1, help_text="usernames of the set's raters"
+    )
+    name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+    selection = serializers.ChoiceField(choices=SxsStudy.Selection.values, required=False, default="all")
+    stratum = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    size = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_SEED,
+        required=False,
+        allow_null=True,
+        help_text="empty: drawn and recorded",
+    )
+    shown = serializers.IntegerField(min_value=1, max_value=SHOWN_MAX, required=False, default=SHOWN_DEFAULT)
+    answers_per_query = serializers.IntegerField(min_value=1, max_value=100, required=False, default=2)
+    instructions_name = serializers.SlugField(max_length=100, required=False, default="default")
+    instructions = serializers.CharField(max_length=20000, required=False, default=DEFAULT_INSTRUCTIONS)
+    examples = serializers.CharField(
+        max_length=20000, required=False, default=DEFAULT_EXAMPLES, allow_blank=True
+    )
+    rule = RuleSerializer(required=False)
+
+
+class StudySerializer(serializers.ModelSerializer[SxsStudy]):
+    golden_set: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    golden_version: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    instructions = serializers.CharField(source="instructions.__str__", read_only=True)
+    # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
+    verdict = serializers.CharField(
+        read_only=True, help_text="pass, fail, not_enough, or empty before any analysis"
+    )
+    selection = serializers.CharField(read_only=True, help_text="all, stratum, movers or sample")
+    raters = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SxsStudy
+        fields = [
+            "id",
+            "name",
+            "golden_set",
+            "golden_version",
+            "run_a",
+            "run_b",
+            "selection",
+            "stratum",
+            "size",
+            "seed",
+            "shown",
+            "answers_per_query",
+            "raters",
+            "instructions",
+            "rule",
+            "left_out",
+            "verdict",
+            "progress",
+            "created",
+            "links",
+        ]
+
+    def get_raters(self, study: SxsStudy) -> list[str]:
+        return sorted(study.raters.values_list("username", flat=True))
+
+    def get_progress(self, study: SxsStudy) -> dict[str, Any]:
+        progress = study_progress(study)
+        return {
+            "answers": progress["done"],
+            "expected": progress["total"],
+            "raters": [
+                {"rater": r["rater__username"], "answered": r["done"], "assigned": r["total"]}
+                for r in progress["raters"]
+            ],
+        }
+
+    def get_links(self, study: SxsStudy) -> dict[str, str]:
+        request = self.context["request"]
+        page = reverse("evaluation:study_detail", args=[study.pk])
+        results = reverse("api:study-results", args=[study.pk])
+        return {"page": request.build_absolute_uri(page), "results": request.build_absolute_uri(results)}
+
+
+class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
+    """Studies of the sets you review, newest first (`?golden_set=<slug>`); POST creates one."""
+
+    serializer_class = StudySerializer
+    required_scopes = {"GET": READ, "POST": STUDIES_WRITE}
+    query = {"golden_set": None}
+
+    @extend_schema(parameters=[OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug")])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> Any:
+        studies = studies_for(self.request.user).order_by("-created", "-id")
+        slug = self.request.query_params.get("golden_set")
+        return studies.filter(golden_set__slug=slug) if slug else studies
+
+    @extend_schema(
+        request=StudyCreateSerializer,
+        responses={
+            201: StudySerializer,
+            400: ProblemsSerializer,
+            404: OpenApiResponse(ProblemsSerializer, description="no run by that id you can see"),
+        },
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = StudyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        run_a = access.get_run(request.user, values["run_a"])
+        run_b = access.get_run(request.user, values["run_b"])
+        users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=values["raters"])}
+        unknown = sorted(set(values["raters"]) - set(users))
+        if unknown:
+            return _problems("the study cannot be created", [f"raters: no user named {', '.join(unknown)}"])
+        raters = [users[name] for name in dict.fromkeys(values["raters"])]
+        spec = StudySpec.read(run_a, run_b, raters, values)
+        try:
+            study = study_create(spec=spec, by=request.user)
+        except StudyError as exc:
+            return _problems("the study cannot be created", exc.problems)
+        body = StudySerializer(get_study(request.user, study.pk), context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
+
+
+class StudyDetail(ApiView, generics.RetrieveAPIView[SxsStudy]):
+    """A study: its set-up and progress (answers so far, per rater) and its verdict as last made."""
+
+    serializer_class = StudySerializer
+    required_scopes = {"GET": READ}
+
+    def get_object(self) -> SxsStudy:
+        return get_study(self.request.user, self.kwargs["pk"])
+
+
+class StudyResults(ApiView):
+    """The study's analysis as the page shows it (docs/sxs.md, "Analysis" and "Verdict"), made from the
+    answers as they stand."""
+
+    required_scopes = {"GET": READ}
+
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="SxsAnalysis.to_dict()")})
+    def get(self, request: Request, pk: int) -> Response:
+        study = get_study(request.user, pk)
+        return Response({"study": study.pk, "seed": study.seed, **study_analysis(study)})
+
+
+class StudyAnswers(ApiView):
+    """Every answer, sides undone (preference in the candidate's favour, junk per run), with the seed."""
+
+    required_scopes = {"GET": READ}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("fmt", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(ANSWER_FILES))
+        ],
+        responses={
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+        },
+    )
+    def get(self, request: Request, pk: int, fmt: str) -> HttpResponse:
+        study = get_study(request.user, pk)
+        if fmt not in ANSWER_FILES:
+            raise Http404(f"no answers format {fmt!r}: one of {', '.join(ANSWER_FILES)}")
+        text = study_export_csv(study) if fmt == "csv" else study_export_jsonl(study)
+        response = HttpResponse(text, content_type=f"{ANSWER_FILES[fmt]}; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-answers.{fmt}"'
+        return response

@@ -1,0 +1,141 @@
+"""The side-by-side studies' API: create a study (scope `studies:write`), its progress and results, the
+answers as CSV and JSONL with the sides undone and the seed; who may (object-level: a reviewer of another
+set, a rater, a token without the scope) and the worded refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from evaluation.models import StudyTask, SxsStudy
+from evaluation.services.studies import Answer, study_answer
+from labeling.models import GoldenSet
+from tests import factories
+from tests.support.evaluation import TokenFor, bearer, token_for_fixture  # noqa: F401  (fixture by name)
+from tests.support.studies import two_runs
+
+pytestmark = pytest.mark.django_db
+
+
+def _post(token: str, body: dict[str, object]) -> object:
+    return Client().post(
+        "/api/v1/studies/", json.dumps(body), content_type="application/json", **bearer(token)
+    )
+
+
+def test_a_reviewer_creates_a_study_and_reads_its_progress_results_and_answers(
+    golden_set: GoldenSet, rita: User, alice: User, bob: User, token_for: TokenFor
+) -> None:
+    run_a, run_b = two_runs(golden_set, 4)
+    token = token_for(rita, "read", "studies:write")
+
+    created = _post(token, {"run_a": run_a.pk, "run_b": run_b.pk, "raters": ["alice", "bob"], "seed": 9})
+
+    assert created.status_code == 201, created.json()  # type: ignore[attr-defined]
+    body = created.json()  # type: ignore[attr-defined]
+    study = SxsStudy.objects.get(pk=body["id"])
+    assert body["seed"] == 9 and body["raters"] == ["alice", "bob"] and body["shown"] == 5
+    assert body["progress"] == {
+        "answers": 0,
+        "expected": 8,
+        "raters": [
+            {"rater": "alice", "answered": 0, "assigned": 4},
+            {"rater": "bob", "answered": 0, "assigned": 4},
+        ],
+    }
+    assert created["Location"] == f"http://testserver/studies/{study.pk}/"  # type: ignore[index]
+    for task in StudyTask.objects.filter(study=study, rater=alice):
+        study_answer(
+            token=task.token,
+            rater=alice,
+            revision=0,
+            answer=Answer(preference=1 if task.candidate_left else -1),
+        )
+
+    client = Client()
+    detail = client.get(f"/api/v1/studies/{study.pk}/", **bearer(token)).json()
+    assert detail["progress"]["answers"] == 4
+    results = client.get(f"/api/v1/studies/{study.pk}/results/", **bearer(token)).json()
+    assert results["seed"] == 9 and results["answers"] == 4 and results["verdict"]["result"] == "not_enough"
+    jsonl = client.get(f"/api/v1/studies/{study.pk}/answers/jsonl/", **bearer(token)).content.decode()
+    rows = [json.loads(line) for line in jsonl.splitlines()]
+    # Shown +1 (right slightly better) with the candidate left: -1 in the candidate's favour, and so on.
+    assert {row["preference"] for row in rows} == {-1} and {row["seed"] for row in rows} == {9}
+    csv = client.get(f"/api/v1/studies/{study.pk}/answers/csv/", **bearer(token))
+    assert csv["Content-Type"] == "text/csv; charset=utf-8" and csv.content.decode().startswith(
+        "study,seed,query_id"
+    )
+    listed = client.get("/api/v1/studies/?golden_set=help-center", **bearer(token)).json()
+    assert [s["id"] for s in listed["results"]] == [study.pk]
+
+
+def test_bad_studies_are_refused_in_words(
+    golden_set: GoldenSet, rita: User, alice: User, token_for: TokenFor
+) -> None:
+    run_a, run_b = two_runs(golden_set, 3)
+    token = token_for(rita, "read", "studies:write")
+
+    itself = _post(token, {"run_a": run_a.pk, "run_b": run_a.pk, "raters": ["alice"], "answers_per_query": 1})
+    nobody = _post(token, {"run_a": run_a.pk, "run_b": run_b.pk, "raters": ["zed"]})
+    too_many = _post(
+        token,
+        {
+            "run_a": run_a.pk,
+            "run_b": run_b.pk,
+            "raters": ["alice"],
+            "answers_per_query": 1,
+            "selection": "sample",
+            "size": 9,
+        },
+    )
+    bad_rule = _post(
+        token,
+        {
+            "run_a": run_a.pk,
+            "run_b": run_b.pk,
+            "raters": ["alice"],
+            "answers_per_query": 1,
+            "rule": {"min_lower": 7},
+        },
+    )
+
+    assert itself.status_code == 400 and itself.json()["problems"] == [  # type: ignore[attr-defined]
+        f"run {run_a.pk} against itself: a study compares two different runs"
+    ]
+    assert nobody.json()["problems"] == ["raters: no user named zed"]  # type: ignore[attr-defined]
+    assert too_many.json()["problems"] == [  # type: ignore[attr-defined]
+        "size: 9 queries asked for, but only 3 are available to choose from"
+    ]
+    assert bad_rule.status_code == 400 and "min_lower" in json.dumps(bad_rule.json())  # type: ignore[attr-defined]
+    assert not SxsStudy.objects.exists()
+
+
+def test_who_may(golden_set: GoldenSet, rita: User, alice: User, token_for: TokenFor) -> None:
+    run_a, run_b = two_runs(golden_set, 3)
+    made = _post(
+        token_for(rita), {"run_a": run_a.pk, "run_b": run_b.pk, "raters": ["alice"], "answers_per_query": 1}
+    )
+    study_id = made.json()["id"]  # type: ignore[attr-defined]
+    otto = User.objects.create_user("otto")
+    otto.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    factories.GoldenSetFactory.create(slug="other", reviewers=[otto])
+    body = {"run_a": run_a.pk, "run_b": run_b.pk, "raters": ["alice"], "answers_per_query": 1}
+
+    # A reviewer of another set, and a rater, see no study and no run: 404.
+    for user in (otto, alice):
+        token = token_for(user)
+        for path in ("", "results/", "answers/csv/", "answers/jsonl/"):
+            assert Client().get(f"/api/v1/studies/{study_id}/{path}", **bearer(token)).status_code == 404
+        assert _post(token, body).status_code == 404  # type: ignore[attr-defined]
+        assert Client().get("/api/v1/studies/", **bearer(token)).json()["results"] == []
+    # A token without the scope: 403, in words.
+    refused = _post(token_for(rita, "read"), body)
+    assert refused.status_code == 403  # type: ignore[attr-defined]
+    assert "studies:write" in refused.json()["detail"]  # type: ignore[attr-defined]
+    assert SxsStudy.objects.count() == 1
+    assert (
+        Client().get(f"/api/v1/studies/{study_id}/answers/xml/", **bearer(token_for(rita))).status_code == 404
+    )
