@@ -203,7 +203,8 @@ class StudyResults(ApiView):
 
 
 class StudyAnswers(ApiView):
-    """Every answer, sides undone (preference in the candidate's favour, junk per run), with the seed."""
+    """Every answer, sides undone (preference in the candidate's favour, junk per run),
+    with the study's seed."""
 
     required_scopes = {"GET": READ}
 

@@ -45,18 +45,16 @@ from evaluation.models import EvaluationRun, Experiment, ExperimentChunk, Experi
 from evaluation.selectors import golden_of
 from evaluation.services.leases import CHUNK_LEASE
 from evaluation.services.runs import CHUNKS_PER_RUN, MAX_CHUNK, MIN_CHUNK_PER_CONCURRENCY
-from evaluation.services.sweep import QUEUED_GRACE
+from evaluation.services.sweep import MAX_LEASE_LOSSES, MAX_REDISPATCHES, QUEUED_GRACE, STALL_AFTER
 from evaluation.services.targets import target_secret_problems
 from golden_io.models import GoldenVersion
 
 Status = Experiment.Status
 Phase = Experiment.Phase
 
-# As a run's (evaluation/services/sweep.py): a queued experiment whose start may be lost, a chunk that
-# keeps losing its worker, and how often the missing answers of a stalled phase are sent again.
-STALL_AFTER = timedelta(minutes=10)
-MAX_LEASE_LOSSES = 3
-MAX_REDISPATCHES = 3
+# As a run's, the same facts (evaluation/services/sweep.py): a queued experiment whose start may be lost
+# (QUEUED_GRACE), a stalled phase (STALL_AFTER), a chunk that keeps losing its worker (MAX_LEASE_LOSSES),
+# and how often the missing answers of a stalled phase are sent again (MAX_REDISPATCHES).
 
 
 class ExperimentError(ValueError):
