@@ -309,7 +309,14 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
         max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
         fmt=_judgments_format(form),
     )
-    return import_report_render(request, golden_set, report)
+    topics = form.cleaned_data.get("topics")
+    return import_report_render(
+        request,
+        golden_set,
+        report,
+        resend={name: str(form.data.get(name, "")) for name in ("format", "scale", "map")},
+        topics=topics.name if topics is not None else None,
+    )
 
 
 @require_POST

@@ -41,12 +41,22 @@ def import_page_render(
     return render(request, "labeling/import.html", {"golden_set": golden_set, "forms": forms}, status=status)
 
 
-def import_report_render(request: HttpRequest, golden_set: GoldenSet, report: ImportReport) -> HttpResponse:
-    """What an upload did: 200 when it imported, 400 (nothing changed) with every problem listed."""
+def import_report_render(
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    report: ImportReport,
+    *,
+    resend: dict[str, str] | None = None,
+    topics: str | None = None,
+) -> HttpResponse:
+    """What an upload did: 200 when it imported, 400 (nothing changed) with every problem listed. For a
+    golden file, `resend` are the form's fields the CSV of every problem sends again with the file (its
+    format, scale and map, so the file is read as it was), and `topics` the name of its topics file, which
+    the reviewer chooses again too."""
     return render(
         request,
         "labeling/import_report.html",
-        {"golden_set": golden_set, "report": report},
+        {"golden_set": golden_set, "report": report, "resend": resend or {}, "topics": topics},
         status=200 if report.ok else 400,
     )
 

@@ -234,3 +234,26 @@ def test_a_beir_zip_bomb_and_a_file_that_is_no_zip_are_refused_in_words(
         "nf.zip: not a zip file (a dataset comes as its folder, or a zip of it)" in not_zip.content.decode()
     )
     assert not FrozenLabel.objects.exists()
+
+
+def test_the_csv_of_every_problem_reads_the_file_in_its_format_again(
+    as_rita: Client, golden_set: GoldenSet, docs: None
+) -> None:
+    """The report page's CSV form sends the format, scale and map again with the file (and asks for the
+    topics file again), so the CSV lists the problems the report did, not a golden file's."""
+    csv = b"query,docid,rating\nx,d1,0.5\n"
+    page = _post(as_rita, golden_set, "q.csv", csv, format="quepid-csv", map="2=3").content.decode()
+    assert '<input type="hidden" name="format" value="quepid-csv">' in page
+    assert '<input type="hidden" name="map" value="2=3">' in page
+    url = reverse("golden_io:golden_import_problems", args=[golden_set.slug])
+    again = as_rita.post(
+        url, {"file": SimpleUploadedFile("q.csv", csv), "format": "quepid-csv", "map": "2=3"}
+    )
+    assert again.status_code == 200
+    assert 'q.csv: line 2: rating ""0.5"" is not an integer' in again.content.decode()
+
+    qrels_page = _post(
+        as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n8 0 d2 1\n", b"7\tx\n", format="trec-qrels"
+    ).content.decode()
+    assert '<input type="file" name="topics" required aria-label="topics.tsv">' in qrels_page
+    assert not FrozenLabel.objects.exists()
