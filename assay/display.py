@@ -21,6 +21,12 @@ from assay.metric_table import UNDEFINED, format_number
 NO_PARAMS = "none"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 document`, `3 documents`, `2 queries`: a count with its noun in the number it takes (never
+    "document(s)" or "quer(y/ies)"); `plural` where adding "s" is not it."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def param_value(value: Any) -> str:
     """One param's value as typed: JSON (`true`, `3`, `"text"`)."""
     return json.dumps(value, ensure_ascii=False)

@@ -6,6 +6,7 @@ services needed. Production and CI set DATABASE_URL (PostgreSQL) and REDIS_URL o
 
 from __future__ import annotations
 
+import logging
 import secrets
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -386,11 +387,22 @@ def _server_errors_only(record: object) -> bool:
     return int(getattr(record, "status_code", 500) or 500) >= 500
 
 
+def _refusals_in_one_line(record: logging.LogRecord) -> bool:
+    """A 4xx that an exception answered (the admin's 403 on a change, delete or add of label data, a
+    PermissionDenied anywhere) is a refusal working as meant: its one line ("Forbidden (Permission
+    denied): /admin/...") without the exception's traceback. A 5xx keeps its traceback."""
+    if int(getattr(record, "status_code", 500) or 500) < 500:
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
-        "server_errors_only": {"()": "django.utils.log.CallbackFilter", "callback": _server_errors_only}
+        "server_errors_only": {"()": "django.utils.log.CallbackFilter", "callback": _server_errors_only},
+        "refusals_in_one_line": {"()": "django.utils.log.CallbackFilter", "callback": _refusals_in_one_line},
     },
     "formatters": {
         "django.server": {
@@ -411,7 +423,10 @@ LOGGING = {
             "level": "INFO" if ASSAY_LOG_REQUESTS else "CRITICAL",
             "propagate": False,
         },
-        "django.request": {"filters": ["server_errors_only"] if ASSAY_LOG_REQUESTS else []},
+        # With request lines on, a 4xx is that line alone; without, a refusal is one line of its own.
+        "django.request": {
+            "filters": ["server_errors_only"] if ASSAY_LOG_REQUESTS else ["refusals_in_one_line"]
+        },
         # Its start-up line ("AXES: BEGIN ...") in every process, and a line per login; lockouts are warnings.
         "axes": {"level": "WARNING"},
     },

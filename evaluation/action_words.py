@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from assay.display import counted
 from evaluation.selectors import Waiting
 from evaluation.services import UnjudgedAsked, UnjudgedQueued
 
@@ -34,27 +35,27 @@ def _count(per_query: Mapping[str, Sequence[str]]) -> int:
 # query ids (`{n}` documents; `{where}`: "already in their pools" or "added now").
 _WAITS: dict[Waiting, tuple[str, str]] = {
     Waiting.REVIEWER: (
-        "{n} document(s) {where} wait for a reviewer's decision: decide them on the {page} of ",
+        "{documents} {where} {wait} for a reviewer's decision: decide {them} on the {page} of ",
         "",
     ),
-    Waiting.SECOND_RATER: ("{n} document(s) {where} wait for the second rater's grade, on ", ""),
+    Waiting.SECOND_RATER: ("{documents} {where} {wait} for the second rater's grade, on ", ""),
     Waiting.THIRD_RATER: (
-        "{n} document(s) {where} have disagreeing grades and wait for a third rater's, on ",
+        "{documents} {where} {have} disagreeing grades and {wait} for a third rater's, on ",
         "",
     ),
-    Waiting.GRADING: ("{n} document(s) {where} are being graded on open assignments: ", ""),
+    Waiting.GRADING: ("{documents} {where} {are} being graded on open assignments: ", ""),
     Waiting.SKIPPED: (
-        "{n} document(s) {where} have no grade although every assignment covering them is done: "
+        "{documents} {where} {have} no grade although every assignment covering {them} is done: "
         "reopen one on the set page (",
         ")",
     ),
     Waiting.UNASSIGNED: (
-        "{n} document(s) {where} have no rater: nobody is assigned ",
+        "{documents} {where} {have} no rater: nobody is assigned ",
         "; assign raters on the set page",
     ),
     Waiting.LABELED: (
-        "{n} document(s) {where} are labeled since version {version} was frozen: freeze a new golden version "
-        "to score them (",
+        "{documents} {where} {are} labeled since version {version} was frozen: freeze a new golden version "
+        "to score {them} (",
         ")",
     ),
 }
@@ -63,7 +64,6 @@ _WAITS: dict[Waiting, tuple[str, str]] = {
 def _state_sentences(
     outcome: UnjudgedQueued, *, new: bool, version: str, link: Link, escape: Link
 ) -> list[tuple[str, str]]:
-    where = "added now" if new else "already in their pools"
     sentences = []
     for state, (head, tail) in _WAITS.items():
         found = outcome.waiting(state, new=new)
@@ -80,7 +80,19 @@ def _state_sentences(
         else:
             named = _queries(ids, link, escape)
         page = "query page" if len(ids) == 1 else "query pages"
-        head = head.format(n=_count(found), where=where, version=version, page=page)
+        n = _count(found)
+        one = n == 1
+        where = "added now" if new else "already in its pool" if one else "already in their pools"
+        head = head.format(
+            documents=counted(n, "document"),
+            where=where,
+            version=version,
+            page=page,
+            wait="waits" if one else "wait",
+            have="has" if one else "have",
+            are="is" if one else "are",
+            them="it" if one else "them",
+        )
         text = escape(head) + named + escape(tail + ".")
         level = INFO if state in (Waiting.GRADING, Waiting.SECOND_RATER, Waiting.THIRD_RATER) else WARNING
         sentences.append((level, text))
@@ -117,14 +129,14 @@ def queued_sentences(
         for query_id, _ in outcome.new:
             added[query_id] = added.get(query_id, 0) + 1
         reopened = (
-            f"reopened {outcome.reopened} finished assignment(s) for their raters"
+            f"reopened {counted(outcome.reopened, 'finished assignment')} for their raters"
             if outcome.reopened
             else "no finished assignment had to be reopened"
         )
         sentences.append(
             (
                 SUCCESS,
-                escape(f"Queued {outcome.added} document(s) for rating, new to the pools of ")
+                escape(f"Queued {counted(outcome.added, 'document')} for rating, new to the pools of ")
                 + _queries(sorted(added), link, escape)
                 + escape(f"; {reopened}."),
             )
@@ -134,8 +146,9 @@ def queued_sentences(
             (
                 WARNING,
                 escape(
-                    f"Nothing was queued: the {known} unjudged document(s) the labeling set knows are all "
-                    "already in their pools, and no assignment was reopened."
+                    f"Nothing was queued: the {counted(known, 'unjudged document')} the labeling set knows "
+                    + ("is already in its pool" if known == 1 else "are all already in their pools")
+                    + ", and no assignment was reopened."
                 ),
             )
         )
@@ -165,13 +178,16 @@ def asked_sentences(
     waiting = sum(len(pairs) for pairs in outcome.already_asked.values())
     if outcome.jobs:
         n_docs = _count(outcome.queued)
-        judges = ", ".join(f"{job.judge.name} (job {job.pk}, {job.total} pair(s))" for job in outcome.jobs)
+        judges = ", ".join(
+            f"{job.judge.name} (job {job.pk}, {counted(job.total, 'pair')})" for job in outcome.jobs
+        )
         sentences.append(
             (
                 SUCCESS,
                 escape(
-                    f"Asked the judge about {n_docs} unjudged document(s) of {len(outcome.queued)} "
-                    f"quer(y/ies): {judges}; {outcome.added} of them new to their pools."
+                    f"Asked the judge about {counted(n_docs, 'unjudged document')} of "
+                    f"{counted(len(outcome.queued), 'query', 'queries')}: {judges}; "
+                    f"{outcome.added} of them new to their pools."
                 ),
             )
         )
@@ -192,9 +208,12 @@ def asked_sentences(
         sentences.append(
             (
                 INFO,
-                escape(f"{len(pairs)} document(s) of ")
+                escape(f"{counted(len(pairs), 'document')} of ")
                 + _queries(ids, link, escape)
-                + escape(f" still wait in judge job {job_pk}: not sent again (its answers are coming)."),
+                + escape(
+                    f" still {'waits' if len(pairs) == 1 else 'wait'} in judge job {job_pk}: not sent again"
+                    " (its answers are coming)."
+                ),
             )
         )
     if outcome.labeled:
@@ -203,9 +222,10 @@ def asked_sentences(
             (
                 WARNING,
                 escape(
-                    f"{len(outcome.labeled)} document(s) are labeled since version {version} was frozen, "
-                    "so a judge's label would not count: not sent; freeze a new golden version to score "
-                    "them ("
+                    f"{counted(len(outcome.labeled), 'document')} "
+                    f"{'is' if len(outcome.labeled) == 1 else 'are'} labeled since version {version} was "
+                    "frozen, so a judge's label would not count: not sent; freeze a new golden version to "
+                    f"score {'it' if len(outcome.labeled) == 1 else 'them'} ("
                 )
                 + _queries(ids, link, escape)
                 + escape(")."),
@@ -215,7 +235,9 @@ def asked_sentences(
         sentences.append(
             (
                 WARNING,
-                escape(f"{outcome.no_judge_documents} document(s) not sent: no judge is qualified for ")
+                escape(
+                    f"{counted(outcome.no_judge_documents, 'document')} not sent: no judge is qualified for "
+                )
                 + _queries(outcome.no_judge, link, escape)
                 + escape(" (qualify one on the judges page, or queue them for rating instead)."),
             )

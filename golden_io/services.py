@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from assay import git_export
 from assay.convert.formats import GOLDEN_FORMATS
+from assay.display import counted
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import GoldenFormatError, count_queries, dump_json, dump_jsonl, parse
 from assay.golden.model import GoldenFile
@@ -77,8 +78,8 @@ class FreezeUnchanged(FreezeError):
 def not_done_text(n: int) -> str:
     """The freeze's words for the documents whose grades were left out as work not marked done."""
     return (
-        f"{n} document(s) graded on work not marked done yet were left out: a rater's grades count once"
-        " the rater marks the query done"
+        f"{counted(n, 'document')} graded on work not marked done yet {'was' if n == 1 else 'were'} left"
+        " out: a rater's grades count once the rater marks the query done"
     )
 
 
@@ -90,8 +91,9 @@ class FreezeBlocked(FreezeError):
         queries = len({u.query_id for u in unresolved})
         super().__init__(
             [
-                f"{len(unresolved)} document(s) in {queries} core {'query' if queries == 1 else 'queries'} "
-                "have no final grade yet: resolve them, or freeze with quarantine_unresolved to move those "
+                f"{counted(len(unresolved), 'document')} in {queries} core "
+                f"{'query' if queries == 1 else 'queries'} {'has' if len(unresolved) == 1 else 'have'} no "
+                "final grade yet: resolve them, or freeze with quarantine_unresolved to move those "
                 "queries to the shadow tier first",
                 *(str(u) for u in unresolved),
             ]
@@ -201,8 +203,8 @@ def _freeze(
     pending = proposals_pending_count(golden_set=locked)
     if pending:
         extra_notes.append(
-            f"{pending} proposed label change(s) were pending review: those documents keep their earlier"
-            " labels until a reviewer accepts the change."
+            f"{counted(pending, 'proposed label change')} {'was' if pending == 1 else 'were'} pending"
+            " review: those documents keep their earlier labels until a reviewer accepts the change."
         )
     content = dump_json(working.golden)
     try:

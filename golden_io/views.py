@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
 from assay.problems import problems_csv
+from assay.secrets import ROOTS_VARIABLE, git_export_roots
 from golden_io import foreign, selectors, services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
@@ -73,6 +74,11 @@ class FreezeForm(forms.Form):
 
 
 class ExportConfigForm(forms.ModelForm):
+    # The formats by their names ("JSON", not the choices' generated "Json"), said as the export writes them.
+    file_format = forms.ChoiceField(
+        choices=[("json", "JSON (one file)"), ("jsonl", "JSONL (one query a line)")], initial="json"
+    )
+
     class Meta:
         model = GitExportConfig
         fields = [
@@ -288,8 +294,13 @@ def export_config(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, "Git export configuration saved.")
             return redirect("golden_io:version_list", slug=slug)
     status = 422 if request.method == "POST" else 200
+    # Said before the first try, not only in a refusal: where the repository (and a local remote) may be.
+    roots = [str(root) for root in git_export_roots()]
     return render(
-        request, "golden_io/export_config.html", {"golden_set": golden_set, "form": form}, status=status
+        request,
+        "golden_io/export_config.html",
+        {"golden_set": golden_set, "form": form, "roots": roots, "roots_variable": ROOTS_VARIABLE},
+        status=status,
     )
 
 

@@ -249,8 +249,8 @@ class CalibrationRoundForm(forms.Form):
     )
     queries = _AnyChoice(
         required=False,
-        widget=forms.SelectMultiple(attrs={"size": 12}),
-        help_text="by external id, from the set's active queries; every rater grades every candidate",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="the set's active queries by stratum; every rater grades every candidate",
     )
     raters = _AnyChoice(
         required=False,

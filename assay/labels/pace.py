@@ -1,32 +1,31 @@
-"""A rater's pace: the median seconds per document, from their own save timestamps (the grading page's
-progress strip, docs/labeling.md "Grading").
+"""A rater's pace: the median seconds spent per document (the grading page's progress strip, docs/labeling.md
+"Grading").
 
-Each document counts once, at its first save in the period: the gap from the document before it is the
-time it took. Gaps longer than `MAX_GAP_SECONDS` are a break, not a document, and are left out.
+The time is the one the grading page counts while a document is highlighted in a visible tab and sends with
+each save (at most ten minutes a save), summed over a document's saves: the same time the agreement page's
+per-rater median is taken from (each judgment's `time_spent_ms`), so both pages state one fact. Gaps between
+saves are not used: saves made together (an import, the demo's loader, a rater's second tab) would read as 0 s
+a document.
 """
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
-# A gap this long is a pause (lunch, a meeting), not time on one document: the grading save counts at
-# most ten minutes per save for the same reason.
-MAX_GAP_SECONDS = 10 * 60
-
-
-def first_saves(saves: Iterable[tuple[Hashable, float]]) -> list[float]:
-    """The time of each document's first save, in time order; `saves` are (document, seconds)."""
-    first: dict[Hashable, float] = {}
-    for document, at in saves:
-        if document not in first or at < first[document]:
-            first[document] = at
-    return sorted(first.values())
+Document = TypeVar("Document", bound=Hashable)
 
 
-def pace_seconds(first: Iterable[float], *, max_gap: float = MAX_GAP_SECONDS) -> float | None:
-    """The median gap between consecutive first saves, breaks left out; None with no gap to measure."""
-    times = sorted(first)
-    gaps = [b - a for a, b in itertools.pairwise(times) if b - a <= max_gap]
-    return statistics.median(gaps) if gaps else None
+def time_per_document(saves: Iterable[tuple[Document, int]]) -> dict[Document, int]:
+    """The milliseconds spent on each document over its saves; `saves` are (document, milliseconds)."""
+    spent: dict[Document, int] = {}
+    for document, ms in saves:
+        spent[document] = spent.get(document, 0) + max(0, ms)
+    return spent
+
+
+def pace_seconds(per_document_ms: Iterable[int]) -> float | None:
+    """The median seconds per document; None before the first document."""
+    times = list(per_document_ms)
+    return statistics.median(times) / 1000 if times else None

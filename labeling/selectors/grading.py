@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from assay.inputs import id_number
-from assay.labels.pace import first_saves, pace_seconds
+from assay.labels.pace import pace_seconds, time_per_document
 from labeling.models import Assignment, Candidate, CantJudgeMark, Document, Judgment, JudgmentEvent, Query
 
 # What the grading page and its endpoints show of a candidate, and the order they show candidates in, come
@@ -168,8 +168,9 @@ def assignment_previous(*, rater: Any, before: Assignment) -> Assignment | None:
 
 @dataclass(frozen=True, slots=True)
 class RaterDay:
-    """The progress strip's own figures: documents saved today, the median seconds per document (None
-    before two), the (assignment, document) pairs saved today, and the queue's done and remaining."""
+    """The progress strip's own figures: documents saved today, the median seconds spent per document
+    (`assay.labels.pace`; None before the first), the (assignment, document) pairs saved today, and the
+    queue's done and remaining."""
 
     count: int
     pace: float | None
@@ -184,9 +185,9 @@ def rater_day_get(*, rater: Any, now: dt.datetime | None = None) -> RaterDay:
     now = now or timezone.now()
     start = timezone.make_aware(dt.datetime.combine(timezone.localdate(now), dt.time.min))
     rows = JudgmentEvent.objects.filter(rater=rater, at__gte=start, at__lte=now).values_list(
-        "assignment_id", "document_id", "at"
+        "assignment_id", "document_id", "time_spent_ms"
     )
-    saves = [((a, d), at.timestamp()) for a, d, at in rows]
+    spent = time_per_document(((a, d), ms) for a, d, ms in rows)
     queue = (
         Assignment.objects.filter(rater=rater, query__status=Query.Status.ACTIVE)
         .exclude(status=Assignment.Status.REASSIGNED)
@@ -195,10 +196,10 @@ def rater_day_get(*, rater: Any, now: dt.datetime | None = None) -> RaterDay:
             remaining=Count("id", filter=Q(status=Assignment.Status.OPEN)),
         )
     )
-    saved = frozenset(key for key, _ in saves)
+    saved = frozenset(spent)
     return RaterDay(
         count=len(saved),
-        pace=pace_seconds(first_saves(saves)),
+        pace=pace_seconds(spent.values()),
         saved=saved,
         queue_done=queue["done"],
         queue_remaining=queue["remaining"],

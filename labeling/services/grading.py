@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -99,6 +99,50 @@ class SubmitResult:
     status: str
     cant_judge: str = ""  # the mark's reason when the state is can't judge
     cant_judged: int = 0  # the assignment's documents marked can't judge
+
+
+@dataclass(frozen=True, slots=True)
+class GradingRow:
+    """What a save checks, read in one statement by `_grading_row` (its columns in this order): the
+    assignment, its query's status and the rubric's scale, the progress counts, and the candidate's
+    document with the rater's own judgment or can't-judge mark of it. Typed, so a misspelt column is a
+    mypy error rather than a KeyError on the hot path."""
+
+    assignment_id: int
+    status: str
+    kind: str
+    query_id: int
+    query_status: str
+    scale_min: int
+    scale_max: int
+    n_scope: int
+    n_pool: int
+    n_graded: int
+    n_cant_judge: int
+    document_id: int | None  # None: the candidate is not of this assignment's query
+    content_hash: str | None
+    in_scope: int
+    judgment_id: int | None
+    old_grade: int | None  # the rater's judgment of the document, when there is one (judgment_id)
+    old_note: str  # "" and 0 when there is none
+    old_time_spent_ms: int
+    mark_id: int | None  # the rater's can't-judge mark of the document, when there is one
+    old_cant_judge: str  # "", "" and 0 when there is none
+    mark_note: str
+    mark_time_spent_ms: int
+    n_pending: int
+
+    @property
+    def total(self) -> int:
+        """The documents the assignment covers: its scope when it has one, else the query's pool."""
+        return self.n_scope if self.n_scope > 0 else self.n_pool
+
+    @property
+    def judged(self) -> tuple[int, str, int] | None:
+        """The rater's judgment of the document before this save: grade, note and time, or None."""
+        if self.judgment_id is None or self.old_grade is None:
+            return None
+        return self.old_grade, self.old_note, self.old_time_spent_ms
 
 
 class Retired(GradingError):
@@ -188,47 +232,53 @@ def judgment_submit(
     (`selectors.candidate_for_token`); after the assignment's own checks the save answers NotFound with
     `NOT_IN_ASSIGNMENT`, the same words for every candidate outside the assignment, whoever's it is.
     """
-    if grade is not None and cant_judge:
-        raise GradingError("a document is graded or marked can't judge, not both")
+    # The grading endpoint leaves these two checks to this function: its words are the endpoint's 400s.
     if cant_judge and cant_judge not in CANT_JUDGE_REASONS:
-        raise GradingError(f"can't judge needs one of the reasons {', '.join(CANT_JUDGE_REASONS)}")
+        raise GradingError(f"cant_judge must be one of {', '.join(CANT_JUDGE_REASONS)}, got {cant_judge!r}")
+    if grade is not None and cant_judge:
+        raise GradingError(
+            "a document is graded or marked can't judge, not both: send grade null with cant_judge"
+        )
     row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
     if row is None:
         raise NotFound("no such assignment")
-    if row["query_status"] != Query.Status.ACTIVE:
+    if row.query_status != Query.Status.ACTIVE:
         raise Retired(RETIRED_MESSAGE)
-    if row["status"] == Assignment.Status.REASSIGNED:
+    if row.status == Assignment.Status.REASSIGNED:
         raise Reassigned(REASSIGNED_MESSAGE)
-    scoped = row["n_scope"] > 0
-    if row["document_id"] is None or (scoped and not row["in_scope"]):
+    scoped = row.n_scope > 0
+    document_id = row.document_id
+    if document_id is None or (scoped and not row.in_scope):
         raise NotFound(NOT_IN_ASSIGNMENT)
-    if grade is not None and not row["scale_min"] <= grade <= row["scale_max"]:
-        raise OffScale(f"grade {grade} is outside the scale {row['scale_min']}..{row['scale_max']}")
+    if grade is not None and not row.scale_min <= grade <= row.scale_max:
+        raise OffScale(f"grade {grade} is outside the scale {row.scale_min}..{row.scale_max}")
     note = note.strip() if grade is not None or cant_judge else ""  # a note belongs to a grade or a mark
     if len(note) > MAX_NOTE:
         raise GradingError(f"the note is longer than {MAX_NOTE} characters")
     unstorable = text_problem(note, free_text=True)
     if unstorable:
         raise GradingError(f"the note {unstorable}; your grade was not saved")
-    old_grade = row["old_grade"] if row["judgment_id"] is not None else None
-    old_mark = row["old_cant_judge"] or ""
-    if row["status"] == Assignment.Status.DONE and (old_grade, old_mark) != (grade, cant_judge):
+    old_grade = row.old_grade if row.judgment_id is not None else None
+    old_mark = row.old_cant_judge
+    if row.status == Assignment.Status.DONE and (old_grade, old_mark) != (grade, cant_judge):
         raise Locked(LOCKED_MESSAGE)
     spent = max(0, min(int(time_spent_ms), MAX_TIME_PER_SAVE_MS))
     if grade is None:
-        return _ungraded_submit(row, rater=rater, cant_judge=cant_judge, note=note, spent=spent, undo=undo)
-    digest = row["content_hash"] or ""  # the content this grade is given on (stale detection)
+        return _ungraded_submit(
+            row, document_id, rater=rater, cant_judge=cant_judge, note=note, spent=spent, undo=undo
+        )
+    digest = row.content_hash or ""  # the content this grade is given on (stale detection)
     old: tuple[int, str, int] | None  # the judgment before this save: grade, note, time
     carried = 0  # the time spent on a can't-judge mark this grade replaces
-    if row["mark_id"] is not None:
-        CantJudgeMark.objects.filter(pk=row["mark_id"]).delete()
-        carried = row["mark_time_spent_ms"]
-    if row["judgment_id"] is not None:
-        judgment_id, created = row["judgment_id"], False
-        old = (row["old_grade"], row["old_note"], row["old_time_spent_ms"])
+    if row.mark_id is not None:
+        CantJudgeMark.objects.filter(pk=row.mark_id).delete()
+        carried = row.mark_time_spent_ms
+    if row.judgment_id is not None:
+        judgment_id, created = row.judgment_id, False
+        old = row.judged
     else:
         judgment_id, created = _judgment_insert(
-            assignment_id, row["document_id"], grade=grade, note=note, spent=spent + carried, digest=digest
+            assignment_id, document_id, grade=grade, note=note, spent=spent + carried, digest=digest
         )
         old = None if created else _judgment_current(judgment_id)
     if old is None:
@@ -250,7 +300,7 @@ def judgment_submit(
         JudgmentEvent.objects.create(
             judgment_id=judgment_id,
             assignment_id=assignment_id,
-            document_id=row["document_id"],
+            document_id=document_id,
             rater=rater,
             old_grade=None if old is None else old[0],
             new_grade=grade,
@@ -260,12 +310,12 @@ def judgment_submit(
             content_hash=digest,
             undo=undo,
         )
-        if row["n_pending"]:
+        if row.n_pending:
             _proposals_follow(judgment_id=judgment_id, grade=grade, note=note)
     # The row lock makes the counts read above exact: nobody else wrote judgments of this assignment since.
-    graded = row["n_graded"] + created
-    total = row["n_scope"] if scoped else row["n_pool"]
-    status = row["status"]
+    graded = row.n_graded + created
+    total = row.total
+    status = row.status
     return SubmitResult(
         judgment_id=judgment_id,
         grade=saved[0],
@@ -276,35 +326,35 @@ def judgment_submit(
         graded=graded,
         total=total,
         status=status,
-        cant_judged=row["n_cant_judge"] - (row["mark_id"] is not None),
+        cant_judged=row.n_cant_judge - (row.mark_id is not None),
     )
 
 
 def _ungraded_submit(
-    row: dict[str, Any], *, rater: User, cant_judge: str, note: str, spent: int, undo: bool
+    row: GradingRow, document_id: int, *, rater: User, cant_judge: str, note: str, spent: int, undo: bool
 ) -> SubmitResult:
     """`judgment_submit` without a grade: the document is marked can't judge (`cant_judge`) or left with
     neither; a grade it had goes (its history stays in `JudgmentEvent`, by assignment and document)."""
-    assignment_id, document_id = row["assignment_id"], row["document_id"]
-    digest = row["content_hash"] or ""
-    graded, cant_judged = row["n_graded"], row["n_cant_judge"]
-    old_grade = row["old_grade"] if row["judgment_id"] is not None else None
-    old_mark, old_note = row["old_cant_judge"] or "", row["mark_note"] or ""
+    assignment_id = row.assignment_id
+    digest = row.content_hash or ""
+    graded, cant_judged = row.n_graded, row.n_cant_judge
+    old_grade = row.old_grade if row.judgment_id is not None else None
+    old_mark, old_note = row.old_cant_judge, row.mark_note
     # The time on the document carries over from the grade or mark this replaces (at most one exists).
-    time_total = spent + (row["old_time_spent_ms"] or 0) + (row["mark_time_spent_ms"] or 0)
-    if row["judgment_id"] is not None:
-        if LabelProposal.objects.filter(judgment_id=row["judgment_id"]).exists():
+    time_total = spent + row.old_time_spent_ms + row.mark_time_spent_ms
+    if row.judgment_id is not None:
+        if LabelProposal.objects.filter(judgment_id=row.judgment_id).exists():
             raise OnRecord(ON_RECORD_MESSAGE)
-        Judgment.objects.filter(pk=row["judgment_id"]).delete()
+        Judgment.objects.filter(pk=row.judgment_id).delete()
         graded -= 1
-        old_note = row["old_note"]
+        old_note = row.old_note
     created = False
     fields = {"reason": cant_judge, "note": note, "time_spent_ms": time_total, "content_hash": digest}
-    if row["mark_id"] is not None:
+    if row.mark_id is not None:
         if cant_judge:
-            CantJudgeMark.objects.filter(pk=row["mark_id"]).update(**fields, updated=timezone.now())
+            CantJudgeMark.objects.filter(pk=row.mark_id).update(**fields, updated=timezone.now())
         else:
-            CantJudgeMark.objects.filter(pk=row["mark_id"]).delete()
+            CantJudgeMark.objects.filter(pk=row.mark_id).delete()
             cant_judged -= 1
     elif cant_judge:
         # The assignment row is locked: no other save of this document can insert a mark meanwhile.
@@ -335,14 +385,14 @@ def _ungraded_submit(
         created=created,
         changed=changed,
         graded=graded,
-        total=row["n_scope"] if row["n_scope"] > 0 else row["n_pool"],
-        status=row["status"],
+        total=row.total,
+        status=row.status,
         cant_judge=cant_judge,
         cant_judged=cant_judged,
     )
 
 
-def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None) -> dict[str, Any] | None:
+def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None) -> GradingRow | None:
     """Lock the assignment row (where the database can), then read everything a save checks in one
     statement: the assignment's status, the rubric's scale, progress counts, and the candidate's document,
     content hash, scope membership and the rater's current judgment or can't-judge mark of it (no label:
@@ -356,7 +406,8 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None)
     see the judgment from before the first tab's save. The read after the lock starts after that commit.
 
     Raw SQL because this is the app's hot path: building the equivalent ORM lookups cost three times the
-    CPU of the rest of the save (docs/benchmarks.md, grading)."""
+    CPU of the rest of the save (docs/benchmarks.md, grading). The columns come back as a `GradingRow`,
+    in its fields' order, so every use of one is type-checked."""
     # Past the id column's range SQLite's driver raises OverflowError: no such row, as for any unknown id.
     if id_number(assignment_id) is None:
         return None
@@ -389,10 +440,11 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None)
                (SELECT COUNT(*) FROM {t["CantJudgeMark"]} m WHERE m.assignment_id = a.id) AS n_cant_judge,
                c.document_id, d.content_hash,
                (SELECT COUNT(*) FROM {through} s WHERE s.{scope_a} = a.id AND s.{scope_c} = c.id) AS in_scope,
-               jd.id AS judgment_id, jd.grade AS old_grade, jd.note AS old_note,
-               jd.time_spent_ms AS old_time_spent_ms,
-               cj.id AS mark_id, cj.reason AS old_cant_judge, cj.note AS mark_note,
-               cj.time_spent_ms AS mark_time_spent_ms,
+               jd.id AS judgment_id, jd.grade AS old_grade, COALESCE(jd.note, '') AS old_note,
+               COALESCE(jd.time_spent_ms, 0) AS old_time_spent_ms,
+               cj.id AS mark_id, COALESCE(cj.reason, '') AS old_cant_judge,
+               COALESCE(cj.note, '') AS mark_note,
+               COALESCE(cj.time_spent_ms, 0) AS mark_time_spent_ms,
                (SELECT COUNT(*) FROM {t["LabelProposal"]} lp
                  WHERE lp.judgment_id = jd.id AND lp.status = %s) AS n_pending
           FROM {t["Assignment"]} a
@@ -414,7 +466,7 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None)
         found = cursor.fetchone()
         if found is None:
             return None
-        return dict(zip((col[0] for col in cursor.description), found, strict=True))
+        return GradingRow(*found)
 
 
 def _judgment_insert(

@@ -84,11 +84,21 @@ def seconds(value: Any) -> str:
 
 
 @register.filter
-def interval(value: Any, digits: int = 3) -> str:
-    """A (low, high) interval as "[low, high]", or the undefined figure's reason."""
+def interval(value: Any, estimate: Any = None) -> str:
+    """A (low, high) interval as "[low, high]", or the undefined figure's reason. Given the estimate it is
+    the interval of (`{{ x.interval|interval:x.value }}`), nothing when that estimate is undefined: the
+    figure beside it already says why, and the same words twice in a row read as two problems."""
+    if isinstance(estimate, Undefined):
+        return ""
     if isinstance(value, tuple) and len(value) == 2:
-        return f"[{figure(value[0], digits)}, {figure(value[1], digits)}]"
+        return f"[{figure(value[0])}, {figure(value[1])}]"
     return figure(value)
+
+
+@register.filter
+def defined(value: Any) -> bool:
+    """Whether a figure has a value (not `Undefined`): `{% if x.value|defined %}`."""
+    return not isinstance(value, Undefined)
 
 
 @register.filter

@@ -15,7 +15,7 @@ from assay.inputs import MAX_DB_INT, id_number
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
 from labeling.forms import JudgeForm, JudgeJobForm, form_errors
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
-from labeling.models import GoldenSet, Judge, JudgeJob, Query
+from labeling.models import FrozenLabel, GoldenSet, Judge, JudgeJob, Query
 from labeling.selectors import judges as judge_selectors
 from labeling.selectors.progress import poll_ms
 from labeling.services import judges as judge_services
@@ -68,6 +68,22 @@ def _initial(previous: Judge | None) -> dict[str, object]:
     if previous is None:
         return {"instructions": DEFAULT_INSTRUCTIONS}
     return {name: getattr(previous, name) for name in judge_services.JudgeSettings.__dataclass_fields__}
+
+
+def _with_labels(
+    tried: list[judge_services.TriedPair],
+) -> list[tuple[judge_services.TriedPair, FrozenLabel | None]]:
+    """Each tried pair with the set's label of it (its frozen grade, with its source and version), or None
+    when it has none yet: a reviewer reads the judge's grade beside the one it should agree with."""
+    if not tried:
+        return []
+    labels = {
+        (label.query_id, label.document_id): label
+        for label in FrozenLabel.objects.filter(
+            query__in={pair.query.pk for pair in tried}, document__in={pair.document.pk for pair in tried}
+        )
+    }
+    return [(pair, labels.get((pair.query.pk, pair.document.pk))) for pair in tried]
 
 
 def _try(request: HttpRequest, golden_set: GoldenSet, form: JudgeForm) -> list[judge_services.TriedPair]:
@@ -130,7 +146,7 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "labeling/judge_form.html",
-        {"golden_set": golden_set, "form": form, "previous": previous, "tried": tried},
+        {"golden_set": golden_set, "form": form, "previous": previous, "tried": _with_labels(tried)},
         status=status,
     )
 

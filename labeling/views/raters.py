@@ -250,6 +250,8 @@ def done(request: HttpRequest, pk: int) -> JsonResponse:
 
 
 def _grade_body_problem(body: Any) -> str | None:
+    """The body's shape: each field of the right type. What the values mean together (a known reason, a
+    grade or a reason, not both; the grade on the scale) is `services.judgment_submit`'s to refuse."""
     if not isinstance(body, dict):
         return "the body must be a JSON object: {candidate, grade, note?, time_spent_ms?}"
     candidate = body.get("candidate")
@@ -260,11 +262,6 @@ def _grade_body_problem(body: Any) -> str | None:
     no_grade = grade is None and "grade" in body  # null: no grade (a can't-judge mark, or neither)
     if not no_grade and (not isinstance(grade, int) or isinstance(grade, bool)):
         return f"grade must be an integer, got {_shown(grade)}"
-    reason = body.get("cant_judge")
-    if reason not in (None, "", *services.CANT_JUDGE_REASONS):
-        return f"cant_judge must be one of {', '.join(services.CANT_JUDGE_REASONS)}, got {reason!r}"
-    if reason and body["grade"] is not None:
-        return "a document is graded or marked can't judge, not both: send grade null with cant_judge"
     if not isinstance(body.get("undo", False), bool):
         return "undo must be true or false"
     if not isinstance(body.get("note", ""), str | None):

@@ -87,3 +87,11 @@ def test_numbers_and_thresholds() -> None:
         "1e-05",
     ]
     assert display.threshold("x") == "—"
+
+
+def test_a_count_takes_its_noun_in_the_right_number() -> None:
+    """Never "document(s)" or "quer(y/ies)" in what a person reads."""
+    assert display.counted(1, "document") == "1 document"
+    assert display.counted(0, "document") == "0 documents"
+    assert display.counted(2, "query", "queries") == "2 queries"
+    assert display.counted(1, "query", "queries") == "1 query"

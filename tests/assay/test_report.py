@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
-from assay.report import bootstrap_interval, build_report
+from assay.report import bootstrap_interval, build_report, near_duplicate_groups
 from assay.results import QueryResult
 
 LOG2_3 = math.log2(3)
@@ -312,3 +312,14 @@ def test_it_lists_near_duplicate_titles_in_the_top_k_for_review() -> None:
     ]
     untitled = build_report(gold, {"q1": QueryResult(query_id="q1", ids=("a", "b"))})
     assert untitled["near_duplicates"] == []
+
+
+def test_titles_with_the_same_words_in_another_order_are_not_near_duplicates() -> None:
+    """Word order counts: reordered words can say the opposite; a copy keeps the order, give or take a
+    word."""
+    reordered = ("Switch from monthly to annual billing", "Switch from annual to monthly billing")
+    assert near_duplicate_groups(["a", "b"], reordered) == []
+    copies = ("Refund policy for annual plans", "Refund policy for annual plans (copy)")
+    assert [[hit["doc_id"] for hit in group] for group in near_duplicate_groups(["a", "b"], copies)] == [
+        ["a", "b"]
+    ]

@@ -21,8 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urldefrag, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from tests import factories
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
 from tests.browser.site import PAGES, ROLE_PAGES, USERS, Site
 from tests.support.runs import RunFactory
@@ -81,6 +82,25 @@ OVERLAPS = """[...document.querySelectorAll("svg")].flatMap((svg) => {
   return found;
 })"""
 
+# Disabled buttons that look as if they would act: the pointer cursor, or the colours of an enabled one
+# (on the app's own pages: Django admin's selector arrows keep Django's look).
+ENABLED_LOOKING = """[...document.querySelectorAll("button:disabled")]
+  .filter(() => document.querySelector("link[href*='css/assay.css']"))
+  .filter((b) => b.getClientRects().length && !b.matches(".link-button, .link, [aria-pressed=true]"))
+  .filter((b) => {
+    const style = getComputedStyle(b);
+    return style.cursor !== "not-allowed" || style.backgroundColor === "rgb(36, 84, 214)";  // --accent
+  })
+  .map((b) => `a disabled button that looks enabled: "${b.textContent.trim()}"`)"""
+# The flash banner's left edge against the content's (the page's heading).
+MISALIGNED = """(() => {
+  const banner = document.querySelector(".messages li"), heading = document.querySelector("main h1");
+  if (!banner || !heading) return [];
+  const [a, b] = [banner.getBoundingClientRect().left, heading.getBoundingClientRect().left];
+  const said = `the flash banner starts at ${Math.round(a)} px, the content at ${Math.round(b)}`;
+  return Math.abs(a - b) > 1 ? [said] : [];
+})()"""
+
 
 @pytest.fixture(name="crowded")
 def crowded_fixture(site: Site, finished: RunFactory) -> Site:
@@ -122,6 +142,8 @@ def problems(page: Page) -> list[str]:
         found.append(f"the page is {width} px wide: {', '.join(page.evaluate(SPILLING))}")
     found += page.evaluate(TABLES)
     found += page.evaluate(OVERLAPS)
+    found += page.evaluate(ENABLED_LOOKING)
+    found += page.evaluate(MISALIGNED)
     return found
 
 
@@ -168,3 +190,20 @@ def test_every_page_the_role_reaches_fits_a_phone_and_a_desktop(
         context.close()
     assert {shape(url) for url in tour} <= {shape(url) for url in opened}, "the crawl stopped short"
     assert not failures, "\n".join(failures)
+
+
+def test_the_flash_banner_lines_up_with_the_content(
+    browser: Browser, live_server: Any, session_for: Session
+) -> None:
+    factories.UserFactory.create(username="carol", groups=["raters"])  # nothing to grade: a message says so
+    context = browser.new_context()
+    try:
+        session_for(context, "carol")
+        page = context.new_page()
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": HEIGHT})
+            page.goto(f"{live_server.url}/queue/next/")
+            expect(page.locator(".messages li")).to_contain_text("No open assignments left")
+            assert page.evaluate(MISALIGNED) == []
+    finally:
+        context.close()

@@ -252,7 +252,7 @@ def test_the_progress_strip_counts_this_query_today_and_the_queue(
     _open(page, live_server, queue[0])
     expect(page.locator("#queue-counts")).to_have_text("1 done · 2 remaining")
     expect(page.locator("#today-count")).to_have_text("0 documents")
-    expect(page.locator("#pace")).to_have_text("pace after two documents")
+    expect(page.locator("#pace")).to_have_text("no pace before the first document")
     _grade_focused(page, 2)
     expect(page.locator("#today-count")).to_have_text("1 document")
     _grade_focused(page, 3)  # the same document again: still one

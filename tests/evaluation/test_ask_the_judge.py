@@ -120,7 +120,7 @@ def test_with_no_qualified_judge_the_button_says_why_and_a_post_sends_nothing(
     assert response.status_code == 200 and not JudgeJob.objects.exists()
     assert messages_text(response) == [
         "Nothing was sent to a judge, and no document joined a pool.",
-        "7 document(s) not sent: no judge is qualified for q-1, q-2, q-3, q-4, q-5, q-6 "
+        "7 documents not sent: no judge is qualified for q-1, q-2, q-3, q-4, q-5, q-6 "
         "(qualify one on the judges page, or queue them for rating instead).",
         "Not in the set's documents (import them first): q-1/d9.",
     ]
@@ -141,7 +141,7 @@ def test_asking_again_while_the_job_runs_sends_nothing_and_says_which_job_has_th
 
     assert messages_text(response)[:2] == [
         "Nothing was sent to a judge, and no document joined a pool.",
-        f"7 document(s) of q-1, q-2, q-3, q-4, q-5, q-6 still wait in judge job {job.pk}: not sent again "
+        f"7 documents of q-1, q-2, q-3, q-4, q-5, q-6 still wait in judge job {job.pk}: not sent again "
         "(its answers are coming).",
     ]
     assert JudgeJob.objects.get() == job and JudgeJobItem.objects.count() == items
@@ -172,8 +172,8 @@ def test_a_document_labeled_since_the_freeze_is_not_sent(
     job = JudgeJob.objects.get()
     assert job.total == 6 and ("q-2", "d3") not in _pairs(job)
     assert (
-        f"1 document(s) are labeled since version {run.golden_version.name} was frozen, so a judge's label "
-        "would not count: not sent; freeze a new golden version to score them (q-2)."
+        f"1 document is labeled since version {run.golden_version.name} was frozen, so a judge's label "
+        "would not count: not sent; freeze a new golden version to score it (q-2)."
     ) in messages_text(response)
 
 
@@ -190,7 +190,7 @@ def test_the_button_names_the_judges_and_the_post_starts_the_jobs(
 
     job = JudgeJob.objects.get()
     assert job.total == 7 and job.status == JudgeJob.Status.QUEUED
-    assert f"{judge.name} (job {job.pk}, 7 pair(s))" in response.content.decode()
+    assert f"{judge.name} (job {job.pk}, 7 pairs)" in response.content.decode()
 
 
 @pytest.mark.parametrize("who", ["alice", "charlie", "victor"])

@@ -227,6 +227,11 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
     # The run page lists them as the gate has them: one line per scope, not one per metric and level.
     listed = re.findall(r"<li><strong>noise</strong> · (.*?): budgets below the noise floor: ", markup)
     assert listed == scopes
+    # A line above them says how many and what they are.
+    summary = re.search(r'<p id="warnings-summary">(.*?)</p>', markup, re.S)
+    n = len(third.gate["warnings"])
+    assert summary is not None and summary.group(1).startswith(f"{n} warning{'s' if n > 1 else ''}: ")
+    assert f"{len(noise)} of budgets below the noise floor (one per scope" in summary.group(1)
     core_row = re.search(r'<tr data-metric="ndcg".*?</tr>', markup, re.S)
     assert core_row is not None and "below the noise floor" in core_row.group(0)
     billing_row = re.search(r'<tr data-slice="billing".*?</tr>', markup, re.S)

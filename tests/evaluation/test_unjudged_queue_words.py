@@ -74,7 +74,7 @@ def _queue(scene: Scene, rita: User) -> str:
 
 
 NOTHING = (
-    "Nothing was queued: the 2 unjudged document(s) the labeling set knows are all already in their pools, "
+    "Nothing was queued: the 2 unjudged documents the labeling set knows are all already in their pools, "
     "and no assignment was reopened."
 )
 
@@ -124,40 +124,40 @@ CASES: list[tuple[Setup, Waiting, str]] = [
     (
         _disputed,
         Waiting.REVIEWER,
-        "2 document(s) already in their pools wait for a reviewer's decision: "
+        "2 documents already in their pools wait for a reviewer's decision: "
         "decide them on the query page of q-1.",
     ),
     (
         _second_pending,
         Waiting.SECOND_RATER,
-        "2 document(s) already in their pools wait for the second rater's grade, on q-1.",
+        "2 documents already in their pools wait for the second rater's grade, on q-1.",
     ),
     (
         _third_pending,
         Waiting.THIRD_RATER,
-        "2 document(s) already in their pools have disagreeing grades and wait for a third rater's, on q-1.",
+        "2 documents already in their pools have disagreeing grades and wait for a third rater's, on q-1.",
     ),
     (
         _open,
         Waiting.GRADING,
-        "2 document(s) already in their pools are being graded on open assignments: q-1 by alice.",
+        "2 documents already in their pools are being graded on open assignments: q-1 by alice.",
     ),
     (
         _finished_without_grades,
         Waiting.SKIPPED,
-        "2 document(s) already in their pools have no grade although every assignment covering them is done: "
+        "2 documents already in their pools have no grade although every assignment covering them is done: "
         "reopen one on the set page (q-1).",
     ),
     (
         _nobody,
         Waiting.UNASSIGNED,
-        "2 document(s) already in their pools have no rater: nobody is assigned q-1; "
+        "2 documents already in their pools have no rater: nobody is assigned q-1; "
         "assign raters on the set page.",
     ),
     (
         _labeled,
         Waiting.LABELED,
-        "2 document(s) already in their pools are labeled since version {version} was frozen: "
+        "2 documents already in their pools are labeled since version {version} was frozen: "
         "freeze a new golden version to score them (q-1).",
     ),
 ]
@@ -206,10 +206,10 @@ def test_new_documents_are_counted_with_the_assignments_they_reopened(
     text = _queue(scene, rita)
 
     assert (
-        "Queued 2 document(s) for rating, new to the pools of q-1; "
-        "reopened 1 finished assignment(s) for their raters." in text
+        "Queued 2 documents for rating, new to the pools of q-1; "
+        "reopened 1 finished assignment for their raters." in text
     )
-    assert "2 document(s) added now are being graded on open assignments: q-1 by alice." in text
+    assert "2 documents added now are being graded on open assignments: q-1 by alice." in text
     finished.refresh_from_db()
     assert finished.status == Assignment.Status.OPEN and finished.reopened is not None
     assert Candidate.objects.filter(query=query).count() == 2
@@ -218,7 +218,7 @@ def test_new_documents_are_counted_with_the_assignments_they_reopened(
 def test_a_second_press_says_it_did_nothing(scene: Scene, rita: User, alice: User) -> None:
     query, _ = _labeling(scene.golden_set, pooled=False)
     _assign(query, alice)
-    assert "Queued 2 document(s)" in _queue(scene, rita)
+    assert "Queued 2 documents" in _queue(scene, rita)
     before = _snapshot()
 
     text = _queue(scene, rita)

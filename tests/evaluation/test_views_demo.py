@@ -83,9 +83,9 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
         f"/runs/{current.pk}/unjudged/", follow=True
     )
     assert messages_text(queued) == [
-        "Nothing was queued: the 2 unjudged document(s) the labeling set knows are all already in their "
+        "Nothing was queued: the 2 unjudged documents the labeling set knows are all already in their "
         "pools, and no assignment was reopened.",
-        "2 document(s) already in their pools wait for a reviewer's decision: decide them on the query pages "
+        "2 documents already in their pools wait for a reviewer's decision: decide them on the query pages "
         "of q-0202, q-0203.",
     ]
     assert Candidate.objects.count() == pool

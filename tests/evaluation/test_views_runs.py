@@ -334,12 +334,10 @@ def test_queueing_unjudged_documents_adds_them_to_the_pools(scene: Scene, rita: 
     text = "\n".join(messages_text(response))
     assert Candidate.objects.filter(query=query, document=d3).exists()
     assert (
-        "Queued 1 document(s) for rating, new to the pools of q-1; no finished assignment had to be reopened"
+        "Queued 1 document for rating, new to the pools of q-1; no finished assignment had to be reopened"
         in text
     )
-    assert (
-        "1 document(s) added now have no rater: nobody is assigned q-1; assign raters on the set page" in text
-    )
+    assert "1 document added now has no rater: nobody is assigned q-1; assign raters on the set page" in text
     assert "Not in the set's documents (import them first): q-1/d9" in text
 
 

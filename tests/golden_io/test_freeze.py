@@ -219,7 +219,7 @@ def test_it_refuses_unresolved_documents_in_core_queries_and_writes_nothing(
     assert [(u.query_id, u.doc_id, u.tier, u.reason) for u in caught.value.unresolved] == [
         ("q-1", "d-2", "core", "spread 3: awaiting a reviewer")
     ]
-    assert "1 document(s) in 1 core query have no final grade" in str(caught.value)
+    assert "1 document in 1 core query has no final grade" in str(caught.value)
     assert "q-1 / d-2 (core): spread 3: awaiting a reviewer" in str(caught.value)
     assert not GoldenVersion.objects.exists()
     assert Query.objects.get(pk=built.queries["q-1"].pk).tier == "core"

@@ -71,8 +71,9 @@ def test_an_open_assignments_grades_never_reach_a_freeze_and_do_once_it_is_done(
             services.golden_version_freeze(golden_set=golden_set, by=rita, name="v2")
         assert refused.value.problems == [
             "nothing changed since version v1: not frozen",
-            f"{n} document(s) graded on work not marked done yet were left out: a rater's grades count"
-            " once the rater marks the query done",
+            f"{n} document{'s' if n > 1 else ''} graded on work not marked done yet"
+            f" {'were' if n > 1 else 'was'} left out: a rater's grades count once the rater marks the"
+            " query done",
         ]
     assert GoldenVersion.objects.count() == 1
 
@@ -106,7 +107,7 @@ def test_a_freeze_lists_the_documents_of_open_work_with_the_count_on_every_surfa
     assert 'id="not-done"' in before and "2 documents graded on work not marked done yet" in before
     assert all(line in before for line in left_out)
     diff_page = client.get(reverse("golden_io:diff", args=[golden_set.slug]), {"new": "working"})
-    assert "2 document(s) graded on work not marked done yet would be left out" in diff_page.content.decode()
+    assert "2 documents graded on work not marked done yet would be left out" in diff_page.content.decode()
     out = io.StringIO()
     call_command("golden_diff", f"{golden_set.slug}@v1", "working", stdout=out)
     assert "! left out, graded on work not marked done: old 0, new 2" in out.getvalue()
@@ -114,7 +115,7 @@ def test_a_freeze_lists_the_documents_of_open_work_with_the_count_on_every_surfa
     response = client.post(reverse("golden_io:freeze", args=[golden_set.slug]), {"name": "v2"}, follow=True)
 
     page = response.content.decode()
-    assert "2 document(s) graded on work not marked done yet were left out" in page  # the message
+    assert "2 documents graded on work not marked done yet were left out" in page  # the message
     version = GoldenVersion.objects.get(name="v2")
     assert _frozen(version, "q-0401") == {}  # the open work is not in the file
     assert _frozen(version, "q-0403") == {finished.candidates.get().document.doc_id: 1}  # the done work is
@@ -130,7 +131,7 @@ def test_a_freeze_lists_the_documents_of_open_work_with_the_count_on_every_surfa
     _done(more_work)
     out = io.StringIO()
     call_command("golden_freeze", golden_set.slug, "--name", "v3", stdout=out)
-    assert "Left out: 2 document(s) graded on work not marked done yet were left out" in out.getvalue()
+    assert "Left out: 2 documents graded on work not marked done yet were left out" in out.getvalue()
     assert all(line in out.getvalue() for line in left_out)
     out = io.StringIO()
     call_command("golden_diff", f"{golden_set.slug}@v2", "v3", "--format", "json", stdout=out)

@@ -5,6 +5,7 @@ Remotes are local bare repositories (file URLs), the only kind that can run here
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 import threading
@@ -698,3 +699,23 @@ def test_an_export_to_a_remote_refused_since_it_was_saved_writes_and_sends_nothi
         assert row.status == "failed" and "nothing was written" in row.message
         assert "host 127.0.0.1 is a loopback address" in row.message
         assert stub.requests == [] and not repo.exists()
+
+
+@pytest.mark.django_db
+def test_the_settings_page_says_where_it_may_write_before_any_try_in_the_apps_layout(
+    client: Client, golden_set: GoldenSet, rita: User, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = [tmp_path / "exports", tmp_path / "shared"]
+    monkeypatch.setenv("ASSAY_GIT_EXPORT_ROOTS", os.pathsep.join(map(str, roots)))
+    client.force_login(rita)
+    page = client.get(f"/sets/{golden_set.slug}/versions/git/").content.decode()
+    said = page[page.index('id="export-roots"') : page.index('id="export-config"')]
+    assert (
+        all(f"<code>{root.resolve()}</code>" in said for root in roots) and "ASSAY_GIT_EXPORT_ROOTS" in said
+    )
+    # The app's own form layout (a label above each field, help beside it), the formats by their names.
+    assert (
+        '<label for="id_repository_path">' in page and "<p>" not in page.split('id="export-config"')[1][:200]
+    )
+    assert ">JSON (one file)</option>" in page and ">JSONL (one query a line)</option>" in page
+    assert "Json" not in page

@@ -177,7 +177,7 @@ def test_the_version_page_shows_counts_keys_stale_documents_and_downloads(
     assert response.status_code == 200
     assert "help-center@2026-08-01" in page and v1.sha256 in page
     assert 'id="unresolved-keys"' in page and "https://help.example.com/d-3" in page
-    assert "1 judgment(s) have a durable key that matches no live document" in page
+    assert "1 judgment has a durable key that matches no live document" in page
     assert 'id="stale"' in page and 'value="d-1"' in page
     for fmt in ("json", "jsonl", "qrels"):
         assert reverse("golden_io:download", args=["help-center", "2026-08-01", fmt]) in page

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -522,3 +523,18 @@ def test_the_admins_set_page_refuses_a_reviewer_without_the_role(
     saved = client.post(url, {**data, "reviewers": [rita.pk]})
     assert saved.status_code == 302
     assert sorted(u.pk for u in golden_set.raters.all()) == sorted(raters)
+
+
+def test_a_refusal_in_the_admin_logs_one_line_without_a_traceback(
+    as_root: Client, world: dict[type[db.Model], db.Model], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The 403 is the admin working as meant: `make run`'s terminal gets its line, not a traceback
+    (config/settings.py, LOGGING)."""
+    judgment = world[models.Judgment]
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = as_root.post(_url(models.Judgment, "change", judgment.pk), _form_data(judgment))
+        deleted = as_root.post(_url(models.Judgment, "delete", judgment.pk), {"post": "yes"})
+    assert (response.status_code, deleted.status_code) == (403, 403)
+    logged = [r for r in caplog.records if r.name == "django.request"]
+    assert [r.getMessage().split(":")[0] for r in logged] == ["Forbidden (Permission denied)"] * 2
+    assert all(r.exc_info is None for r in logged) and "Traceback" not in caplog.text

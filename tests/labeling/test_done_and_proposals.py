@@ -293,7 +293,7 @@ def test_a_single_raters_overturn_waits_for_a_reviewer_through_freezes_and_the_t
     v2 = golden_version_freeze(golden_set=golden_set, by=rita)
     assert _frozen_grade(v2, "q-0471", labeled.document.doc_id) == 3
     assert v2.counts["pending_proposals"] == 1
-    assert "1 proposed label change(s) were pending review" in v2.notes
+    assert "1 proposed label change was pending review" in v2.notes
     out = io.StringIO()
     call_command("golden_diff", f"help-center@{v1.name}", f"help-center@{v2.name}", stdout=out)
     assert "! pending proposals (kept the earlier labels): old 0, new 1" in out.getvalue()

@@ -4,6 +4,9 @@ jobs started, cancelled and polled, the stand-in label, and no judge data on any
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -110,9 +113,11 @@ def test_trying_a_prompt_shows_the_prompt_and_each_answer(
     form = _try_form(assignment, f"{stub.url}/v1")
     page = client.post(f"/sets/{golden_set.slug}/judges/new/", form).content.decode()
     assert page.count('class="tried-pair"') == 3
-    assert "Grade <strong>3</strong>: exactly it" in page
+    # The first document's frozen 3 (the fixture's) beside the judge's 3.
+    assert 'Grade <strong>3</strong> <span class="badge pass">agrees</span>: exactly it' in page
     assert "Not a grade: not a JSON object" in page
     assert "Query: refund policy for annual plan" in page  # the rendered prompt
+    assert page.count('The set\'s label: <span class="muted">none yet</span>') == 2  # one of three frozen
     assert not Judge.objects.exists()
     response = client.post(f"/sets/{golden_set.slug}/judges/new/", form | {"action": "save"})
     assert response.status_code == 303
@@ -126,6 +131,20 @@ def test_trying_a_prompt_shows_the_prompt_and_each_answer(
     assert Judge.objects.count() == 2 and Judge.objects.get(temperature=0.3).previous == saved
     refused = client.post(base, form | {"action": "save", "api_key_env": "DJANGO_SECRET_KEY"})
     assert refused.status_code == 400 and "does not start with ASSAY_SECRET_" in refused.content.decode()
+
+
+def test_a_tried_grade_shows_beside_the_sets_label_of_the_pair(
+    client: Client, golden_set: GoldenSet, assignment: Assignment, stub: StubServer, rita: User
+) -> None:
+    second = assignment.query.candidates.order_by("best_rank")[1]  # the first has the fixture's frozen 3
+    factories.FrozenLabelFactory.create(query=assignment.query, document=second.document, grade=1)
+    stub.on(assignment.query.text, graded(3, "exactly it"))
+    client.force_login(rita)
+    page = client.post(f"/sets/{golden_set.slug}/judges/new/", _try_form(assignment, f"{stub.url}/v1"))
+    pairs = page.content.decode().split('class="tried-pair"')[1:]
+    shown = [re.sub(r"<[^>]+>|\s+", " ", pair) for pair in pairs]
+    assert "The set's label: 3 (human, version 2026-08-01)" in re.sub(r" +", " ", shown[0])
+    assert "agrees" in shown[0] and "differs" in shown[1] and "none yet" in shown[2]
 
 
 def test_a_job_is_started_polled_and_cancelled(

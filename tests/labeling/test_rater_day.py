@@ -20,12 +20,17 @@ pytestmark = pytest.mark.django_db
 NOON = timezone.make_aware(dt.datetime(2026, 12, 2, 12, 0))
 
 
-def _saved_at(assignment: Assignment, seconds: list[int], grade: int = 1) -> None:
-    """One save per document of the assignment, `seconds` after 11:00 of the test's day."""
+def _saved_at(assignment: Assignment, seconds: list[int], grade: int = 1, spent_ms: int = 0) -> None:
+    """One save per document of the assignment, `seconds` after 11:00 of the test's day, each with the
+    time the page counted on it (`spent_ms`, else as many milliseconds as the document's seconds)."""
     candidates = list(assignment.query.candidates.order_by("id"))
     for candidate, second in zip(candidates, seconds, strict=False):
         result = services.judgment_submit(
-            assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=grade
+            assignment_id=assignment.pk,
+            rater=assignment.rater,
+            candidate_id=candidate.pk,
+            grade=grade,
+            time_spent_ms=spent_ms or second * 1000,
         )
         at = NOON - dt.timedelta(hours=1) + dt.timedelta(seconds=second)
         assert result.judgment_id is not None
@@ -38,10 +43,13 @@ def test_today_counts_the_raters_own_documents_once_and_their_median_pace(
     query = factories.pooled_query(golden_set, 5)
     mine = factories.AssignmentFactory.create(query=query, rater=alice)
     theirs = factories.AssignmentFactory.create(query=query, rater=bob, kind="second")
-    _saved_at(mine, [0, 20, 30, 70])  # gaps 20, 10, 40: median 20
+    _saved_at(mine, [1, 20, 30, 70])  # 1, 20, 30 and 70 s counted on each: median 25 s
     _saved_at(theirs, [0, 1, 2, 3, 4])  # bob's saves are not alice's pace
     day = selectors.rater_day_get(rater=alice, now=NOON)
-    assert (day.count, day.pace) == (4, 20.0)
+    assert (day.count, day.pace) == (4, 25.0)
+    # A document saved again adds the time counted since (the regrade of the first: 1 + 39 s).
+    _saved_at(mine, [5], grade=2, spent_ms=39_000)
+    assert selectors.rater_day_get(rater=alice, now=NOON + dt.timedelta(hours=1)).pace == 35.0
     assert len(day.saved) == 4 and all(a == mine.pk for a, _ in day.saved)
     yesterday = selectors.rater_day_get(rater=alice, now=NOON - dt.timedelta(days=1))
     assert (yesterday.count, yesterday.pace) == (0, None)
