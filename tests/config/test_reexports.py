@@ -15,7 +15,13 @@ import pytest
 
 from tests.support.processes import REPO
 
-PACKAGES = ["labeling.models", "labeling.services", "labeling.selectors", "evaluation.services"]
+PACKAGES = [
+    "labeling.models",
+    "labeling.services",
+    "labeling.selectors",
+    "golden_io.services",
+    "evaluation.services",
+]
 CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
