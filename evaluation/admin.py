@@ -25,6 +25,7 @@ from evaluation.models import (
     SearchTarget,
 )
 from evaluation.services import schedule_problems, target_name_problems, target_secret_problems
+from labeling.admin_records import ReadOnlyAdmin
 from labeling.forms import JSON_FIELD_OVERRIDES
 
 
@@ -82,19 +83,8 @@ class SearchTargetAdmin(admin.ModelAdmin):
     filter_horizontal = ("golden_sets",)
 
 
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(EvaluationRun)
-class EvaluationRunAdmin(_ReadOnly):
+class EvaluationRunAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = (
         "id",
         "golden_version",
@@ -111,23 +101,23 @@ class EvaluationRunAdmin(_ReadOnly):
 
 
 @admin.register(QueryRunResult)
-class QueryRunResultAdmin(_ReadOnly):
+class QueryRunResultAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("run", "query_id", "error", "http_status", "latency_ms", "attempts")
     search_fields = ("query_id",)
 
 
 @admin.register(Baseline)
-class BaselineAdmin(_ReadOnly):
+class BaselineAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("golden_set", "target", "run", "approved_by", "approved_at", "git_branch")
 
 
 @admin.register(BaselineRescore)
-class BaselineRescoreAdmin(_ReadOnly):
+class BaselineRescoreAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("source_run", "golden_version", "created_by", "created")
 
 
 @admin.register(Notification)
-class NotificationAdmin(_ReadOnly):
+class NotificationAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     # Audit only: deliveries are written by the notification task, once per run and channel.
     list_display = ("run", "channel", "recipients", "status", "attempts", "sent_at", "last_error")
     list_filter = ("channel", "status")

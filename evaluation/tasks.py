@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from evaluation.services import ChunkOutcome, RunPlan
 
 logger = logging.getLogger(__name__)
-# httpx logs every request at INFO: a worker running at INFO would write a line per query of every run.
+# httpx logs every request at INFO: a worker running at INFO would write a line per notification webhook
+# call (evaluation/services/notifications.py). Runs call the engines through aiohttp (assay.harness),
+# which logs no line per request.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 F = TypeVar("F", bound=Callable[..., Any])

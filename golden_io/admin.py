@@ -8,21 +8,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from golden_io import models
-
-
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from labeling.admin_records import ReadOnlyAdmin
 
 
 @admin.register(models.GoldenVersion)
-class GoldenVersionAdmin(_ReadOnly):
+class GoldenVersionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("__str__", "golden_set", "name", "parent", "sha256", "created_by", "created")
     list_filter = ("golden_set",)
     search_fields = ("name", "sha256")
@@ -56,7 +46,7 @@ class GoldenVersionAdmin(_ReadOnly):
 
 
 @admin.register(models.GitExport)
-class GitExportAdmin(_ReadOnly):
+class GitExportAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("version", "status", "tag", "commit", "pushed", "by", "created")
     list_filter = ("status", "pushed")
 

@@ -20,28 +20,16 @@ from django.db.models import Model
 from django.http import HttpRequest
 
 from labeling import models
+from labeling.admin_records import ReadOnlyAdmin
 from labeling.forms import JSON_FIELD_OVERRIDES
 from labeling.roles import reviewer_list_problem
 
 
-class _RecordAdmin:
-    """The one read-only base, for model admins and inlines alike: every field shown, nothing added,
-    changed or deleted by anyone. Add, change and delete URLs answer 403 (PermissionDenied).
-
-    Superusers pass every `has_perm` check, so only these overrides stop them; viewing keeps Django's
-    rule (view or change permission).
-    """
+class _RecordAdmin(ReadOnlyAdmin):
+    """`ReadOnlyAdmin` (labeling/admin_records.py) with every field shown, for model admins and inlines
+    alike."""
 
     model: type[Model]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # Non-editable fields (timestamps, content hashes) are left out of a form unless named here, and

@@ -21,13 +21,14 @@ from tests import factories
 from tests.support.parallel import isolate_redis, worker_index
 
 # The shared fixture modules, for every test directory: a test names a fixture as a parameter and
-# imports nothing for it (fixtures of one app's tests only live in that directory's conftest.py).
+# imports nothing for it (fixtures of one app's tests only live in that directory's conftest.py). A module
+# comes before those importing it (evaluation imports runs), so pytest rewrites the asserts of each.
 pytest_plugins = [
-    "tests.support.demo_once",
+    "tests.support.runs",
     "tests.support.evaluation",
+    "tests.support.demo_once",
     "tests.support.fixtures",
     "tests.support.golden_sets",
-    "tests.support.runs",
     "tests.support.workers",
 ]
 

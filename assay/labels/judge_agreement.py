@@ -16,12 +16,8 @@ short:
   (`agreement_alpha.resampled_sums`), every figure of a resample computed from that sum.
 - The figures overall, per stratum and per locale (`JudgeAgreement`); several judges side by side on
   the items every judge graded (`judges_compare`).
-- **Qualification** (`qualification_verdicts`): per scope, qualified when the judge's quadratic kappa's
-  lower bound reaches the bar max(min_kappa, human-human quadratic kappa - margin), not qualified when
-  its upper bound is below it, not enough data otherwise.
-- **Drift** (`drift_watch`): the running quadratic kappa and exact agreement of the judge against the
-  human grades that came after qualification, over a window of the latest pairs, and when it first
-  fell below the bar once the window held enough pairs.
+- The verdicts drawn from these figures, qualification per scope and the drift watch, are
+  `assay.labels.judge_verdicts`.
 
 A figure that cannot be computed is an `Undefined` carrying the reason, never 0 or NaN.
 """
@@ -41,13 +37,10 @@ from assay.labels.agreement_alpha import alpha_from_coincidences, percentile_int
 from assay.labels.agreement_input import grade_problem, id_problem
 from assay.labels.agreement_pairs import kappa_from_confusions
 from assay.labels.agreement_types import (
-    ALPHA_TENTATIVE,
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SCALE,
     DEFAULT_SEED,
-    MIN_PAIRABLE_UNITS,
-    NOT_ENOUGH_DATA,
     AgreementInputError,
     Figure,
     FloatArray,
@@ -56,27 +49,12 @@ from assay.labels.agreement_types import (
     Undefined,
     _fields,
 )
-from assay.metric_table import format_number
-
-QUALIFIED = "qualified"
-NOT_QUALIFIED = "not qualified"
-VERDICTS = (QUALIFIED, NOT_QUALIFIED, NOT_ENOUGH_DATA)
-# The qualification bar's defaults (docs/judge-qualification.md, "Verdict"): the judge may trail the
-# humans' own agreement by this much, and never go below Krippendorff's tentative limit.
-DEFAULT_MARGIN = 0.05
-DEFAULT_MIN_KAPPA = ALPHA_TENTATIVE
-# The drift watch's defaults: the running figures over the latest 200 pairs, judged from 50 on.
-DEFAULT_DRIFT_WINDOW = 200
-DEFAULT_DRIFT_MIN_PAIRS = 50
-HOLDING = "holding"
-FELL_BELOW = "fell below"
-TOO_FEW_PAIRS = "too few pairs"
 
 Scope = Literal["overall", "stratum", "locale"]
 ItemKey = tuple[str, str]
 
 
-def _number(value: object) -> bool:
+def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -215,99 +193,16 @@ class JudgeComparison:
         return _fields(self)
 
 
-@dataclass(frozen=True, slots=True)
-class QualificationBar:
-    """The rule's settings: the judge may trail the humans' quadratic kappa by `margin`, never go below
-    `min_kappa`, and both the judge's and the humans' figures must rest on `min_queries` queries."""
-
-    margin: float = DEFAULT_MARGIN
-    min_kappa: float = DEFAULT_MIN_KAPPA
-    min_queries: int = MIN_PAIRABLE_UNITS
-
-    def __post_init__(self) -> None:
-        errors = []
-        for name in ("margin", "min_kappa"):
-            value = getattr(self, name)
-            if not _number(value) or not -1 <= value <= 1:
-                errors.append(f"{name}: {value!r} must be a number from -1 to 1")
-        if type(self.min_queries) is not int or self.min_queries < 2:
-            errors.append(f"min_queries: {self.min_queries!r} must be a whole number of at least 2")
-        if errors:
-            raise ValueError("; ".join(errors))
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
-DEFAULT_BAR = QualificationBar()
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    scope: Scope
-    name: str
-    verdict: str  # one of VERDICTS
-    why: str  # the rule with the numbers
-    bar: Figure  # the quadratic kappa the judge's lower bound must reach
-    judge_kappa: Estimate
-    human_kappa: Estimate
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Qualification:
-    bar: QualificationBar
-    overall: Verdict
-    strata: tuple[Verdict, ...]
-    locales: tuple[Verdict, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
-@dataclass(frozen=True, slots=True)
-class DriftPoint:
-    n: int  # graded pairs so far
-    n_window: int  # pairs the running figures are over
-    kappa_quadratic: Figure
-    exact: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
-@dataclass(frozen=True, slots=True)
-class DriftWatch:
-    bar: float
-    window: int | None  # None: every pair since qualification
-    min_pairs: int
-    n_pairs: int  # graded pairs (errors left out)
-    n_errors: int
-    kappa_quadratic: Figure  # now, over the window
-    exact: Figure
-    n_window: int
-    status: str  # HOLDING, FELL_BELOW or TOO_FEW_PAIRS
-    why: str
-    fell_at: int | None  # the pair count at which the running kappa first fell below the bar
-    below_now: bool
-    points: tuple[DriftPoint, ...]  # after each graded pair
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
 # --- input ---------------------------------------------------------------------------------------------
 
 
-def _options_errors(scale: Scale, n_resamples: int, confidence: float) -> list[str]:
+def options_errors(scale: Scale, n_resamples: int, confidence: float) -> list[str]:
     errors = []
     if not all(type(x) is int for x in (scale.min, scale.max)) or scale.max <= scale.min:
         errors.append(f"scale: {scale} must be integers with at least two grades")
     if type(n_resamples) is not int or n_resamples < 1:
         errors.append(f"n_resamples: {n_resamples!r} must be a positive integer")
-    if not _number(confidence) or not 0 < confidence < 1:
+    if not is_number(confidence) or not 0 < confidence < 1:
         errors.append(f"confidence: {confidence!r} must be strictly between 0 and 1")
     return errors
 
@@ -379,7 +274,7 @@ def _rows(
 
 
 @dataclass(frozen=True, slots=True)
-class _Batch:
+class Batch:
     """Every figure of a batch of confusion matrices (shape (B, V, V)), NaN where undefined."""
 
     kappa_quadratic: FloatArray
@@ -390,7 +285,7 @@ class _Batch:
     bias: FloatArray
 
     @classmethod
-    def of(cls, confusion: FloatArray) -> _Batch:
+    def of(cls, confusion: FloatArray) -> Batch:
         v = confusion.shape[-1]
         idx = np.arange(v)
         diff = np.subtract.outer(idx, idx)  # row (a) minus column (b)
@@ -428,7 +323,7 @@ def _estimates(
         return {name: Estimate(missing, missing) for name in names}, confusion, 0
     from sklearn.metrics import cohen_kappa_score  # here: seconds to import (assay.labels.agreement_pairs)
 
-    point = _Batch.of(confusion[None])
+    point = Batch.of(confusion[None])
     labels = list(range(scale.min, scale.max + 1))  # always the full scale (docs/agreement.md)
     a, b = rows.a + scale.min, rows.b + scale.min
     n = len(rows.a)
@@ -461,7 +356,7 @@ def _estimates(
             1,
         )
     sums = resampled_sums(per_query, n_resamples=n_resamples, seed=seed).reshape(-1, v, v)
-    batch = _Batch.of(sums)
+    batch = Batch.of(sums)
     out = {}
     for name, value in values.items():
         if isinstance(value, Undefined):
@@ -526,7 +421,7 @@ def judge_agreement(
     Raises AgreementInputError listing every bad input."""
     item_rows = list(items)
     pair_rows = list(human_pairs)
-    errors = _options_errors(scale, n_resamples, confidence)
+    errors = options_errors(scale, n_resamples, confidence)
     if errors:
         raise AgreementInputError(errors)
     errors = _row_errors("items", item_rows, JudgedItem, ("human", "judge"), scale)
@@ -606,182 +501,3 @@ def judges_compare(
             f" ({left_out} of {len(rows)} left out: a judge has no grade there, or answered with an error)"
         )
     return JudgeComparison(n_items=len(rows), n_common=len(common), note=note, judges=compared)
-
-
-# --- qualification -------------------------------------------------------------------------------------
-
-
-def _shown(value: float, *limits: float) -> str:
-    """Three decimals, more when rounding would put the value on the other side of a limit."""
-    for decimals in range(3, 17):
-        shown = format_number(value, decimals=decimals)
-        if all((float(shown) >= limit) == (value >= limit) for limit in limits):
-            return shown
-    return repr(value)
-
-
-def _verdict(figures: ScopeFigures, bar: QualificationBar) -> Verdict:
-    judge, human = figures.judge.kappa_quadratic, figures.humans.kappa_quadratic
-
-    def verdict(what: str, why: str, level: Figure) -> Verdict:
-        return Verdict(figures.scope, figures.name, what, why, level, judge, human)
-
-    min_kappa = format_number(bar.min_kappa, decimals=3)
-    if isinstance(human.value, Undefined):
-        return verdict(
-            NOT_ENOUGH_DATA, f"no human-human kappa to compare with: {human.value.reason}", human.value
-        )
-    level = max(bar.min_kappa, human.value - bar.margin)
-    rule = (
-        f"bar {_shown(level)} = max(minimum {min_kappa}, human-human kappa {_shown(human.value)}"
-        f" - margin {format_number(bar.margin, decimals=3)})"
-    )
-    for who, n in (("judge", figures.judge.n_queries), ("human-human", figures.humans.n_queries)):
-        if n < bar.min_queries:
-            return verdict(
-                NOT_ENOUGH_DATA,
-                f"the {who} kappa rests on {n} {'query' if n == 1 else 'queries'}; a verdict needs"
-                f" >= {bar.min_queries}",
-                level,
-            )
-    if isinstance(judge.value, Undefined):
-        return verdict(NOT_ENOUGH_DATA, f"judge kappa undefined: {judge.value.reason}", level)
-    if isinstance(judge.interval, Undefined):
-        return verdict(NOT_ENOUGH_DATA, f"judge kappa has no interval: {judge.interval.reason}", level)
-    low, high = judge.interval
-    if low >= level:
-        return verdict(QUALIFIED, f"judge kappa's lower bound {_shown(low, level)} >= {rule}", level)
-    if high < level:
-        return verdict(NOT_QUALIFIED, f"judge kappa's upper bound {_shown(high, level)} < {rule}", level)
-    return verdict(
-        NOT_ENOUGH_DATA,
-        f"judge kappa's interval [{_shown(low, level)}, {_shown(high, level)}] spans the {rule}",
-        level,
-    )
-
-
-def qualification_verdicts(figures: JudgeAgreement, bar: QualificationBar = DEFAULT_BAR) -> Qualification:
-    """Per scope, whether the judge may be used (docs/judge-qualification.md, "Verdict"): `qualified`
-    when the lower bound of the judge's quadratic kappa (95% interval, whole queries resampled) reaches
-    the bar max(min_kappa, human-human quadratic kappa - margin) of the same scope, `not qualified` when
-    its upper bound is below the bar, `not enough data` when the interval spans the bar, when either
-    kappa rests on fewer than `min_queries` queries, or when a kappa or the interval is undefined."""
-    return Qualification(
-        bar=bar,
-        overall=_verdict(figures.overall, bar),
-        strata=tuple(_verdict(s, bar) for s in figures.strata),
-        locales=tuple(_verdict(s, bar) for s in figures.locales),
-    )
-
-
-# --- drift ---------------------------------------------------------------------------------------------
-
-
-def drift_watch(
-    pairs: Iterable[tuple[int | None, int]],
-    *,
-    bar: float,
-    window: int | None = DEFAULT_DRIFT_WINDOW,
-    min_pairs: int = DEFAULT_DRIFT_MIN_PAIRS,
-    scale: Scale = DEFAULT_SCALE,
-) -> DriftWatch:
-    """The judge's running agreement with the human grades that landed after it was qualified.
-
-    `pairs` are (judge grade, later human grade) in the order they landed; a judge grade of None is an
-    error, counted apart. After each graded pair: the quadratic kappa and exact agreement over the
-    latest `window` graded pairs (all of them when None). The kappa falls below `bar` (pass the
-    qualification's bar, `Verdict.bar`) at the first pair where the window holds at least `min_pairs`
-    pairs and the running kappa is defined and below the bar; the fall stays on record (`fell_at`)
-    even if the kappa recovers, and `below_now` says where it is now."""
-    rows = list(pairs)
-    errors = _options_errors(scale, 1, 0.5)
-    if not _number(bar):
-        errors.append(f"bar: {bar!r} must be a number")
-    if window is not None and (type(window) is not int or window < 1):
-        errors.append(f"window: {window!r} must be a positive integer or None")
-    if type(min_pairs) is not int or min_pairs < 1:
-        errors.append(f"min_pairs: {min_pairs!r} must be a positive integer")
-    elif type(window) is int and min_pairs > window:
-        errors.append(f"min_pairs: {min_pairs} must not exceed the window ({window}), or it could never fall")
-    for i, row in enumerate(rows):
-        if not (isinstance(row, tuple) and len(row) == 2):
-            errors.append(f"pairs[{i}]: {row!r} is not a (judge grade, human grade) pair")
-            continue
-        for name, value in zip(("judge", "human"), row, strict=True):
-            problem = None if value is None and name == "judge" else grade_problem(value, scale)
-            if problem:
-                errors.append(f"pairs[{i}].{name}: {problem}")
-    if errors:
-        raise AgreementInputError(errors)
-    graded = [(j, h) for j, h in rows if j is not None]
-    n_errors = len(rows) - len(graded)
-    v = scale.max - scale.min + 1
-    cells = np.array([(h - scale.min) * v + (j - scale.min) for j, h in graded], dtype=np.int64)
-    onehot = np.zeros((len(cells), v * v))
-    onehot[np.arange(len(cells)), cells] = 1
-    running = np.cumsum(onehot, axis=0)
-    if window is not None and len(cells) > window:
-        running[window:] -= running[:-window].copy()
-    confusion = running.reshape(-1, v, v)
-    batch = _Batch.of(confusion) if len(cells) else None
-    counts = confusion.sum(axis=(1, 2)).astype(np.int64)
-    points = tuple(
-        DriftPoint(
-            n=i + 1,
-            n_window=int(counts[i]),
-            kappa_quadratic=Undefined("one and the same grade throughout the window")
-            if np.isnan(batch.kappa_quadratic[i])
-            else float(batch.kappa_quadratic[i]),
-            exact=float(batch.exact[i]),
-        )
-        for i in range(len(cells))
-        if batch is not None
-    )
-    fell_at = next(
-        (
-            p.n
-            for p in points
-            if p.n_window >= min_pairs
-            and not isinstance(p.kappa_quadratic, Undefined)
-            and p.kappa_quadratic < bar
-        ),
-        None,
-    )
-    last = points[-1] if points else None
-    now: Figure = last.kappa_quadratic if last else Undefined("no graded pair since qualification")
-    exact: Figure = last.exact if last else Undefined("no graded pair since qualification")
-    n_window = last.n_window if last else 0
-    below_now = n_window >= min_pairs and not isinstance(now, Undefined) and now < bar
-    span = "all pairs" if window is None else f"the latest {window} pairs"
-    now_text = now.reason if isinstance(now, Undefined) else _shown(now, bar)
-    if fell_at is not None:
-        status = FELL_BELOW
-        why = (
-            f"the running kappa over {span} fell below the bar {_shown(bar)} at pair {fell_at};"
-            f" now {now_text} over {n_window} pairs"
-        )
-    elif n_window < min_pairs:
-        status = TOO_FEW_PAIRS
-        why = f"{n_window} graded pairs in the window; the kappa can fall below the bar from {min_pairs} on"
-    else:
-        status = HOLDING
-        why = f"the running kappa over {span} is {now_text} over {n_window} pairs, >= the bar {_shown(bar)}"
-        if isinstance(now, Undefined):
-            why = (
-                f"the running kappa over {span} is undefined ({now.reason}); it has not fallen below the bar"
-            )
-    return DriftWatch(
-        bar=float(bar),
-        window=window,
-        min_pairs=min_pairs,
-        n_pairs=len(graded),
-        n_errors=n_errors,
-        kappa_quadratic=now,
-        exact=exact,
-        n_window=n_window,
-        status=status,
-        why=why,
-        fell_at=fell_at,
-        below_now=below_now,
-        points=points,
-    )

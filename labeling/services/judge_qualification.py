@@ -37,14 +37,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assay.golden.model import Scale
-from assay.labels.judge_agreement import (
+from assay.labels.judge_agreement import JudgeAgreement
+from assay.labels.judge_verdicts import (
     DEFAULT_BAR,
     DEFAULT_DRIFT_MIN_PAIRS,
     DEFAULT_DRIFT_WINDOW,
     FELL_BELOW,
     QUALIFIED,
     DriftWatch,
-    JudgeAgreement,
     Qualification,
     QualificationBar,
     Verdict,

@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from assay.labels.judge_agreement import NOT_QUALIFIED, QUALIFIED
+from assay.labels.judge_verdicts import NOT_QUALIFIED, QUALIFIED
 from labeling.forms import CompareForm, QualifyForm, WithdrawForm, form_errors
 from labeling.models import GoldenSet, Judge, JudgeQualification, Query
 from labeling.selectors.judge_items import judge_items_get, judges_compare_get

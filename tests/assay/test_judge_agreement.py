@@ -18,24 +18,26 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from assay.golden.model import Scale
 from assay.labels.agreement import AgreementInputError, Undefined, bootstrap_samples
+from assay.labels.agreement_types import NOT_ENOUGH_DATA
 from assay.labels.judge_agreement import (
-    FELL_BELOW,
-    HOLDING,
-    NOT_ENOUGH_DATA,
-    NOT_QUALIFIED,
-    QUALIFIED,
-    TOO_FEW_PAIRS,
     Estimate,
     HumanItem,
     HumanPair,
     JudgedItem,
     JudgeFigures,
-    QualificationBar,
     ScopeFigures,
-    drift_watch,
     judge_agreement,
     judged_items,
     judges_compare,
+)
+from assay.labels.judge_verdicts import (
+    FELL_BELOW,
+    HOLDING,
+    NOT_QUALIFIED,
+    QUALIFIED,
+    TOO_FEW_PAIRS,
+    QualificationBar,
+    drift_watch,
     qualification_verdicts,
 )
 

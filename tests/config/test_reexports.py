@@ -1,6 +1,6 @@
-"""One convention for the apps' services and selectors packages (docs/architecture.md, "Inside each app"):
-the package re-exports every public name of every module in it, so `services.judgment_submit(...)` reads
-the same whichever module the service lives in, and a new module's names are re-exported when it is
+"""One convention for the apps' models, services and selectors packages (docs/architecture.md, "Inside each
+app"): the package re-exports every public name of every module in it, so `services.judgment_submit(...)`
+reads the same whichever module the service lives in, and a new module's names are re-exported when it is
 added. Public means defined at the module's top level without a leading underscore: each function and
 class, and each constant in capitals (a type alias or a logger is not an export)."""
 
@@ -15,7 +15,13 @@ import pytest
 
 from tests.support.processes import REPO
 
-PACKAGES = ["labeling.services", "labeling.selectors", "evaluation.services"]
+PACKAGES = [
+    "labeling.models",
+    "labeling.services",
+    "labeling.selectors",
+    "golden_io.services",
+    "evaluation.services",
+]
 CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 
 

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from assay.judge.prompt import PromptSpec, messages
-from assay.labels.judge_agreement import NOT_QUALIFIED, QUALIFIED, Qualification, qualification_verdicts
+from assay.labels.judge_verdicts import NOT_QUALIFIED, QUALIFIED, Qualification, qualification_verdicts
 from demo import judge_service
 from golden_io import services as golden_services
 from labeling.models import Document, GoldenSet, Judge, JudgeLabel, Query

@@ -40,6 +40,7 @@ SERVER_SIDE_MODULES = {
     "assay.labels.calibration": "krippendorff",
     "assay.labels.disputes": "krippendorff",
     "assay.labels.judge_agreement": "krippendorff",
+    "assay.labels.judge_verdicts": "krippendorff",
 }
 
 

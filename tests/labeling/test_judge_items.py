@@ -19,13 +19,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from assay.labels.judge_agreement import (
-    QUALIFIED,
-    HumanPair,
-    judge_agreement,
-    judged_items,
-    qualification_verdicts,
-)
+from assay.labels.judge_agreement import HumanPair, judge_agreement, judged_items
+from assay.labels.judge_verdicts import QUALIFIED, qualification_verdicts
 from labeling import services
 from labeling.models import (
     Adjudication,

@@ -5,7 +5,6 @@ jobs started, cancelled and polled, the stand-in label, and no judge data on any
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
