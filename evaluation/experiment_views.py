@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import params_text
-from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
 from evaluation import access
@@ -46,8 +46,12 @@ class ExperimentForm(forms.Form):
     )
     metric = forms.ChoiceField(choices=[(m, METRIC_LABELS[m]) for m in RANKING_METRICS], initial="ndcg")
     split = forms.FloatField(initial=DEFAULT_SPLIT, help_text="share of each stratum's queries that tune")
-    top = forms.IntegerField(initial=DEFAULT_TOP, help_text="configurations confirmed on the held-out part")
-    seed = forms.IntegerField(initial=0, help_text="the split's and the intervals' seed")
+    top = forms.IntegerField(
+        initial=DEFAULT_TOP, max_value=MAX_CONFIGS, help_text="configurations confirmed on the held-out part"
+    )
+    seed = forms.IntegerField(
+        initial=0, min_value=-(2**31), max_value=2**31 - 1, help_text="the split's and the intervals' seed"
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -16,7 +16,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
 from evaluation import access
 from evaluation.api.serializers import ProblemsSerializer
 from evaluation.api.views import (
@@ -108,7 +108,9 @@ class ExperimentCreateSerializer(serializers.Serializer[Any]):
     )
     metric = serializers.ChoiceField(choices=list(RANKING_METRICS), required=False, default="ndcg")
     split = serializers.FloatField(required=False, default=DEFAULT_SPLIT, help_text="share that tunes")
-    top = serializers.IntegerField(required=False, default=DEFAULT_TOP, help_text="configurations confirmed")
+    top = serializers.IntegerField(
+        required=False, default=DEFAULT_TOP, max_value=MAX_CONFIGS, help_text="configurations confirmed"
+    )
     seed = serializers.IntegerField(
         required=False, default=DEFAULT_SEED, min_value=-(2**31), max_value=2**31 - 1
     )
