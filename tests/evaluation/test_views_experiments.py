@@ -58,6 +58,10 @@ def test_a_reviewer_starts_an_experiment_from_the_form_and_reads_its_page(
 ) -> None:
     client = logged_in(rita)
     assert client.get("/experiments/new/").status_code == 200
+    # The target page's "Sweep its parameters" opens the form with the target chosen.
+    assert f"/experiments/new/?target={target.pk}" in client.get(f"/targets/{target.pk}/").content.decode()
+    chosen = client.get(f"/experiments/new/?target={target.pk}").content.decode()
+    assert f'<option value="{target.pk}" selected>' in chosen
     with eager_celery(), django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             "/experiments/new/",
