@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 Status = Experiment.Status
 Answer = tuple[int, QueryResult]  # (slot, its answer to one query)
+SENT = ("sent", None)  # in the search's queue: one request sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,23 +149,25 @@ def _chunk_search(
     slots = [slot for slot, _ in todo]
 
     def work(put: Callable[[Any], None]) -> Any:
+        # Each request sent is counted ahead of the answers it gives (the queue keeps their order), so
+        # `sent` is written no later than they are: once a phase has every answer, its count is in.
         async def search() -> None:
             async with SharedSearch(config) as shared:
-                try:
-                    await shared.search(jobs, on_answer=lambda job, result: put((slots[job], result)))
-                finally:
-                    put(("sent", shared.sent))
+                await shared.search(
+                    jobs,
+                    progress=lambda _requests: lambda _result: put(SENT),
+                    on_answer=lambda job, result: put((slots[job], result)),
+                )
 
         return search()
 
     search = SearchThread([], config, work)
     seen: set[tuple[int, str]] = set()
-    sent = 0
 
     def write(batch: list[Any]) -> None:
-        nonlocal sent
-        answers = [item for item in batch if item[0] != "sent"]
-        sent += sum(item[1] for item in batch if item[0] == "sent")
+        answers = [item for item in batch if item is not SENT]
+        if sent := len(batch) - len(answers):
+            Experiment.objects.filter(pk=experiment_id).update(sent=F("sent") + sent)
         _write(experiment_id, answers)
         seen.update((slot, r.query_id) for slot, r in answers)
 
@@ -183,6 +186,4 @@ def _chunk_search(
         label=f"experiment {experiment_id}",
         stopped_with=fail,
     )
-    if sent:
-        Experiment.objects.filter(pk=experiment_id).update(sent=F("sent") + sent)
     return len(seen), stopped
