@@ -1,10 +1,10 @@
 """An experiment on the app beside `assay sweep` of the same grid: the 5 x 4 grid of the demo search
 service's title weight and minimum-should-match (20 configurations) on the 86-query demo golden set
-(`demo_load`, `demo_runs`: the target `demo-search`, concurrency 8), on PostgreSQL + Redis with one
-`celery worker -c 2`, timed from `experiment_create` to its final status (its row polled every 20 ms).
-`assay sweep` of the same golden version (its file), grid, seed and fixed parameters against the same
-service runs alternately with it, and the two results are checked equal (docs/experiments.md, "In the
-app").
+(`demo_load`, `demo_runs`: the target `demo-search`, concurrency 8), on `make run`'s stack (SQLite, the
+filesystem broker) and on PostgreSQL + Redis, each with one `celery worker -c 2`, timed from
+`experiment_create` to its final status (its row polled every 20 ms). `assay sweep` of the same golden
+version (its file), grid, seed and fixed parameters against the same service runs alternately with it,
+and the two results are checked equal (docs/experiments.md, "In the app").
 
 The target: within 1.5x of 20 x 86 x the service's latency / concurrency + 5 s, where the latency is the
 median the experiment's answers recorded. Also the peak memory (tracemalloc) of the step that scales with
@@ -34,12 +34,17 @@ GRID = {"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_match": [1, 2
 SEED = 1
 TARGET = 1.5
 MEMORY_SIZES = (20, 100, 500)
+STACK_NAMES = {
+    "sqlite+filesystem": "`make run`'s stack (SQLite, the filesystem broker)",
+    "postgresql+redis": "PostgreSQL + Redis",
+}
 
 
 def main() -> None:
     from benchmarks._report import write_section
 
-    markdown = render(each_stack("experiment", ("postgresql+redis",))["postgresql+redis"])
+    figures = each_stack("experiment")
+    markdown = "\n".join(render(stack, f) for stack, f in figures.items())
     print(markdown)
     write_section("experiment", markdown)
 
@@ -180,7 +185,7 @@ def golden_queries(version: Any) -> list[Any]:
     return list(golden_of(version).queries)
 
 
-def render(f: dict[str, Any]) -> str:
+def render(stack: str, f: dict[str, Any]) -> str:
     app, cli = statistics.median(f["app"]), statistics.median(f["cli"])
     ideal = 20 * f["queries"] * f["latency_ms"] / 1000 / f["concurrency"] + 5
     load = lambda values: " / ".join(f"{v:.1f}" for v in values)  # noqa: E731
@@ -191,7 +196,7 @@ def render(f: dict[str, Any]) -> str:
         "cli": ", ".join(f"{w:.2f}" for w in f["cli"]),
     }
     lines = [
-        "## Experiments on the app: a 20-configuration sweep of the demo, PostgreSQL + Redis",
+        f"## Experiments on the app: a 20-configuration sweep of the demo, {STACK_NAMES[stack]}",
         "",
         f"The 5 x 4 grid of the demo search service's `title_weight` x `min_should_match` on the "
         f"{f['queries']}-query demo golden version (seed {SEED}; the target `demo-search`, concurrency 8), "
@@ -203,7 +208,7 @@ def render(f: dict[str, Any]) -> str:
         "",
         "| driver | median s | against `assay sweep` |",
         "| --- | --- | --- |",
-        f"| the app (Celery, PostgreSQL, Redis) | {app:.2f} | {app / cli:.2f}x |",
+        f"| the app ({STACK_NAMES[stack]}) | {app:.2f} | {app / cli:.2f}x |",
         f"| `assay sweep` | {cli:.2f} | 1.00x |",
         "",
         f"Requests: {f['requests']['asked']} searches asked, {f['requests']['sent']} sent. The service's "

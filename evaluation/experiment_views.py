@@ -18,11 +18,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import params_text
-from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
 from evaluation import access
-from evaluation.forms import VersionChoiceField
+from evaluation.forms import VersionChoiceField, version_and_target_choices
 from evaluation.models import Experiment, SearchTarget
 from evaluation.services.experiment_adopt import experiment_adopt
 from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
@@ -46,21 +46,16 @@ class ExperimentForm(forms.Form):
     )
     metric = forms.ChoiceField(choices=[(m, METRIC_LABELS[m]) for m in RANKING_METRICS], initial="ndcg")
     split = forms.FloatField(initial=DEFAULT_SPLIT, help_text="share of each stratum's queries that tune")
-    top = forms.IntegerField(initial=DEFAULT_TOP, help_text="configurations confirmed on the held-out part")
-    seed = forms.IntegerField(initial=0, help_text="the split's and the intervals' seed")
+    top = forms.IntegerField(
+        initial=DEFAULT_TOP, max_value=MAX_CONFIGS, help_text="configurations confirmed on the held-out part"
+    )
+    seed = forms.IntegerField(
+        initial=0, min_value=-(2**31), max_value=2**31 - 1, help_text="the split's and the intervals' seed"
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        sets = [s for s in access.golden_sets_for(user) if access.may_trigger(user, s)]
-        versions = GoldenVersion.objects.filter(golden_set__in=sets).select_related("golden_set")
-        version_field = self.fields["golden_version"]
-        assert isinstance(version_field, forms.ModelChoiceField)
-        version_field.queryset = versions.defer("content", "documents").order_by(
-            "golden_set__slug", "-created"
-        )
-        target_field = self.fields["target"]
-        assert isinstance(target_field, forms.ModelChoiceField)
-        target_field.queryset = access.targets_for(user)
+        version_and_target_choices(self, user)
 
 
 @require_GET

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 
 from assay.adapters import ADAPTER_CHOICES
 from assay.jsonin import JsonInputError, json_loads, json_or_text
@@ -79,6 +80,22 @@ class VersionChoiceField(forms.ModelChoiceField):
         return f"{obj.golden_set.slug}@{obj.name}"
 
 
+def version_and_target_choices(
+    form: forms.Form, user: Any
+) -> tuple[QuerySet[GoldenVersion], QuerySet[SearchTarget]]:
+    """The form's `golden_version` field offers the versions of the sets `user` starts runs (and
+    experiments) on, by set, newest first, and its `target` field the targets they see."""
+    sets = [s for s in access.golden_sets_for(user) if access.may_trigger(user, s)]
+    versions = GoldenVersion.objects.filter(golden_set__in=sets).select_related("golden_set")
+    versions = versions.defer("content", "documents").order_by("golden_set__slug", "-created")
+    targets = access.targets_for(user)
+    version_field, target_field = form.fields["golden_version"], form.fields["target"]
+    assert isinstance(version_field, forms.ModelChoiceField)
+    assert isinstance(target_field, forms.ModelChoiceField)
+    version_field.queryset, target_field.queryset = versions, targets
+    return versions, targets
+
+
 class RunForm(ParamLinesForm):
     golden_version = VersionChoiceField(queryset=GoldenVersion.objects.none(), label="Golden version")
     target = forms.ModelChoiceField(queryset=SearchTarget.objects.none(), label="Search target")
@@ -97,27 +114,18 @@ class RunForm(ParamLinesForm):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        sets = [s for s in access.golden_sets_for(user) if access.may_trigger(user, s)]
-        versions = GoldenVersion.objects.filter(golden_set__in=sets).select_related("golden_set")
-        version_field = self.fields["golden_version"]
-        assert isinstance(version_field, forms.ModelChoiceField)
-        version_field.queryset = versions.defer("content", "documents").order_by(
-            "golden_set__slug", "-created"
-        )
-        target_field = self.fields["target"]
-        assert isinstance(target_field, forms.ModelChoiceField)
-        target_field.queryset = access.targets_for(user)
+        versions, offered = version_and_target_choices(self, user)
         # A lone target is what a user picks nearly always; the version its baseline is on is the one a
         # run compares like with like (another is refused unless the baseline is re-scored: `clean`),
         # else the newest.
-        targets = list(target_field.queryset[:2])
+        targets = list(offered[:2])
         if len(targets) == 1:
             self.initial.setdefault("target", targets[0].pk)
         chosen = next((t for t in targets if str(t.pk) == str(self.initial.get("target"))), None)
         based = selectors.baseline_version_for(target=chosen) if chosen is not None else None
-        if based is not None and version_field.queryset.filter(pk=based.pk).exists():
+        if based is not None and versions.filter(pk=based.pk).exists():
             self.initial.setdefault("golden_version", based.pk)
-        newest = version_field.queryset.order_by("-created", "-id").first()
+        newest = versions.order_by("-created", "-id").first()
         if newest is not None:
             self.initial.setdefault("golden_version", newest.pk)
 

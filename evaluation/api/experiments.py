@@ -16,10 +16,19 @@ from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, RANKING_METRICS
+from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
 from evaluation import access
 from evaluation.api.serializers import ProblemsSerializer
-from evaluation.api.views import READ, RUNS_WRITE, ApiView, _choice, _golden_set, _problems, _version
+from evaluation.api.views import (
+    READ,
+    RUNS_WRITE,
+    ApiView,
+    _choice,
+    _golden_set,
+    _problems,
+    _version,
+    set_target_status,
+)
 from evaluation.models import EvaluationRun, Experiment
 from evaluation.services.experiment_adopt import experiment_adopt
 from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
@@ -99,7 +108,9 @@ class ExperimentCreateSerializer(serializers.Serializer[Any]):
     )
     metric = serializers.ChoiceField(choices=list(RANKING_METRICS), required=False, default="ndcg")
     split = serializers.FloatField(required=False, default=DEFAULT_SPLIT, help_text="share that tunes")
-    top = serializers.IntegerField(required=False, default=DEFAULT_TOP, help_text="configurations confirmed")
+    top = serializers.IntegerField(
+        required=False, default=DEFAULT_TOP, max_value=MAX_CONFIGS, help_text="configurations confirmed"
+    )
     seed = serializers.IntegerField(
         required=False, default=DEFAULT_SEED, min_value=-(2**31), max_value=2**31 - 1
     )
@@ -153,13 +164,7 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
 
     def get_queryset(self) -> QuerySet[Experiment]:
         rows = access.experiments_for(self.request.user).defer("result", "tuning", "split", "grid")
-        query = self.request.query_params
-        if query.get("golden_set"):
-            rows = rows.filter(golden_version__golden_set__slug=query["golden_set"])
-        if query.get("target"):
-            rows = rows.filter(target__name=query["target"])
-        if query.get("status"):
-            rows = rows.filter(status=query["status"])
+        rows = set_target_status(rows, self.request)
         return rows.order_by("-created", "-id")
 
     @extend_schema(

@@ -245,6 +245,18 @@ def _page_url(request: Request, run: EvaluationRun) -> str:
     return request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk]))
 
 
+def set_target_status(rows: QuerySet[Any], request: Request) -> QuerySet[Any]:
+    """A list's rows (runs, experiments) filtered by its `golden_set`, `target` and `status` parameters."""
+    query = request.query_params
+    if query.get("golden_set"):
+        rows = rows.filter(golden_version__golden_set__slug=query["golden_set"])
+    if query.get("target"):
+        rows = rows.filter(target__name=query["target"])
+    if query.get("status"):
+        rows = rows.filter(status=query["status"])
+    return rows
+
+
 class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
     """Runs you can see, newest first (filters: golden_set, target, status); POST starts one."""
 
@@ -263,15 +275,7 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
-        runs = access.runs_for(self.request.user)
-        query = self.request.query_params
-        if query.get("golden_set"):
-            runs = runs.filter(golden_version__golden_set__slug=query["golden_set"])
-        if query.get("target"):
-            runs = runs.filter(target__name=query["target"])
-        if query.get("status"):
-            runs = runs.filter(status=query["status"])
-        return access.run_rows(runs)
+        return access.run_rows(set_target_status(access.runs_for(self.request.user), self.request))
 
     @extend_schema(
         request=RunCreateSerializer,

@@ -185,6 +185,36 @@ def stream(
             return False
 
 
+def search_through(
+    search: SearchThread,
+    hold: ChunkHold | None,
+    *,
+    write: Callable[[list[Any]], None],
+    touch: Callable[[bool], bool],
+    label: str,
+    stopped_with: Callable[[str], int],
+) -> tuple[bool, int]:
+    """Start the search and write it as it comes (`stream`); (stopped, errors written). An unexpected
+    error (a bug, the soft time limit) is handed to `stopped_with(message)`, which writes it as the error
+    of everything of the chunk still without a result (so the run's gate fails closed, and nothing is left
+    waiting for them) and says how many."""
+    try:
+        search.thread.start()
+        stopped = stream(search, hold, write=write, touch=touch, label=label)
+        if search.error is not None:
+            raise search.error
+        return stopped, 0
+    except Exception as exc:
+        search.stop.set()
+        search.thread.join(30)
+        logger.exception("%s: chunk stopped", label)
+        return False, stopped_with(f"chunk stopped: {type(exc).__name__}: {exc}")
+    finally:
+        search.stop.set()
+        if search.thread.is_alive():
+            search.thread.join(30)
+
+
 def _error_results(query_ids: Iterable[str], message: str) -> list[QueryResult]:
     return [QueryResult(query_id=qid, error=message, attempts=0) for qid in query_ids]
 
@@ -264,31 +294,20 @@ def _chunk_search(
             _write(run_id, batch)
             seen.update(r.query_id for r in batch)
 
-        try:
-            search.thread.start()
-            stopped = stream(
-                search,
-                hold,
-                write=write,
-                touch=lambda counting: _touch(run_id)[0] if counting else _beat(run_id),
-                label=f"run {run_id}",
-            )
-            if search.error is not None:
-                raise search.error
-        except Exception as exc:
-            # Unexpected (a bug, a soft time limit): every query of the chunk still without a result gets
-            # this error so the gate fails closed; the run is not left waiting for them.
-            search.stop.set()
-            search.thread.join(30)
-            logger.exception("run %s: chunk stopped", run_id)
+        def fail(message: str) -> int:
             missing = [q.id for q in queries if q.id not in seen]
-            _write(run_id, _error_results(missing, f"chunk stopped: {type(exc).__name__}: {exc}"))
-            written += len(missing)
-        finally:
-            search.stop.set()
-            if search.thread.is_alive():
-                search.thread.join(30)
-            written += len(seen)
+            _write(run_id, _error_results(missing, message))
+            return len(missing)
+
+        stopped, failed = search_through(
+            search,
+            hold,
+            write=write,
+            touch=lambda counting: _touch(run_id)[0] if counting else _beat(run_id),
+            label=f"run {run_id}",
+            stopped_with=fail,
+        )
+        written += failed + len(seen)
     still_running, done, total = _touch(run_id)
     return ChunkOutcome(
         written,

@@ -20,8 +20,9 @@ from labeling.roles import reviews
 def experiment_adopt(
     *, experiment: Experiment, by: Any, rationale: str, trigger: str = EvaluationRun.Trigger.WEB
 ) -> ExperimentAdoption:
-    """Save the winner's parameters on the experiment's target (over the target's own, which the
-    experiment's baseline used), record the adoption, and start a full run with them. Raises
+    """Save the winner's parameters on the experiment's target (over the target's own params and stage
+    toggles, which the experiment's baseline sent), record the adoption (`params_before` and
+    `params_after`: what the target sends, params and stages), and start a full run with them. Raises
     ExperimentError naming each problem (nothing saved then): an experiment without a result, no
     rationale, someone who does not review the set, a target or run the services refuse."""
     problems = []
@@ -35,11 +36,20 @@ def experiment_adopt(
         raise ExperimentError(problems)
     assert experiment.result is not None
     target = experiment.target
-    before = dict(target.params or {})
-    after = {**before, **experiment.result["winner"]["grid"]}
+    params, stages = dict(target.params or {}), dict(target.stages or {})
+    before = {**params, **stages}  # what the target sends, as the experiment's baseline sent it
+    for name, value in experiment.result["winner"]["grid"].items():
+        # A stage toggle stays one when the winner gives it true or false; anything else is a param (a
+        # name is in one of the two, never both: assay.targets.spec_problems).
+        if name in stages and isinstance(value, bool):
+            stages[name] = value
+        else:
+            stages.pop(name, None)
+            params[name] = value
+    after = {**params, **stages}
     hidden = [s for s in target.golden_sets.all() if not reviews(by, s)]
     try:
-        target_update(target=target, params=after, hidden_sets=hidden)
+        target_update(target=target, params=params, stages=stages, hidden_sets=hidden)
         run = run_create(
             golden_version=experiment.golden_version, target=target, triggered_by=by, trigger=trigger
         )

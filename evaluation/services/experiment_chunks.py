@@ -19,7 +19,7 @@ from assay.results import QueryResult
 from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.models import Experiment, ExperimentChunk, ExperimentResult
 from evaluation.selectors import golden_of
-from evaluation.services.chunks import SearchThread, stream
+from evaluation.services.chunks import SearchThread, search_through
 from evaluation.services.leases import ChunkHold, chunk_lease_claim
 from evaluation.services.targets import target_secret_problems
 
@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 Status = Experiment.Status
 Answer = tuple[int, QueryResult]  # (slot, its answer to one query)
+SENT = ("sent", None)  # in the search's queue: one request sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,52 +149,41 @@ def _chunk_search(
     slots = [slot for slot, _ in todo]
 
     def work(put: Callable[[Any], None]) -> Any:
+        # Each request sent is counted ahead of the answers it gives (the queue keeps their order), so
+        # `sent` is written no later than they are: once a phase has every answer, its count is in.
         async def search() -> None:
             async with SharedSearch(config) as shared:
-                try:
-                    await shared.search(jobs, on_answer=lambda job, result: put((slots[job], result)))
-                finally:
-                    put(("sent", shared.sent))
+                await shared.search(
+                    jobs,
+                    progress=lambda _requests: lambda _result: put(SENT),
+                    on_answer=lambda job, result: put((slots[job], result)),
+                )
 
         return search()
 
     search = SearchThread([], config, work)
     seen: set[tuple[int, str]] = set()
-    sent = 0
 
     def write(batch: list[Any]) -> None:
-        nonlocal sent
-        answers = [item for item in batch if item[0] != "sent"]
-        sent += sum(item[1] for item in batch if item[0] == "sent")
+        answers = [item for item in batch if item is not SENT]
+        if sent := len(batch) - len(answers):
+            Experiment.objects.filter(pk=experiment_id).update(sent=F("sent") + sent)
         _write(experiment_id, answers)
         seen.update((slot, r.query_id) for slot, r in answers)
 
-    stopped = False
-    try:
-        search.thread.start()
-        stopped = stream(
-            search,
-            hold,
-            write=write,
-            touch=lambda counting: _touch(experiment_id, counting),
-            label=f"experiment {experiment_id}",
-        )
-        if search.error is not None:
-            raise search.error
-    except Exception as exc:
-        # Unexpected (a bug, a soft time limit): the chunk's searches still without an answer get this
-        # error, so the experiment is not left waiting for them.
-        search.stop.set()
-        search.thread.join(30)
-        logger.exception("experiment %s: chunk stopped", experiment_id)
+    def fail(message: str) -> int:
         missing = [(slot, [q for q in ids if (slot, q) not in seen]) for slot, ids in todo]
-        answers = _errors(missing, f"chunk stopped: {type(exc).__name__}: {exc}")
+        answers = _errors(missing, message)
         _write(experiment_id, answers)
         seen.update((slot, r.query_id) for slot, r in answers)
-    finally:
-        search.stop.set()
-        if search.thread.is_alive():
-            search.thread.join(30)
-        if sent:
-            Experiment.objects.filter(pk=experiment_id).update(sent=F("sent") + sent)
+        return 0  # counted in `seen`
+
+    stopped, _ = search_through(
+        search,
+        hold,
+        write=write,
+        touch=lambda counting: _touch(experiment_id, counting),
+        label=f"experiment {experiment_id}",
+        stopped_with=fail,
+    )
     return len(seen), stopped

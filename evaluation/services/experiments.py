@@ -43,7 +43,7 @@ from assay.targets import TargetError, TargetSpec, harness_config, params_secret
 from evaluation.enqueue import experiment_start_on_commit
 from evaluation.models import EvaluationRun, Experiment, ExperimentChunk, ExperimentResult, SearchTarget
 from evaluation.selectors import golden_of
-from evaluation.services.leases import CHUNK_LEASE
+from evaluation.services.leases import CHUNK_LEASE, lease_requeue
 from evaluation.services.runs import CHUNKS_PER_RUN, MAX_CHUNK, MIN_CHUNK_PER_CONCURRENCY
 from evaluation.services.sweep import MAX_LEASE_LOSSES, MAX_REDISPATCHES, QUEUED_GRACE, STALL_AFTER
 from evaluation.services.targets import target_secret_problems
@@ -465,10 +465,7 @@ def experiments_sweep(
             if experiment_fail(experiment_id=chunk.experiment_id, message=message):
                 actions.failed.append(chunk.experiment_id)
             continue
-        requeued = ExperimentChunk.objects.filter(
-            pk=chunk.pk, holder=chunk.holder, expires_at=chunk.expires_at, finished_at__isnull=True
-        ).update(holder="", expires_at=None, losses=F("losses") + 1)
-        if requeued:
+        if lease_requeue(chunk):
             plan = actions.resend.get(chunk.experiment_id, ExperimentPlan(chunk.experiment_id))
             actions.resend[chunk.experiment_id] = ExperimentPlan(
                 chunk.experiment_id, (*plan.indices, chunk.index)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError
-from django.db.models import Max, Model, Q, QuerySet
+from django.db.models import F, Max, Model, Q, QuerySet
 from django.utils import timezone
 
 from evaluation.models import ChunkLease
@@ -92,3 +92,16 @@ def chunk_lease_claim(
     ):
         return None
     return ChunkHold(run_id, index, holder, model, owner)
+
+
+def lease_requeue(lease: Any) -> bool:
+    """A lease that ran out (its worker was lost) back to waiting, one loss more, conditional on the claim
+    the sweeper saw: two sweepers send the chunk once, and a holder that renewed meanwhile keeps it. A
+    run's `ChunkLease` or an experiment's `ExperimentChunk`."""
+    return bool(
+        type(lease)
+        ._default_manager.filter(
+            pk=lease.pk, holder=lease.holder, expires_at=lease.expires_at, finished_at__isnull=True
+        )
+        .update(holder="", expires_at=None, losses=F("losses") + 1)
+    )

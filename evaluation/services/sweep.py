@@ -12,7 +12,7 @@ from django.utils import timezone
 from assay.targets import TargetSpec
 from evaluation.models import ChunkLease, EvaluationRun
 from evaluation.services.finalize import FINALIZE_LEASE
-from evaluation.services.leases import CHUNK_LEASE
+from evaluation.services.leases import CHUNK_LEASE, lease_requeue
 from evaluation.services.runs import RunPlan, plan_run, run_fail, run_missing_queries
 
 Status = EvaluationRun.Status
@@ -105,12 +105,7 @@ def _leases_expired(actions: SweepActions, *, now: datetime, max_losses: int) ->
             if run_fail(run_id=lease.run_id, message=message):
                 actions.failed.append(lease.run_id)
             continue
-        # Conditional on the claim seen: two sweepers send the chunk once, and a holder that renewed
-        # meanwhile keeps it.
-        requeued = ChunkLease.objects.filter(
-            pk=lease.pk, holder=lease.holder, expires_at=lease.expires_at, finished_at__isnull=True
-        ).update(holder="", expires_at=None, losses=F("losses") + 1)
-        if requeued:
+        if lease_requeue(lease):
             lost.setdefault(lease.run_id, []).append(lease)
     for run_id, leases in lost.items():
         if run_id not in actions.failed:

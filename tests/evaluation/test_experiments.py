@@ -36,7 +36,7 @@ from tests.support.runs import (  # noqa: F401  (fixtures by name)
     make_version,
     stub_fixture,
 )
-from tests.support.stub_server import StubServer
+from tests.support.stub_server import Reply, StubServer
 
 pytestmark = pytest.mark.django_db
 
@@ -117,7 +117,9 @@ def test_an_experiment_equals_assay_sweep_of_the_same_grid_and_seed(
     assert app is not None
     for key in ("split", "baseline", "configs", "confirmed", "winner", "optimism", "metric", "top", "k"):
         assert app[key] == cli[key], key
-    assert app["requests"]["asked"] == cli["requests"]["asked"]
+    # No configuration sends the baseline's request here, so nothing is shared: every search is sent once,
+    # counted before the phase's last answer is written.
+    assert app["requests"] == cli["requests"] == {"asked": 492, "sent": 492, "shared": 0}
 
 
 def test_cancel_stops_the_experiment_and_nothing_advances_it(
@@ -180,3 +182,19 @@ def test_a_target_that_does_not_list_the_set_is_refused(
         "target other is not set up for golden set help-center (add the set to the target first)"
     ]
     assert isinstance(version, GoldenVersion)
+
+
+def test_an_engine_that_answers_nothing_fails_the_experiment_in_the_words_of_assay_sweep(
+    golden_set: GoldenSet, stub: StubServer, rita: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    stub.default = Reply(status=404, text="no such index")
+    version = make_version(golden_set, golden_file(20))
+    target = make_target(f"{stub.url}/search", golden_set)
+    with eager_celery(), django_capture_on_commit_callbacks(execute=True):
+        experiment = experiment_create(
+            golden_version=version, target=target, grid={"configs": [{"w": 1}]}, created_by=rita
+        )
+    experiment.refresh_from_db()
+    assert experiment.status == Status.FAILED and experiment.result is None
+    assert experiment.error_message.startswith(f"no tuning query got an answer from {stub.url}/search in any")
+    assert experiment.errors == experiment.done == 2 * len(experiment.split["tuning"])

@@ -17,6 +17,7 @@ from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import html_text, logged_in, victor_fixture  # noqa: F401
+from tests.support.experiments import finished_experiment
 from tests.support.runs import eager_celery, golden_file, make_target, make_version, stub_fixture  # noqa: F401
 from tests.support.stub_server import StubServer
 
@@ -57,6 +58,10 @@ def test_a_reviewer_starts_an_experiment_from_the_form_and_reads_its_page(
 ) -> None:
     client = logged_in(rita)
     assert client.get("/experiments/new/").status_code == 200
+    # The target page's "Sweep its parameters" opens the form with the target chosen.
+    assert f"/experiments/new/?target={target.pk}" in client.get(f"/targets/{target.pk}/").content.decode()
+    chosen = client.get(f"/experiments/new/?target={target.pk}").content.decode()
+    assert f'<option value="{target.pk}" selected>' in chosen
     with eager_celery(), django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             "/experiments/new/",
@@ -157,3 +162,37 @@ def test_who_is_not_a_reviewer_of_the_set_sees_nothing(
     assert logged_in(alice).get("/experiments/new/").status_code == 404
     target.refresh_from_db()
     assert target.params == {"rewrite": True} and not ExperimentAdoption.objects.exists()
+
+
+def test_a_stage_toggle_the_winner_sets_stays_a_stage_toggle(
+    rita: User, golden_set: GoldenSet, stub: StubServer, version: GoldenVersion
+) -> None:
+    target = make_target(
+        f"{stub.url}/search", golden_set, name="staged", params={"k1": 2}, stages={"rewrite": False}
+    )
+    experiment = finished_experiment(version, target, rita, grid={"configs": [{"rewrite": True, "k1": 3}]})
+    with_rationale = {"rationale": "the rewriter helps"}
+    assert logged_in(rita).post(f"/experiments/{experiment.pk}/use/", with_rationale).status_code == 302
+    target.refresh_from_db()
+    assert (target.params, target.stages) == ({"k1": 3}, {"rewrite": True})
+    adoption = ExperimentAdoption.objects.get()
+    assert adoption.params_before == {"k1": 2, "rewrite": False}
+    assert adoption.params_after == {"k1": 3, "rewrite": True}
+
+
+def test_a_seed_or_top_out_of_range_is_a_worded_refusal(
+    rita: User, version: GoldenVersion, target: SearchTarget
+) -> None:
+    form = {
+        "golden_version": version.pk,
+        "target": target.pk,
+        "grid": '{"configs": [{"w": 1}]}',
+        "metric": "ndcg",
+        "split": 0.7,
+    }
+    client = logged_in(rita)
+    for extra, words in (({"top": 3, "seed": 10**12}, "seed"), ({"top": 10**12, "seed": 0}, "top")):
+        response = client.post("/experiments/new/", {**form, **extra})
+        assert response.status_code == 422, words
+        assert "Ensure this value is" in html_text(response.content.decode())
+    assert not Experiment.objects.exists()

@@ -1,7 +1,7 @@
 """Experiments on real Celery worker processes, Redis and PostgreSQL, against a loopback stub engine
 (docs/experiments.md, "In the app"): an experiment whose worker is SIGKILLed in the middle of its tuning
 phase is finished by a second worker (with beat: the sweeper sends the dead worker's chunks again when
-their leases run out), with exactly one answer per configuration x query."""
+their leases run out), with exactly one answer per configuration x query; cancel stopping the chunks."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evaluation.models import Experiment, ExperimentChunk, ExperimentResult
-from evaluation.services.experiments import experiment_create
+from evaluation.services.experiments import experiment_cancel, experiment_create
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply
@@ -88,3 +88,33 @@ def test_a_killed_worker_loses_nothing_and_a_second_worker_finishes_the_experime
     assert experiment.result is not None and experiment.result["winner"]["params"] in [
         c["params"] for c in experiment.result["configs"]
     ]
+
+
+def test_cancel_stops_the_experiments_chunks_on_a_worker(
+    start_worker: StartWorker,  # noqa: F811  (the fixture imported above)
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+) -> None:
+    stub.default = hits_reply(["d1", "d2", "d3"], delay=0.3)
+    version = make_version(golden_set, golden_file(40))
+    target = make_target(f"{stub.url}/search", golden_set, concurrency=2)
+    start_worker("w1")
+
+    experiment = experiment_create(
+        golden_version=version, target=target, grid={"configs": [{"w": 1}, {"w": 2}]}, created_by=rita
+    )
+    wait_for(lambda: ExperimentResult.objects.filter(experiment=experiment).count() >= 2, "the first answers")
+    assert experiment_cancel(experiment=experiment, by=rita)
+
+    # Every chunk, running or queued, sees the cancel and stops: the engine stops being called.
+    def settled() -> bool:
+        before = len(stub.requests)
+        time.sleep(1.0)
+        return len(stub.requests) == before
+
+    wait_for(settled, "the chunks to stop calling the engine")
+    experiment.refresh_from_db()
+    assert experiment.status == Status.CANCELLED and experiment.result is None
+    assert len(stub.requests) < experiment.total
+    assert experiment.phase == Experiment.Phase.TUNING  # nothing advanced it
