@@ -49,12 +49,14 @@ from evaluation.services.chunks import (
     ChunkOutcome,
     SearchThread,
     run_chunk_process,
+    search_through,
     stream,
 )
 from evaluation.services.experiment_adopt import (
     experiment_adopt,
 )
 from evaluation.services.experiment_chunks import (
+    SENT,
     ExperimentChunkOutcome,
     experiment_chunk_process,
 )
@@ -86,6 +88,7 @@ from evaluation.services.leases import (
     ChunkHold,
     chunk_lease_claim,
     chunk_leases_create,
+    lease_requeue,
 )
 from evaluation.services.notifications import (
     MAX_RETRY_DELAY_S,
@@ -209,6 +212,7 @@ __all__ = [
     "PROGRESS_EVERY_S",
     "QUEUED_GRACE",
     "SECOND_TAB",
+    "SENT",
     "STALL_AFTER",
     "TARGET_EXTRA",
     "TARGET_FIELDS",
@@ -258,6 +262,7 @@ __all__ = [
     "experiments_sweep",
     "grid_read",
     "instructions_get_or_create",
+    "lease_requeue",
     "notification_deliver",
     "notifications_prepare",
     "params_problems",
@@ -287,6 +292,7 @@ __all__ = [
     "schedule_problems",
     "schedule_set",
     "schedules_due",
+    "search_through",
     "stream",
     "study_analysis",
     "study_answer",
