@@ -211,6 +211,8 @@ _broker_dir = VAR_DIR / "broker"
 # The filesystem transport ignores the host; naming one keeps kombu from warning that none was given.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost//")
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Kombu's filesystem transport with each message written whole before it can be taken (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     for sub in ("in", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {

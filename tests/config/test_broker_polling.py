@@ -27,8 +27,8 @@ def _probe(tmp_path: Path, **env: str) -> str:
 
 
 def test_the_filesystem_broker_polls_ten_times_a_second(tmp_path: Path) -> None:
-    assert _probe(tmp_path) == "filesystem 0.1"
+    assert _probe(tmp_path) == "config.broker:Transport 0.1"
 
 
 def test_the_polling_interval_is_set_by_the_environment(tmp_path: Path) -> None:
-    assert _probe(tmp_path, ASSAY_BROKER_POLL_S="0.5") == "filesystem 0.5"
+    assert _probe(tmp_path, ASSAY_BROKER_POLL_S="0.5") == "config.broker:Transport 0.5"
