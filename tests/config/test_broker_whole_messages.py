@@ -11,7 +11,7 @@ from queue import Empty
 
 from kombu import Connection
 
-from config.broker import Transport
+from config.broker import Channel, Transport
 
 
 def _connection(folder: Path) -> Connection:
@@ -32,7 +32,7 @@ def _connection(folder: Path) -> Connection:
 
 def test_a_message_being_written_is_not_taken(tmp_path: Path) -> None:
     with _connection(tmp_path) as conn:
-        channel = conn.default_channel
+        channel: Channel = conn.default_channel  # type: ignore[assignment]
         # What a write in progress looks like in the folder: a partial file under the hidden name.
         partial = tmp_path / "in" / ".1_0.work.msg.part"
         partial.write_bytes(b'{"half": ')
@@ -46,11 +46,11 @@ def test_a_burst_of_large_messages_arrives_whole_and_once_each(tmp_path: Path) -
     count, writers = 120, 3
     body = "x" * 200_000
     with _connection(tmp_path) as conn:
-        reader = conn.channel()
+        reader: Channel = conn.channel()  # type: ignore[assignment]
 
         def write(start: int) -> None:
             with conn.clone() as mine:
-                channel = mine.default_channel
+                channel: Channel = mine.default_channel  # type: ignore[assignment]
                 for n in range(start, count, writers):
                     channel._put("work", {"n": n, "body": body})
 
