@@ -41,7 +41,8 @@ WRITE_BATCH = 200
 TOUCH_EVERY_S = 0.5
 # Progress, counted from the run's result rows: a count costs in proportion to the rows (about 30 ms at
 # 100,000 on PostgreSQL), so less often; with several chunks at work the run's progress still moves
-# about every TOUCH_EVERY_S.
+# about every TOUCH_EVERY_S. Between counts each heartbeat raises it to what its chunk knows of (its own
+# rows, no count), so the bar of a run of one chunk (searched by its start task) moves every heartbeat.
 PROGRESS_EVERY_S = 2.0
 
 
@@ -91,10 +92,16 @@ def _touch(run_id: int) -> tuple[bool, int, int]:
     return updated == 1, counts["done"], total
 
 
-def _beat(run_id: int) -> bool:
-    """The heartbeat alone (`_touch` without the count): False when the run is no longer RUNNING."""
+def _beat(run_id: int, done: int = 0, errors: int = 0) -> bool:
+    """The heartbeat without a count: progress raised to at least `done` and `errors` (the rows the chunk
+    knows of: a lower bound, so never more than the count would say). False when the run is no longer
+    RUNNING."""
     return (
-        EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(heartbeat_at=timezone.now())
+        EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(
+            done=Greatest(F("done"), Value(done)),
+            errors=Greatest(F("errors"), Value(errors)),
+            heartbeat_at=timezone.now(),
+        )
         == 1
     )
 
@@ -137,11 +144,12 @@ class _Search:
         return batch
 
 
-def _stream(run_id: int, search: _Search, seen: set[str], hold: ChunkHold | None) -> bool:
+def _stream(run_id: int, search: _Search, seen: set[str], hold: ChunkHold | None, known: int) -> bool:
     """Write the search's results as they come (adding their ids to `seen`) until it is done, renewing
     the chunk's lease; True when the run stopped being RUNNING meanwhile or another delivery took the
-    chunk over (the search is then told to stop)."""
+    chunk over (the search is then told to stop). `known`: the chunk's queries with a row before."""
     pending: list[QueryResult] = []
+    errors = 0
     last_write = last_touch = last_count = last_renew = time.monotonic()
     while True:
         finished = not search.thread.is_alive()
@@ -150,13 +158,14 @@ def _stream(run_id: int, search: _Search, seen: set[str], hold: ChunkHold | None
         if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
             _write(run_id, pending)
             seen.update(r.query_id for r in pending)
+            errors += sum(1 for r in pending if r.error is not None)
             pending, last_write = [], now
         if now - last_touch >= TOUCH_EVERY_S:
             last_touch = now
             counting = now - last_count >= PROGRESS_EVERY_S
             if counting:
                 last_count = now
-            if not (_touch(run_id)[0] if counting else _beat(run_id)):
+            if not (_touch(run_id)[0] if counting else _beat(run_id, known + len(seen), errors)):
                 search.stop.set()
                 return True
         if hold is not None and now - last_renew >= LEASE_RENEW_EVERY_S:
@@ -247,7 +256,7 @@ def _chunk_search(
         seen: set[str] = set()
         try:
             search.thread.start()
-            stopped = _stream(run_id, search, seen, hold)
+            stopped = _stream(run_id, search, seen, hold, len(existing) + written)
             if search.error is not None:
                 raise search.error
         except Exception as exc:
