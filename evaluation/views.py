@@ -29,9 +29,9 @@ from assay.budgets import Budgets, load_budgets
 from assay.charts import TREND_CHART, trend_charts
 from assay.display import overrides_text, params_text
 from assay.drift import BudgetsError
-from assay.harness import redact_url
 from assay.jsonin import JsonInputError, json_loads
 from assay.metric_table import WEIGHTED_PREFIX, series_label
+from assay.run_meta import redact_url
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
 from evaluation.action_words import asked_sentences, queued_sentences
