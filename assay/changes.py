@@ -44,6 +44,10 @@ DEFAULT_SEED = 4243
 _TIE = 1e-12
 # Resampled means are drawn in batches so that a large scope never needs a resamples x n matrix at once.
 _BATCH_CELLS = 4_000_000
+# A batch's values are gathered and summed a few rows at a time: a block this size stays in the CPU's cache
+# between its gather and its sum, where a whole batch's (32 MB) goes out to memory and back; each row's
+# sum is the same whichever block it is in (3-5x faster, measured at 84,000 pairs).
+_BLOCK_CELLS = 500_000
 
 Row = Mapping[str, Any]
 
@@ -188,15 +192,16 @@ def _bootstrap(samples: Sequence[_Sample], resamples: int, seed: int) -> list[ND
         for i, sample in enumerate(samples)
     ]
 
-    def average(draws: NDArray[np.intp]) -> None:
-        drawn_weights: dict[int, NDArray[np.float64]] = {}
-        for sample, found, shared in zip(samples, means, same_weights, strict=True):
-            if sample.weights is None or sample.products is None:
-                found.append(np.take(sample.deltas, draws).mean(axis=1))
-                continue
-            if shared not in drawn_weights:
-                drawn_weights[shared] = np.take(sample.weights, draws).sum(axis=1)
-            found.append(np.take(sample.products, draws).sum(axis=1) / drawn_weights[shared])
+    def average(batch: NDArray[np.intp]) -> None:
+        for draws in _blocks(batch):
+            drawn_weights: dict[int, NDArray[np.float64]] = {}
+            for sample, found, shared in zip(samples, means, same_weights, strict=True):
+                if sample.weights is None or sample.products is None:
+                    found.append(np.take(sample.deltas, draws).mean(axis=1))
+                    continue
+                if shared not in drawn_weights:
+                    drawn_weights[shared] = np.take(sample.weights, draws).sum(axis=1)
+                found.append(np.take(sample.products, draws).sum(axis=1) / drawn_weights[shared])
 
     if len(rows) == 1:  # one batch (a small scope, as most of the gate's): nothing to overlap
         average(_draws(rng, size, rows[0]))
@@ -209,6 +214,12 @@ def _bootstrap(samples: Sequence[_Sample], resamples: int, seed: int) -> list[ND
                     pending = pool.submit(_draws, rng, size, following)
                 average(draws)
     return [np.concatenate(found) for found in means]
+
+
+def _blocks(batch: NDArray[Any]) -> list[NDArray[Any]]:
+    """A batch of draws (rows x pairs) as blocks of rows of about `_BLOCK_CELLS` cells."""
+    rows = max(1, _BLOCK_CELLS // max(1, batch.shape[1]))
+    return [batch[start : start + rows] for start in range(0, batch.shape[0], rows)]
 
 
 def _same(one: NDArray[np.float64] | None, other: NDArray[np.float64] | None) -> bool:
@@ -246,10 +257,10 @@ def _randomization(samples: Sequence[_Sample], permutations: int, seed: int) -> 
     flips = _SignFlips(seed + 1)  # not the bootstrap's draws
     hits = [0] * len(samples)
     for rows in _batches(permutations, samples[0].deltas.size):
-        signs = flips.draw(rows, samples[0].deltas.size)
-        for at, sample in enumerate(samples):
-            flipped = np.abs((signs * sample.weighted).sum(axis=1) / sample.total)
-            hits[at] += int((flipped >= sample.observed - _TIE).sum())
+        for signs in _blocks(flips.draw(rows, samples[0].deltas.size)):
+            for at, sample in enumerate(samples):
+                flipped = np.abs((signs * sample.weighted).sum(axis=1) / sample.total)
+                hits[at] += int((flipped >= sample.observed - _TIE).sum())
     return [found / permutations for found in hits]
 
 
