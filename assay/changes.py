@@ -44,6 +44,10 @@ DEFAULT_SEED = 4243
 _TIE = 1e-12
 # Resampled means are drawn in batches so that a large scope never needs a resamples x n matrix at once.
 _BATCH_CELLS = 4_000_000
+# A batch's values are gathered and summed a few rows at a time: a block this size stays in the CPU's cache
+# between its gather and its sum, where a whole batch's (32 MB) goes out to memory and back; each row's
+# sum is the same whichever block it is in (3-5x faster, measured at 84,000 pairs).
+_BLOCK_CELLS = 500_000
 
 Row = Mapping[str, Any]
 
@@ -188,15 +192,16 @@ def _bootstrap(samples: Sequence[_Sample], resamples: int, seed: int) -> list[ND
         for i, sample in enumerate(samples)
     ]
 
-    def average(draws: NDArray[np.intp]) -> None:
-        drawn_weights: dict[int, NDArray[np.float64]] = {}
-        for sample, found, shared in zip(samples, means, same_weights, strict=True):
-            if sample.weights is None or sample.products is None:
-                found.append(np.take(sample.deltas, draws).mean(axis=1))
-                continue
-            if shared not in drawn_weights:
-                drawn_weights[shared] = np.take(sample.weights, draws).sum(axis=1)
-            found.append(np.take(sample.products, draws).sum(axis=1) / drawn_weights[shared])
+    def average(batch: NDArray[np.intp]) -> None:
+        for draws in _blocks(batch):
+            drawn_weights: dict[int, NDArray[np.float64]] = {}
+            for sample, found, shared in zip(samples, means, same_weights, strict=True):
+                if sample.weights is None or sample.products is None:
+                    found.append(np.take(sample.deltas, draws).mean(axis=1))
+                    continue
+                if shared not in drawn_weights:
+                    drawn_weights[shared] = np.take(sample.weights, draws).sum(axis=1)
+                found.append(np.take(sample.products, draws).sum(axis=1) / drawn_weights[shared])
 
     if len(rows) == 1:  # one batch (a small scope, as most of the gate's): nothing to overlap
         average(_draws(rng, size, rows[0]))
@@ -209,6 +214,12 @@ def _bootstrap(samples: Sequence[_Sample], resamples: int, seed: int) -> list[ND
                     pending = pool.submit(_draws, rng, size, following)
                 average(draws)
     return [np.concatenate(found) for found in means]
+
+
+def _blocks(batch: NDArray[Any]) -> list[NDArray[Any]]:
+    """A batch of draws (rows x pairs) as blocks of rows of about `_BLOCK_CELLS` cells."""
+    rows = max(1, _BLOCK_CELLS // max(1, batch.shape[1]))
+    return [batch[start : start + rows] for start in range(0, batch.shape[0], rows)]
 
 
 def _same(one: NDArray[np.float64] | None, other: NDArray[np.float64] | None) -> bool:
@@ -246,10 +257,10 @@ def _randomization(samples: Sequence[_Sample], permutations: int, seed: int) -> 
     flips = _SignFlips(seed + 1)  # not the bootstrap's draws
     hits = [0] * len(samples)
     for rows in _batches(permutations, samples[0].deltas.size):
-        signs = flips.draw(rows, samples[0].deltas.size)
-        for at, sample in enumerate(samples):
-            flipped = np.abs((signs * sample.weighted).sum(axis=1) / sample.total)
-            hits[at] += int((flipped >= sample.observed - _TIE).sum())
+        for signs in _blocks(flips.draw(rows, samples[0].deltas.size)):
+            for at, sample in enumerate(samples):
+                flipped = np.abs((signs * sample.weighted).sum(axis=1) / sample.total)
+                hits[at] += int((flipped >= sample.observed - _TIE).sum())
     return [found / permutations for found in hits]
 
 
@@ -379,21 +390,54 @@ class ScopePairs:
 
 class RowValues:
     """Each per-query row's values of `metrics` (`per_query_value`; 0.0 where the metric does not count the
-    row, with a False in its `counted`), worked out once however many scopes pair the row."""
+    row, with a False in its `counted`), worked out once however many scopes pair the row: a table of the
+    rows seen so far, a line per row, each new batch of rows worked out a metric at a time."""
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self.metrics = tuple(metrics)
         self._specs = [BY_KEY[key] for key in self.metrics]
-        # id(row) -> (row, values, counted); the row is kept so that its id is not reused meanwhile.
-        self._rows: dict[int, tuple[Row, tuple[float, ...], tuple[bool, ...]]] = {}
+        self._line: dict[int, int] = {}  # id(row) -> its line of the table
+        self._rows: list[Row] = []  # kept so that no row's id is reused meanwhile
+        self._blocks: list[tuple[NDArray[np.float64], NDArray[np.bool_]]] = []
+        self._table: tuple[NDArray[np.float64], NDArray[np.bool_]] | None = None
 
-    def of(self, row: Row) -> tuple[tuple[float, ...], tuple[bool, ...]]:
-        known = self._rows.get(id(row))
-        if known is None:
-            found = [per_query_value(row, metric) for metric in self._specs]
-            values = tuple(0.0 if v is None else v for v in found)
-            known = self._rows[id(row)] = (row, values, tuple(v is not None for v in found))
-        return known[1], known[2]
+    def matrix(self, rows: Sequence[Row]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """The rows' values (row x metric) and which of them count."""
+        new = list({id(row): row for row in rows if id(row) not in self._line}.values())
+        if new:
+            for row in new:
+                self._line[id(row)] = len(self._rows)
+                self._rows.append(row)
+            self._blocks.append(self._worked_out(new))
+            self._table = None
+        if self._table is None:
+            width = len(self.metrics)
+            self._table = (
+                np.concatenate([v for v, _ in self._blocks]) if self._blocks else np.empty((0, width)),
+                np.concatenate([c for _, c in self._blocks]) if self._blocks else np.empty((0, width), bool),
+            )
+        lines = np.fromiter((self._line[id(row)] for row in rows), dtype=np.intp, count=len(rows))
+        return self._table[0][lines], self._table[1][lines]
+
+    def _worked_out(self, rows: Sequence[Row]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """`per_query_value` of each row and metric, a metric at a time over the rows."""
+        errored = [row.get("error") is not None for row in rows]
+        empty = [bool(row.get("expect_empty")) for row in rows]
+        values = np.zeros((len(rows), len(self._specs)), dtype=np.float64)
+        counted = np.zeros((len(rows), len(self._specs)), dtype=bool)
+        for column, metric in enumerate(self._specs):
+            if metric.key == "error_rate":
+                values[:, column] = [1.0 if e else 0.0 for e in errored]
+                counted[:, column] = True
+                continue
+            scored = metric.over == "scored"
+            found = [
+                None if e or (scored and x) else row.get(metric.per_query)
+                for row, e, x in zip(rows, errored, empty, strict=True)
+            ]
+            values[:, column] = [0.0 if v is None else float(v) for v in found]
+            counted[:, column] = [v is not None for v in found]
+        return values, counted
 
 
 def pair_rows(
@@ -425,25 +469,14 @@ def pair_rows(
             left.errored_current.append(now["id"])
         now_rows.append(now)
         then_rows.append(then)
-    width = len(rows.metrics)
-    now_values, now_counted = _value_matrix(rows, now_rows, width)
-    then_values, then_counted = _value_matrix(rows, then_rows, width)
+    now_values, now_counted = rows.matrix(now_rows)
+    then_values, then_counted = rows.matrix(then_rows)
     weight = np.array([float(now.get("weight", 1.0) or 0.0) for now in now_rows], dtype=np.float64)
     pairs: dict[str, NDArray[np.float64]] = {}
     for column, key in enumerate(rows.metrics):
         both = now_counted[:, column] & then_counted[:, column]
         pairs[key] = np.column_stack((then_values[both, column], now_values[both, column], weight[both]))
     return ScopePairs(pairs, left)
-
-
-def _value_matrix(
-    rows: RowValues, scope: Sequence[Row], width: int
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """The rows' values (row x metric) and which of them count."""
-    found = [rows.of(row) for row in scope]
-    values = np.array([v for v, _ in found], dtype=np.float64).reshape(len(scope), width)
-    counted = np.array([c for _, c in found], dtype=bool).reshape(len(scope), width)
-    return values, counted
 
 
 def pair_scope(

@@ -35,9 +35,10 @@ from typing import Any
 from assay.changes import pair_scope
 from assay.golden.columns import GoldenColumns
 from assay.golden.model import GoldenFile, GoldenQuery
-from assay.harness import HarnessConfig, SharedSearch, params_problem, redact_url
+from assay.harness import HarnessConfig, SharedSearch, params_problem
 from assay.report import build_report
 from assay.results import QueryResult
+from assay.run_meta import redact_url
 
 SWEEP_SPEC = "1"
 MAX_CONFIGS = 500

@@ -24,25 +24,17 @@ which decides whether 32 requests in flight keep a 20 ms engine busy (docs/bench
 from __future__ import annotations
 
 import asyncio
-import base64
 import email.utils
 import json
-import math
-import os
 import random
-import socket
-import ssl
 import time
-import urllib.request
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
-import certifi
-from aiohttp.http_exceptions import ContentEncodingError
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -51,13 +43,19 @@ from assay.inputs import whole_number
 from assay.netpolicy import (
     AddressRefused,
     private_targets_allowed,
-    public_socket,
-    resolved_problem,
     url_problem,
 )
 from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.results import QueryResult
 from assay.secrets import mask_secrets, mask_secrets_bytes
+from assay.transport import (
+    Route,
+    basic_authorization,
+    describe_transport_error,
+    public_connector,
+    route_of,
+    undecodable_reason,
+)
 
 # Requests in flight per run (or per chunk task on the server). More buys no speed from any engine worth
 # measuring and multiplies what one run may hold: `concurrency` replies of up to `max_reply_bytes` each.
@@ -262,54 +260,6 @@ def _body_shape(response: aiohttp.ClientResponse, body: bytes) -> str:
     return f"{kind}, {len(body)} bytes"
 
 
-def _os_reason(error: OSError) -> str:
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return f"TLS certificate: {error.verify_message or error.reason}"
-    if isinstance(error, ssl.SSLError):
-        return f"TLS: {error.reason or error}"
-    if isinstance(error, socket.gaierror):
-        return f"name resolution failed: {error.strerror}"
-    if error.errno:
-        # asyncio words a refusal as "Connect call failed (host, port)"; the errno says why.
-        return os.strerror(error.errno)
-    return str(error) or type(error).__name__
-
-
-def _describe_transport_error(exc: BaseException, timeout: float) -> str:
-    """A failure below HTTP in words that name the phase, whatever library raised it. Built from the
-    exception's parts, not its text: aiohttp's texts can carry the URL, and with it an api key."""
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return f"connect timeout after {timeout:g}s"
-    if isinstance(exc, TimeoutError):
-        return f"timeout after {timeout:g}s"
-    if isinstance(exc, aiohttp.ClientProxyConnectionError):
-        return f"connect error: the proxy for {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"connect error: {exc.host}:{exc.port}: {_os_reason(exc.os_error)}"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "connection dropped: server disconnected without sending a response"
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return "connection dropped: the response body was cut short"
-    if isinstance(exc, aiohttp.ClientHttpProxyError):
-        return f"proxy error: HTTP {exc.status} {exc.message}".rstrip()
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return f"invalid HTTP response: {exc.message}"
-    if isinstance(exc, OSError):
-        return f"connection dropped: {_os_reason(exc)}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _undecodable(exc: aiohttp.ClientPayloadError) -> str | None:
-    """The reason when the body arrived whole but its Content-Encoding could not be undone (a gzip
-    header on a plain body): not the network, so a retry would not help."""
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, ContentEncodingError):
-            return cause.message
-        cause = cause.__cause__
-    return None
-
-
 # The whole-request deadline ends this much after the timeout, so that a connection that is never made
 # is ended by aiohttp's connect timeout (the same number, started a moment later) and named as such.
 _DEADLINE_GRACE_S = 0.05
@@ -333,11 +283,6 @@ class _Prepared:
     params: tuple[tuple[str, str], ...]
     headers: CIMultiDict[str]
     body: bytes | None
-
-
-def basic_authorization(user: str, password: str) -> str:
-    """An `Authorization` (or `Proxy-Authorization`) value for Basic auth, credentials UTF-8 encoded."""
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 def _prepare(
@@ -364,78 +309,8 @@ def _prepare(
     return _Prepared(request.method, url, request.params, headers, body)
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """How every request of a run leaves this machine; `problem` set means none can.
-
-    A proxy's credentials go where the proxy reads them: on the CONNECT request that opens a tunnel to
-    an https engine (`proxy_headers`), on every request relayed to an http engine (`request_headers`).
-    """
-
-    proxy: URL | None = None
-    proxy_headers: Mapping[str, str] | None = None
-    request_headers: Mapping[str, str] = field(default_factory=dict)
-    ssl: ssl.SSLContext | bool = False
-    problem: str | None = None
-
-
-def _env_proxy(url: URL) -> tuple[URL | None, str | None]:
-    """The proxy that HTTP(S)_PROXY / ALL_PROXY name for `url` unless NO_PROXY exempts its host, and
-    the Proxy-Authorization its credentials make. Read here rather than by aiohttp's `trust_env`, which
-    would also read ~/.netrc and send the passwords it finds there."""
-    proxies = urllib.request.getproxies()
-    value = proxies.get(url.scheme) or proxies.get("all")
-    if not value or (url.host and urllib.request.proxy_bypass(url.host)):
-        return None, None
-    variable = f"{url.scheme.upper()}_PROXY" if proxies.get(url.scheme) else "ALL_PROXY"
-    try:
-        proxy = URL(value if "://" in value else f"http://{value}")
-    except ValueError as exc:
-        raise ValueError(f"{variable}: {exc}") from None
-    if proxy.scheme not in ("http", "https") or not proxy.host:
-        raise ValueError(f"{variable} {redact_url(str(proxy))}: expected an http:// or https:// proxy URL")
-    if proxy.user is None and proxy.password is None:
-        return proxy, None
-    return proxy.with_user(None), basic_authorization(proxy.user or "", proxy.password or "")
-
-
-def _ssl_context(trust_env: bool) -> ssl.SSLContext:
-    """certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when the environment is trusted. An explicit
-    bundle even when untrusted: OpenSSL's default paths would read SSL_CERT_FILE regardless."""
-    for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
-        path = os.environ.get(variable) if trust_env else None
-        if path:
-            try:
-                if variable == "SSL_CERT_FILE":
-                    return ssl.create_default_context(cafile=path)
-                return ssl.create_default_context(capath=path)
-            except OSError as exc:  # ssl.SSLError is one: a file that holds no certificate
-                raise ValueError(f"{variable} {path}: {exc.strerror or exc}") from None
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-def _route(config: HarnessConfig) -> _Route:
-    """The run's proxy and TLS settings, resolved once: every request goes to the search URL's host
-    (adapters only add a path). A setting that cannot work becomes every query's error, naming the
-    environment variable at fault, rather than a traceback in the middle of a run."""
-    url = URL(config.url)
-    try:
-        proxy, authorization = _env_proxy(url) if config.trust_env else (None, None)
-        needs_tls = url.scheme == "https" or (proxy is not None and proxy.scheme == "https")
-        # Loading a CA bundle costs tens of milliseconds: only when a TLS handshake can happen.
-        context: ssl.SSLContext | bool = _ssl_context(config.trust_env) if needs_tls else False
-    except ValueError as exc:
-        return _Route(problem=str(exc))
-    if authorization is None:
-        return _Route(proxy=proxy, ssl=context)
-    header = {"Proxy-Authorization": authorization}
-    if url.scheme == "https":
-        return _Route(proxy=proxy, proxy_headers=header, ssl=context)
-    return _Route(proxy=proxy, request_headers=header, ssl=context)
-
-
 class _Runner:
-    def __init__(self, config: HarnessConfig, route: _Route) -> None:
+    def __init__(self, config: HarnessConfig, route: Route) -> None:
         self.config = config
         self.route = route
         self.adapter = config.make_adapter()
@@ -530,21 +405,21 @@ class _Runner:
                     except ReplyError as exc:
                         raise _Permanent(str(exc), status=response.status) from None
         except aiohttp.ClientPayloadError as exc:
-            reason = _undecodable(exc)
+            reason = undecodable_reason(exc)
             if reason is not None:
                 raise _Permanent(f"undecodable response body: {reason}") from exc
-            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+            raise _Transient(describe_transport_error(exc, config.timeout)) from exc
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, AddressRefused):
                 raise _Permanent(str(exc.os_error)) from exc  # the same on every retry
-            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+            raise _Transient(describe_transport_error(exc, config.timeout)) from exc
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ClientError):  # one of aiohttp's own timeouts
-                raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+                raise _Transient(describe_transport_error(exc, config.timeout)) from exc
             late = " (the reply was still arriving)" if answered else ""
             raise _Transient(f"timeout after {config.timeout:g}s{late}") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise _Transient(_describe_transport_error(exc, config.timeout)) from exc
+            raise _Transient(describe_transport_error(exc, config.timeout)) from exc
         status = response.status
         if is_transient_status(status):
             wait = parse_retry_after(response.headers.get("Retry-After"))
@@ -587,49 +462,11 @@ def _read_marker(
     return None
 
 
-class _PublicResolver(aiohttp.abc.AbstractResolver):
-    """DNS that answers only the addresses `assay.netpolicy` lets a target reach.
-
-    The connector connects to exactly the addresses a resolver returns and asks again for each new
-    connection once its short cache expires, so checking here (after resolution, not on the name) also
-    holds when a name is re-pointed at a private address during a run. Address literals never reach a
-    resolver: `public_connector`'s socket factory judges every address connected to, literals included.
-    """
-
-    def __init__(self) -> None:
-        self._inner = aiohttp.DefaultResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[aiohttp.abc.ResolveResult]:
-        found = await self._inner.resolve(host, port, family)
-        allowed = [r for r in found if resolved_problem(host, r["host"]) is None]
-        if not allowed and found:
-            raise AddressRefused(resolved_problem(host, found[0]["host"]) or f"host {host}: refused")
-        return allowed
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def public_connector(*, limit: int, allow_private: bool) -> aiohttp.TCPConnector:
-    """A connector that connects only where `assay.netpolicy` allows (unless private addresses are
-    allowed): names through `_PublicResolver` (only their allowed addresses are tried, and the error names
-    the host), and every address about to be connected to, literals included, through the policy's socket
-    factory, which aiohttp calls after its parser and resolver have done their work: whatever a URL's host
-    turned into, the address itself is judged."""
-    if allow_private:
-        return aiohttp.TCPConnector(limit=limit, limit_per_host=0)
-    return aiohttp.TCPConnector(
-        limit=limit, limit_per_host=0, resolver=_PublicResolver(), socket_factory=public_socket
-    )
-
-
 def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
     outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
     cookies kept (one query's answer must not depend on which queries came before it), environment
-    settings only through `_route`."""
+    settings only through `route_of`."""
     timeout = aiohttp.ClientTimeout(
         total=None, connect=config.timeout, sock_connect=config.timeout, sock_read=config.timeout
     )
@@ -659,7 +496,7 @@ async def search_all(
     """
     if not queries:
         return []
-    runner = _Runner(config, _route(config))
+    runner = _Runner(config, route_of(config.url, config.trust_env))
     results: list[QueryResult | None] = [None] * len(queries)
     cursor = iter(range(len(queries)))  # shared: next() never awaits, so no two workers get one index
 
@@ -706,7 +543,7 @@ class SharedSearch:
 
     def __init__(self, config: HarnessConfig) -> None:
         self.config = config
-        self.runner = _Runner(config, _route(config))
+        self.runner = _Runner(config, route_of(config.url, config.trust_env))
         self.sent = 0
         self._answers: dict[tuple[Any, ...], QueryResult] = {}
         self._session: aiohttp.ClientSession | None = None
@@ -837,64 +674,3 @@ def search_all_sync(
 ) -> list[QueryResult]:
     """`search_all` for callers without an event loop (the CLI, Celery tasks, management commands)."""
     return asyncio.run(search_all(queries, config, on_result=on_result))
-
-
-def redact_url(url: str) -> str:
-    """The URL without credentials and with query-string values masked: api keys live there too."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if ":" in netloc:  # an IPv6 literal
-        netloc = f"[{netloc}]"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def run_meta(
-    config: HarnessConfig,
-    results: Sequence[QueryResult],
-    *,
-    started_at: datetime,
-    duration: float,
-) -> dict[str, Any]:
-    """The artifact's `run` block: how the results were obtained, for explaining odd diffs later.
-
-    Header NAMES only (their values may be secrets). More than one index generation or model id seen
-    means the index moved during the run: `index_moved` / `model_changed` flag it.
-    """
-    generations = sorted({r.index_generation for r in results if r.index_generation is not None})
-    model_ids = sorted({r.model_id for r in results if r.model_id is not None})
-    latencies = sorted(r.latency_ms for r in results if r.ok and r.latency_ms is not None)
-    return {
-        "url": redact_url(config.url),
-        "adapter": config.adapter,
-        "size": config.size,
-        "params": dict(config.params),
-        "header_names": sorted(config.headers, key=str.lower),
-        "concurrency": config.concurrency,
-        "timeout_s": config.timeout,
-        "max_retries": config.retries,
-        "rate_limit_rps": config.rate_limit,
-        "started_at": started_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "duration_s": duration,
-        "queries": len(results),
-        "errors": sum(1 for r in results if not r.ok),
-        "retries": sum(max(0, r.attempts - 1) for r in results),
-        "index_generations": generations,
-        "index_moved": len(generations) > 1,
-        "model_ids": model_ids,
-        "model_changed": len(model_ids) > 1,
-        "latency_ms": _latency_summary(latencies),
-    }
-
-
-def _latency_summary(sorted_ms: Sequence[float]) -> dict[str, float] | None:
-    if not sorted_ms:
-        return None
-
-    def pct(p: float) -> float:
-        # Nearest rank: a real observed latency, never an interpolation between two.
-        return sorted_ms[max(0, math.ceil(p * len(sorted_ms)) - 1)]
-
-    return {"p50": pct(0.50), "p95": pct(0.95), "max": sorted_ms[-1]}

@@ -1,6 +1,6 @@
 """The network policy's hook in each blocking HTTP client (pure, no Django): httpx for run-notification
 webhooks, urllib3 under dulwich for git export remotes over http(s). aiohttp's (search targets, pools,
-judges) is `assay.harness.public_connector`.
+judges) is `assay.transport.public_connector`.
 
 Each hook replaces only the client's "open a TCP connection to host:port" step with
 `assay.netpolicy.public_connection`, which resolves the host once, drops the addresses the policy refuses

@@ -61,7 +61,7 @@ _USE_ENV = (
 
 def url_secret_problems(url: str) -> list[str]:
     """A URL that would store a credential: user:password@ or a query parameter named like one. Shown
-    URLs are redacted too (harness.redact_url), but a secret must not reach the database at all."""
+    URLs are redacted too (assay.run_meta.redact_url), but a secret must not reach the database at all."""
     try:
         parts = urlsplit(url)
         has_userinfo = parts.username is not None or parts.password is not None

@@ -18,7 +18,6 @@ from django.utils.html import format_html
 from assay.budgets import SLICE_KEYS, BudgetsError, load_budgets
 from assay.changes import LeftOut, pair_scope, report_seed
 from assay.golden.format import natural_key
-from assay.harness import redact_url
 from assay.metric_table import (
     BY_KEY,
     LABELS,
@@ -31,6 +30,7 @@ from assay.metric_table import (
 )
 from assay.noise import NOT_ENOUGH_RUNS, NoiseError, NoiseFloor, below_floor_named
 from assay.report import judge_label_effect
+from assay.run_meta import redact_url
 from assay.targets import TargetError, TargetSpec, shown_headers
 from evaluation import selectors
 from evaluation.models import EvaluationRun, QueryRunResult

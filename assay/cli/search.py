@@ -74,7 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         golden = load_golden_columns(args.golden)
     finally:
         transport.join()
-    from assay.harness import redact_url, run_meta, search_all_sync
+    from assay.harness import search_all_sync
+    from assay.run_meta import redact_url, run_meta
 
     config = _harness_config(args, golden)
     out = Path(args.out)

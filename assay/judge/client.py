@@ -30,16 +30,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from assay.harness import (
-    _describe_transport_error,
-    is_transient_status,
-    parse_retry_after,
-    public_connector,
-)
+from assay.harness import is_transient_status, parse_retry_after
 from assay.judge.answer import Answer, parse_answer
 from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
 from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.secrets import mask_secrets
+from assay.transport import describe_transport_error, public_connector
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +170,9 @@ class _Judge:
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, AddressRefused):
                 raise _Permanent(str(exc.os_error)) from exc
-            raise _Transient(_describe_transport_error(exc, self.endpoint.timeout)) from exc
+            raise _Transient(describe_transport_error(exc, self.endpoint.timeout)) from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise _Transient(_describe_transport_error(exc, self.endpoint.timeout)) from exc
+            raise _Transient(describe_transport_error(exc, self.endpoint.timeout)) from exc
         shape = body_shape(response.headers.get("Content-Type"), len(raw))
         if is_transient_status(response.status):
             wait = parse_retry_after(response.headers.get("Retry-After"))

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from assay.harness import redact_url
+from assay.run_meta import redact_url
 from assay.targets import SPEC_FIELDS
 from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
 from golden_io import selectors as golden_selectors

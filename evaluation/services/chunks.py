@@ -41,7 +41,8 @@ WRITE_BATCH = 200
 TOUCH_EVERY_S = 0.5
 # Progress, counted from the run's result rows: a count costs in proportion to the rows (about 30 ms at
 # 100,000 on PostgreSQL), so less often; with several chunks at work the run's progress still moves
-# about every TOUCH_EVERY_S.
+# about every TOUCH_EVERY_S. Between counts each heartbeat raises it to what its chunk knows of (its own
+# rows, no count), so the bar of a run of one chunk (searched by its start task) moves every heartbeat.
 PROGRESS_EVERY_S = 2.0
 
 
@@ -91,10 +92,16 @@ def _touch(run_id: int) -> tuple[bool, int, int]:
     return updated == 1, counts["done"], total
 
 
-def _beat(run_id: int) -> bool:
-    """The heartbeat alone (`_touch` without the count): False when the run is no longer RUNNING."""
+def _beat(run_id: int, done: int = 0, errors: int = 0) -> bool:
+    """The heartbeat without a count: progress raised to at least `done` and `errors` (the rows the chunk
+    knows of: a lower bound, so never more than the count would say). False when the run is no longer
+    RUNNING."""
     return (
-        EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(heartbeat_at=timezone.now())
+        EvaluationRun.objects.filter(pk=run_id, status=Status.RUNNING).update(
+            done=Greatest(F("done"), Value(done)),
+            errors=Greatest(F("errors"), Value(errors)),
+            heartbeat_at=timezone.now(),
+        )
         == 1
     )
 
@@ -289,10 +296,14 @@ def _chunk_search(
     if queries:
         search = SearchThread(queries, config)
         seen: set[str] = set()
+        known = len(existing) + written  # the chunk's queries with a row before the search
+        errors = 0
 
         def write(batch: list[QueryResult]) -> None:
+            nonlocal errors
             _write(run_id, batch)
             seen.update(r.query_id for r in batch)
+            errors += sum(1 for r in batch if r.error is not None)
 
         def fail(message: str) -> int:
             missing = [q.id for q in queries if q.id not in seen]
@@ -303,7 +314,11 @@ def _chunk_search(
             search,
             hold,
             write=write,
-            touch=lambda counting: _touch(run_id)[0] if counting else _beat(run_id),
+            # Between counts the beat raises the bar to the rows this chunk knows of (a lower bound), so
+            # a run of one chunk shows progress before its first count.
+            touch=lambda counting: (
+                _touch(run_id)[0] if counting else _beat(run_id, known + len(seen), errors)
+            ),
             label=f"run {run_id}",
             stopped_with=fail,
         )

@@ -35,9 +35,9 @@ from assay.experiment import (
     settings_problem,
     split_queries,
 )
-from assay.harness import redact_url
 from assay.jsonin import JsonInputError, json_loads
 from assay.results import QueryResult
+from assay.run_meta import redact_url
 from assay.storable import json_problem
 from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
 from evaluation.enqueue import experiment_start_on_commit

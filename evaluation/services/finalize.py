@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from assay.drift import Budgets, compare
 from assay.golden.keys import resolve_keys
-from assay.harness import run_meta
 from assay.report import BOOTSTRAP_SEED, build_report
+from assay.run_meta import run_meta
 from assay.targets import TargetSpec, harness_config
 from evaluation.enqueue import run_notify_on_commit
 from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult

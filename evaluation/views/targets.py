@@ -16,8 +16,8 @@ from assay.adapters import ADAPTER_CHOICES
 from assay.budgets import Budgets
 from assay.charts import TREND_CHART, trend_charts
 from assay.display import params_text
-from assay.harness import redact_url
 from assay.metric_table import WEIGHTED_PREFIX, series_label
+from assay.run_meta import redact_url
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
 from evaluation.forms import (

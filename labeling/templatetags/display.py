@@ -13,8 +13,16 @@ from django.utils.html import format_html
 from assay import display
 from assay.labels.agreement import Undefined
 from assay.metric_table import format_p_value
+from labeling.selectors import progress
 
 register = template.Library()
+
+
+@register.filter
+def poll_ms(created: Any) -> int:
+    """`run.created|poll_ms`: milliseconds until a row showing the progress of work created then asks
+    again (often while the work is young: labeling.selectors.progress)."""
+    return progress.poll_ms(created)
 
 
 @register.filter

@@ -21,11 +21,10 @@ from assay.harness import (
     backoff_delay,
     field_path,
     parse_retry_after,
-    redact_url,
-    run_meta,
     search_all_sync,
 )
 from assay.results import QueryResult
+from assay.run_meta import redact_url, run_meta
 from tests.support.processes import refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
 

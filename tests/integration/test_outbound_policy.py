@@ -29,9 +29,10 @@ import pytest
 from assay import git_export
 from assay.cli import main as cli_main
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, public_connector, search_all_sync
+from assay.harness import HarnessConfig, search_all_sync
 from assay.netpolicy import ALLOW_PRIVATE_ENV, AddressRefused
 from assay.outbound import PublicPoolManager, public_httpx_transport
+from assay.transport import public_connector
 from evaluation.services import notifications
 from evaluation.services.targets import target_create, webhook_problems
 from golden_io.services import ExportConfigError, git_export_configure

@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
 from evaluation.services import run_create
+from evaluation.services.chunks import PROGRESS_EVERY_S, TOUCH_EVERY_S
 from labeling.models import GoldenSet
 from tests.support.runs import (
     golden_file,
@@ -76,6 +77,34 @@ def test_a_one_chunk_run_is_searched_and_finalized_by_its_start_task(
     assert received.get("evaluation.run_start") == 1
     assert "evaluation.run_chunk" not in received and "evaluation.run_finalize" not in received
     assert len(stub.requests) == ONE_CHUNK
+
+
+def test_a_one_chunk_runs_progress_moves_before_its_count(
+    start_worker: StartWorker,
+    stub: StubServer,
+    golden_set: GoldenSet,
+    rita: User,
+) -> None:
+    """One query answers after a heartbeat but before the chunk's first count of the run's rows: the
+    heartbeat has already put the other queries on the run's progress (what its bar shows)."""
+    version = make_version(golden_set, golden_file(ONE_CHUNK))
+    target = make_target(f"{stub.url}/search", golden_set, concurrency=CONCURRENCY)
+    stub.on("query 3", hits_reply(["d1"], delay=(TOUCH_EVERY_S + PROGRESS_EVERY_S) / 2))
+    start_worker("w1")
+
+    run = run_create(golden_version=version, target=target, triggered_by=rita)
+    seen: set[int] = set()
+
+    def mid_run() -> bool:
+        finished = run_finished(run)
+        if not finished:
+            seen.add(run.done)
+        return finished
+
+    wait_for(mid_run, "the run to finish")
+    assert run.status == Status.SUCCEEDED, run.error_message
+    assert ONE_CHUNK - 1 in seen, seen  # every query but the slow one, counted before the run finished
+    assert run.done == ONE_CHUNK
 
 
 def test_one_query_over_a_chunk_keeps_the_chord(
