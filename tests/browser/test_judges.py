@@ -50,7 +50,7 @@ def test_a_reviewer_tries_saves_and_runs_a_judge(
 
     tried = page.locator("#tried")
     expect(tried.locator(".tried-pair")).to_have_count(3)
-    expect(tried).to_contain_text("Grade 3: the refund policy itself")
+    expect(tried).to_contain_text("Grade 3 agrees: the refund policy itself")
     expect(tried).to_contain_text("Not a grade: not a JSON object")
     tried.locator("summary").first.click()
     expect(tried.locator("blockquote.prompt").nth(1)).to_contain_text("Query: refund policy for annual plan")
