@@ -45,7 +45,7 @@ def study_list(request: HttpRequest, slug: str) -> HttpResponse:
     setting = StudySetting.objects.filter(golden_set=golden_set).first()
     # Studies asked for on two targets: resolved as the list is read (a run may have ended meanwhile).
     pending = [
-        pending_resolve(p)
+        pending_resolve(p) if p.status == PendingStudy.Status.WAITING else p
         for p in pending_for(request.user)
         .filter(golden_set=golden_set)
         .exclude(status=PendingStudy.Status.CREATED)

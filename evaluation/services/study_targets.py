@@ -113,12 +113,20 @@ def pending_resolve(pending: PendingStudy) -> PendingStudy:
     """Make the study when both runs have finished, fail the pending study when either failed or was
     cancelled, else leave it waiting. Once only: the row is locked and read again, and a resolved one is
     left as it is."""
-    with transaction.atomic():
-        locked = PendingStudy.objects.select_for_update().get(pk=pending.pk)
-        if locked.status == Waiting.WAITING:
-            _resolve(locked)
+    _resolve_once(pending.pk)
     pending.refresh_from_db()
     return pending
+
+
+def _resolve_once(pk: int) -> bool:
+    """Resolve the pending study `pk` if it is still waiting, under its row lock; whether this call
+    resolved it (made the study or failed it)."""
+    with transaction.atomic():
+        locked = PendingStudy.objects.select_for_update().get(pk=pk)
+        if locked.status != Waiting.WAITING:
+            return False
+        _resolve(locked)
+        return locked.status != Waiting.WAITING
 
 
 def _resolve(pending: PendingStudy) -> None:
@@ -154,6 +162,7 @@ def _fail(pending: PendingStudy, reason: str) -> None:
 
 def pending_studies_resolve(*, run_id: int) -> int:
     """Resolve the waiting studies that hold run `run_id` (finalize calls this once the run's final status
-    is committed). Returns how many are no longer waiting."""
+    is committed). Returns how many this call resolved (another call at the same moment resolves none of
+    the same)."""
     waiting = PendingStudy.objects.filter(Q(run_a_id=run_id) | Q(run_b_id=run_id), status=Waiting.WAITING)
-    return sum(pending_resolve(p).status != Waiting.WAITING for p in waiting)
+    return sum(_resolve_once(pk) for pk in waiting.values_list("pk", flat=True))
