@@ -95,7 +95,9 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
 
 
 class OnVersion(serializers.ModelSerializer[Any]):
-    """A study's (or pending study's) golden set by slug and golden version by name."""
+    """A study's (or pending study's) golden set by slug and golden version by name; FIELDS lead both."""
+
+    FIELDS = ("id", "name", "golden_set", "golden_version", "run_a", "run_b")
 
     golden_set: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
@@ -119,12 +121,7 @@ class StudySerializer(OnVersion):
     class Meta:
         model = SxsStudy
         fields = [
-            "id",
-            "name",
-            "golden_set",
-            "golden_version",
-            "run_a",
-            "run_b",
+            *OnVersion.FIELDS,
             "selection",
             "stratum",
             "size",
@@ -169,12 +166,7 @@ class PendingStudySerializer(OnVersion):
     class Meta:
         model = PendingStudy
         fields = [
-            "id",
-            "name",
-            "golden_set",
-            "golden_version",
-            "run_a",
-            "run_b",
+            *OnVersion.FIELDS,
             "status",
             "reason",
             "study",

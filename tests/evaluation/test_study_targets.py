@@ -31,7 +31,7 @@ from tests import factories
 from tests.support.evaluation import TokenFor, bearer, logged_in, token_for_fixture  # noqa: F401
 from tests.support.runs import eager_celery, make_target, make_version
 from tests.support.stub_server import Reply, StubServer, hits_reply
-from tests.support.studies import documents, two_runs
+from tests.support.studies import documents, study_form, two_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -229,18 +229,7 @@ def test_the_pages_show_the_pending_study_and_its_runs_to_the_sets_reviewers_onl
     alice: User,
 ) -> None:
     client = _client(rita)
-    form = {
-        "target_a": target.pk,
-        "target_b": candidate.pk,
-        "selection": "all",
-        "shown": 5,
-        "raters": [alice.pk],
-        "answers_per_query": 1,
-        "instructions_name": "default",
-        "instructions": "Which list would you rather get?",
-        "min_lower": -0.25,
-        "min_queries": 20,
-    }
+    form = study_form(target_a=target.pk, target_b=candidate.pk, raters=[alice.pk])
     twice = client.post("/sets/help-center/studies/new/", {**form, "target_b": target.pk})
     assert twice.status_code == 400 and "target staging twice" in twice.content.decode()
     run_a, run_b = two_runs(golden_set, 6)
