@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
-from evaluation.study_models import StudyTask, SxsStudy
+from evaluation.study_models import PendingStudy, StudyTask, SxsStudy
 from labeling.roles import reviewed_filter
 
 
@@ -40,3 +40,19 @@ def study_progress(study: SxsStudy) -> dict[str, Any]:
     total = sum(r["total"] for r in raters)
     done = sum(r["done"] for r in raters)
     return {"raters": raters, "total": total, "done": done}
+
+
+def pending_for(user: Any) -> QuerySet[PendingStudy]:
+    """The pending studies (on two targets, waiting for their runs) of the sets `user` reviews."""
+    return PendingStudy.objects.filter(reviewed_filter(user)).select_related(
+        "golden_set", "golden_version", "run_a__target", "run_b__target", "study", "created_by"
+    )
+
+
+def get_pending(user: Any, pk: int) -> PendingStudy:
+    pending = (
+        pending_for(user).defer("golden_version__content", "golden_version__documents").filter(pk=pk).first()
+    )
+    if pending is None:
+        raise Http404("no such study")
+    return pending

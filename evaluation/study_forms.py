@@ -1,5 +1,6 @@
-"""The form that creates a side-by-side study (docs/sxs.md, "Creating a study"). It checks shape; the
-service (`evaluation.services.studies.study_create`) checks meaning and words every refusal."""
+"""The form that creates a side-by-side study (docs/sxs.md, "Creating a study"), from two finished runs or
+on two targets searched now. It checks shape; the services (`evaluation.services.studies.study_create`,
+`evaluation.services.study_targets.study_on_targets`) check meaning and word every refusal."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from assay.sxs import SxsRule
-from evaluation.models import EvaluationRun
+from evaluation import access
+from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services.studies import DEFAULT_EXAMPLES, DEFAULT_INSTRUCTIONS, MAX_SEED, StudySpec
 from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, StudyInstructions, SxsStudy
+from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
 
@@ -29,8 +32,27 @@ class RaterChoiceField(forms.ModelMultipleChoiceField):
 
 class StudyForm(forms.Form):
     name = forms.CharField(required=False, max_length=200, help_text="for reviewers; raters never see it")
-    run_a = RunChoiceField(queryset=EvaluationRun.objects.none(), label="Run A (the baseline)")
-    run_b = RunChoiceField(queryset=EvaluationRun.objects.none(), label="Run B (the candidate)")
+    run_a = RunChoiceField(
+        queryset=EvaluationRun.objects.none(), required=False, label="Run A (the baseline)"
+    )
+    run_b = RunChoiceField(
+        queryset=EvaluationRun.objects.none(), required=False, label="Run B (the candidate)"
+    )
+    target_a = forms.ModelChoiceField(
+        queryset=SearchTarget.objects.none(),
+        required=False,
+        label="Or: target A searched now",
+        help_text="instead of two runs: two targets, each run now; the study is made when both finish",
+    )
+    target_b = forms.ModelChoiceField(
+        queryset=SearchTarget.objects.none(), required=False, label="Target B searched now"
+    )
+    golden_version = forms.ModelChoiceField(
+        queryset=GoldenVersion.objects.none(),
+        required=False,
+        label="Golden version (with targets)",
+        help_text="empty: the set's newest",
+    )
     selection = forms.ChoiceField(choices=SxsStudy.Selection.choices, label="Queries", initial="all")
     stratum = forms.CharField(required=False, max_length=100, help_text="for one stratum")
     size = forms.IntegerField(
@@ -67,8 +89,21 @@ class StudyForm(forms.Form):
         label="Junk in the candidate's top three on a critical query fails",
     )
 
-    def __init__(self, *args: Any, golden_set: GoldenSet, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, golden_set: GoldenSet, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # The set's targets the reviewer sees (as the Start-a-run form offers them) and the set's versions.
+        targets = access.targets_for(user).filter(golden_sets=golden_set)
+        for field in ("target_a", "target_b"):
+            target_field = self.fields[field]
+            assert isinstance(target_field, forms.ModelChoiceField)
+            target_field.queryset = targets
+        version_field = self.fields["golden_version"]
+        assert isinstance(version_field, forms.ModelChoiceField)
+        version_field.queryset = (
+            GoldenVersion.objects.filter(golden_set=golden_set)
+            .defer("content", "documents")
+            .order_by("-created")
+        )
         runs = (
             EvaluationRun.objects.filter(
                 golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
@@ -88,8 +123,30 @@ class StudyForm(forms.Form):
         self.initial.setdefault("instructions", newest.text if newest else DEFAULT_INSTRUCTIONS)
         self.initial.setdefault("examples", newest.examples if newest else DEFAULT_EXAMPLES)
 
-    def spec(self) -> StudySpec:
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        runs = [data.get("run_a"), data.get("run_b")]
+        targets = [data.get("target_a"), data.get("target_b")]
+        if any(runs) and any(targets):
+            raise forms.ValidationError("choose either two runs or two targets, not both")
+        if not all(runs) and not all(targets):
+            raise forms.ValidationError(
+                "choose run A and run B (two finished runs), or target A and target B (two targets searched "
+                "now)"
+            )
+        return data
+
+    @property
+    def on_targets(self) -> bool:
+        return bool(self.cleaned_data.get("target_a"))
+
+    def values(self) -> dict[str, Any]:
+        """The checked options with the verdict rule gathered (StudySpec's names)."""
         data = self.cleaned_data
         rule = {name: data[name] for name in ("min_lower", "min_queries")}
         rule["critical_junk_fails"] = bool(data.get("critical_junk_fails"))
-        return StudySpec.read(data["run_a"], data["run_b"], data["raters"], {**data, "rule": rule})
+        return {**data, "rule": rule}
+
+    def spec(self) -> StudySpec:
+        data = self.cleaned_data
+        return StudySpec.read(data["run_a"], data["run_b"], data["raters"], self.values())

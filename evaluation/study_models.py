@@ -23,6 +23,7 @@ from django.db.models import Q
 __all__ = [
     "SHOWN_DEFAULT",
     "SHOWN_MAX",
+    "PendingStudy",
     "StudyInstructions",
     "StudyQuery",
     "StudySetting",
@@ -237,3 +238,45 @@ class StudySetting(models.Model):
 
     def __str__(self) -> str:
         return f"study setting of {self.golden_set_id}"
+
+
+class PendingStudy(models.Model):
+    """A study asked for on two targets rather than two finished runs: the two runs started for it, the
+    study's options as asked (`evaluation.services.study_targets`), and what became of it. It turns into
+    an `SxsStudy` (made exactly as from two finished runs) once both runs have finished, or fails in words
+    when either run failed or was cancelled, or the finished runs give nothing to ask. Raters get no task
+    until then: the tasks are the study's."""
+
+    class Status(models.TextChoices):
+        WAITING = "waiting", "waiting for runs"
+        CREATED = "created", "created"
+        FAILED = "failed", "failed"
+
+    name = models.CharField(max_length=200, blank=True)
+    golden_set = models.ForeignKey(
+        "labeling.GoldenSet", on_delete=models.CASCADE, related_name="pending_studies"
+    )
+    golden_version = models.ForeignKey("golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="+")
+    run_a = models.ForeignKey("evaluation.EvaluationRun", on_delete=models.PROTECT, related_name="+")
+    run_b = models.ForeignKey("evaluation.EvaluationRun", on_delete=models.PROTECT, related_name="+")
+    # The study's options as asked (the names of `StudySpec`), the raters by id.
+    options = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WAITING)
+    reason = models.TextField(blank=True, help_text="why it failed, in words")
+    study = models.OneToOneField(
+        SxsStudy, on_delete=models.SET_NULL, null=True, blank=True, related_name="pending"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    resolved = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=~Q(run_a=models.F("run_b")), name="pending_study_two_runs"),
+        ]
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"pending study {self.pk}: run {self.run_a_id} against run {self.run_b_id}"

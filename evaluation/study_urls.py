@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/studies/new/", views.study_new, name="study_new"),
     path("sets/<slug:slug>/studies/setting/", views.study_setting, name="study_setting"),
     path("studies/<int:pk>/", views.study_detail, name="study_detail"),
+    path("studies/pending/<int:pk>/", views.study_pending, name="study_pending"),
     path("studies/<int:pk>/answers.csv", views.study_answers_csv, name="study_answers_csv"),
     path("studies/<int:pk>/answers.jsonl", views.study_answers_jsonl, name="study_answers_jsonl"),
 ]

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.inputs import id_number
 from assay.sxs import REASON_LABELS
 from evaluation import access
+from evaluation.models import EvaluationRun
 from evaluation.services.studies import (
     StudyError,
     study_analysis,
@@ -26,9 +27,10 @@ from evaluation.services.studies import (
     study_setting_set,
 )
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
-from evaluation.study_access import get_study, studies_for, study_progress
+from evaluation.services.study_targets import pending_resolve, study_on_targets
+from evaluation.study_access import get_pending, get_study, pending_for, studies_for, study_progress
 from evaluation.study_forms import StudyForm
-from evaluation.study_models import StudySetting, SxsStudy
+from evaluation.study_models import PendingStudy, StudySetting, SxsStudy
 
 
 @require_GET
@@ -41,12 +43,20 @@ def study_list(request: HttpRequest, slug: str) -> HttpResponse:
         .order_by("-created", "-id")
     )
     setting = StudySetting.objects.filter(golden_set=golden_set).first()
+    # Studies asked for on two targets: resolved as the list is read (a run may have ended meanwhile).
+    pending = [
+        pending_resolve(p) if p.status == PendingStudy.Status.WAITING else p
+        for p in pending_for(request.user)
+        .filter(golden_set=golden_set)
+        .exclude(status=PendingStudy.Status.CREATED)
+    ]
     return render(
         request,
         "evaluation/study_list.html",
         {
             "golden_set": golden_set,
             "studies": studies,
+            "pending": [p for p in pending if p.status != PendingStudy.Status.CREATED],
             "require": bool(setting and setting.require_passed_study),
         },
     )
@@ -75,10 +85,32 @@ def study_setting(request: HttpRequest, slug: str) -> HttpResponse:
 def study_new(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access.get_golden_set(request.user, slug)
     initial = {k: request.GET[k] for k in ("run_a", "run_b") if id_number(request.GET.get(k, "")) is not None}
-    form = StudyForm(request.POST or None, golden_set=golden_set, initial=initial)
+    form = StudyForm(request.POST or None, golden_set=golden_set, user=request.user, initial=initial)
     status = 200
     if request.method == "POST":
-        if form.is_valid():
+        if form.is_valid() and form.on_targets:
+            try:
+                pending = study_on_targets(
+                    golden_set=golden_set,
+                    target_a=form.cleaned_data["target_a"],
+                    target_b=form.cleaned_data["target_b"],
+                    golden_version=form.cleaned_data["golden_version"],
+                    raters=form.cleaned_data["raters"],
+                    values=form.values(),
+                    by=request.user,
+                    trigger=EvaluationRun.Trigger.WEB,
+                )
+            except StudyError as exc:
+                for problem in exc.problems:
+                    form.add_error(None, problem)
+            else:
+                messages.success(
+                    request,
+                    f"Runs {pending.run_a_id} and {pending.run_b_id} started: the study is made when both "
+                    "finish.",
+                )
+                return redirect("evaluation:study_pending", pk=pending.pk)
+        elif form.is_valid():
             try:
                 study = study_create(spec=form.spec(), by=request.user)
             except StudyError as exc:
@@ -93,6 +125,17 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request, "evaluation/study_new.html", {"golden_set": golden_set, "form": form}, status=status
     )
+
+
+@require_GET
+def study_pending(request: HttpRequest, pk: int) -> HttpResponse:
+    """A study asked for on two targets: its runs' progress while they search, its reason when it failed,
+    and the study itself (a redirect) once both runs have finished."""
+    pending = pending_resolve(get_pending(request.user, pk))
+    if pending.study_id is not None:
+        return redirect("evaluation:study_detail", pk=pending.study_id)
+    runs = [("A (the baseline)", pending.run_a), ("B (the candidate)", pending.run_b)]
+    return render(request, "evaluation/study_pending.html", {"pending": pending, "runs": runs})
 
 
 def _reason_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The side-by-side studies' API (docs/api.md, "Side-by-side studies"): create a study, read its progress
+"""The side-by-side studies' API (docs/api.md, "Side-by-side studies"): create a study (from two finished
+runs, or on two targets searched now: a pending study until both runs finish), read its progress
 and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), and download its answers
 as CSV or JSONL with the sides undone and the study's seed.
 
@@ -22,7 +23,8 @@ from rest_framework.response import Response
 from assay.sxs import SxsRule
 from evaluation import access
 from evaluation.api.serializers import ProblemsSerializer
-from evaluation.api.views import READ, ApiView, _problems
+from evaluation.api.views import READ, ApiView, _golden_set, _problems, _version
+from evaluation.models import EvaluationRun
 from evaluation.services.studies import (
     DEFAULT_EXAMPLES,
     DEFAULT_INSTRUCTIONS,
@@ -33,8 +35,9 @@ from evaluation.services.studies import (
     study_create,
 )
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
-from evaluation.study_access import get_study, studies_for, study_progress
-from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, SxsStudy
+from evaluation.services.study_targets import pending_resolve, study_on_targets
+from evaluation.study_access import get_pending, get_study, studies_for, study_progress
+from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, SxsStudy
 
 STUDIES_WRITE = "studies:write"
 ANSWER_FILES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
@@ -47,8 +50,26 @@ class RuleSerializer(serializers.Serializer[Any]):
 
 
 class StudyCreateSerializer(serializers.Serializer[Any]):
-    run_a = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="run A, the baseline")
-    run_b = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="run B, the candidate")
+    run_a = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="run A, the baseline (finished)"
+    )
+    run_b = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="run B, the candidate (finished)"
+    )
+    target_a = serializers.CharField(
+        max_length=200, required=False, help_text="instead of runs: the target searched now as run A"
+    )
+    target_b = serializers.CharField(max_length=200, required=False, help_text="... and as run B")
+    golden_set = serializers.SlugField(
+        max_length=100,
+        required=False,
+        help_text="with targets: the set (slug) whose golden version they search",
+    )
+    version = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="with targets: the golden version (default: the set's newest)",
+    )
     raters = serializers.ListField(
         child=serializers.CharField(max_length=150), min_length=1, help_text="usernames of the set's raters"
     )
@@ -73,13 +94,20 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
     rule = RuleSerializer(required=False)
 
 
-class StudySerializer(serializers.ModelSerializer[SxsStudy]):
+class OnVersion(serializers.ModelSerializer[Any]):
+    """A study's (or pending study's) golden set by slug and golden version by name; FIELDS lead both."""
+
+    FIELDS = ("id", "name", "golden_set", "golden_version", "run_a", "run_b")
+
     golden_set: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     golden_version: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
+
+
+class StudySerializer(OnVersion):
     instructions = serializers.CharField(source="instructions.__str__", read_only=True)
     # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
     verdict = serializers.CharField(
@@ -93,12 +121,7 @@ class StudySerializer(serializers.ModelSerializer[SxsStudy]):
     class Meta:
         model = SxsStudy
         fields = [
-            "id",
-            "name",
-            "golden_set",
-            "golden_version",
-            "run_a",
-            "run_b",
+            *OnVersion.FIELDS,
             "selection",
             "stratum",
             "size",
@@ -136,6 +159,38 @@ class StudySerializer(serializers.ModelSerializer[SxsStudy]):
         return {"page": request.build_absolute_uri(page), "results": request.build_absolute_uri(results)}
 
 
+class PendingStudySerializer(OnVersion):
+    status = serializers.CharField(read_only=True, help_text="waiting (for runs), created or failed")
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PendingStudy
+        fields = [
+            *OnVersion.FIELDS,
+            "status",
+            "reason",
+            "study",
+            "created",
+            "resolved",
+            "links",
+        ]
+
+    def get_links(self, pending: PendingStudy) -> dict[str, str | None]:
+        request = self.context["request"]
+        here = request.build_absolute_uri(reverse("api:study-pending", args=[pending.pk]))
+        page = request.build_absolute_uri(reverse("evaluation:study_pending", args=[pending.pk]))
+        runs = [
+            request.build_absolute_uri(reverse("api:run-detail", args=[r]))
+            for r in (pending.run_a_id, pending.run_b_id)
+        ]
+        study = (
+            request.build_absolute_uri(reverse("api:study-detail", args=[pending.study_id]))
+            if pending.study_id is not None
+            else None
+        )
+        return {"self": here, "page": page, "run_a": runs[0], "run_b": runs[1], "study": study}
+
+
 class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
     """Studies of the sets you review, newest first (`?golden_set=<slug>`); POST creates one."""
 
@@ -156,6 +211,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         request=StudyCreateSerializer,
         responses={
             201: StudySerializer,
+            202: OpenApiResponse(PendingStudySerializer, description="on targets: the pending study"),
             400: ProblemsSerializer,
             404: OpenApiResponse(ProblemsSerializer, description="no run by that id you can see"),
         },
@@ -164,13 +220,30 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         data = StudyCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        run_a = access.get_run(request.user, values["run_a"])
-        run_b = access.get_run(request.user, values["run_b"])
+        runs = [name for name in ("run_a", "run_b") if values.get(name) is not None]
+        targets = [name for name in ("target_a", "target_b", "golden_set") if values.get(name)]
+        if sorted(runs) != ["run_a", "run_b"] and sorted(targets) != ["golden_set", "target_a", "target_b"]:
+            return _problems(
+                "the study cannot be created",
+                [
+                    "name either run_a and run_b (two finished runs), or target_a, target_b and golden_set "
+                    "(two targets searched now)"
+                ],
+            )
+        if runs and targets:
+            return _problems(
+                "the study cannot be created",
+                ["name either two runs or two targets (with golden_set), not both"],
+            )
         users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=values["raters"])}
         unknown = sorted(set(values["raters"]) - set(users))
         if unknown:
             return _problems("the study cannot be created", [f"raters: no user named {', '.join(unknown)}"])
         raters = [users[name] for name in dict.fromkeys(values["raters"])]
+        if targets:
+            return self._on_targets(request, values, raters)
+        run_a = access.get_run(request.user, values["run_a"])
+        run_b = access.get_run(request.user, values["run_b"])
         spec = StudySpec.read(run_a, run_b, raters, values)
         try:
             study = study_create(spec=spec, by=request.user)
@@ -178,6 +251,48 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
             return _problems("the study cannot be created", exc.problems)
         body = StudySerializer(get_study(request.user, study.pk), context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
+
+    def _on_targets(self, request: Request, values: dict[str, Any], raters: list[Any]) -> Response:
+        """Start a run on each target and answer 202 with the pending study (it becomes a study when both
+        runs have finished: `evaluation.services.study_targets`)."""
+        golden_set = _golden_set(request, values["golden_set"])
+        version = _version(request, golden_set.slug, values["version"]) if values.get("version") else None
+        visible = access.targets_for(request.user)
+        chosen = []
+        for name in ("target_a", "target_b"):
+            # A name is unique among a set's targets: the set's own first, else one set up elsewhere
+            # (which run_create refuses in words as not set up for this set), as starting a run does.
+            named = visible.filter(name=values[name])
+            target = named.filter(golden_sets=golden_set).first() or named.first()
+            if target is None:
+                raise Http404(f"no target named {values[name]!r}")
+            chosen.append(target)
+        try:
+            pending = study_on_targets(
+                golden_set=golden_set,
+                target_a=chosen[0],
+                target_b=chosen[1],
+                golden_version=version,
+                raters=raters,
+                values=values,
+                by=request.user,
+                trigger=EvaluationRun.Trigger.API,
+            )
+        except StudyError as exc:
+            return _problems("the study cannot be created", exc.problems)
+        body = PendingStudySerializer(pending, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["links"]["self"]})
+
+
+class PendingStudyDetail(ApiView, generics.RetrieveAPIView[PendingStudy]):
+    """A study asked for on two targets: waiting for its two runs, created (`study` names it) or failed
+    (`reason` says why). Reading it resolves it when both runs have finished."""
+
+    serializer_class = PendingStudySerializer
+    required_scopes = {"GET": READ}
+
+    def get_object(self) -> PendingStudy:
+        return pending_resolve(get_pending(self.request.user, self.kwargs["pk"]))
 
 
 class StudyDetail(ApiView, generics.RetrieveAPIView[SxsStudy]):

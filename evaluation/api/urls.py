@@ -30,6 +30,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("experiments/<int:pk>/use/", experiments.ExperimentAdopt.as_view(), name="experiment-use"),
     path("studies/", studies.StudyListCreate.as_view(), name="study-list"),
     path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
+    path("studies/pending/<int:pk>/", studies.PendingStudyDetail.as_view(), name="study-pending"),
     path("studies/<int:pk>/results/", studies.StudyResults.as_view(), name="study-results"),
     path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.

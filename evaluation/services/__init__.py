@@ -24,7 +24,8 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
 `experiments`, `experiment_chunks` and `experiment_adopt` (parameter sweeps on the workers, and Use this
-configuration: docs/experiments.md), `studies` and `study_export` (side-by-side studies: docs/sxs.md).
+configuration: docs/experiments.md), `studies`, `study_export` and `study_targets` (side-by-side
+studies, and one on two targets searched now: docs/sxs.md).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
 """
@@ -147,6 +148,7 @@ from evaluation.services.studies import (
     answer_problems,
     baseline_study_problems,
     instructions_get_or_create,
+    option_problems,
     run_studies,
     study_analysis,
     study_answer,
@@ -161,6 +163,12 @@ from evaluation.services.study_export import (
     study_export_csv,
     study_export_jsonl,
     study_export_rows,
+)
+from evaluation.services.study_targets import (
+    OPTIONS,
+    pending_resolve,
+    pending_studies_resolve,
+    study_on_targets,
 )
 from evaluation.services.sweep import (
     MAX_LEASE_LOSSES,
@@ -209,6 +217,7 @@ __all__ = [
     "NOTIFIED_STATUSES",
     "NOTIFY_ATTEMPTS",
     "NOTIFY_VERDICTS",
+    "OPTIONS",
     "PROGRESS_EVERY_S",
     "QUEUED_GRACE",
     "SECOND_TAB",
@@ -265,7 +274,10 @@ __all__ = [
     "lease_requeue",
     "notification_deliver",
     "notifications_prepare",
+    "option_problems",
     "params_problems",
+    "pending_resolve",
+    "pending_studies_resolve",
     "plan_chunks",
     "plan_run",
     "plan_work",
@@ -301,6 +313,7 @@ __all__ = [
     "study_export_csv",
     "study_export_jsonl",
     "study_export_rows",
+    "study_on_targets",
     "study_setting_set",
     "study_undo",
     "sxs_inputs",

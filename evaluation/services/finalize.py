@@ -20,6 +20,7 @@ from evaluation.enqueue import run_notify_on_commit
 from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult
 from evaluation.selectors import baseline_get, budgets_get, golden_of, noise_measure, run_results
 from evaluation.services.rescore import baseline_rescore_auto
+from evaluation.services.study_targets import pending_studies_resolve
 
 Status = EvaluationRun.Status
 
@@ -167,4 +168,6 @@ def run_finalize_process(*, run_id: int) -> str:
             ]
         )
         run_notify_on_commit(run_id)  # a fail or warn verdict is told to people (docs/runs.md)
+    # A study asked for on two targets is made (or failed) once both its runs' final status is committed.
+    pending_studies_resolve(run_id=run_id)
     return "finalized"

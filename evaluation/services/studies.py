@@ -153,6 +153,13 @@ def _spec_problems(spec: StudySpec, by: Any) -> list[str]:
             f"{b.golden_version.name}: a study compares two runs of the same golden version"
         )
     problems += _run_problems("A", a) + _run_problems("B", b)
+    return problems + option_problems(spec, set_a)
+
+
+def option_problems(spec: StudySpec, golden_set: GoldenSet) -> list[str]:
+    """The problems of the study's options apart from its two runs (also checked before a study on two
+    targets starts its runs: `evaluation.services.study_targets`)."""
+    problems: list[str] = []
     name_problem = text_problem(spec.name, 200)
     if name_problem:
         problems.append(f"name: {name_problem}")
@@ -168,7 +175,7 @@ def _spec_problems(spec: StudySpec, by: Any) -> list[str]:
         problems.append("size: at least 1 query")
     if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
         problems.append(f"seed: a whole number from 0 to {MAX_SEED}")
-    problems += _rater_problems(spec, set_a)
+    problems += _rater_problems(spec, golden_set)
     for field, value in (("instructions", spec.instructions), ("examples", spec.examples)):
         unstorable = text_problem(value, 20000, free_text=True)
         if unstorable:

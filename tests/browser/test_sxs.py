@@ -1,7 +1,8 @@
 """The side-by-side rater's page in Chromium against a real server, by keyboard alone: 1-7 choose the
 scale's point, the reason letters and j/k toggle, Enter submits, u undoes, n goes on; a second tab's
 submit is refused in words; at 390 px the lists stack, keep their letters and the page does not scroll
-sideways; axe-core finds no violation in either width, nor on the reviewer's study pages."""
+sideways; axe-core finds no violation in either width, nor on the reviewer's study pages (a pending
+study's too)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, expect
 
-from evaluation.models import StudyTask, SxsStudy
+from evaluation.models import EvaluationRun, PendingStudy, StudyTask, SxsStudy
 from evaluation.services.studies import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
@@ -121,9 +122,32 @@ def test_a_second_tab_is_refused_in_words(
         context.close()
 
 
+def _pending(study: SxsStudy, status: str, reason: str = "") -> PendingStudy:
+    """A study on two targets beside `study`: waiting on two queued runs (never started: no worker
+    here), or failed with a reason."""
+    runs = [
+        EvaluationRun.objects.create(golden_version=study.golden_version, target=study.run_a.target)
+        for _ in range(2)
+    ]
+    return PendingStudy.objects.create(
+        name=f"on targets, {status}",
+        golden_set=study.golden_set,
+        golden_version=study.golden_version,
+        run_a=runs[0],
+        run_b=runs[1],
+        status=status,
+        reason=reason,
+        created_by=study.created_by,
+    )
+
+
 def test_the_reviewer_s_study_pages_are_accessible_and_fit_390_px(
     browser: Browser, live_server: Any, session_for: Session, study: SxsStudy
 ) -> None:
+    waiting = _pending(study, PendingStudy.Status.WAITING)
+    failed = _pending(
+        study, PendingStudy.Status.FAILED, "run B (run 9, target broken) failed: every query errored"
+    )
     for width in (1280, 390):
         page = sized_page(browser, session_for, "rita", width, 844)
         try:
@@ -132,6 +156,8 @@ def test_the_reviewer_s_study_pages_are_accessible_and_fit_390_px(
                 "/sets/help-center/studies/",
                 "/sets/help-center/studies/new/",
                 f"/runs/{study.run_b_id}/",
+                f"/studies/pending/{waiting.pk}/",
+                f"/studies/pending/{failed.pk}/",
             ):
                 page.goto(f"{live_server.url}{path}")
                 expect(page.locator("main h1")).to_be_visible()

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, Experiment, scope_held
+from evaluation.models import ApiToken, Experiment, PendingStudy, scope_held
 from evaluation.services.studies import StudySpec, study_create
 from tests.support.evaluation import (
     Scene,
@@ -36,6 +36,16 @@ def _path(template: str, scene: Scene) -> str:
         spec = StudySpec(run_a=run_a, run_b=run_b, raters=list(scene.golden_set.raters.all()), seed=1)
         owner = scene.golden_set.reviewers.get()
         ident = study_create(spec=spec, by=owner).pk
+        if template.startswith("/api/v1/studies/pending/"):
+            # A study asked for on two targets whose runs have finished (reading it makes the study).
+            ident = PendingStudy.objects.create(
+                golden_set=scene.golden_set,
+                golden_version=run_a.golden_version,
+                run_a=run_a,
+                run_b=run_b,
+                options={"raters": [r.pk for r in spec.raters], "seed": 1},
+                created_by=owner,
+            ).pk
     else:
         ident = scene.target.pk if template.startswith("/api/v1/targets/") else scene.current.pk
     values = {

@@ -27,7 +27,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, EvaluationRun, Experiment, SearchTarget, SxsStudy
+from evaluation.models import ApiToken, EvaluationRun, Experiment, PendingStudy, SearchTarget, SxsStudy
 from evaluation.services import run_create
 from evaluation.services.experiments import experiment_create
 from evaluation.services.studies import StudySpec, study_create
@@ -61,6 +61,7 @@ class World:
     experiment: Experiment  # a finished experiment (docs/experiments.md, "In the app")
     queued_experiment: Experiment  # one still queued: what a cancel would change
     study: SxsStudy  # a side-by-side study of the scene's two runs
+    pending: PendingStudy  # a study on two targets, waiting for its runs (one of them the queued run)
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -91,6 +92,15 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
         by=rita,
     )
     queued = run_create(golden_version=scene.version, target=scene.target, triggered_by=dora)
+    pending = PendingStudy.objects.create(
+        name="on targets",
+        golden_set=golden_set,
+        golden_version=scene.version,
+        run_a=scene.baseline,
+        run_b=queued,
+        options={"raters": [alice.pk], "seed": 1, "answers_per_query": 1},
+        created_by=rita,
+    )
     # Documents and a query the run's unjudged results name, so queueing them would add to the pool.
     factories.QueryFactory.create(golden_set=golden_set, external_id="q-1", text="query 1")
     factories.DocumentFactory.create(golden_set=golden_set, doc_id="d3")
@@ -107,7 +117,7 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
     queued_experiment = experiment_create(
         golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, created_by=rita
     )
-    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment, study)
+    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment, study, pending)
 
 
 # --- the database, all of it that these apps hold ------------------------------------------------------
@@ -161,6 +171,8 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
             values[param] = w.dora_token.pk
+        elif param == "pk" and name == "study_pending":
+            values[param] = w.pending.pk
         elif param == "pk" and name.startswith("study"):
             values[param] = w.study.pk
         elif param == "pk":
@@ -297,6 +309,8 @@ def _api_url(method: str, template: str, w: World) -> str:
             return w.version.name
         if param == "fmt":
             return "csv" if template.startswith("/api/v1/studies/") else "json"
+        if param == "id" and template.startswith("/api/v1/studies/pending/"):
+            return str(w.pending.pk)
         if param == "id" and template.startswith("/api/v1/studies/"):
             return str(w.study.pk)
         if param == "id" and template.startswith("/api/v1/runs/"):

@@ -18,7 +18,7 @@ from evaluation.services.studies import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests import factories
 from tests.conftest import PASSWORD
-from tests.support.studies import two_runs
+from tests.support.studies import study_form, two_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -223,19 +223,7 @@ def test_the_form_creates_a_study_and_refuses_in_words(
 ) -> None:
     run_a, run_b = two_runs(golden_set, 4)
     client = _client(rita)
-    form = {
-        "run_a": run_a.pk,
-        "run_b": run_b.pk,
-        "selection": "all",
-        "shown": 5,
-        "raters": [alice.pk],
-        "answers_per_query": 1,
-        "instructions_name": "default",
-        "instructions": "Which list would you rather get?",
-        "min_lower": -0.25,
-        "min_queries": 20,
-        "critical_junk_fails": "on",
-    }
+    form = study_form(run_a=run_a.pk, run_b=run_b.pk, raters=[alice.pk], critical_junk_fails="on")
 
     same = client.post("/sets/help-center/studies/new/", {**form, "run_b": run_a.pk})
     assert (

@@ -4,39 +4,16 @@ own connection and transaction, as web workers do). No duplicate judgment, no lo
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 
 from labeling import services
 from labeling.models import Assignment, Judgment
 from tests import factories
+from tests.support.threads import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _race(workers: list[Callable[[], object]]) -> list[object]:
-    barrier = threading.Barrier(len(workers))
-    results: list[object] = [None] * len(workers)
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait()
-            results[i] = workers[i]()
-        except Exception as exc:
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(workers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 def test_simultaneous_saves_of_one_document_make_one_judgment_and_every_event(
@@ -59,7 +36,7 @@ def test_simultaneous_saves_of_one_document_make_one_judgment_and_every_event(
                 )
                 for g in grades
             ]
-            results = _race(save)  # type: ignore[arg-type]
+            results = race(save)
             assert all(isinstance(r, services.SubmitResult) for r in results), results
         judgment = Judgment.objects.get(assignment=assignment, document=candidate.document)
         events = list(judgment.events.order_by("id").values_list("old_grade", "new_grade"))
@@ -88,7 +65,7 @@ def test_a_save_racing_a_reassignment_never_lands_after_it(golden_set, alice: Us
             grade=2,
         )
         move = functools.partial(services.assignment_reassign, assignment=assignment, rater=bob)
-        results = _race([save, move])
+        results = race([save, move])
         saved, moved = results
         assert isinstance(moved, Assignment), moved
         assignment.refresh_from_db()

@@ -102,3 +102,17 @@ def two_runs(
     run_a = finished_run(version, target, lists_a, ndcg_a)
     run_b = finished_run(version, target, lists_b, ndcg_b, errors=errors_b, params={"rewrite": True})
     return run_a, run_b
+
+
+def study_form(**changes: Any) -> dict[str, Any]:
+    """The New-study form's fields as a reviewer posts them (one answer per query), with `changes`."""
+    form: dict[str, Any] = {
+        "selection": "all",
+        "shown": 5,
+        "answers_per_query": 1,
+        "instructions_name": "default",
+        "instructions": "Which list would you rather get?",
+        "min_lower": -0.25,
+        "min_queries": 20,
+    }
+    return {**form, **changes}

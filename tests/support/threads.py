@@ -1,0 +1,31 @@
+"""Races on the real database: callables run in threads released together by a barrier, each thread with
+its own connection and transaction (as web workers and Celery workers have theirs)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from django.db import connection
+
+
+def race(workers: Sequence[Callable[[], object]]) -> list[object]:
+    """Each worker's result, or the exception it raised, in order."""
+    barrier = threading.Barrier(len(workers))
+    results: list[object] = [None] * len(workers)
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = workers[i]()
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()  # the thread's own connection: give it back
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
