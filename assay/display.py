@@ -24,7 +24,13 @@ NO_PARAMS = "none"
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`1 document`, `3 documents`, `2 queries`: a count with its noun in the number it takes (never
     "document(s)" or "quer(y/ies)"); `plural` where adding "s" is not it."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n} {in_number(n, noun, plural)}"
+
+
+def in_number(n: int, word: str, plural: str | None = None) -> str:
+    """`word` in the number `n` takes, for where the count is not written beside it: `no users alice,
+    bob`, and a verb that agrees (`in_number(n, "goes", "go")`)."""
+    return word if n == 1 else plural or word + "s"
 
 
 def param_value(value: Any) -> str:

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from assay.display import in_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.problems import ImportReport
 
@@ -63,7 +64,8 @@ def parse_documents(
         report.add("file", "this is one JSON document; documents come as JSONL, one JSON object per line")
     if ignored:
         report.notes.append(
-            "ignored field(s): " + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
+            f"ignored {in_number(len(ignored), 'field')}: "
+            + ", ".join(f"{k} ({n}x)" for k, n in sorted(ignored.items()))
         )
     return rows, lines
 

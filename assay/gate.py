@@ -30,6 +30,7 @@ from assay.changes import (
     pair_scope,
     report_seed,
 )
+from assay.display import counted
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import NoiseFloor, noise_warnings
@@ -572,9 +573,11 @@ def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any]) -> None:
     for query_id in hits if isinstance(hits, list) else []:
         row = rows.get(query_id, {})
         critical = bool(row.get("critical"))
+        n = row.get("n")
+        returned = counted(n, "result") if type(n) is int else "? results"
         finding = Finding(
             "unexpected_hit",
-            f"expected-empty query {query_id} returned {row.get('n', '?')} result(s)"
+            f"expected-empty query {query_id} returned {returned}"
             + (" and is critical" if critical else "")
             + (f": {', '.join(str(i) for i in (row.get('ids') or [])[:3])}" if row.get("ids") else ""),
             f"query {query_id}",

@@ -17,6 +17,7 @@ from typing import Any
 
 from assay.budgets import SLICE_KEYS
 from assay.changes import LeftOut
+from assay.display import counted
 from assay.gate import GateResult
 from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number, format_p_value
 
@@ -101,7 +102,7 @@ def render_text(result: GateResult) -> str:
     lines = [
         f"Relevance gate: {result.verdict.upper()}"
         + (" (rebaseline)" if result.rebaseline else "")
-        + f" — {len(result.failures)} failure(s), {len(result.warnings)} warning(s)",
+        + f" — {counted(len(result.failures), 'failure')}, {counted(len(result.warnings), 'warning')}",
         f"golden {one_line(ident['golden_version'])}, k={one_line(ident['k'])}, "
         f"relevant_min_grade={one_line(ident['relevant_min_grade'])}, "
         f"metrics_spec {one_line(ident['metrics_spec'])}",
@@ -165,8 +166,8 @@ def render_markdown(result: GateResult) -> str:
         f"### Relevance gate: **{verdict}**" + (" (rebaseline)" if result.rebaseline else ""),
         "",
         f"Golden {_md(ident['golden_version'])}, k={_md(ident['k'])}, relevant grade >= "
-        f"{_md(ident['relevant_min_grade'])}; {len(result.failures)} failure(s), "
-        f"{len(result.warnings)} warning(s).",
+        f"{_md(ident['relevant_min_grade'])}; {counted(len(result.failures), 'failure')}, "
+        f"{counted(len(result.warnings), 'warning')}.",
         "",
     ]
     out += [f"- :x: {_md(f.message)}" for f in result.failures]

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from assay.display import counted
+
 # How many problems a page, a command's output or an error message lists: a 200,000-problem file gets the
 # first MAX_SHOWN and the count of the rest, not a 25 MB page (`assay validate --problems-csv` writes all).
 MAX_SHOWN = 1000
@@ -86,7 +88,7 @@ class ImportReport:
 
     def render_text(self) -> str:
         head = f"{self.kind} import of {self.source}: " + (
-            "ok" if self.ok else f"FAILED with {len(self.problems)} problem(s), nothing imported"
+            "ok" if self.ok else f"FAILED with {counted(len(self.problems), 'problem')}, nothing imported"
         )
         lines = [head]
         lines += [f"  problem: {p}" for p in self.shown_problems]

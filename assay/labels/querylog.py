@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from assay.display import in_number
 from assay.golden.model import TRAFFIC_BANDS
 from assay.inputs import whole_number
 from assay.jsonin import JsonInputError, json_loads
@@ -158,20 +159,21 @@ def _parse_csv(text: str, report: ImportReport) -> list[LogRow]:
     if missing:
         report.add(
             "header",
-            f"missing column(s) {', '.join(missing)}; found {', '.join(columns) or 'none'} "
+            f"missing {in_number(len(missing), 'column')} {', '.join(missing)}; "
+            f"found {', '.join(columns) or 'none'} "
             f"(expected {HEADER})",
         )
         return []
     duplicated = sorted(c for c, n in Counter(columns).items() if n > 1 and c)
     if duplicated:
-        report.add("header", f"duplicate column(s) {', '.join(duplicated)}")
+        report.add("header", f"duplicate {in_number(len(duplicated), 'column')} {', '.join(duplicated)}")
         return []
     if all(c in columns for c in VERTICAL_COLUMNS):
         report.add("header", _TWO_VERTICALS)
         return []
     unknown = [c for c in columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
     if unknown:
-        report.notes.append(f"ignored column(s): {', '.join(unknown)}")
+        report.notes.append(f"ignored {in_number(len(unknown), 'column')}: {', '.join(unknown)}")
     index = {c: i for i, c in enumerate(columns)}
     rows: list[LogRow] = []
     try:
@@ -209,7 +211,7 @@ def _parse_jsonl(text: str, report: ImportReport) -> list[LogRow]:
             continue
         missing = [c for c in REQUIRED_COLUMNS if c not in obj]
         if missing:
-            report.add(f"line {line}", f"missing field(s) {', '.join(missing)}")
+            report.add(f"line {line}", f"missing {in_number(len(missing), 'field')} {', '.join(missing)}")
             continue
         row = _row(obj, line, report)
         if row is not None:

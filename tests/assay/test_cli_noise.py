@@ -71,9 +71,7 @@ def test_identical_runs_suggest_the_budgets_given_and_their_floor_adds_no_warnin
         core=defaults, strata=dict.fromkeys(("billing", "docs"), defaults)
     )
     assert "every metric had the same value in every run" in proc.stderr and "*" not in proc.stderr
-    assert gated.returncode == 0 and gated.stdout.startswith(
-        "Relevance gate: PASS — 0 failure(s), 0 warning(s)"
-    )
+    assert gated.returncode == 0 and gated.stdout.startswith("Relevance gate: PASS — 0 failures, 0 warnings")
     assert "WARN" not in gated.stdout
 
 

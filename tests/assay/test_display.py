@@ -95,3 +95,7 @@ def test_a_count_takes_its_noun_in_the_right_number() -> None:
     assert display.counted(0, "document") == "0 documents"
     assert display.counted(2, "query", "queries") == "2 queries"
     assert display.counted(1, "query", "queries") == "1 query"
+    assert display.in_number(1, "user") == "user"
+    assert display.in_number(2, "user") == "users"
+    assert display.in_number(1, "goes", "go") == "goes"
+    assert display.in_number(3, "goes", "go") == "go"

@@ -51,7 +51,7 @@ def test_it_writes_the_ci_log_with_failures_warnings_and_top_losers() -> None:
     # q-0471: its graded documents at ranks 6, 5, 4 -> nDCG (1/log2(5) + 3/log2(6) + 7/log2(7)) /
     # (7 + 3/log2(3) + 1/log2(4)) = 0.4349; q-0002 stays 1.0 and errored q-0003 is left out: core 0.7174.
     # Failures: core nDCG and MRR (RR 1 -> 0.2 on q-0471), the same two in billing, errors, critical.
-    assert text.splitlines()[0] == "Relevance gate: FAIL — 6 failure(s), 0 warning(s)"
+    assert text.splitlines()[0] == "Relevance gate: FAIL — 6 failures, 0 warnings"
     assert "golden 2026-08-01, k=10, relevant_min_grade=2, metrics_spec 1" in text
     # Every change is over the pairs both reports counted: q-0471 and q-0002 (q-0003 errored now).
     assert (
@@ -102,7 +102,7 @@ def test_it_writes_a_pr_comment_with_the_verdict_the_metric_table_strata_and_los
 
 def test_it_renders_a_passing_gate_briefly() -> None:
     result = compare(report({}), report({}), load_budgets(None))
-    assert render_text(result).splitlines()[0] == "Relevance gate: PASS — 0 failure(s), 0 warning(s)"
+    assert render_text(result).splitlines()[0] == "Relevance gate: PASS — 0 failures, 0 warnings"
     markdown = render_markdown(result)
     assert markdown.startswith("### Relevance gate: **pass**\n")
     assert "#### Top losers" not in markdown

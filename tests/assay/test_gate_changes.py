@@ -163,8 +163,8 @@ def test_an_expected_empty_query_that_returns_results_is_a_finding() -> None:
     warned = compare(loud, quiet, load_budgets(None))
     assert warned.verdict == "warn"
     assert [(w.kind, w.scope) for w in warned.warnings] == [("unexpected_hit", "query nothing")]
-    assert warned.warnings[0].message == "expected-empty query nothing returned 1 result(s): best"
-    assert "WARN  expected-empty query nothing returned 1 result(s)" in render_text(warned)
+    assert warned.warnings[0].message == "expected-empty query nothing returned 1 result: best"
+    assert "WARN  expected-empty query nothing returned 1 result" in render_text(warned)
     assert any(
         line.startswith("::warning title=Relevance gate — query nothing")
         for line in github_annotations(warned)

@@ -110,7 +110,7 @@ def test_identical_runs_of_the_demo_have_a_floor_of_0_and_the_gate_passes_with_n
     for budgets in ((), ("--budgets", str(DEMO_BUDGETS)), ("--budgets", str(steady.suggested_file))):
         done = gate(third, first, *noise, *budgets)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert done.stdout.startswith("Relevance gate: PASS — 0 failure(s), 0 warning(s)"), done.stdout
+        assert done.stdout.startswith("Relevance gate: PASS — 0 failures, 0 warnings"), done.stdout
         assert "WARN" not in done.stdout
 
 

@@ -98,7 +98,7 @@ def test_a_failed_import_exits_with_every_problem_and_writes_nothing(tmp_path: P
     with pytest.raises(CommandError) as info:
         _call("import_documents", "hc", str(docs))
     text = str(info.value)
-    assert "FAILED with 2 problem(s), nothing imported" in text
+    assert "FAILED with 2 problems, nothing imported" in text
     assert "line 2: id: duplicate id 'd1' (first on line 1)" in text and "line 3: id" in text
     assert not Document.objects.exists()
 

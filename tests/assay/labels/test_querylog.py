@@ -241,7 +241,7 @@ def test_it_names_missing_columns() -> None:
     rows, report = _parse("query,zero_hits,locale\nrefund,0,en-US\n")
     assert rows == []
     assert [str(p) for p in report.problems] == [
-        "header: missing column(s) count; found query, zero_hits, locale "
+        "header: missing column count; found query, zero_hits, locale "
         "(expected query,count[,zero_hits][,locale][,vertical])"
     ]
 
@@ -273,7 +273,7 @@ def test_it_reports_malformed_jsonl_lines() -> None:
     text = '{"query": "a", "count": 1}\n{"query": "b", "count": \n["c"]\n{"count": 2}\n'
     _, report = _parse(text, "log.jsonl")
     assert [p.where for p in report.problems] == ["line 2", "line 3", "line 4"]
-    assert "missing field(s) query" in report.problems[2].message
+    assert "missing field query" in report.problems[2].message
 
 
 # --- the vertical, apart from the band --------------------------------------------------------------
@@ -310,7 +310,7 @@ def test_a_log_without_a_vertical_column_gives_no_vertical() -> None:
     assert report.ok and [r.vertical for r in rows] == [""]
     assert report.notes == []  # a vertical column is no longer an ignored one either
     _, with_extra = _parse("query,count,vertical,team\nrefund,12,billing,x\n")
-    assert with_extra.notes == ["ignored column(s): team"]
+    assert with_extra.notes == ["ignored column: team"]
 
 
 def test_it_refuses_a_vertical_given_in_two_columns() -> None:
