@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from assay.display import counted
 from assay.drift import BudgetsError, load_budgets
 from assay.targets import spec_problems, target_spec
 from evaluation.models import (
@@ -190,4 +191,4 @@ class ApiTokenAdmin(admin.ModelAdmin):
         from evaluation.tokens import api_token_revoke
 
         revoked = sum(api_token_revoke(token=token) for token in queryset)
-        self.message_user(request, f"{revoked} token(s) revoked.")
+        self.message_user(request, f"{counted(revoked, 'token')} revoked.")

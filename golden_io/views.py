@@ -21,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from assay.display import counted
 from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
 from assay.problems import problems_csv
@@ -272,7 +273,7 @@ def requeue(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     except services.FreezeError as exc:
         messages.error(request, str(exc))
     else:
-        summary = f"Queued {report.assignments} assignment(s) for re-judging"
+        summary = f"Queued {counted(report.assignments, 'assignment')} for re-judging"
         messages.success(request, "; ".join([summary, *report.queued]))
         for note in report.notes:
             messages.warning(request, note)

@@ -41,6 +41,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from assay.display import counted
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
 from assay.problems import size_text
 from assay.replies import ReplyError, content_length, read_capped_sync, until
@@ -115,7 +116,7 @@ def verdict_message(run: EvaluationRun) -> VerdictMessage:
             f"{run.verdict.upper()}.",
             f"Started by {run.triggered_by_label}; finished {finished}.",
             "",
-            f"{len(failures)} failure(s), {len(warnings)} warning(s):",
+            f"{counted(len(failures), 'failure')}, {counted(len(warnings), 'warning')}:",
             *findings,
             *(f"note  {n}" for n in gate.get("notes", [])),
             "",

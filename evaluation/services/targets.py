@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import models, transaction
 
+from assay.display import counted
 from assay.secrets import secret_env_name_problem
 from assay.storable import json_problem, text_problem
 from assay.targets import SPEC_FIELDS, TargetError, spec_problems
@@ -182,7 +183,8 @@ def target_update(
     if hidden and renamed:
         raise TargetError(
             [
-                f"name: {locked.name} is also evaluated on {len(hidden)} golden set(s) you do not review, "
+                f"name: {locked.name} is also evaluated on {counted(len(hidden), 'golden set')} "
+                "you do not review, "
                 "whose runs call it by its name: only an admin or those sets' reviewers can rename it"
             ]
         )

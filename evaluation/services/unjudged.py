@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from assay.display import in_number
 from evaluation.models import EvaluationRun
 from evaluation.selectors import Waiting, unjudged_waiting
 
@@ -232,7 +233,11 @@ def unjudged_judge_offer(*, run: EvaluationRun) -> JudgeOffer:
     if not sent:
         waiting = sum(len(pairs) for pairs in probe.already_asked.values())
         jobs = ", ".join(str(pk) for pk in sorted(probe.already_asked))
-        reasons = [f"{waiting} still wait in judge job(s) {jobs}"] if waiting else []
+        reasons = (
+            [f"{waiting} still wait in judge {in_number(len(probe.already_asked), 'job')} {jobs}"]
+            if waiting
+            else []
+        )
         reasons += (
             [f"{len(probe.labeled)} are labeled since this version was frozen"] if probe.labeled else []
         )

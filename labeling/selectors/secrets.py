@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from assay.display import counted
 from assay.secrets import SecretEnvError, secret_env_name_problem, secret_env_read
 from labeling.models import GoldenSet, SecretGrant
 
@@ -47,7 +48,7 @@ def secret_problem(
     others = len({s.pk for s in sets if s.pk not in granted and s.pk in hidden})
     parts = [f"golden set {', '.join(lacking)}"] if lacking else []
     if others:
-        parts.append(f"{others} golden set(s) you do not review")
+        parts.append(f"{counted(others, 'golden set')} you do not review")
     if not parts:
         return None
     return f"{variable} is not granted to {' and '.join(parts)}: {HOW_TO_GRANT}"

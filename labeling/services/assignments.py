@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from assay.display import in_number
 from labeling.models import Assignment, Candidate, CantJudgeMark, GoldenSet, GoldItem, Judgment, Query
 from labeling.selectors import count_subquery
 from labeling.selectors.judge_scope import pregrade_first
@@ -40,7 +41,8 @@ class AssignReport:
 
     def summary(self) -> str:
         gold = f", {self.gold} gold-item" if self.gold else ""
-        return f"{self.primary} primary{gold} and {self.second} second assignment(s)"
+        noun = in_number(self.primary + self.gold + self.second, "assignment")  # the noun counts them all
+        return f"{self.primary} primary{gold} and {self.second} second {noun}"
 
 
 @transaction.atomic

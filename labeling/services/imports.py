@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 
+from assay.display import counted, in_number
 from assay.documents import DOCUMENT_FIELDS, parse_documents
 from assay.jsonin import JsonInputError, json_loads
 from assay.labels import querylog
@@ -105,7 +106,10 @@ def _rubric_fields(obj: object, report: ImportReport) -> dict[str, Any] | None:
                 report.add(f"{where}.{key}", "expected at least three examples (text)")
     missing = sorted(set(range(lo, hi + 1)) - seen)
     if missing and all(isinstance(e, dict) for e in grades):
-        report.add("grades", f"no description for grade(s) {', '.join(map(str, missing))}")
+        report.add(
+            "grades",
+            f"no description for {in_number(len(missing), 'grade')} {', '.join(map(str, missing))}",
+        )
     if not report.ok:
         return None
     return {
@@ -164,8 +168,8 @@ def documents_import(*, golden_set: GoldenSet, data: bytes, source: str) -> Impo
     Document.objects.bulk_create(to_create, batch_size=500)
     if renamed:
         report.notes.append(
-            f"renamed {len(renamed)} document(s), following their durable keys (their judgments and labels"
-            " follow): "
+            f"renamed {counted(len(renamed), 'document')}, following their durable keys (their judgments"
+            " and labels follow): "
             + ", ".join(renamed[:50])
             + (f" and {len(renamed) - 50} more" if len(renamed) > 50 else "")
         )

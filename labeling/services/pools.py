@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from assay.display import counted
 from assay.problems import ImportReport, decode_utf8
 from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
 
@@ -111,7 +112,7 @@ def _pools_from_rankings(
     unknown_queries = sorted(set(rankings) - set(queries))
     if unknown_queries:
         report.notes.append(
-            f"{len(unknown_queries)} query id(s) not in the golden set, skipped: "
+            f"{counted(len(unknown_queries), 'query id')} not in the golden set, skipped: "
             + ", ".join(unknown_queries[:20])
         )
     for qid in sorted(set(rankings) & set(queries)):

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from assay.display import counted, in_number
 from assay.golden.model import Scale
 from assay.labels.agreement import ReadingThresholds
 from assay.labels.disputes import DocGrades, Thresholds, choose_third_rater, query_dispute
@@ -385,7 +386,8 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
         if chosen is None:
             return (
                 f"no third rater available (every rater of the set has held the query): "
-                f"{len(candidate_ids)} document(s) go to the reviewers"
+                f"{counted(len(candidate_ids), 'document')} {in_number(len(candidate_ids), 'goes', 'go')}"
+                " to the reviewers"
             )
         if chosen in convertible:
             # Their gold items stay in scope (an ungraded one is still to grade) and stay gold checks:
@@ -399,7 +401,7 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
     added = [pk for pk in candidate_ids if pk not in before]
     third.scope.add(*added)
     _refresh_completion(third)
-    return f"third rater {third.rater.username}: {len(added)} document(s)"
+    return f"third rater {third.rater.username}: {counted(len(added), 'document')}"
 
 
 def disputes_check_all(*, golden_set: GoldenSet) -> int:

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from assay.display import counted
 from labeling import selectors, services
 from labeling.forms import (
     AdjudicationForm,
@@ -171,7 +172,7 @@ def disputes(request: HttpRequest, slug: str) -> HttpResponse:
 def disputes_check(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set_for_reviewer(request, slug)
     n = services.disputes_check_all(golden_set=golden_set)
-    messages.success(request, f"Checked every finished dual-labeled query: {n} new decision(s).")
+    messages.success(request, f"Checked every finished dual-labeled query: {counted(n, 'new decision')}.")
     return back(reverse("labeling:disputes", kwargs={"slug": slug}))
 
 
@@ -230,7 +231,7 @@ def proposals_decide_query(request: HttpRequest, slug: str, pk: int) -> HttpResp
 
     def decide(accept: bool, rationale: str) -> str:
         n = services.proposals_decide_query(query=query, by=request.user, accept=accept, rationale=rationale)  # type: ignore[arg-type]
-        return f"{query.external_id}: {n} proposal(s) {'accepted' if accept else 'rejected'}."
+        return f"{query.external_id}: {counted(n, 'proposal')} {'accepted' if accept else 'rejected'}."
 
     return _decision_post(request, slug, decide)
 

@@ -148,7 +148,7 @@ def test_asking_again_while_the_job_runs_sends_nothing_and_says_which_job_has_th
     assert sorted(Candidate.objects.values_list("pk", "provenance")) == pool
     # The page no longer offers what a press would not send, and says why.
     assert unjudged_judge_offer(run=run) == JudgeOffer(
-        0, (), f"nothing left to send: 7 still wait in judge job(s) {job.pk}"
+        0, (), f"nothing left to send: 7 still wait in judge job {job.pk}"
     )
     page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     assert 'id="ask-judge" disabled' in page

@@ -357,7 +357,7 @@ def test_a_set_the_editor_does_not_review_is_counted_not_named(
     form = _target_form(f"{catcher.url}/search", golden_set, name="staging", headers=headers)
     page = logged_in(rita).post(f"/targets/{target.pk}/edit/", form)
     assert page.status_code == 422
-    says = f"headers.X-Api-Key: {SECRET} is not granted to 1 golden set(s) you do not review"
+    says = f"headers.X-Api-Key: {SECRET} is not granted to 1 golden set you do not review"
     assert says in page_text(page)
     assert other_set.slug not in page_text(page)
 

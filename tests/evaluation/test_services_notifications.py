@@ -234,7 +234,7 @@ def test_a_warning_run_is_told_as_a_warning(
     assert warnings and not run.gate["failures"]
     [message] = mail.outbox
     assert message.subject == f"[Assay] WARN: help-center on staging (run {run.pk})"
-    assert "0 failure(s), " in message.body
+    assert "0 failures, " in message.body
     assert all(f"WARN  {w}" in message.body for w in warnings)
     [post] = hook.requests
     assert post.json["verdict"] == "warn" and post.json["warnings"] == warnings

@@ -58,7 +58,7 @@ def test_a_target_on_a_set_its_editor_does_not_review_keeps_its_name(
     answers = []
     for name in ("free-name", "taken-there"):
         response = logged_in(rita).post(f"/targets/{target.pk}/edit/", target_form(golden_set, name=name))
-        answers.append((response.status_code, page_text(response).count("golden set(s) you do not review")))
+        answers.append((response.status_code, page_text(response).count("1 golden set you do not review")))
     assert answers == [(422, 1), (422, 1)]
     target.refresh_from_db()
     assert target.name == "staging"

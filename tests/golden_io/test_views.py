@@ -346,7 +346,7 @@ def test_requeueing_stale_documents_from_the_page(
         reverse("golden_io:requeue", args=["help-center", "2026-08-01"]), {"doc_id": ["d-3"]}, follow=True
     )
 
-    assert "Queued 1 assignment(s) for re-judging; q-2: d-3 -&gt; alice" in response.content.decode()
+    assert "Queued 1 assignment for re-judging; q-2: d-3 -&gt; alice" in response.content.decode()
     assignment = Assignment.objects.get(query=built.queries["q-2"])
     assert [c.document.doc_id for c in assignment.scope.all()] == ["d-3"]
     bad = client.post(

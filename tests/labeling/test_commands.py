@@ -54,7 +54,7 @@ def test_a_golden_set_is_built_from_the_command_line(
     run.write_text("q1 Q0 d1 1 3.0 bm25\nq1 Q0 d2 2 2.0 bm25\n")
     assert "candidates added: 2" in _call("build_pools", "cli-set", "--run", str(run))
     out = _call("assign_queries", "cli-set", "--raters=alice,bob")
-    assert "assigned 1 primary and 1 second assignment(s)" in out
+    assert "assigned 1 primary and 1 second assignments" in out
     gs = GoldenSet.objects.get(slug="cli-set")
     assert (gs.k, gs.dual_rate, list(gs.reviewers.all())) == (5, 1.0, [rita])
     assert set(Candidate.objects.values_list("document__doc_id", flat=True)) == {"d1", "d2", "d3"}
@@ -194,3 +194,10 @@ def test_create_golden_set_names_a_rubric_version_that_is_no_number(
     with pytest.raises(CommandError, match=f"no rubric '{name}@{version}'; import it first"):
         _call("create_golden_set", "cli-set", "--surface=docs", f"--rubric={name}@{version}")
     assert not GoldenSet.objects.filter(slug="cli-set").exists()
+
+
+def test_assign_queries_names_the_users_it_does_not_know_in_the_right_number(golden_set: GoldenSet) -> None:
+    with pytest.raises(CommandError, match=r"^--raters: no user ghost$"):
+        _call("assign_queries", golden_set.slug, "--raters=alice,ghost")
+    with pytest.raises(CommandError, match=r"^--raters: no users ghost, nobody$"):
+        _call("assign_queries", golden_set.slug, "--raters=nobody,ghost")

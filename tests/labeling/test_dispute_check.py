@@ -77,7 +77,7 @@ def test_it_quarantines_a_hard_disagreement_when_the_dual_assignment_completes(
     third = Assignment.objects.get(kind="third")
     assert third.rater == carol and third.status == "open"
     assert list(third.scope.all()) == [scene.candidates[0]]
-    assert check.actions == ["moved to shadow", "third rater carol: 1 document(s)"]
+    assert check.actions == ["moved to shadow", "third rater carol: 1 document"]
 
 
 def test_running_the_check_again_creates_nothing(
@@ -125,7 +125,7 @@ def test_with_nobody_left_the_disagreement_goes_to_the_reviewers(
     check = DisputeCheck.objects.get()
     assert check.actions[-1] == (
         "no third rater available (every rater of the set has held the query):"
-        " 1 document(s) go to the reviewers"
+        " 1 document goes to the reviewers"
     )
     [unresolved] = labels_consolidated(golden_set=golden_set).unresolved
     assert isinstance(unresolved, Unresolved) and unresolved.awaiting == "reviewer"

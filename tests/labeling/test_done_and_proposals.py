@@ -393,7 +393,7 @@ def test_the_reviewer_decides_every_proposal_of_a_query_at_once(
         {"decision": "reject", "rationale": "the rubric says otherwise"},
         follow=True,
     )
-    assert "q-0471: 2 proposal(s) rejected." in response.content.decode()
+    assert "q-0471: 2 proposals rejected." in response.content.decode()
     assert set(LabelProposal.objects.values_list("status", "rationale")) == {
         ("rejected", "the rubric says otherwise")
     }

@@ -97,7 +97,7 @@ def test_a_gold_checker_becomes_the_third_rater_and_their_gold_grade_stays_a_gol
     _dispute_the_first_document(scene)
 
     check = DisputeCheck.objects.get()
-    assert check.disputed and check.actions == ["moved to shadow", "third rater carol: 1 document(s)"]
+    assert check.disputed and check.actions == ["moved to shadow", "third rater carol: 1 document"]
     third = Assignment.objects.get(kind="third")
     # carol's own row became the third assignment (the least loaded: her gold work was done).
     assert third.pk == carol_gold.pk and Assignment.objects.count() == n_assignments

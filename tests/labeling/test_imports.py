@@ -101,6 +101,7 @@ def test_a_renumbering_re_ingest_follows_the_keys_and_the_judgments_follow(
     report = services.documents_import(golden_set=gset, data=renumbered, source="b")
     assert report.ok, report.problems
     assert report.counts["documents renamed"] == 3 and report.counts["documents created"] == 1
+    assert any(n.startswith("renamed 3 documents, following their durable keys") for n in report.notes)
     after = {d.key: (d.pk, d.doc_id) for d in Document.objects.all()}
     assert {key: after[key] for key in before} == {
         "https://help.example.com/a1": (before["https://help.example.com/a1"], "2"),
@@ -297,7 +298,7 @@ def test_it_names_each_rubric_problem() -> None:
     assert [str(p) for p in report.problems] == [
         "grades[0].positive_examples: expected at least three examples (text)",
         "grades[1].grade: 9 is outside the scale 0..3",
-        "grades: no description for grade(s) 0, 2",
+        "grades: no description for grades 0, 2",
     ]
     assert not Rubric.objects.filter(name="support").exists()
 

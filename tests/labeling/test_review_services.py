@@ -177,7 +177,7 @@ def test_assigning_queries_also_mixes_in_gold_items_for_raters_added_later(
     golden_set.raters.add(carol)
     report = services.assignments_create(golden_set=golden_set)
     assert report.gold == 1
-    assert report.summary() == "0 primary, 1 gold-item and 0 second assignment(s)"
+    assert report.summary() == "0 primary, 1 gold-item and 0 second assignment"
     assert Assignment.objects.filter(kind="gold").count() == before + 1
     assert Assignment.objects.get(kind="gold", rater=carol).scope.count() == 1
 

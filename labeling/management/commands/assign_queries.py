@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.display import in_number
 from labeling.management.commands._common import golden_set_get
 from labeling.services import assignments_create
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
             users = list(get_user_model().objects.filter(username__in=wanted))
             missing = sorted(set(wanted) - {u.username for u in users})
             if missing:
-                raise CommandError(f"--raters: no user(s) {', '.join(missing)}")
+                raise CommandError(f"--raters: no {in_number(len(missing), 'user')} {', '.join(missing)}")
             target.raters.add(*users)
         result = assignments_create(golden_set=target)
         self.stdout.write(f"assigned {result.summary()}")

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from assay.display import in_number
 from assay.inputs import whole_number
 from labeling.models import GoldenSet, Rubric
 from labeling.roles import reviewer_list_problem
@@ -43,7 +44,7 @@ class Command(BaseCommand):
             users = list(get_user_model().objects.filter(username__in=wanted))
             missing = sorted(set(wanted) - {u.username for u in users})
             if missing:
-                raise CommandError(f"--{field}: no user(s) {', '.join(missing)}")
+                raise CommandError(f"--{field}: no {in_number(len(missing), 'user')} {', '.join(missing)}")
             people[field] = users
         if problem := reviewer_list_problem(people["reviewers"]):
             raise CommandError(f"--reviewers: {problem}")
