@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any, Literal, Protocol
 from urllib.parse import urlencode, urlsplit
 
@@ -384,6 +385,7 @@ class _Runner:
     async def _attempt(self, session: aiohttp.ClientSession, prepared: _Prepared) -> _Outcome:
         config, route = self.config, self.route
         answered = False
+        sent: dict[str, bool] = {}  # set by the session's trace once the request's headers are sent
         try:
             # The deadline covers the whole request: aiohttp's own timeouts bound each phase and the time
             # between two reads only, which a server dripping a byte at a time never exceeds.
@@ -398,6 +400,7 @@ class _Runner:
                     proxy=route.proxy,
                     proxy_headers=route.proxy_headers,
                     ssl=route.ssl,
+                    trace_request_ctx=sent,
                 ) as response:
                     answered = True
                     try:
@@ -416,6 +419,10 @@ class _Runner:
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ClientError):  # one of aiohttp's own timeouts
                 raise _Transient(describe_transport_error(exc, config.timeout)) from exc
+            if not sent:
+                # The whole-request deadline ran out before a connection carried the request: aiohttp's
+                # connect timeout would have said so a moment later (a loaded loop can start it late).
+                raise _Transient(f"connect timeout after {config.timeout:g}s") from exc
             late = " (the reply was still arriving)" if answered else ""
             raise _Transient(f"timeout after {config.timeout:g}s{late}") from exc
         except (aiohttp.ClientError, OSError) as exc:
@@ -462,6 +469,19 @@ def _read_marker(
     return None
 
 
+async def _headers_sent(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestHeadersSentParams
+) -> None:
+    """Marks the request's `trace_request_ctx` (a dict, `_Runner._attempt`'s) once its headers are sent:
+    from then on a timeout is the engine's, before it the connection's."""
+    if isinstance(context.trace_request_ctx, dict):
+        context.trace_request_ctx["sent"] = True
+
+
+_HEADERS_SENT = aiohttp.TraceConfig()
+_HEADERS_SENT.on_request_headers_sent.append(_headers_sent)
+
+
 def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     """One session per run: a pool of at most `concurrency` keep-alive connections (the workers never
     outnumber it, so none waits for a connection), per-phase timeouts as `--timeout` documents, no
@@ -474,6 +494,7 @@ def _session(config: HarnessConfig) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         connector=connector,
         timeout=timeout,
+        trace_configs=[_HEADERS_SENT],
         cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=False,
         raise_for_status=False,

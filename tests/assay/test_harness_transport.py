@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from assay import harness
 from assay.golden.model import GoldenQuery
 from assay.harness import HarnessConfig, search_all_sync
 from assay.results import QueryResult
@@ -81,6 +82,20 @@ def test_a_connect_that_never_completes_is_a_connect_timeout() -> None:
 
     assert result.error == "connect timeout after 0.2s (2 attempts)"
     assert result.status is None and result.attempts == 2
+
+
+def test_a_connect_that_never_completes_is_named_so_whichever_timer_ends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a loaded machine the whole-request deadline can run out before aiohttp's connect timeout, which
+    # starts a moment later; here it always does (no grace at all).
+    monkeypatch.setattr(harness, "_DEADLINE_GRACE_S", -0.1)
+    with unanswered_port() as port:
+        cfg = HarnessConfig(url=f"http://127.0.0.1:{port}/search", timeout=0.2, retries=1, **FAST)
+
+        result = only(search_all_sync([q("x")], cfg))
+
+    assert result.error == "connect timeout after 0.2s (2 attempts)"
 
 
 def test_a_redirect_is_reported_not_followed(stub_server: StubServer) -> None:
