@@ -10,7 +10,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-# The thresholds' type only (numpy, not the statistics' scikit-learn): models load in every process.
 from labeling.models.grading import Judgment
 from labeling.models.sets import Document, GoldenSet, Query
 
