@@ -44,7 +44,13 @@ from evaluation.enqueue import experiment_start_on_commit
 from evaluation.models import EvaluationRun, Experiment, ExperimentChunk, ExperimentResult, SearchTarget
 from evaluation.selectors import golden_of
 from evaluation.services.leases import CHUNK_LEASE, lease_requeue
-from evaluation.services.runs import CHUNKS_PER_RUN, MAX_CHUNK, MIN_CHUNK_PER_CONCURRENCY
+from evaluation.services.runs import (
+    CHUNKS_PER_RUN,
+    MAX_CHUNK,
+    MIN_CHUNK_PER_CONCURRENCY,
+    cancelled_text,
+    end_if_active,
+)
 from evaluation.services.sweep import MAX_LEASE_LOSSES, MAX_REDISPATCHES, QUEUED_GRACE, STALL_AFTER
 from evaluation.services.targets import target_secret_problems
 from golden_io.models import GoldenVersion
@@ -162,21 +168,13 @@ def experiment_create(
 def experiment_cancel(*, experiment: Experiment, by: Any = None) -> bool:
     """Cancel a queued or running experiment; False when it had already finished. Its chunks stop at
     their next heartbeat (at most 0.5 s) and no phase advances a cancelled experiment."""
-    who = f" by {by.get_username()}" if by is not None else ""
-    changed = Experiment.objects.filter(pk=experiment.pk, status__in=Experiment.ACTIVE).update(
-        status=Status.CANCELLED, finished_at=timezone.now(), error_message=f"cancelled{who}"
-    )
+    changed = end_if_active(Experiment, experiment.pk, Status.CANCELLED, cancelled_text(by))
     experiment.refresh_from_db()
-    return changed == 1
+    return changed
 
 
 def experiment_fail(*, experiment_id: int, message: str) -> bool:
-    return (
-        Experiment.objects.filter(pk=experiment_id, status__in=Experiment.ACTIVE).update(
-            status=Status.FAILED, finished_at=timezone.now(), error_message=message[:5000]
-        )
-        == 1
-    )
+    return end_if_active(Experiment, experiment_id, Status.FAILED, message)
 
 
 # ------------------------------------------------------------------------------------------- chunks

@@ -16,7 +16,7 @@ from assay.golden.keys import resolve_keys
 from assay.storable import json_problem
 from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
 from evaluation.enqueue import run_start_on_commit
-from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
+from evaluation.models import EvaluationRun, Experiment, QueryRunResult, RunSchedule, SearchTarget
 from evaluation.selectors import golden_of
 from evaluation.services.leases import chunk_leases_create
 from evaluation.services.targets import target_secret_problems
@@ -128,25 +128,32 @@ def run_create(
     return run
 
 
+def end_if_active(model: type[EvaluationRun | Experiment], pk: int, status: str, message: str) -> bool:
+    """Give a queued or running run or experiment its final `status` and `message`, in one conditional
+    update; False when it had already finished (a cancel or failure never overwrites an end)."""
+    return (
+        model._default_manager.filter(pk=pk, status__in=model.ACTIVE).update(
+            status=status, finished_at=timezone.now(), error_message=message[:5000]
+        )
+        == 1
+    )
+
+
+def cancelled_text(by: Any = None) -> str:
+    return f"cancelled by {by.get_username()}" if by is not None else "cancelled"
+
+
 def run_cancel(*, run: EvaluationRun, by: Any = None) -> bool:
     """Cancel a queued or running run; False when it had already finished. Chunks stop at their next
     progress check and finalize leaves a cancelled run alone."""
-    who = f" by {by.get_username()}" if by is not None else ""
-    changed = EvaluationRun.objects.filter(pk=run.pk, status__in=EvaluationRun.ACTIVE).update(
-        status=Status.CANCELLED, finished_at=timezone.now(), error_message=f"cancelled{who}"
-    )
+    changed = end_if_active(EvaluationRun, run.pk, Status.CANCELLED, cancelled_text(by))
     run.refresh_from_db()
-    return changed == 1
+    return changed
 
 
 def run_fail(*, run_id: int, message: str) -> bool:
     """The final status for a run whose task hit an unexpected error (the tasks' wrapper calls this)."""
-    return (
-        EvaluationRun.objects.filter(pk=run_id, status__in=EvaluationRun.ACTIVE).update(
-            status=Status.FAILED, finished_at=timezone.now(), error_message=message[:5000]
-        )
-        == 1
-    )
+    return end_if_active(EvaluationRun, run_id, Status.FAILED, message)
 
 
 def plan_chunks(query_ids: Sequence[str], *, concurrency: int, one_chunk_rounds: int = 0) -> list[list[str]]:
