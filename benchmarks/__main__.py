@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import compileall
 import importlib
+import os
 import sys
+import time
 from pathlib import Path
+
+from benchmarks._report import STARTED
 
 
 def sections() -> list[str]:
@@ -27,6 +31,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"unknown benchmark {', '.join(unknown)}: choose from {', '.join(known)}")
     # Assay's bytecode compiled first, as an installed package's is: where PYTHONDONTWRITEBYTECODE is set
     # (this machine sets it) every timed process would otherwise compile each module from its source.
+    os.environ.setdefault(STARTED, str(time.time()))  # sections saved since then are this run's
     compileall.compile_dir(Path(__file__).resolve().parent.parent / "assay", quiet=1)
     for name in names:
         print(f"== bench_{name}", flush=True)

@@ -24,6 +24,29 @@ issues' performance targets are judged by. Each section says when and where it w
 """
 
 
+# Sections whose figures another section reads (the targets table) keep them here, stamped with when they
+# were measured; `python -m benchmarks` marks its start, so a reader can tell this run's from an older one's.
+FIGURES = DOC.parent.parent / "var" / "bench"
+STARTED = "ASSAY_BENCH_STARTED"
+
+
+def save_figures(name: str, figures: dict[str, Any]) -> None:
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    (FIGURES / f"{name}.json").write_text(json.dumps({"measured": time.time(), "figures": figures}))
+
+
+def figures_of(name: str) -> dict[str, Any] | None:
+    """The figures section `name` saved during this `python -m benchmarks` run; None when it has not run."""
+    path = FIGURES / f"{name}.json"
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    if saved["measured"] < float(os.environ.get(STARTED, "inf")):
+        return None
+    figures: dict[str, Any] = saved["figures"]
+    return figures
+
+
 def machine() -> str:
     return f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
 

@@ -35,9 +35,12 @@ IDLE_S = 10.0
 
 
 def main() -> None:
-    markdown = render(each_stack("demo_run"))
+    figures = each_stack("demo_run")
+    markdown = render(figures)
     print(markdown)
-    from benchmarks._report import write_section
+    from benchmarks._report import save_figures, write_section
+
+    save_figures("demo_run", figures)
 
     write_section("demo_run", markdown)
 

@@ -77,7 +77,7 @@ def inner() -> None:
     from assay.drift import compare
     from assay.golden.keys import resolve_keys
     from assay.report import BOOTSTRAP_SEED, build_report
-    from benchmarks._report import write_section
+    from benchmarks._report import save_figures, write_section
     from evaluation import selectors
     from evaluation.models import Baseline, EvaluationRun
     from evaluation.services.finalize import run_finalize_process, run_gate, run_report_build
@@ -162,6 +162,9 @@ def inner() -> None:
     broker.flushdb()
     markdown = render(alone, against, steps, load_before, load_after)
     print(markdown)
+    save_figures(
+        "finalize", {"alone": alone, "against": against, "steps": steps, "load": [load_before, load_after]}
+    )
     write_section("finalize", markdown)
 
 

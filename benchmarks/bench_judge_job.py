@@ -29,9 +29,12 @@ POLL_S = 0.02
 
 
 def main() -> None:
-    markdown = render(each_stack("judge_job"))
+    figures = each_stack("judge_job")
+    markdown = render(figures)
     print(markdown)
-    from benchmarks._report import write_section
+    from benchmarks._report import save_figures, write_section
+
+    save_figures("judge_job", figures)
 
     write_section("judge_job", markdown)
 

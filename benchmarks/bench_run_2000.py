@@ -55,7 +55,7 @@ def inner() -> None:
     from django.core.management import call_command
 
     from assay.golden.format import dump_json
-    from benchmarks._report import write_section
+    from benchmarks._report import save_figures, write_section
     from benchmarks.bench_runs import (
         POOL,
         TOTAL_CONCURRENCY,
@@ -101,6 +101,7 @@ def inner() -> None:
             load_after = os.getloadavg()
     markdown = render(celery, assay, load_before, load_after, in_flight)
     print(markdown)
+    save_figures("run_2000", {"celery": celery, "assay": assay, "load": [load_before, load_after]})
     write_section("run_2000", markdown)
 
 
