@@ -3,7 +3,10 @@ in force and the verdict, written unless the run was cancelled meanwhile."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +30,20 @@ Status = EvaluationRun.Status
 
 # How long a claimed finalize may take before another finalize may take over (its worker died).
 FINALIZE_LEASE = timedelta(minutes=10)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a report and gate are built: they make millions of small objects
+    (a 100,000-query report's rows and the gate's tables) and each collection walks every live one again.
+    They are freed by reference counting as before; any cycle among them is collected once it resumes."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def run_report_build(*, run: EvaluationRun) -> dict[str, Any]:
@@ -130,17 +147,18 @@ def run_finalize_process(*, run_id: int) -> str:
         pk=run_id
     )
     golden_set = run.golden_version.golden_set
-    report = run_report_build(run=run)
-    baseline = baseline_get(golden_set=golden_set, target=run.target)
-    # A nightly schedule may opt in to gating a new golden version against the baseline re-scored on it.
-    rescore, not_rescored = baseline_rescore_auto(run=run, baseline=baseline)
-    verdict, gate = run_gate(
-        report=report,
-        baseline=baseline,
-        budgets=budgets_get(golden_set=golden_set),
-        rebaseline=run.rebaseline,
-        rescore=rescore,
-    )
+    with _collector_paused():
+        report = run_report_build(run=run)
+        baseline = baseline_get(golden_set=golden_set, target=run.target)
+        # A nightly schedule may opt in to gating a new golden version against the baseline re-scored on it.
+        rescore, not_rescored = baseline_rescore_auto(run=run, baseline=baseline)
+        verdict, gate = run_gate(
+            report=report,
+            baseline=baseline,
+            budgets=budgets_get(golden_set=golden_set),
+            rebaseline=run.rebaseline,
+            rescore=rescore,
+        )
     gate["notes"] += not_rescored
     with transaction.atomic():
         locked = EvaluationRun.objects.select_for_update().get(pk=run_id)
