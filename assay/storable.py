@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# The character rules, one place for every check of a person's text (the golden file's validator and the
+# query-log import read them from here).
+SURROGATE = re.compile("[\ud800-\udfff]")
 # Control characters other than tab, line feed and carriage return: a name, an id, a title or a URL holds
 # none (a NUL cannot be stored at all; the others are garbage that no page shows).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NUL = re.compile("\x00")
 
 
@@ -23,10 +25,10 @@ def text_problem(value: str, max_length: int | None = None, *, free_text: bool =
     """Why `value` cannot be stored, or None: a lone surrogate (not Unicode), a NUL, and for anything but
     `free_text` (a document's body, a note) any other control character but tab, LF and CR; then more
     characters than `max_length`. The words follow "<field> ..." (`title: is 501 characters long; ...`)."""
-    found = _SURROGATE.search(value)
+    found = SURROGATE.search(value)
     if found:
         return f"contains a lone surrogate \\u{ord(found.group()):04x} (not valid Unicode)"
-    found = (_NUL if free_text else _CONTROL).search(value)
+    found = (_NUL if free_text else CONTROL).search(value)
     if found:
         return f"contains the control character \\u{ord(found.group()):04x}, which cannot be stored"
     if max_length is not None and len(value) > max_length:

@@ -2,9 +2,10 @@
 every problem reported at once with its place. `assay.golden.format` decodes, calls these and builds the
 GoldenFile; the checks never raise for bad input.
 
-The fast path (`assay.golden.fast`) takes its character rules (`SURROGATE`, `CONTROL`, `NOT_IN_ID`,
-`bad_chars`) and its `Checker` from here, and leaves every file it does not recognise to this walk. A rule
-added here needs its case in tests/assay/golden/test_fast_rules.py, which holds the fast path to it.
+The fast path (`assay.golden.fast`) takes its character rules (`NOT_IN_ID`, `bad_chars`; the others are
+assay/storable.py's) and its `Checker` from here, and leaves every file it does not recognise to this
+walk. A rule added here needs its case in tests/assay/golden/test_fast_rules.py, which holds the fast
+path to it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from assay.golden.model import (
     Scale,
     default_relevant_min_grade,
 )
+from assay.storable import text_problem
 
 # Integers must fit in 64 bits: what the database stores, and small enough to print in a message.
 _MAX_INT = MAX_INT
@@ -78,21 +80,13 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-SURROGATE = re.compile("[\ud800-\udfff]")
-# Control characters other than tab, line feed and carriage return: PostgreSQL cannot store NUL in text.
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # str.isspace() and the Cc category, the same sets as re's \s (str patterns) and \x00-\x1f, \x7f-\x9f.
 NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
 def bad_chars(value: str) -> str | None:
-    found = SURROGATE.search(value)
-    if found:
-        return f"contains a lone surrogate \\u{ord(found.group()):04x} (not valid Unicode)"
-    found = CONTROL.search(value)
-    if found:
-        return f"contains the control character \\u{ord(found.group()):04x}, which cannot be stored"
-    return None
+    """A lone surrogate or a control character other than tab, LF and CR, in what a database says of it."""
+    return text_problem(value)
 
 
 def _too_long(value: str, field: str | None) -> str | None:

@@ -27,11 +27,12 @@ import numpy as np
 from msgspec import UNSET, Meta, Struct, UnsetType
 from numpy.typing import NDArray
 
-from assay.golden.checks import CONTROL, NOT_IN_ID, SURROGATE, Checker, bad_chars
+from assay.golden.checks import NOT_IN_ID, Checker, bad_chars
 from assay.golden.columns import GoldenColumns, offsets
 from assay.golden.fields import HEADER_FIELDS, JUDGMENT_FIELDS, MAX_LENGTH, QUERY_FIELDS, natural_key
 from assay.golden.model import JUDGMENT_SOURCES, TIERS, TRAFFIC_BANDS, GoldenFile, GoldenQuery, Scale
 from assay.memory import gc_paused
+from assay.storable import CONTROL, SURROGATE
 
 # In space-joined numbers, one with a leading zero (a lone 0 is fine): natural order is then not numeric.
 _LEADING_ZERO = re.compile(r" 0[0-9]")

@@ -45,7 +45,7 @@ from assay.golden.model import TRAFFIC_BANDS
 from assay.inputs import whole_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.problems import ImportReport, decode_utf8
-from assay.storable import text_problem
+from assay.storable import SURROGATE, text_problem
 
 BANDS = TRAFFIC_BANDS
 HEAD_SHARE = 0.5
@@ -225,7 +225,7 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
     if not isinstance(query, str):
         report.add(f"{where}: query", f"expected text, found {query!r}")
         return None
-    if _SURROGATE.search(query):  # a JSON "\ud800" escape: no database can store it
+    if SURROGATE.search(query):  # a JSON "\ud800" escape: no database can store it
         report.add(f"{where}: query", _NOT_UNICODE.format(query))
         return None
     # As it would be stored (PII cut out, whitespace collapsed, which only shortens it) at the longest.
@@ -272,7 +272,6 @@ def _row(record: Mapping[str, object], line: int, report: ImportReport) -> LogRo
 
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
 _TWO_VERTICALS = "the vertical goes in one column, vertical or stratum, not both"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_UNICODE = "{!r} is not valid Unicode (a lone surrogate)"
 
 
@@ -288,7 +287,7 @@ def _vertical(record: Mapping[str, object], where: str, report: ImportReport) ->
     if not isinstance(value, str):
         report.add(place, f"expected text, found {value!r}")
         return None
-    if _SURROGATE.search(value):
+    if SURROGATE.search(value):
         report.add(place, _NOT_UNICODE.format(value))
         return None
     problem = text_problem(value.strip())

@@ -3,10 +3,7 @@ in force and the verdict, written unless the run was cancelled meanwhile."""
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +13,7 @@ from django.utils import timezone
 
 from assay.drift import Budgets, compare
 from assay.golden.keys import resolve_keys
+from assay.memory import gc_paused
 from assay.report import BOOTSTRAP_SEED, build_report
 from assay.run_meta import run_meta
 from assay.targets import TargetSpec, harness_config
@@ -30,20 +28,6 @@ Status = EvaluationRun.Status
 
 # How long a claimed finalize may take before another finalize may take over (its worker died).
 FINALIZE_LEASE = timedelta(minutes=10)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a report and gate are built: they make millions of small objects
-    (a 100,000-query report's rows and the gate's tables) and each collection walks every live one again.
-    They are freed by reference counting as before; any cycle among them is collected once it resumes."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_report_build(*, run: EvaluationRun) -> dict[str, Any]:
@@ -147,7 +131,7 @@ def run_finalize_process(*, run_id: int) -> str:
         pk=run_id
     )
     golden_set = run.golden_version.golden_set
-    with _collector_paused():
+    with gc_paused():  # a 100,000-query report and its gate: millions of small objects, no cycles
         report = run_report_build(run=run)
         baseline = baseline_get(golden_set=golden_set, target=run.target)
         # A nightly schedule may opt in to gating a new golden version against the baseline re-scored on it.
