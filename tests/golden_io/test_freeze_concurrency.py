@@ -8,7 +8,7 @@ never a mix of both freezes' content.
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +25,7 @@ from tests.support.golden_sets import (
     ConsolidatedStub,
     build_set,
 )
+from tests.support.threads import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,26 +48,8 @@ def slow(consolidated: ConsolidatedStub, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def _at_once(n: int, work: Callable[[int], Any]) -> list[Any]:
-    """Run work(0..n-1) in n threads released together; each result or the exception it raised."""
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait()
-            results[i] = work(i)
-        except Exception as exc:
-            results[i] = exc
-        finally:
-            connection.close()  # each thread has its own connection: give it back
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a freeze never finished (deadlock?)"
-    return results
+    """work(0..n-1) in n threads released together; each result or the exception it raised."""
+    return race([functools.partial(work, i) for i in range(n)])
 
 
 def test_two_freezes_at_once_make_two_distinct_chained_versions(

@@ -5,10 +5,10 @@ Remotes are local bare repositories (file URLs), the only kind that can run here
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ from tests.support.golden_sets import (
     build_set,
 )
 from tests.support.stub_server import StubServer
+from tests.support.threads import race
 
 RITA = Author("Rita Reviewer", "rita@example.org")
 
@@ -187,28 +188,18 @@ def test_concurrent_writers_on_one_branch_lose_nothing(tmp_path: Path) -> None:
     repo = tmp_path / "r"
     git_write(repository_path=repo, branch="main", files={"seed": b"0"}, message="seed", author=RITA)
     n = 6
-    barrier = threading.Barrier(n)
-    errors: list[BaseException] = []
 
     def write(i: int) -> None:
-        try:
-            barrier.wait()
-            git_write(
-                repository_path=repo,
-                branch="main",
-                files={f"f{i}": str(i).encode()},
-                message=f"w{i}",
-                author=RITA,
-                tag=f"t{i}",
-            )
-        except BaseException as exc:  # collected and asserted below
-            errors.append(exc)
+        git_write(
+            repository_path=repo,
+            branch="main",
+            files={f"f{i}": str(i).encode()},
+            message=f"w{i}",
+            author=RITA,
+            tag=f"t{i}",
+        )
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    errors = [found for found in race([functools.partial(write, i) for i in range(n)]) if found is not None]
 
     assert errors == []
     assert sorted(git(repo, "ls-tree", "--name-only", "main").split()) == [

@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from django.db import connection
 
 
-def race(workers: Sequence[Callable[[], object]]) -> list[object]:
-    """Each worker's result, or the exception it raised, in order."""
+def race(workers: Sequence[Callable[[], object]], timeout: float = 60) -> list[object]:
+    """Each worker's result, or the exception it raised, in order. A worker still running after `timeout`
+    seconds fails the test (a deadlock, say) instead of hanging it."""
     barrier = threading.Barrier(len(workers))
     results: list[object] = [None] * len(workers)
 
@@ -27,5 +28,6 @@ def race(workers: Sequence[Callable[[], object]]) -> list[object]:
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), f"a racing worker was still running after {timeout} s"
     return results
