@@ -3,6 +3,7 @@ and p-value describe the same queries, and count them as the report's means do."
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -245,13 +246,91 @@ def test_a_change_of_nothing_is_what_the_draws_would_give(weighted: bool) -> Non
 def test_the_sign_flips_are_the_ones_rng_choice_draws_batch_after_batch(
     seed: int, size: int, rows: list[int]
 ) -> None:
-    """The randomization test's signs, made from the generator's raw words, are the very values
-    `rng.choice([-1.0, 1.0])` draws from the same seed, odd batches included (a word's half left over)."""
+    """The randomization test's flips, made from the generator's raw words (1.0 for a +1 sign, 0.0 for a -1),
+    are the very signs `rng.choice([-1.0, 1.0])` draws from the same seed, odd batches included (a word's
+    half left over)."""
     rng = np.random.default_rng(seed)
     flips = _SignFlips(seed)
     for count in rows:
         expected = rng.choice(np.array([-1.0, 1.0]), size=(count, size))
-        assert np.array_equal(flips.draw(count, size), expected)
+        heads = np.empty((count, size))
+        flips.draw(heads)
+        assert np.array_equal(2.0 * heads - 1.0, expected)
+
+
+def _plain_means(values: Any, weights: Any, seed: int, resamples: int = 1000) -> Any:
+    """The bootstrap means the straightforward way: each resample's indices from `default_rng(seed)`, its
+    (weighted) mean over the values drawn."""
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    if weights is None:
+        return np.array([values[draw].mean() for draw in draws])
+    return np.array([(values[draw] * weights[draw]).sum() / weights[draw].sum() for draw in draws])
+
+
+def _plain_p_value(deltas: Any, weights: Any, seed: int, permutations: int = 1000) -> float:
+    """The randomization p-value the straightforward way: signs from `rng.choice([-1.0, 1.0])` with
+    `default_rng(seed + 1)`, the share of flipped means at least as large as the observed one."""
+    w = np.ones_like(deltas) if weights is None else weights
+    observed = abs((deltas * w).sum() / w.sum())
+    signs = np.random.default_rng(seed + 1).choice(np.array([-1.0, 1.0]), size=(permutations, len(deltas)))
+    flipped = np.abs((signs * deltas * w).sum(axis=1) / w.sum())
+    return float((flipped >= observed - 1e-12).sum() / permutations)
+
+
+def _close(found: Any, expected: Any, values: Any) -> bool:
+    """Equal but for floating-point summation order: within 1e-12 of the largest value."""
+    scale = max(1.0, float(np.abs(values).max()))
+    return bool(np.all(np.abs(np.asarray(found) - np.asarray(expected)) <= 1e-12 * scale))
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=pair_lists, weighted=st.booleans(), seed=st.integers(min_value=0, max_value=2**31))
+def test_the_resamples_are_the_straightforward_ones(pairs: list[Any], weighted: bool, seed: int) -> None:
+    """The same draws as the straightforward code, summed another way: the means equal its means within
+    1e-12 of the largest value (floating-point summation order), the p-value equals its p-value exactly (a
+    flip could only count otherwise if its mean lay within float noise of the observed one, less 1e-12)."""
+    data = np.asarray(pairs)
+    deltas, weights = data[:, 1] - data[:, 0], data[:, 2] if weighted else None
+    means = bootstrap_means(deltas, weights, resamples=300, seed=seed)
+    assert _close(means, _plain_means(deltas, weights, seed, 300), deltas)
+    assert randomization_p_value(deltas, weights, permutations=300, seed=seed) == _plain_p_value(
+        deltas, weights, seed, 300
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_changes_of_several_sizes_sharing_a_seed_are_the_straightforward_ones(weighted: bool) -> None:
+    """Changes over scopes of several sizes (one pair to several matrix-product chunks and draw batches),
+    resampled together with one seed: each interval is the straightforward bootstrap's within 1e-12 and each
+    p-value the straightforward randomization test's."""
+    rng = np.random.default_rng(8)
+    wanted = []
+    for size in (1, 2, 7, 300, 2_049, 5_003):
+        for metric in ("ndcg", "mrr", "empty_rate"):
+            before, after = rng.random(size), rng.random(size)
+            if metric == "empty_rate":
+                before, after = np.round(before), np.round(after)
+            wanted.append((np.column_stack((before, after, rng.choice([0.5, 1.0, 2.5, 10.0], size))), metric))
+    found = paired_changes([(pairs, metric, weighted) for pairs, metric in wanted], seed=21)
+    for change, (pairs, _) in zip(found, wanted, strict=True):
+        deltas, weights = pairs[:, 1] - pairs[:, 0], pairs[:, 2] if weighted else None
+        low, high = percentile_interval(_plain_means(deltas, weights, 21))
+        assert _close((change.low, change.high), (low, high), deltas), (change, low, high)
+        assert change.p_value == _plain_p_value(deltas, weights, 21), change
+
+
+@pytest.mark.parametrize("size", [1, 5, 2_050, 40_000])
+def test_each_resampled_mean_is_the_exact_mean_of_its_draw_rounded_once(size: int) -> None:
+    """Each resampled sum is exact, so a mean is the exact mean of the values drawn rounded once, whichever
+    way it was added up (gathered or counted, on whichever thread): `math.fsum` over the draw, divided."""
+    rng = np.random.default_rng(size)
+    values = np.round((rng.random(size) - rng.random(size)) * 2**40) / 2**40  # no bit below 2^-40
+    weights = rng.choice([0.5, 1.0, 2.5, 10.0], size)
+    draws = np.random.default_rng(3).integers(0, size, size=(50, size))
+    plain = [math.fsum(values[draw]) / size for draw in draws]
+    weighted = [math.fsum(values[draw] * weights[draw]) / math.fsum(weights[draw]) for draw in draws]
+    assert bootstrap_means(values, resamples=50, seed=3).tolist() == plain
+    assert bootstrap_means(values, weights, resamples=50, seed=3).tolist() == weighted
 
 
 @settings(max_examples=40, deadline=None)
@@ -262,7 +341,8 @@ def test_the_sign_flips_are_the_ones_rng_choice_draws_batch_after_batch(
 def test_changes_resampled_together_are_the_ones_each_gives_alone(
     scopes: list[tuple[list[Any], bool, bool]], seed: int
 ) -> None:
-    """Changes over as many pairs share their draws: each is exactly the change computed on its own."""
+    """Changes over as many pairs share their draws: each is exactly the change computed on its own (its
+    sums are exact, however many parts the group multiplies at once)."""
     wanted = [(pairs if not same else scopes[0][0], "ndcg", weighted) for pairs, weighted, same in scopes]
     for with_interval in (True, False):
         together = paired_changes(wanted, seed=seed, with_interval=with_interval)
