@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
+from operator import is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -396,17 +397,35 @@ class QueryColumns:
     compares every scope and metric of a comparison from these instead of reading each row's fields again
     for each of them (at 100,000 queries that reading was most of the gate's time outside resampling)."""
 
-    def __init__(self, rows: Sequence[Row], ids: list[str] | None = None) -> None:
+    def __init__(self, rows: Sequence[Row]) -> None:
         self.rows = rows
-        self.ids: list[str] = [row["id"] for row in rows] if ids is None else ids
         self._fields: dict[str, list[Any]] = {}
         self._numbers: dict[str, tuple[NDArray[np.float64], NDArray[np.bool_]]] = {}
         self._metrics: dict[str, tuple[NDArray[np.float64], NDArray[np.bool_]]] = {}
-        self._masks: dict[tuple[str, str, str | None], NDArray[np.bool_]] = {}
-        self._labels: dict[tuple[str, str | None], NDArray[np.object_]] = {}
+        self._labels: dict[tuple[str, str | None], tuple[NDArray[np.intp], dict[str | None, int]]] = {}
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.rows)
+
+    @cached_property
+    def ids(self) -> list[str]:
+        """Each row's query id (`row["id"]`)."""
+        found = self._fields.get("id")
+        return found if found is not None and None not in found else [row["id"] for row in self.rows]
+
+    def read(self, keys: Sequence[str]) -> None:
+        """Read the fields `keys` of every row in one pass, when every row has them all: a row's fields are
+        read while it is in the CPU's cache, where a pass per field fetches each row from memory again (at
+        100,000 rows, 19 fields read in a third less time)."""
+        wanted = [key for key in keys if key not in self._fields]
+        if len(wanted) < 2:
+            return
+        try:
+            lines = list(map(itemgetter(*wanted), self.rows))
+        except (KeyError, TypeError):  # a row without one of them: `field` reads them one at a time
+            return
+        for at, key in enumerate(wanted):
+            self._fields[key] = list(map(itemgetter(at), lines))
 
     def field(self, key: str) -> list[Any]:
         """Each row's `row.get(key)`."""
@@ -465,7 +484,7 @@ class QueryColumns:
 
     @cached_property
     def errored(self) -> NDArray[np.bool_]:
-        return np.array([e is not None for e in self.field("error")], dtype=bool)
+        return np.fromiter(map(is_not, self.field("error"), repeat(None)), dtype=bool, count=len(self))
 
     @cached_property
     def expect_empty(self) -> NDArray[np.bool_]:
@@ -504,17 +523,17 @@ class QueryColumns:
 
     def where(self, key: str, value: str, default: str | None = None) -> NDArray[np.bool_]:
         """Which rows have `str(row.get(key, default)) == value` (a row whose value is null has none)."""
-        mask = self._masks.get((key, value, default))
-        if mask is None:
-            labels = self._labels.get((key, default))
-            if labels is None:
-                given = self.given(key, default) if default is not None else self.field(key)
-                if not set(map(type, given)) <= {str, type(None)}:
-                    given = [None if v is None else str(v) for v in given]
-                labels = self._labels[key, default] = np.array(given, dtype=object)
-            mask = labels == value if labels.size else np.zeros(0, dtype=bool)
-            self._masks[key, value, default] = mask
-        return mask
+        labels = self._labels.get((key, default))
+        if labels is None:
+            given = self.given(key, default) if default is not None else self.field(key)
+            if not set(map(type, given)) <= {str, type(None)}:
+                given = [None if v is None else str(v) for v in given]
+            # Each distinct label numbered once: a mask is then a comparison of integers.
+            number = {label: at for at, label in enumerate(set(given))}
+            codes = np.fromiter(map(number.__getitem__, given), dtype=np.intp, count=len(given))
+            labels = self._labels[key, default] = codes, number
+        codes, number = labels
+        return codes == number.get(value, -1)
 
 
 class ReportPairs:
@@ -529,9 +548,9 @@ class ReportPairs:
             self.retired = np.zeros(len(current), dtype=bool)
             return
         where = dict(zip(baseline.ids, range(len(baseline)), strict=True))
-        self.match = np.array([where.get(i, -1) for i in current.ids], dtype=np.intp)
+        self.match = np.fromiter(map(where.get, current.ids, repeat(-1)), dtype=np.intp, count=len(current))
         now = set(current.ids)
-        self.retired = np.array([i not in now for i in baseline.ids], dtype=bool)
+        self.retired = ~np.fromiter(map(now.__contains__, baseline.ids), dtype=bool, count=len(baseline))
 
     def scope(
         self, in_current: NDArray[np.bool_], in_baseline: NDArray[np.bool_], metrics: Sequence[str]

@@ -185,13 +185,14 @@ def _check_row(check: _Checker, row: Mapping[str, Any], path: str) -> None:
 
 def _check_per_query(check: _Checker, data: Mapping[str, Any]) -> QueryColumns:
     """Check the report's per-query rows; they are returned as columns, for the comparison."""
-    rows: list[dict[str, Any]] = data.get("per_query")  # type: ignore[assignment]
+    rows = data.get("per_query")
     plain = type(rows) is list and set(map(type, rows)) <= {dict}
-    ids: list[Any] | None = [row.get("id") for row in rows] if plain else None
+    columns = QueryColumns(rows if plain else [])  # type: ignore[arg-type]
+    if plain:
+        columns.read(["id", *(key for key, _, _ in _ROW_FIELDS)])
     paths: list[str] | None = None
-    if ids is not None and set(map(type, ids)) <= {str}:
-        columns = QueryColumns(rows, ids)
-    else:  # not a list, or rows that are not objects with a string id: those are problems already
+    if not plain or not set(map(type, columns.field("id"))) <= {str}:
+        # Not a list, or rows that are not objects with a string id: those are problems already.
         good = check.rows(data, "per_query")
         columns = QueryColumns([row for _, row in good])
         paths = [path for path, _ in good]
