@@ -14,10 +14,11 @@ are `assay.gate_render`.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 from assay.budgets import SLICE_KEYS, Budget, Budgets
 from assay.changes import (
@@ -25,187 +26,18 @@ from assay.changes import (
     TOLERANCE,
     Change,
     LeftOut,
-    RowValues,
-    pair_rows,
-    pair_scope,
+    QueryColumns,
+    ReportPairs,
     report_seed,
 )
 from assay.display import counted
+from assay.gate_check import ArtifactError, validated
+from assay.gate_check import validate_artifact as validate_artifact  # re-exported: callers name it here
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import NoiseFloor, noise_warnings
 
 Verdict = Literal["pass", "warn", "fail"]
-
-
-class ArtifactError(ValueError):
-    """A file given as a report that is not one (missing fields, wrong types)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Artifact validation
-
-
-def _is_number(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-
-
-_EXPECTED = {
-    "a string": lambda v: isinstance(v, str),
-    "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "an integer or null": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-    "a number or null": lambda v: v is None or _is_number(v),
-    "a non-negative number": lambda v: _is_number(v) and v >= 0,
-    "a string or null": lambda v: v is None or isinstance(v, str),
-    "an object": lambda v: isinstance(v, Mapping),
-    "a list": lambda v: isinstance(v, list),
-    "true or false": lambda v: isinstance(v, bool),
-}
-
-
-class _Checker:
-    """Collects every problem of one artifact, each with its JSON path."""
-
-    def __init__(self, role: str) -> None:
-        self.role = role
-        self.problems: list[str] = []
-
-    def field(
-        self, data: Mapping[str, Any], key: str, path: str, expected: str, required: bool = True
-    ) -> Any:
-        """data[key] when it has the expected type, else None (and the problem is recorded)."""
-        if key not in data:
-            if required:
-                self.problems.append(f"{self.role}: {path}{key}: missing")
-            return None
-        value = data[key]
-        if not _EXPECTED[expected](value):
-            shown = repr(value) if len(repr(value)) < 60 else type(value).__name__
-            self.problems.append(f"{self.role}: {path}{key}: expected {expected}, got {shown}")
-            return None
-        return value
-
-    def aggregate(self, parent: Mapping[str, Any], key: str, path: str) -> None:
-        agg = self.field(parent, key, path, "an object")
-        for metric in METRIC_KEYS if agg is not None else ():
-            entry = self.field(agg, metric, f"{path}{key}.", "an object")
-            if entry is not None:
-                self.field(entry, "value", f"{path}{key}.{metric}.", "a number or null")
-
-    def rows(self, data: Mapping[str, Any], key: str) -> list[tuple[str, Mapping[str, Any]]]:
-        """(path, object) for the objects of the list data[key] with a string id (others are problems)."""
-        good = []
-        for i, row in enumerate(self.field(data, key, "", "a list") or []):
-            if isinstance(row, Mapping) and isinstance(row.get("id"), str):
-                good.append((f"{key}[{i}].", row))
-            else:
-                self.problems.append(f"{self.role}: {key}[{i}]: expected an object with a string id")
-        return good
-
-
-_ROW_NUMBERS = ("mrr", "p_at_k", "judged_at_k")
-_ROW_FLAGS = ("empty", "lt3", "expect_empty", "critical")
-_ROW_TEXTS = ("error", "stratum", "traffic_band", "failure_mode")
-
-
-def _plain_number(value: object) -> bool:
-    kind = type(value)
-    return kind is int or (kind is float and math.isfinite(value))  # type: ignore[arg-type]
-
-
-def _row_valid(row: Mapping[str, Any]) -> bool:
-    """True when `validate_artifact`'s per-query checks would find nothing in `row`, for the plain JSON
-    types a report holds (exact types only: anything else, valid or not, goes through the checks). The
-    same rules, without building a path for each of a large report's fields."""
-    ndcg = row.get("ndcg", 0)
-    if "ndcg" not in row or not (ndcg is None or _plain_number(ndcg)):
-        return False
-    for key in _ROW_NUMBERS:
-        value = row.get(key)
-        if not (value is None or _plain_number(value)):
-            return False
-    for key in _ROW_FLAGS:
-        if key in row and type(row[key]) is not bool:
-            return False
-    for key in _ROW_TEXTS:
-        value = row.get(key)
-        if not (value is None or type(value) is str):
-            return False
-    if "tier" in row and type(row["tier"]) is not str:
-        return False
-    if "weight" in row and not (_plain_number(row["weight"]) and row["weight"] >= 0):
-        return False
-    if ("n" in row and type(row["n"]) is not int) or ("ids" in row and type(row["ids"]) is not list):
-        return False
-    ranks, grades = row.get("ranks", {}), row.get("grades", {})
-    if type(ranks) is not dict or type(grades) is not dict:
-        return False
-    return all(r is None or type(r) is int for r in ranks.values()) and all(
-        type(g) is int for g in grades.values()
-    )
-
-
-def validate_artifact(data: object, role: str = "report") -> None:
-    """Raise ArtifactError listing every reason `data` cannot be used as a report by the gate."""
-    if not isinstance(data, Mapping):
-        raise ArtifactError([f"{role}: expected a report object, got {type(data).__name__}"])
-    check = _Checker(role)
-    for key in ("metrics_spec", "golden_version"):
-        check.field(data, key, "", "a string")
-    for key in ("k", "relevant_min_grade"):
-        check.field(data, key, "", "an integer")
-    scale = check.field(data, "scale", "", "an object")
-    for key in ("min", "max") if scale is not None else ():
-        check.field(scale, key, "scale.", "an integer")
-    for tier in check.field(data, "tiers", "", "an object") or {}:
-        check.aggregate(data["tiers"], tier, "tiers.")
-    check.aggregate(data, "all", "")
-    slices = check.field(data, "slices", "", "an object")
-    for field in SLICE_KEYS.values():
-        # The stratum slices are in every report; the traffic band and failure mode ones in newer ones.
-        named = (
-            check.field(slices, field, "slices.", "an object", required=field == "stratum")
-            if slices is not None
-            else None
-        )
-        for name in named or {}:
-            check.aggregate(slices[field], name, f"slices.{field}.")
-    flags = check.field(data, "flags", "", "an object", required=False)
-    if flags is not None:
-        check.field(flags, "errors", "flags.", "a list", required=False)
-        for i, hit in enumerate(
-            check.field(flags, "unexpected_hits", "flags.", "a list", required=False) or []
-        ):
-            if not isinstance(hit, str):
-                check.problems.append(f"{role}: flags.unexpected_hits[{i}]: expected a query id (a string)")
-    for path, entry in check.rows(data, "critical"):
-        check.field(entry, "rank", path, "an integer or null")
-        check.field(entry, "best_docs", path, "a list", required=False)
-    for path, row in check.rows(data, "per_query"):
-        if _row_valid(row):
-            continue  # nothing the checks below would record (most rows; they are the slow part)
-        check.field(row, "ndcg", path, "a number or null")
-        # Every change is computed from these (`assay.changes`); older or hand-made artifacts may leave
-        # them out.
-        for key in ("mrr", "p_at_k", "judged_at_k"):
-            check.field(row, key, path, "a number or null", required=False)
-        for key in ("empty", "lt3", "expect_empty", "critical"):
-            check.field(row, key, path, "true or false", required=False)
-        for key in ("error", "stratum", "traffic_band", "failure_mode"):
-            check.field(row, key, path, "a string or null", required=False)
-        check.field(row, "tier", path, "a string", required=False)
-        check.field(row, "weight", path, "a non-negative number", required=False)
-        check.field(row, "n", path, "an integer", required=False)
-        check.field(row, "ids", path, "a list", required=False)
-        for key, each in (("ranks", "an integer or null"), ("grades", "an integer")):
-            for doc_id in check.field(row, key, path, "an object", required=False) or {}:
-                check.field(row[key], doc_id, f"{path}{key}.", each)
-    if check.problems:
-        raise ArtifactError(check.problems)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -370,17 +202,21 @@ def compare(
 ) -> GateResult:
     """Gate `current` against `baseline` (both report artifacts). Raises ArtifactError for non-reports."""
     problems: list[str] = []
+    columns: dict[str, QueryColumns] = {}
     for role, report in (("current", current), ("baseline", baseline)):
         if report is current and role == "baseline":
             # A report gated against itself: its problems again, as the baseline's (one read of its rows).
             problems.extend(f"baseline{p.removeprefix('current')}" for p in list(problems))
+            if "current" in columns:
+                columns[role] = columns["current"]
             continue
         try:
-            validate_artifact(report, role)
+            columns[role] = validated(report, role)
         except ArtifactError as error:
             problems.extend(error.problems)
     if problems:
         raise ArtifactError(problems)
+    pairs = ReportPairs(columns["current"], columns["baseline"])
     gate = _Gate(rebaseline, report_seed(current))
 
     refused = False
@@ -405,8 +241,8 @@ def compare(
     interval: dict[str, Any] | None = None
     left_out = LeftOut()
     if not refused:
-        left_out = _compare_scopes(gate, comparison, current, baseline, budgets)
-        top_losers = _top_losers(current["per_query"], baseline["per_query"], top_n)
+        left_out = _compare_scopes(gate, comparison, current, baseline, budgets, pairs)
+        top_losers = _top_losers(pairs, top_n)
         ndcg = comparison["core"]["ndcg"]
         interval = {
             "mean": ndcg["delta"],
@@ -427,8 +263,8 @@ def compare(
     _check_errors(gate, current, "current", budgets)
     if baseline is not current:  # a report checked alone (no baseline yet) is gated against itself
         _check_errors(gate, baseline, "baseline", budgets)
-    _check_critical(gate, current, budgets)
-    _check_unexpected_hits(gate, current)
+    _check_critical(gate, current, pairs.current, budgets)
+    _check_unexpected_hits(gate, current, pairs.current)
     # One warning per scope, naming each of its budgets below the floor (docs/metrics.md, "Noise floor").
     gate.warnings.extend(
         Finding("noise", message, scope) for scope, message in noise_warnings(budgets, noise_floor)
@@ -458,17 +294,14 @@ def _compare_scopes(
     current: Mapping[str, Any],
     baseline: Mapping[str, Any],
     budgets: Budgets,
+    pairs: ReportPairs,
 ) -> LeftOut:
-    """Fill `comparison` with every scope's rows; return what the core tier left out (and note it)."""
-    now_rows, then_rows = current["per_query"], baseline["per_query"]
-    before = {row["id"]: row for row in then_rows}
-    now_ids = {row["id"] for row in now_rows}
-
-    def tier_of(row: Mapping[str, Any]) -> str:
-        return str(row.get("tier", "core"))
-
-    values = RowValues(METRIC_KEYS)  # each row's values, shared by the core tier and every slice
-    core = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "core", METRIC_KEYS, values)
+    """Fill `comparison` with every scope's rows; return what the core tier left out (and note it). A
+    query is in a tier by its `tier` (core when it has none), in a slice by its core tier and the slice's
+    field, in a scope by its current row (by its baseline row when it was retired)."""
+    now, then = pairs.current, pairs.baseline
+    core_now, core_then = now.where("tier", "core", "core"), then.where("tier", "core", "core")
+    core = pairs.scope(core_now, core_then, METRIC_KEYS)
     # A scope's changes are resampled together: those over as many pairs share their draws.
     changes = core.changes(
         [(metric, False) for metric in METRIC_KEYS] + [(metric, True) for metric in WEIGHTED_METRICS],
@@ -503,19 +336,13 @@ def _compare_scopes(
                         f"{field.replace('_', ' ')} {name}",
                     )
                 )
-        groups: dict[str, list[Mapping[str, Any]]] = {}
-        for row in now_rows:
-            if tier_of(row) == "core" and row.get(field) is not None:
-                groups.setdefault(str(row[field]), []).append(row)
-        retired: dict[str, list[str]] = {}
-        for row in then_rows:
-            if row["id"] not in now_ids and tier_of(row) == "core" and row.get(field) is not None:
-                retired.setdefault(str(row[field]), []).append(row["id"])
         for name in sorted(set(slices_now) | set(slices_then), key=natural_key):
-            pairs = pair_rows(groups.get(name, []), before, retired.get(name, []), METRIC_KEYS, values)
+            in_slice = pairs.scope(
+                core_now & now.where(field, name), core_then & then.where(field, name), METRIC_KEYS
+            )
             slice_budgets = named.get(name)
             scope = f"{field.replace('_', ' ')} {name}"
-            changes = pairs.changes(
+            changes = in_slice.changes(
                 [(metric, False) for metric in METRIC_KEYS],
                 seed=gate.seed,
                 with_interval=slice_budgets is not None,
@@ -530,9 +357,9 @@ def _compare_scopes(
                 for metric in METRIC_KEYS
             }
 
-    shadow_rows = [row for row in (*now_rows, *then_rows) if tier_of(row) == "shadow"]
-    if shadow_rows:
-        shadow = pair_scope(now_rows, then_rows, lambda row: tier_of(row) == "shadow", ("empty_rate",))
+    shadow_now, shadow_then = now.where("tier", "shadow", "core"), then.where("tier", "shadow", "core")
+    if shadow_now.any() or shadow_then.any():
+        shadow = pairs.scope(shadow_now, shadow_then, ("empty_rate",))
         comparison["shadow"]["empty_rate"] = gate.row(
             "shadow", "empty_rate", shadow.change("empty_rate", seed=gate.seed), budgets.shadow_empty_rate
         )
@@ -565,11 +392,11 @@ def _check_errors(gate: _Gate, report: Mapping[str, Any], role: str, budgets: Bu
     (gate.failures if over else gate.warnings).append(finding)
 
 
-def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any]) -> None:
+def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any], columns: QueryColumns) -> None:
     # A query expected to return nothing that returned something (the report's flags.unexpected_hits): a
     # warning, a failure when the query is critical.
     hits = current.get("flags", {}).get("unexpected_hits", [])
-    rows = {row["id"]: row for row in current["per_query"]}
+    rows = dict(zip(columns.ids, columns.rows, strict=True)) if hits else {}
     for query_id in hits if isinstance(hits, list) else []:
         row = rows.get(query_id, {})
         critical = bool(row.get("critical"))
@@ -586,11 +413,11 @@ def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any]) -> None:
         (gate.failures if critical else gate.warnings).append(finding)
 
 
-def _check_critical(gate: _Gate, current: Mapping[str, Any], budgets: Budgets) -> None:
+def _check_critical(gate: _Gate, current: Mapping[str, Any], columns: QueryColumns, budgets: Budgets) -> None:
     # Judged on the rank the report recorded, against the budgets' critical_rank; a rebaseline does not
     # excuse a critical query (the rule holds "whatever the means say"). A critical expected-empty query
     # must return nothing instead: that is `_check_unexpected_hits`.
-    expect_empty = {row["id"] for row in current["per_query"] if row.get("expect_empty")}
+    expect_empty = {columns.ids[i] for i in np.flatnonzero(columns.expect_empty).tolist()}
     for entry in current["critical"]:
         if entry["id"] in expect_empty:
             continue
@@ -609,18 +436,41 @@ def _check_critical(gate: _Gate, current: Mapping[str, Any], budgets: Budgets) -
         )
 
 
-def _by_id(rows: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    return {row["id"]: row for row in rows}
+def _top_losers(pairs: ReportPairs, top_n: int) -> list[dict[str, Any]]:
+    """The `top_n` queries whose nDCG dropped most (ties by id), each row paired as every scope pairs it.
+    The drops are taken over numpy's arrays and only the few that may be shown sorted, by the very key
+    (and figures) the rows' own numbers give: a drop of two floats is the same IEEE subtraction either way;
+    integer nDCGs (hand-made reports) go the plain way, their drop staying an integer."""
+    now, then = pairs.current, pairs.baseline
+    at = np.flatnonzero(pairs.match >= 0)
+    if top_n <= 0 or int in set(map(type, now.field("ndcg"))) | set(map(type, then.field("ndcg"))):
+        return _plain_top_losers(pairs, at.tolist(), top_n)
+    now_ndcg, now_has = now.numbers("ndcg")
+    then_ndcg, then_has = then.numbers("ndcg")
+    match = pairs.match[at]
+    scored = now_has[at] & then_has[match]
+    at, match = at[scored], match[scored]
+    drops = then_ndcg[match] - now_ndcg[at]
+    losing = drops > 0
+    if losing.sum() > top_n:  # only drops at least the top_n-th largest (with its ties) can be shown
+        found = drops[losing]
+        losing &= drops >= np.partition(found, found.size - top_n)[found.size - top_n]
+    shown = at[losing].tolist()
+    losers = sorted(
+        zip(
+            (-drops[losing]).tolist(), [now.ids[i] for i in shown], shown, match[losing].tolist(), strict=True
+        ),
+        key=lambda loser: (loser[0], loser[1]),
+    )
+    return [_loser(now.rows[i], then.rows[j], -drop) for drop, _, i, j in losers[:top_n]]
 
 
-def _top_losers(
-    current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]], top_n: int
-) -> list[dict[str, Any]]:
-    before = _by_id(baseline)
+def _plain_top_losers(pairs: ReportPairs, paired: list[int], top_n: int) -> list[dict[str, Any]]:
     losers: list[tuple[float, str, Mapping[str, Any], Mapping[str, Any]]] = []
-    for now in current:
-        then = before.get(now["id"])
-        if then is None or now.get("ndcg") is None or then.get("ndcg") is None:
+    match = pairs.match.tolist()
+    for i in paired:
+        now, then = pairs.current.rows[i], pairs.baseline.rows[match[i]]
+        if now.get("ndcg") is None or then.get("ndcg") is None:
             continue
         drop = then["ndcg"] - now["ndcg"]
         if drop > 0:

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from assay.gate import ArtifactError, compare, validate_artifact
-from tests.assay.finalize_fixture import gate_json, seeded_run
+from tests.assay.finalize_fixture import gate_json, problems_checking_every_row, seeded_run
 
 # sha256 of `gate_json` of `seeded_run(n, seed)`, as the code before the finalize changes wrote it, then
 # re-recorded twice. Once when the expected-empty finding's words took their noun in number ("returned 10
@@ -74,7 +74,7 @@ def test_row_fast_path_finds_what_the_checks_find() -> None:
                 row.pop(key, None)
             else:
                 row[key] = copy.deepcopy(rng.choice(_BAD_VALUES))
-        expected = _slow_problems(broken)
+        expected = problems_checking_every_row(broken)
         try:
             validate_artifact(broken, "current")
             found: list[str] = []
@@ -85,18 +85,3 @@ def test_row_fast_path_finds_what_the_checks_find() -> None:
             with pytest.raises(ArtifactError) as caught:
                 compare(broken, broken, budgets)
             assert caught.value.problems == expected + [p.replace("current", "baseline", 1) for p in expected]
-
-
-def _slow_problems(report: dict[str, object]) -> list[str]:
-    """The problems with the fast path off (every row through the field-by-field checks)."""
-    import assay.gate as gate_module
-
-    fast = gate_module._row_valid
-    gate_module._row_valid = lambda row: False
-    try:
-        validate_artifact(report, "current")
-        return []
-    except ArtifactError as error:
-        return error.problems
-    finally:
-        gate_module._row_valid = fast
