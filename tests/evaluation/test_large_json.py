@@ -1,7 +1,8 @@
 """The report-sized JSON columns (evaluation/fields.py `LargeJSONField`: a run's report, gate and key map,
-a re-scored baseline's report): every value comes back as `json.loads` reads what `json.dumps` wrote, and
-the migration to them keeps the values. Run this module with DATABASE_URL=sqlite:///... as well
-(docs/deployment.md, "SQLite or PostgreSQL")."""
+a re-scored baseline's report): every value comes back as `json.loads` reads what `json.dumps` wrote, the
+migration to them keeps the values, a run's result rows read as written, and finalize reads a baseline's
+report once. Run this module with DATABASE_URL=sqlite:///... as well (docs/deployment.md, "SQLite or
+PostgreSQL")."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test.utils import CaptureQueriesContext
 
-from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
+from assay.results import QueryResult
+from evaluation import selectors
+from evaluation.fields import LargeJSONField
+from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult, SearchTarget
+from evaluation.services.finalize import run_finalize_process
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.runs import make_version
@@ -95,6 +101,80 @@ def test_what_json_dumps_refuses_is_refused(run: EvaluationRun) -> None:
     run.report = {"when": datetime.now(UTC)}
     with pytest.raises(TypeError):
         run.save(update_fields=["report"])
+
+
+# --- reading runs and baselines
+
+
+def test_run_results_reads_each_row_as_it_was_written(run: EvaluationRun) -> None:
+    rows = [
+        QueryRunResult(run=run, query_id="q-1", ids=["d1", "d2"], titles=["Été", "😀"], latency_ms=1.5),
+        QueryRunResult(run=run, query_id="q-2", error="HTTP 503", http_status=503, attempts=3),
+        QueryRunResult(
+            run=run, query_id="q-3", ids=[], index_generation="g7", model_id="m1", http_status=200
+        ),
+    ]
+    QueryRunResult.objects.bulk_create(rows)
+    assert selectors.run_results(run=run) == {
+        "q-1": QueryResult("q-1", ("d1", "d2"), latency_ms=1.5, titles=("Été", "😀")),
+        "q-2": QueryResult("q-2", error="HTTP 503", status=503, attempts=3),
+        "q-3": QueryResult("q-3", (), status=200, index_generation="g7", model_id="m1"),
+    }
+
+
+def _report_reads(queries: list[dict[str, str]]) -> int:
+    """How many of the queries read a run's report (the column in their select list)."""
+    return sum('"evaluation_evaluationrun"."report"' in q["sql"].split(" FROM ")[0] for q in queries)
+
+
+def test_a_baseline_is_read_without_its_report_until_the_report_is_used(
+    run: EvaluationRun, golden_set: GoldenSet, rita: User
+) -> None:
+    finished = {"status": EvaluationRun.Status.SUCCEEDED, "report": {"per_query": []}}
+    EvaluationRun.objects.filter(pk=run.pk).update(**finished)
+    again = EvaluationRun.objects.create(
+        golden_version=run.golden_version, target=run.target, triggered_by=rita, **finished
+    )
+    Baseline.objects.create(
+        golden_set=golden_set, target=run.target, run=run, approved_by=rita, rationale="r"
+    )
+    with CaptureQueriesContext(connection) as reading:
+        baseline = selectors.baseline_get(golden_set=golden_set, target=run.target)
+        assert baseline is not None
+        assert [b.run_id for b in selectors.baseline_list(golden_set=golden_set)] == [run.pk]
+        assert [b.run_id for b in selectors.baselines_in_force(golden_set=golden_set)] == [run.pk]
+    assert _report_reads(reading.captured_queries) == 0
+    # The noise floor reads each run's report once: the baseline's (among its runs) and the other's.
+    with CaptureQueriesContext(connection) as measuring:
+        assert {r.pk for r in selectors.noise_runs(baseline=baseline)} == {run.pk, again.pk}
+        assert baseline.run.report == {"per_query": []}
+    assert _report_reads(measuring.captured_queries) == 2
+
+
+def test_finalize_reads_the_baselines_report_once(
+    finished: Any, golden_set: GoldenSet, rita: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = finished()
+    assert first.status == EvaluationRun.Status.SUCCEEDED and first.errors == 0  # among its noise runs
+    Baseline.objects.create(
+        golden_set=golden_set, target=first.target, run=first, approved_by=rita, rationale="r"
+    )
+    second = finished()
+    EvaluationRun.objects.filter(pk=second.pk).update(status=EvaluationRun.Status.RUNNING, report=None)
+    read: list[int | None] = []
+    parse = LargeJSONField.from_db_value
+
+    def counted(field: LargeJSONField, value: Any, expression: Any, conn: Any) -> Any:
+        parsed = parse(field, value, expression, conn)
+        if field.name == "report" and isinstance(parsed, dict):
+            read.append(parsed["run"]["run_id"])
+        return parsed
+
+    monkeypatch.setattr(LargeJSONField, "from_db_value", counted)
+    assert run_finalize_process(run_id=second.pk) == "finalized"
+    assert read == [first.pk]
+    second.refresh_from_db()
+    assert second.gate["baseline_run"] == first.pk
 
 
 # --- the migration
