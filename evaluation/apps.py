@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class EvaluationConfig(AppConfig):
@@ -11,3 +12,7 @@ class EvaluationConfig(AppConfig):
         # Registers the Celery tasks in every process: the services queue them by name
         # (evaluation/enqueue.py) without importing the tasks module, which imports the services.
         from evaluation import tasks  # noqa: F401
+        from evaluation.fields import json_text_loader
+
+        # The reports' `json` columns are read as text and parsed once (evaluation/fields.py).
+        connection_created.connect(json_text_loader, dispatch_uid="evaluation.json_text_loader")

@@ -18,6 +18,7 @@ from django.db.models import Q
 from assay.adapters import ADAPTER_CHOICES, ADAPTER_NAMES, DEFAULT_ADAPTER
 from assay.display import params_text
 from assay.targets import TargetSpec, target_spec
+from evaluation.fields import LargeJSONField
 
 
 class SearchTarget(models.Model):
@@ -129,11 +130,12 @@ class EvaluationRun(models.Model):
     done = models.PositiveIntegerField(default=0)
     errors = models.PositiveIntegerField(default=0)
     # Durable key -> live doc id as read at the start, so the report scores against one consistent map.
-    key_map = models.JSONField(default=dict, blank=True)
+    key_map = LargeJSONField(default=dict, blank=True)
     keys = models.JSONField(default=dict, blank=True, help_text="ResolvedGolden.to_dict(): unresolved keys")
-    report = models.JSONField(null=True, blank=True)
+    # The report and the gate: tens of megabytes on a large set, written and read whole (LargeJSONField).
+    report = LargeJSONField(null=True, blank=True)
     verdict = models.CharField(max_length=4, choices=Verdict.choices, default=Verdict.NONE)
-    gate = models.JSONField(null=True, blank=True)
+    gate = LargeJSONField(null=True, blank=True)
     baseline = models.ForeignKey(
         "Baseline", on_delete=models.SET_NULL, null=True, blank=True, related_name="gated_runs"
     )
@@ -349,7 +351,7 @@ class BaselineRescore(models.Model):
     golden_version = models.ForeignKey(
         "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="baseline_rescores"
     )
-    report = models.JSONField()
+    report = LargeJSONField()
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from django.db.models import QuerySet
+import msgspec
+from django.db.models import ExpressionWrapper, F, QuerySet, TextField
 
 from assay.drift import Budgets, load_budgets
 from assay.golden.keys import ResolvedGolden, resolve_keys
 from assay.golden.model import GoldenFile, GoldenQuery
+from assay.memory import gc_paused
 from assay.metric_table import METRIC_KEYS, WEIGHTED_METRICS, WEIGHTED_PREFIX
 from assay.noise import (
     MIN_RUNS,
@@ -123,42 +125,51 @@ def resolved_golden(run: EvaluationRun) -> ResolvedGolden:
     return resolve_keys(golden_of(run.golden_version), run.key_map or {})
 
 
+# Every row's `ids` (or `titles`) of a run, joined into one JSON array of arrays: decoded in one call.
+_LISTS = msgspec.json.Decoder(list[tuple])
+
+
 def run_results(*, run: EvaluationRun) -> dict[str, QueryResult]:
     """Query id -> what the engine returned for it in `run` (its stored rows), as the report scores it.
 
-    Read as tuples, not model instances, in batches: finalize reads every row of a run (100,000 at a
-    time in docs/benchmarks.md's largest run), where building the instances took most of the time."""
-    rows = (
+    Read as tuples, not model instances, and every row's `ids` and `titles` as the column's text,
+    decoded all at once by msgspec rather than by one `json.loads` per value in the field's converter:
+    finalize reads every row of a run (100,000 in docs/benchmarks.md's largest run)."""
+    as_text = {name: ExpressionWrapper(F(name), output_field=TextField()) for name in ("ids", "titles")}
+    rows = list(
         QueryRunResult.objects.filter(run=run)
         .order_by("id")
         .values_list(
             "query_id",
-            "ids",
+            as_text["ids"],
             "error",
             "http_status",
             "latency_ms",
             "attempts",
             "index_generation",
             "model_id",
-            "titles",
+            as_text["titles"],
         )
+        .iterator(chunk_size=5000)
     )
-    return {
-        query_id: QueryResult(
-            query_id=query_id,
-            ids=tuple(ids),
-            error=error,
-            status=status,
-            latency_ms=latency_ms,
-            attempts=attempts,
-            index_generation=generation or None,
-            model_id=model_id or None,
-            titles=tuple(titles),
-        )
-        for query_id, ids, error, status, latency_ms, attempts, generation, model_id, titles in rows.iterator(
-            chunk_size=5000
-        )
-    }
+    with gc_paused():  # 100,000 results of small tuples, none in a cycle
+        ids = _LISTS.decode("[" + ",".join([row[1] for row in rows]) + "]")
+        titles = _LISTS.decode("[" + ",".join([row[8] for row in rows]) + "]")
+        results = {}
+        for row, listed, named in zip(rows, ids, titles, strict=True):
+            query_id, _, error, status, latency_ms, attempts, generation, model_id, _ = row
+            results[query_id] = QueryResult(
+                query_id=query_id,
+                ids=listed,
+                error=error,
+                status=status,
+                latency_ms=latency_ms,
+                attempts=attempts,
+                index_generation=generation or None,
+                model_id=model_id or None,
+                titles=named,
+            )
+    return results
 
 
 def run_trend(
@@ -383,11 +394,25 @@ def near_duplicate_titles(
     return found
 
 
+# A baseline's run without its report-sized JSON (tens of megabytes on a large set) nor its golden
+# version's file: most readers of a baseline want its run's id, version name and parameters;
+# `baseline.run.report` reads the report on first use (once: the instance keeps it), which only the gate,
+# the noise floor and a promotion do.
+_RUN_DOCUMENTS = (
+    "run__report",
+    "run__gate",
+    "run__key_map",
+    "run__golden_version__content",
+    "run__golden_version__documents",
+)
+
+
 def baseline_get(*, golden_set: GoldenSet, target: SearchTarget) -> Baseline | None:
-    """The baseline in force for (set, target): the newest promotion."""
+    """The baseline in force for (set, target): the newest promotion (its run's report read on use)."""
     return (
         Baseline.objects.filter(golden_set=golden_set, target=target)
         .select_related("run__golden_version", "approved_by")
+        .defer(*_RUN_DOCUMENTS)
         .order_by("-approved_at", "-id")
         .first()
     )
@@ -398,7 +423,11 @@ def baseline_list(*, golden_set: GoldenSet, target: SearchTarget | None = None) 
     rows = Baseline.objects.filter(golden_set=golden_set)
     if target is not None:
         rows = rows.filter(target=target)
-    return rows.select_related("run__golden_version", "target", "approved_by").order_by("-approved_at", "-id")
+    return (
+        rows.select_related("run__golden_version", "target", "approved_by")
+        .defer(*_RUN_DOCUMENTS)
+        .order_by("-approved_at", "-id")
+    )
 
 
 def budgets_get(*, golden_set: GoldenSet) -> Budgets:
@@ -429,6 +458,7 @@ def baselines_in_force(*, golden_set: GoldenSet) -> list[Baseline]:
     rows = (
         Baseline.objects.filter(golden_set=golden_set)
         .select_related("target", "run__golden_version")
+        .defer(*_RUN_DOCUMENTS)
         .order_by("target__name", "target_id", "-approved_at", "-id")
     )
     newest: dict[int, Baseline] = {}
@@ -442,16 +472,23 @@ def noise_runs(*, baseline: Baseline, limit: int = NOISE_RUNS) -> list[Evaluatio
     effective parameters and the same system called (`assay.noise.configuration_differences` on the
     reports), without an errored query (errors leave the means: not noise); the newest `limit`."""
     reference = baseline.run.report or {}
-    candidates = EvaluationRun.objects.filter(
-        target_id=baseline.target_id,
-        golden_version_id=baseline.run.golden_version_id,
-        effective_params=baseline.run.effective_params,
-        status=EvaluationRun.Status.SUCCEEDED,
-        errors=0,
-        report__isnull=False,
-    ).order_by("-finished_at", "-id")
+    candidates = (
+        EvaluationRun.objects.filter(
+            target_id=baseline.target_id,
+            golden_version_id=baseline.run.golden_version_id,
+            effective_params=baseline.run.effective_params,
+            status=EvaluationRun.Status.SUCCEEDED,
+            errors=0,
+            report__isnull=False,
+        )
+        .defer("report", "gate", "key_map")
+        .order_by("-finished_at", "-id")
+    )
     runs: list[EvaluationRun] = []
-    for run in candidates.iterator(chunk_size=limit):
+    for candidate in candidates.iterator(chunk_size=limit):
+        # The baseline's own run (usually among them) is read already; another's report is read here,
+        # one run at a time, and kept only with a run of the configuration.
+        run = baseline.run if candidate.pk == baseline.run_id else candidate
         if not configuration_differences([reference, run.report or {}], ["baseline", "run"]):
             runs.append(run)
             if len(runs) == limit:

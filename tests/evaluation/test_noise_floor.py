@@ -174,7 +174,7 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
     measure = selectors.noise_measure(baseline=baseline)
     assert measure.floor is not None
     ndcg = measure.floor.core["ndcg"]
-    values = [r.report["tiers"]["core"]["ndcg"]["value"] for r in (first, second)]  # type: ignore[index]
+    values = [r.report["tiers"]["core"]["ndcg"]["value"] for r in (first, second)]
     assert ndcg.floor is not None and ndcg.floor > 0
     assert ndcg.floor == pytest.approx(abs(values[0] - values[1]), abs=1e-12)
 

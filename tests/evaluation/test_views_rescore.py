@@ -72,7 +72,7 @@ def test_a_second_click_changes_nothing_and_says_so(refused: EvaluationRun, rita
     client.post(f"/runs/{refused.pk}/rescore-baseline/", follow=True)
     refused.refresh_from_db()
     gate = refused.gate
-    at = datetime.fromisoformat(gate["regated"]["at"]).strftime("%Y-%m-%d %H:%M UTC")  # type: ignore[index]
+    at = datetime.fromisoformat(gate["regated"]["at"]).strftime("%Y-%m-%d %H:%M UTC")
 
     response = client.post(f"/runs/{refused.pk}/rescore-baseline/", follow=True)
 
