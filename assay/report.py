@@ -29,6 +29,7 @@ from assay.golden.columns import GoldenColumns
 from assay.golden.format import natural_key
 from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery
 from assay.memo import ByIdentity
+from assay.memory import gc_paused
 from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import MetricArrays, ideal_grades, score_top
 from assay.ranked import Matched, match_results
@@ -216,6 +217,8 @@ def _critical_entry(
     }
 
 
+# Its lists and rows are 10^5 small acyclic objects in a large run: collecting meanwhile only walks them.
+@gc_paused()
 def build_report(
     golden: GoldenFile | GoldenColumns,
     results: Mapping[str, QueryResult] | Matched,
