@@ -146,20 +146,28 @@ def top_grades(
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_] | None]:
     """The (k, queries) grade of each top-k slot (UNJUDGED where the document has no judgment, or past the
     list's end), and where repeats of an earlier id in the list stand (None when no list repeats one)."""
-    queries = len(ranked)
     tops = list(map(itemgetter(slice(0, k)), ranked))
-    depth = np.fromiter(map(len, tops), dtype=np.int64, count=queries)
     looked_up = chain.from_iterable(
         map(map, map(attrgetter("get"), judgments), tops, repeat(repeat(UNJUDGED)))
     )
-    flat = np.fromiter(looked_up, dtype=np.int64, count=int(depth.sum()))
+    flat = np.fromiter(looked_up, dtype=np.int64, count=sum(map(len, tops)))
+    return top_slots(flat, tops, k)
+
+
+def top_slots(
+    flat: NDArray[np.int64], tops: Sequence[Sequence[str]], k: int
+) -> tuple[NDArray[np.int64], NDArray[np.bool_] | None]:
+    """`top_grades` from the grade of each slot of the lists' top k (`tops`), one list after another in
+    `flat`: that matrix, and the repeats."""
+    queries = len(tops)
+    depth = np.fromiter(map(len, tops), dtype=np.int64, count=queries)
     distinct = np.fromiter(map(len, map(set, tops)), dtype=np.int64, count=queries)
     grades = _by_position(flat, depth, k)
     repeated = np.flatnonzero(depth - distinct)
     if not repeated.size:
         return grades, None
     repeats = np.zeros((k, queries), dtype=bool)
-    for column in repeated:  # rare: the exact, slow path only where repeats exist
+    for column in repeated.tolist():  # rare: the exact, slow path only where repeats exist
         seen: set[str] = set()
         for position, doc_id in enumerate(tops[column]):
             repeats[position, column] = doc_id in seen

@@ -8,17 +8,18 @@ for the same lists (tests/assay/test_ranked.py), and `assay.report` builds the a
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, pairwise, repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
 from numpy.typing import NDArray
 
 from assay.golden.columns import GoldenColumns
 from assay.golden.trec import RunTable
-from assay.metrics import UNJUDGED, first_ranks, top_grades
+from assay.memo import ByIdentity
+from assay.metrics import UNJUDGED, top_slots
 from assay.results import QueryResult
 
 
@@ -36,35 +37,82 @@ class Matched:
     unknown: list[str]  # result query ids the golden lacks, in the results' order
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Lookup:
+    """What matching reads of a golden file besides its columns, worked out once per columns object."""
+
+    ids: list[str]  # the query ids, in order
+    known: frozenset[str]
+    # Per query: doc id -> its judgment's place in the columns (the last one, for an id judged twice).
+    place: list[dict[str, int]]
+    # (judgments, the judgment of the same id in `place`) for ids a query judged twice; None: no such id.
+    twins: tuple[NDArray[np.intp], NDArray[np.intp]] | None
+
+
+def _lookup(golden: GoldenColumns) -> _Lookup:
+    ends = golden.bounds.tolist()
+    docs = golden.doc_ids
+    place = [dict(zip(docs[start:end], range(start, end), strict=True)) for start, end in pairwise(ends)]
+    twins = None
+    if sum(map(len, place)) != len(docs):  # an id judged twice in a query: not in a valid golden file
+        pairs = [
+            (j, where[docs[j]])
+            for where, start, end in zip(place, ends, ends[1:], strict=False)
+            for j in range(start, end)
+            if where[docs[j]] != j
+        ]
+        twins = (
+            np.array([j for j, _ in pairs], dtype=np.intp),
+            np.array([t for _, t in pairs], dtype=np.intp),
+        )
+    ids = [q.id for q in golden.queries]
+    return _Lookup(ids=ids, known=frozenset(ids), place=place, twins=twins)
+
+
+# A worker scores every run of a golden version against the one columns object it holds.
+_lookup_of: ByIdentity[GoldenColumns, _Lookup] = ByIdentity(_lookup, size=2)
+
+
 def match_results(golden: GoldenColumns, results: Mapping[str, QueryResult]) -> Matched:
     """`results` (query id -> what the search returned) matched to `golden`. A golden query absent from
     `results` returned nothing; an errored one is scored as an empty list and carries its error."""
     k = golden.k
-    answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in golden.queries]
-    ranked = [a.ids if a.ok else () for a in answers]
-    ends = golden.bounds.tolist()
-    grades = golden.grades.tolist()
-    judgments = [
-        dict(zip(golden.doc_ids[start:end], grades[start:end], strict=True))
-        for start, end in itertools.pairwise(ends)
-    ]
-    top, repeats = top_grades(judgments, ranked, k)
+    lookup = _lookup_of(golden)
+    queries = len(lookup.ids)
+    answers = [results.get(qid) or QueryResult(query_id=qid) for qid in lookup.ids]
+    ranked = [a.ids if a.error is None else () for a in answers]
+    n = np.fromiter(map(len, ranked), dtype=np.int64, count=queries)
+    # Every returned id's judgment (its place in the columns, -1: unjudged), list after list, and its
+    # 0-based rank in its list.
+    found = np.fromiter(
+        chain.from_iterable(map(map, map(attrgetter("get"), lookup.place), ranked, repeat(repeat(-1)))),
+        dtype=np.int64,
+        count=int(n.sum()),
+    )
+    rank = np.arange(len(found), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    # Each judgment's first rank: the first of its hits (a judgment is of one query, whose hits come in
+    # rank order), 0 when never returned.
+    hit = np.flatnonzero(found >= 0)
+    judged, first = np.unique(found[hit], return_index=True)
     first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
-    for start, end, ids in zip(ends, ends[1:], ranked, strict=False):
-        if ids and end > start:
-            ranks = first_ranks(ids, golden.doc_ids[start:end]).values()
-            first_rank[start:end] = [rank or 0 for rank in ranks]
-    golden_ids = {q.id for q in golden.queries}
+    first_rank[judged] = rank[hit[first]] + 1
+    if lookup.twins is not None:
+        first_rank[lookup.twins[0]] = first_rank[lookup.twins[1]]
+    in_top = found[rank < k]
+    slots = np.full(len(in_top), UNJUDGED, dtype=np.int64)
+    slots[in_top >= 0] = golden.grades[in_top[in_top >= 0]]
+    tops = list(map(itemgetter(slice(0, k)), ranked))
+    top, repeats = top_slots(slots, tops, k)
     titled = any(a.titles for a in answers)
     return Matched(
-        n=np.fromiter(map(len, ranked), dtype=np.int64, count=len(ranked)),
+        n=n,
         errors=[a.error for a in answers],
-        top_ids=[list(ids[:k]) for ids in ranked],
+        top_ids=list(map(list, tops)),
         grades=top,
         repeats=repeats,
         first_rank=first_rank,
         titles=[list(a.titles[:k]) if a.ok else [] for a in answers] if titled else None,
-        unknown=[qid for qid in results if qid not in golden_ids],
+        unknown=[qid for qid in results if qid not in lookup.known],
     )
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from assay.changes import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, perce
 from assay.golden.columns import GoldenColumns
 from assay.golden.format import natural_key
 from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery
+from assay.memo import ByIdentity
+from assay.memory import gc_paused
 from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import MetricArrays, ideal_grades, score_top
 from assay.ranked import Matched, match_results
@@ -50,6 +53,90 @@ class _Columns:
     errored: NDArray[np.bool_]
     expect_empty: NDArray[np.bool_]
     weight: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Prepared:
+    """What a report reads of its golden file alone, worked out once per golden object: a worker scores
+    every run of a golden version against the one object it parsed (never changed: rows get copies)."""
+
+    columns: GoldenColumns
+    ideal: NDArray[np.int64]  # `ideal_grades`
+    expect_empty: NDArray[np.bool_]
+    weight: NDArray[np.float64]
+    tiers: dict[str, NDArray[np.bool_]]  # each tier the file holds (TIERS order) -> its queries
+    core: NDArray[np.bool_]
+    # The core tier's slices: by stratum (the vertical), traffic band, failure mode and locale (queries
+    # without one are in no slice), and by filter presence: field -> slice name -> its queries.
+    slices: dict[str, dict[str, NDArray[np.bool_]]]
+    no_positive: list[str]  # the flag's query ids
+    # Per query: the row's fields the golden query alone gives (`_per_query`); its graded documents
+    # (grade >= 1, natural order), where they stand in the columns, and their grades.
+    heads: list[tuple[Any, ...]]
+    graded: list[tuple[str, ...]]
+    graded_at: NDArray[np.intp]
+    graded_grades: list[dict[str, int]]
+    critical: list[int]  # the critical queries' places
+
+
+def _prepare(golden: GoldenFile | GoldenColumns) -> _Prepared:
+    columns = golden if isinstance(golden, GoldenColumns) else GoldenColumns.from_file(golden)
+    queries = columns.queries
+    count = len(queries)
+    expect_empty = np.array([q.expect_empty for q in queries], dtype=bool)
+    tier_of = np.array([q.tier for q in queries], dtype=object)
+    tiers = {tier: tier_of == tier for tier in TIERS if (tier_of == tier).any()}
+    core = tier_of == "core"
+    slices: dict[str, dict[str, NDArray[np.bool_]]] = {}
+    for field in ("stratum", "traffic_band", "failure_mode", "locale"):
+        labels = np.array([getattr(q, field) for q in queries], dtype=object)
+        names = sorted({str(v) for v in labels[core] if v is not None}, key=natural_key)
+        slices[field] = {name: core & (labels == name) for name in names}
+    with_filters = np.array([bool(q.filters) for q in queries], dtype=bool)
+    slices["filters"] = {"with_filters": core & with_filters, "without_filters": core & ~with_filters}
+    positive = columns.has_positive()
+    graded_at = np.flatnonzero(columns.grades >= 1)
+    bounds = np.searchsorted(graded_at, columns.bounds).tolist()
+    docs = [columns.doc_ids[j] for j in graded_at.tolist()]
+    grades = columns.grades[graded_at].tolist()
+    return _Prepared(
+        columns=columns,
+        ideal=ideal_grades(columns.grades, columns.owner, count, columns.k),
+        expect_empty=expect_empty,
+        weight=np.array([q.weight for q in queries], dtype=np.float64),
+        tiers=tiers,
+        core=core,
+        slices=slices,
+        no_positive=[
+            q.id for q, pos in zip(queries, positive.tolist(), strict=True) if not pos and not q.expect_empty
+        ],
+        heads=[
+            (
+                q.id,
+                q.text,
+                q.tier,
+                q.stratum,
+                q.traffic_band,
+                q.failure_mode,
+                q.locale,
+                bool(q.filters),
+                q.weight,
+                q.expect_empty,
+                q.critical,
+            )
+            for q in queries
+        ],
+        graded=[tuple(docs[start:end]) for start, end in pairwise(bounds)],
+        graded_at=graded_at,
+        graded_grades=[
+            dict(zip(docs[start:end], grades[start:end], strict=True)) for start, end in pairwise(bounds)
+        ],
+        critical=[i for i, q in enumerate(queries) if q.critical],
+    )
+
+
+# Two: a worker holds few golden versions at a time, and a large one's rows and lookups are large.
+_prepared: ByIdentity[GoldenFile | GoldenColumns, _Prepared] = ByIdentity(_prepare, size=2)
 
 
 def _mean(
@@ -130,6 +217,8 @@ def _critical_entry(
     }
 
 
+# Its lists and rows are 10^5 small acyclic objects in a large run: collecting meanwhile only walks them.
+@gc_paused()
 def build_report(
     golden: GoldenFile | GoldenColumns,
     results: Mapping[str, QueryResult] | Matched,
@@ -149,16 +238,20 @@ def build_report(
     `compact_ranks` keeps in each query's `ranks` and `grades` only the graded documents in the top k
     (a much smaller artifact for deep runs; the gate then reads an absent document as "not in the top k").
     """
-    columns = golden if isinstance(golden, GoldenColumns) else GoldenColumns.from_file(golden)
+    prepared = _prepared(golden)
+    columns = prepared.columns
     matched = results if isinstance(results, Matched) else match_results(columns, results)
     queries = columns.queries
     k = columns.k
     count = len(queries)
     errored = np.array([e is not None for e in matched.errors], dtype=bool)
-    owner = columns.owner
-    ideal = ideal_grades(columns.grades, owner, count, k)
     scores = score_top(
-        matched.grades, matched.repeats, matched.n, ideal, k=k, relevant_min_grade=columns.relevant_min_grade
+        matched.grades,
+        matched.repeats,
+        matched.n,
+        prepared.ideal,
+        k=k,
+        relevant_min_grade=columns.relevant_min_grade,
     )
     n = scores.n
     # Each metric's per-query values (a new metric of the metric table adds its line here).
@@ -172,35 +265,21 @@ def build_report(
         "error_rate": errored.astype(np.float64),
         "judged_at_k": np.where(errored, np.nan, scores.judged),
     }
-    expect_empty = np.array([q.expect_empty for q in queries], dtype=bool)
-    cols = _Columns(
-        values=values,
-        errored=errored,
-        expect_empty=expect_empty,
-        weight=np.array([q.weight for q in queries], dtype=np.float64),
-    )
-    positive = columns.has_positive()
-    tiers = np.array([q.tier for q in queries], dtype=object)
-    core = tiers == "core"
+    expect_empty = prepared.expect_empty
+    cols = _Columns(values=values, errored=errored, expect_empty=expect_empty, weight=prepared.weight)
+    core = prepared.core
     scored_core = core & ~errored & ~cols.expect_empty
     # The interval's resampling (numpy, outside the GIL) runs beside the rows' Python work.
     with ThreadPoolExecutor(1) as pool:
         interval = pool.submit(bootstrap_interval, scores.ndcg[scored_core], seed=bootstrap_seed)
-        per_query, critical = _per_query(columns, matched, scores, values, compact_ranks, critical_rank)
+        per_query, critical = _per_query(prepared, matched, scores, values, compact_ranks, critical_rank)
         ndcg_interval = interval.result()
+    ids = [q.id for q in queries]
     flags: dict[str, Any] = {
-        "no_positive_judgments": [
-            q.id for q, pos in zip(queries, positive.tolist(), strict=True) if not pos and not q.expect_empty
-        ],
-        "unexpected_hits": [
-            q.id for q, hit in zip(queries, (expect_empty & ~errored & (n > 0)).tolist(), strict=True) if hit
-        ],
+        "no_positive_judgments": list(prepared.no_positive),
+        "unexpected_hits": [ids[i] for i in np.flatnonzero(expect_empty & ~errored & (n > 0)).tolist()],
         "unknown_queries": _ordered_unique([*extra_queries, *matched.unknown]),
-        "errors": [
-            {"id": q.id, "error": error}
-            for q, error in zip(queries, matched.errors, strict=True)
-            if error is not None
-        ],
+        "errors": [{"id": ids[i], "error": matched.errors[i]} for i in np.flatnonzero(errored).tolist()],
     }
 
     core_agg = _aggregate(cols, core)
@@ -213,9 +292,12 @@ def build_report(
         "scale": {"min": columns.scale.min, "max": columns.scale.max},
         "n": core_agg["n_queries"],
         **{name: core_agg[name]["value"] for name in METRIC_KEYS},
-        "tiers": {tier: _aggregate(cols, tiers == tier) for tier in TIERS if (tiers == tier).any()},
+        "tiers": {tier: _aggregate(cols, group) for tier, group in prepared.tiers.items()},
         "all": _aggregate(cols, np.ones(count, dtype=bool)),
-        "slices": _slices(queries, cols, core),
+        "slices": {
+            field: {name: _aggregate(cols, group) for name, group in groups.items()}
+            for field, groups in prepared.slices.items()
+        },
         "ci": {
             "seed": bootstrap_seed,
             "ndcg": ndcg_interval,
@@ -238,8 +320,15 @@ def build_report(
     return report
 
 
+def _or_none(values: NDArray[Any], missing: NDArray[np.bool_]) -> list[Any]:
+    """`values` as Python numbers, None where `missing`."""
+    out = values.astype(object)
+    out[missing] = None
+    return out.tolist()
+
+
 def _per_query(
-    columns: GoldenColumns,
+    prepared: _Prepared,
     matched: Matched,
     scores: MetricArrays,
     values: Mapping[str, NDArray[np.float64]],
@@ -247,82 +336,117 @@ def _per_query(
     critical_rank: int,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The artifact's row per query, and the critical queries' entries."""
+    columns = prepared.columns
     k = columns.k
+    first_rank = matched.first_rank
     # The graded judgments (grade >= 1), query by query: the documents each row's `ranks` and `grades` name.
-    graded = columns.grades >= 1
     if compact_ranks:
-        graded &= (matched.first_rank > 0) & (matched.first_rank <= k)
-    shown = np.flatnonzero(graded)
-    bounds = np.searchsorted(shown, columns.bounds).tolist()
-    shown_docs = [columns.doc_ids[j] for j in shown.tolist()]
-    shown_ranks = [rank or None for rank in matched.first_rank[shown].tolist()]
-    shown_grades = columns.grades[shown].tolist()
-    ndcg, rr, p = scores.ndcg.tolist(), scores.rr.tolist(), scores.p.tolist()
-    n, duplicates = scores.n.tolist(), scores.duplicates.tolist()
-    empty, lt3 = values["empty_rate"].astype(bool).tolist(), values["lt3_rate"].astype(bool).tolist()
-    judged = values["judged_at_k"].tolist()
-    rows: list[dict[str, Any]] = []
-    for i, query in enumerate(columns.queries):
-        start, end = bounds[i], bounds[i + 1]
-        error = matched.errors[i]
-        failed = error is not None
-        rows.append(
-            {
-                "id": query.id,
-                "text": query.text,
-                "ndcg": None if failed else ndcg[i],
-                "mrr": None if failed else rr[i],
-                "p_at_k": None if failed else p[i],
-                "empty": empty[i],
-                "lt3": lt3[i],
-                "n": n[i],
-                "duplicates": duplicates[i],
-                "judged_at_k": None if judged[i] != judged[i] else judged[i],  # NaN: undefined
-                "error": error,
-                "tier": query.tier,
-                "stratum": query.stratum,
-                "traffic_band": query.traffic_band,
-                "failure_mode": query.failure_mode,
-                "locale": query.locale,
-                "has_filters": bool(query.filters),
-                "weight": query.weight,
-                "expect_empty": query.expect_empty,
-                "critical": query.critical,
-                "ids": matched.top_ids[i],
-                "ranks": dict(zip(shown_docs[start:end], shown_ranks[start:end], strict=True)),
-                # Lets the gate show each graded document's grade beside its rank change.
-                "grades": dict(zip(shown_docs[start:end], shown_grades[start:end], strict=True)),
-            }
+        graded = (columns.grades >= 1) & (first_rank > 0) & (first_rank <= k)
+        shown = np.flatnonzero(graded)
+        bounds = np.searchsorted(shown, columns.bounds).tolist()
+        shown_docs = [columns.doc_ids[j] for j in shown.tolist()]
+        shown_grades = columns.grades[shown].tolist()
+        docs: Sequence[Sequence[str]] = [shown_docs[start:end] for start, end in pairwise(bounds)]
+        grades = [
+            dict(zip(shown_docs[start:end], shown_grades[start:end], strict=True))
+            for start, end in pairwise(bounds)
+        ]
+    else:
+        shown = prepared.graded_at
+        docs = prepared.graded
+        grades = list(map(dict.copy, prepared.graded_grades))
+    shown_ranks = first_rank[shown]
+    # Each row's `ranks` takes the next len(docs) of these: zip stops at the end of the row's documents
+    # without drawing from the iterator.
+    ranks = iter(_or_none(shown_ranks, shown_ranks == 0))
+    failed = np.array([e is not None for e in matched.errors], dtype=bool)
+    judged = values["judged_at_k"]
+    rows = [
+        {
+            "id": qid,
+            "text": text,
+            "ndcg": ndcg,
+            "mrr": rr,
+            "p_at_k": p,
+            "empty": empty,
+            "lt3": lt3,
+            "n": n,
+            "duplicates": duplicates,
+            "judged_at_k": judged_at_k,  # None: undefined
+            "error": error,
+            "tier": tier,
+            "stratum": stratum,
+            "traffic_band": band,
+            "failure_mode": failure_mode,
+            "locale": locale,
+            "has_filters": has_filters,
+            "weight": weight,
+            "expect_empty": expect_empty,
+            "critical": critical,
+            "ids": ids,
+            "ranks": dict(zip(row_docs, ranks, strict=False)),
+            # Lets the gate show each graded document's grade beside its rank change.
+            "grades": row_grades,
+        }
+        for (
+            (
+                qid,
+                text,
+                tier,
+                stratum,
+                band,
+                failure_mode,
+                locale,
+                has_filters,
+                weight,
+                expect_empty,
+                critical,
+            ),
+            ndcg,
+            rr,
+            p,
+            empty,
+            lt3,
+            n,
+            duplicates,
+            judged_at_k,
+            error,
+            ids,
+            row_docs,
+            row_grades,
+        ) in zip(
+            prepared.heads,
+            _or_none(scores.ndcg, failed),
+            _or_none(scores.rr, failed),
+            _or_none(scores.p, failed),
+            values["empty_rate"].astype(bool).tolist(),
+            values["lt3_rate"].astype(bool).tolist(),
+            scores.n.tolist(),
+            scores.duplicates.tolist(),
+            _or_none(judged, np.isnan(judged)),
+            matched.errors,
+            matched.top_ids,
+            docs,
+            grades,
+            strict=True,
         )
-    critical: list[dict[str, Any]] = []
-    if any(q.critical for q in columns.queries):
+    ]
+    critical_rows: list[dict[str, Any]] = []
+    if prepared.critical:
         ends = columns.bounds.tolist()
-        grades, first = columns.grades.tolist(), matched.first_rank.tolist()
-        for i, query in enumerate(columns.queries):
-            if query.critical:
-                start, end = ends[i], ends[i + 1]
-                critical.append(
-                    _critical_entry(
-                        query, columns.doc_ids[start:end], grades[start:end], first[start:end], critical_rank
-                    )
+        all_grades, first = columns.grades.tolist(), first_rank.tolist()
+        for i in prepared.critical:
+            start, end = ends[i], ends[i + 1]
+            critical_rows.append(
+                _critical_entry(
+                    columns.queries[i],
+                    columns.doc_ids[start:end],
+                    all_grades[start:end],
+                    first[start:end],
+                    critical_rank,
                 )
-    return rows, critical
-
-
-def _slices(queries: Sequence[GoldenQuery], cols: _Columns, core: NDArray[np.bool_]) -> dict[str, Any]:
-    """Core-tier aggregates by stratum (the vertical), traffic band, failure mode and locale (queries without
-    one are in no slice), and by filter presence."""
-    slices: dict[str, Any] = {}
-    for field in ("stratum", "traffic_band", "failure_mode", "locale"):
-        labels = np.array([getattr(q, field) for q in queries], dtype=object)
-        names = sorted({str(v) for v in labels[core] if v is not None}, key=natural_key)
-        slices[field] = {name: _aggregate(cols, core & (labels == name)) for name in names}
-    with_filters = np.array([bool(q.filters) for q in queries], dtype=bool)
-    slices["filters"] = {
-        "with_filters": _aggregate(cols, core & with_filters),
-        "without_filters": _aggregate(cols, core & ~with_filters),
-    }
-    return slices
+            )
+    return rows, critical_rows
 
 
 # The core metrics the run page shows with and without a judge's labels (docs/runs.md, "Judge labels in

@@ -19,12 +19,17 @@ Every report that scores a resolved golden file shows `unresolved`; nothing leav
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
+import numpy as np
+
 from assay.golden.format import natural_key
-from assay.golden.model import GoldenFile, GoldenQuery, Judgment
+from assay.golden.model import GoldenFile, Judgment
+from assay.memo import ByIdentity
 
 # `UnresolvedKey.reason` codes (the text beside each says it for people).
 MISSING = "missing"  # the key is not among the live documents; the old id is kept
@@ -102,6 +107,42 @@ def _check_live(live: Mapping[str, str]) -> dict[str, str]:
     return owner
 
 
+def _natural_memo() -> Callable[[str], tuple[Any, ...]]:
+    """`natural_key`, computed once per distinct value (doc ids recur from query to query)."""
+    memo: dict[str, tuple[Any, ...]] = {}
+
+    def key(value: str) -> tuple[Any, ...]:
+        found = memo.get(value)
+        if found is None:
+            found = memo[value] = natural_key(value)
+        return found
+
+    return key
+
+
+def _layout(golden: GoldenFile) -> tuple[tuple[int, ...], frozenset[int]]:
+    """(the queries holding a keyed judgment, the queries whose doc ids are not strictly in natural order):
+    the only queries `resolve_keys` may change under a map that gives every key its recorded id."""
+    queries = golden.queries
+    sizes = np.fromiter(map(len, map(attrgetter("judgments"), queries)), dtype=np.int64, count=len(queries))
+    judgments = list(chain.from_iterable(map(attrgetter("judgments"), queries)))
+    owner = np.repeat(np.arange(len(queries), dtype=np.int64), sizes)
+    keys = list(map(attrgetter("key"), judgments))
+    keyed = np.unique(owner[[key is not None for key in keys]]) if keys.count(None) < len(keys) else owner[:0]
+    # Each doc id's place in the natural order of the distinct ids (natural_key once per distinct id),
+    # then the queries where a place does not rise from one judgment to the next.
+    docs = list(map(attrgetter("doc_id"), judgments))
+    place = {doc: i for i, doc in enumerate(sorted(dict.fromkeys(docs), key=natural_key))}
+    places = np.fromiter(map(place.__getitem__, docs), dtype=np.int64, count=len(docs))
+    falls = np.flatnonzero(places[1:] <= places[:-1]) + 1
+    unordered = owner[falls][owner[falls] == owner[falls - 1]]
+    return tuple(keyed.tolist()), frozenset(unordered.tolist())
+
+
+# Per golden object: a worker resolves the one golden version it holds for every run it scores.
+_layout_of: ByIdentity[GoldenFile, tuple[tuple[int, ...], frozenset[int]]] = ByIdentity(_layout)
+
+
 def resolve_keys(golden: GoldenFile, live: Mapping[str, str]) -> ResolvedGolden:
     """Map each keyed judgment to its live id (`live`: durable key -> current doc id); see the module doc.
 
@@ -109,11 +150,24 @@ def resolve_keys(golden: GoldenFile, live: Mapping[str, str]) -> ResolvedGolden:
     document order (natural: q-2 before q-10), so the same inputs always give the same report.
     """
     owner = _check_live(live)
+    keyed, unordered = _layout_of(golden)
+    # A query whose doc ids are in strict natural order (so no id twice), each keyed judgment resolving to
+    # the id it has, comes out as it went in, with nothing listed: only the others are worked out (in
+    # query order, as the lists' stable sorts below need). Without keys, or with a map that changes no
+    # id, that is none of them.
+    todo = set(unordered)
+    for i in keyed:
+        if any(j.key is not None and live.get(j.key) != j.doc_id for j in golden.queries[i].judgments):
+            todo.add(i)
+    if not todo:
+        return ResolvedGolden(golden=golden)
     unresolved: list[UnresolvedKey] = []
     remapped: list[Remap] = []
-    queries: list[GoldenQuery] = []
+    queries = list(golden.queries)
     changed = False
-    for query in golden.queries:
+    natural = _natural_memo()
+    for i in sorted(todo):
+        query = queries[i]
 
         def listed(j: Judgment, kept: bool, reason: str, detail: str, qid: str = query.id) -> None:
             unresolved.append(UnresolvedKey(qid, j.key, j.doc_id, j.grade, kept, reason, detail))
@@ -155,12 +209,11 @@ def resolve_keys(golden: GoldenFile, live: Mapping[str, str]) -> ResolvedGolden:
                 )
             else:
                 out.append(j)
-        out.sort(key=lambda j: natural_key(j.doc_id))
+        out.sort(key=lambda j: natural(j.doc_id))
         if tuple(out) != query.judgments:
             changed = True
-            query = replace(query, judgments=tuple(out))
-        queries.append(query)
-    unresolved.sort(key=lambda u: (natural_key(u.query_id), natural_key(u.doc_id)))
-    remapped.sort(key=lambda r: (natural_key(r.query_id), natural_key(r.old_doc_id)))
+            queries[i] = replace(query, judgments=tuple(out))
+    unresolved.sort(key=lambda u: (natural_key(u.query_id), natural(u.doc_id)))
+    remapped.sort(key=lambda r: (natural_key(r.query_id), natural(r.old_doc_id)))
     result = replace(golden, queries=tuple(queries)) if changed else golden
     return ResolvedGolden(golden=result, unresolved=tuple(unresolved), remapped=tuple(remapped))

@@ -5,6 +5,7 @@ do the artifacts built from them."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from assay.golden.columns import GoldenColumns
 from assay.golden.format import from_dict
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from assay.golden.trec import read_run, read_run_table
 from assay.ranked import Matched, match_results, match_table
 from assay.report import build_report
@@ -117,3 +119,75 @@ def test_repeats_and_errors_reach_the_matched_lists() -> None:
     assert matched.first_rank.tolist() == [1, 4]  # y is at 4, past k, still ranked
     assert matched.repeats is not None and matched.repeats[:, 0].tolist() == [False, True, False]
     assert np.array_equal(matched.grades[:, 0], [3, 3, np.iinfo(np.int64).min])
+
+
+def _matched_one_by_one(golden: GoldenColumns, results: dict[str, QueryResult]) -> Matched:
+    """`match_results` as first written, each list's grades and first ranks looked up a list at a time
+    (except that a doc id judged twice gives both judgments its rank: that code failed on it)."""
+    from assay.metrics import first_ranks, top_grades
+
+    k = golden.k
+    answers = [results.get(q.id) or QueryResult(query_id=q.id) for q in golden.queries]
+    ranked = [a.ids if a.ok else () for a in answers]
+    ends = golden.bounds.tolist()
+    grades = golden.grades.tolist()
+    judgments = [
+        dict(zip(golden.doc_ids[start:end], grades[start:end], strict=True)) for start, end in pairwise(ends)
+    ]
+    top, repeats = top_grades(judgments, ranked, k)
+    first_rank = np.zeros(len(golden.doc_ids), dtype=np.int64)
+    for start, end, ids in zip(ends, ends[1:], ranked, strict=False):
+        if ids and end > start:
+            ranks = first_ranks(ids, golden.doc_ids[start:end])
+            first_rank[start:end] = [ranks[doc] or 0 for doc in golden.doc_ids[start:end]]
+    return Matched(
+        n=np.array([len(ids) for ids in ranked], dtype=np.int64),
+        errors=[a.error for a in answers],
+        top_ids=[list(ids[:k]) for ids in ranked],
+        grades=top,
+        repeats=repeats,
+        first_rank=first_rank,
+        titles=None,
+        unknown=[qid for qid in results if qid not in {q.id for q in golden.queries}],
+    )
+
+
+@SETTINGS
+@given(st.data())
+def test_matching_every_list_at_once_equals_matching_them_one_by_one(data: st.DataObject) -> None:
+    """Lists longer than k, repeats, errors, absent and unknown queries, and (in a golden object built in
+    code, never a valid file) a doc id judged twice in a query: the bulk match gives what a list at a
+    time gives, twice over the same golden object (the second time from its cached lookups)."""
+    draw = data.draw
+    queries = [
+        GoldenQuery(
+            id=f"q{i}",
+            text="t",
+            judgments=tuple(
+                Judgment(doc, draw(st.integers(0, 3)))
+                for doc in draw(st.lists(st.sampled_from(DOCS), max_size=6))
+            ),
+        )
+        for i in range(draw(st.integers(0, 6)))
+    ]
+    golden = GoldenColumns.from_file(
+        GoldenFile(version="v", queries=tuple(queries), k=draw(st.integers(1, 4)))
+    )
+    results: dict[str, QueryResult] = {}
+    for qid in draw(st.lists(st.sampled_from([f"q{i}" for i in range(8)]), unique=True)):
+        if draw(st.integers(0, 5)) == 0:
+            results[qid] = QueryResult(qid, error="HTTP 503")
+        else:
+            results[qid] = QueryResult(qid, tuple(draw(st.lists(st.sampled_from(DOCS), max_size=9))))
+    expected = _matched_one_by_one(golden, results)
+    for _ in range(2):
+        matched = match_results(golden, results)
+        assert matched.n.tolist() == expected.n.tolist()
+        assert matched.errors == expected.errors
+        assert matched.top_ids == expected.top_ids
+        assert matched.grades.tolist() == expected.grades.tolist()
+        assert matched.first_rank.tolist() == expected.first_rank.tolist()
+        assert matched.unknown == expected.unknown
+        assert (matched.repeats is None) == (expected.repeats is None)
+        if matched.repeats is not None and expected.repeats is not None:
+            assert matched.repeats.tolist() == expected.repeats.tolist()

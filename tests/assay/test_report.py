@@ -324,3 +324,37 @@ def test_titles_with_the_same_words_in_another_order_are_not_near_duplicates() -
     assert [[hit["doc_id"] for hit in group] for group in near_duplicate_groups(["a", "b"], copies)] == [
         ["a", "b"]
     ]
+
+
+@pytest.mark.parametrize("compact_ranks", [False, True])
+def test_a_report_shares_nothing_it_may_change_with_the_next_one(compact_ranks: bool) -> None:
+    """What a report reads of its golden file alone is worked out once per golden object: a second report
+    on the same object is the first one's JSON even after the first was changed in place, and so is a
+    report on an equal golden object worked out afresh."""
+    import random
+    from dataclasses import replace
+
+    from tests.assay.finalize_fixture import seeded_run
+
+    golden = seeded_run(300, 4, reports=False)[0]
+    rng = random.Random(4)
+    docs = [f"d{i}" for i in range(1, 13)]
+    results = {
+        q.id: QueryResult(q.id, error="HTTP 503")
+        if rng.random() < 0.05
+        else QueryResult(q.id, tuple(rng.sample(docs, rng.randint(0, 10))))
+        for q in golden.queries
+    }
+    first = build_report(golden, results, compact_ranks=compact_ranks)
+    expected = json.dumps(first, sort_keys=True)
+    for row in first["per_query"]:
+        row["grades"]["d1"] = 99
+        row["ranks"].clear()
+        row["ids"].append("d99")
+    for name in ("no_positive_judgments", "unexpected_hits"):
+        first["flags"][name].append("q-0")
+    assert json.dumps(build_report(golden, results, compact_ranks=compact_ranks), sort_keys=True) == expected
+    assert (
+        json.dumps(build_report(replace(golden), results, compact_ranks=compact_ranks), sort_keys=True)
+        == expected
+    )

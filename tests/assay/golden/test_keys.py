@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
+from assay.golden.fields import natural_key
 from assay.golden.keys import COLLISION, ID_TAKEN, MISSING, resolve_keys
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 
@@ -112,3 +117,83 @@ def test_it_refuses_a_live_map_sending_two_keys_to_one_id() -> None:
         resolve_keys(golden, {"k1": "9", "k2": "9"})
     with pytest.raises(ValueError, match="non-empty strings"):
         resolve_keys(golden, {"k1": ""})
+
+
+def _reference(
+    golden: GoldenFile, live: dict[str, str]
+) -> tuple[tuple[GoldenQuery, ...], list[Any], list[Any]]:
+    """`resolve_keys` as first written: every query walked, its judgments re-sorted, the lists sorted."""
+
+    owner = {doc_id: key for key, doc_id in live.items()}
+    unresolved: list[Any] = []
+    remapped: list[Any] = []
+    queries = []
+    for query in golden.queries:
+        resolved: dict[str, Judgment] = {}
+        plain: list[Judgment] = []
+        for j in query.judgments:
+            if j.key is not None and j.key in live:
+                if live[j.key] != j.doc_id:
+                    remapped.append((query.id, j.key, j.doc_id, live[j.key]))
+                resolved[live[j.key]] = replace(j, doc_id=live[j.key])
+            elif j.key is not None and owner.get(j.doc_id, j.key) != j.key:
+                unresolved.append((query.id, j.key, j.doc_id, j.grade, False, ID_TAKEN))
+            else:
+                if j.key is not None:
+                    unresolved.append((query.id, j.key, j.doc_id, j.grade, True, MISSING))
+                plain.append(j)
+        out = list(resolved.values())
+        for j in plain:
+            if j.doc_id in resolved:
+                unresolved.append((query.id, j.key, j.doc_id, j.grade, False, COLLISION))
+            else:
+                out.append(j)
+        out.sort(key=lambda j: natural_key(j.doc_id))
+        queries.append(replace(query, judgments=tuple(out)))
+    unresolved.sort(key=lambda u: (natural_key(u[0]), natural_key(u[2])))
+    remapped.sort(key=lambda r: (natural_key(r[0]), natural_key(r[2])))
+    return tuple(queries), unresolved, remapped
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_it_gives_what_walking_every_query_gives(seed: int) -> None:
+    """Only the queries a map can change are worked out (the others are kept as they are): random files
+    (keyed or not, ids in natural order or not, an id twice) and maps (none, each key to its own id,
+    renumbered, partial, ids taken) resolve as the walk over every query resolves them."""
+
+    rng = random.Random(seed)
+    docs = [f"d{i}" for i in (1, 2, 3, 9, 10, 11, 20, 100)] + ["a", "a1", "a01", "b-2"]
+    keyed = rng.random() < 0.7
+    queries = []
+    for i in range(rng.randint(0, 30)):
+        chosen = rng.sample(docs, rng.randint(0, 5))
+        if rng.random() < 0.05 and chosen:
+            chosen.append(chosen[0])  # an id twice
+        if rng.random() < 0.7:
+            chosen.sort(key=natural_key)
+        queries.append(
+            _q(
+                f"q-{i}",
+                *(
+                    Judgment(d, rng.randint(0, 3), key=f"k:{d}" if keyed and rng.random() < 0.8 else None)
+                    for d in chosen
+                ),
+            )
+        )
+    golden = _golden(*queries)
+    keys = [f"k:{d}" for d in docs]
+    maps: list[dict[str, str]] = [{}, {key: key[2:] for key in keys}]
+    renumbered = dict(zip(keys, rng.sample([*docs, "x1", "x2", "x3"], len(keys)), strict=True))
+    maps.append(renumbered)
+    maps.append({key: renumbered[key] for key in rng.sample(keys, 6)})
+    for live in maps:
+        for _ in range(2):  # the second time from what the first one worked out
+            out = resolve_keys(golden, live)
+            queries_ref, unresolved_ref, remapped_ref = _reference(golden, live)
+            assert out.golden.queries == queries_ref
+            assert [
+                (u.query_id, u.key, u.doc_id, u.grade, u.kept, u.reason) for u in out.unresolved
+            ] == unresolved_ref
+            assert [(r.query_id, r.key, r.old_doc_id, r.new_doc_id) for r in out.remapped] == remapped_ref
+            if out.golden.queries == golden.queries:
+                assert out.golden is golden
