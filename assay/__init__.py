@@ -26,8 +26,9 @@ docs/architecture.md's table to the tree):
   the run's recorded settings), the one network policy of every outbound address (with its
   hook in each HTTP client), and a remote reply read within bounds;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.storable`, `assay.charts`,
-  `assay.docs`, `assay.memory`: git writing, the secret-name and path rules, import reports, what a
-  column can store, chart geometry, the docs pages, memory habits of large work;
+  `assay.docs`, `assay.memory`, `assay.memo`: git writing, the secret-name and path rules, import reports,
+  what a column can store, chart geometry, the docs pages, memory habits of large work, work done once per
+  immutable object (a parsed golden version's derived tables);
 - `assay.documents`: the documents import format, read one way for the app and `assay convert`;
 - `assay.jsonin`, `assay.inputs`: what a person types or uploads, read one way (JSON bounded in depth and
   number length, whole numbers in ASCII digits within bounds, header names and values);

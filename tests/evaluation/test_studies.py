@@ -86,8 +86,11 @@ def test_sides_balance_per_rater_and_vary_over_draws(
             assert sum(sides) in (4, 5)
         for task in StudyTask.objects.filter(study=study).select_related("item"):
             left_counts[(task.rater_id, task.item.query_id)] += task.candidate_left
-    # Over the draws every (rater, query) saw the candidate on both sides, near half the time each.
-    assert all(10 <= n <= 30 for n in left_counts.values()), left_counts
+    # Over the draws every (rater, query) saw the candidate on both sides, about half the time each. Each
+    # count is near Binomial(40, 1/2) (the shuffles are seeded by the draw and the rater's and items' ids,
+    # which differ from one database to the next): 5 to 35 fails a fair draw about 3 times in a million
+    # over the 18 pairs, where 10 to 30 failed once in `make test` (a count of 9).
+    assert all(5 <= n <= 35 for n in left_counts.values()), left_counts
 
 
 def test_raters_share_the_queries_evenly_when_fewer_answers_than_raters(
