@@ -29,6 +29,8 @@ from evaluation.services.targets import target_secret_problems
 
 logger = logging.getLogger(__name__)
 
+_END = object()  # put in a SearchThread's queue after its last result
+
 Status = EvaluationRun.Status
 
 
@@ -122,6 +124,7 @@ class SearchThread:
         self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.work = work or (lambda put: search_all(self.queries, self.config, on_result=put))
         self.stop = threading.Event()
+        self.ended = False  # the search's end mark was read: every result is handed over
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="assay-harness", daemon=True)
 
@@ -130,6 +133,8 @@ class SearchThread:
             asyncio.run(self._main())
         except BaseException as exc:  # handed to the caller's thread, which records it per query
             self.error = exc
+        finally:
+            self.results.put(_END)
 
     async def _main(self) -> None:
         task = asyncio.ensure_future(self.work(self.results.put))
@@ -142,13 +147,17 @@ class SearchThread:
             await task
 
     def drain(self, timeout: float) -> list[Any]:
+        """The results handed over meanwhile (waiting up to `timeout` for the first); `ended` is set once
+        the search's end mark is read, so the caller learns it with the last result, not a timeout later."""
         batch: list[Any] = []
-        try:
-            batch.append(self.results.get(timeout=timeout))
-            while len(batch) < 500:
-                batch.append(self.results.get_nowait())
-        except queue.Empty:
-            pass
+        with contextlib.suppress(queue.Empty):
+            item = self.results.get(timeout=timeout)
+            while item is not _END:
+                batch.append(item)
+                if len(batch) == 500:
+                    return batch
+                item = self.results.get_nowait()
+            self.ended = True
         return batch
 
 
@@ -168,8 +177,8 @@ def stream(
     pending: list[Any] = []
     last_write = last_touch = last_count = last_renew = time.monotonic()
     while True:
-        finished = not search.thread.is_alive()
         pending += search.drain(timeout=0.05)
+        finished = search.ended
         now = time.monotonic()
         if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
             write(pending)
@@ -188,7 +197,7 @@ def stream(
                 logger.warning("%s: chunk %s was taken over by another delivery; stopping", label, hold.index)
                 search.stop.set()
                 return True
-        if finished and not pending and search.results.empty():
+        if finished and not pending:
             return False
 
 
