@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
 from assay.results import QueryResult
 from evaluation import selectors
-from evaluation.fields import LargeJSONField
+from evaluation.fields import LargeJSONField, large_json_write
 from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult, SearchTarget
 from evaluation.services.finalize import run_finalize_process
 from golden_io.models import GoldenVersion
@@ -101,6 +101,36 @@ def test_what_json_dumps_refuses_is_refused(run: EvaluationRun) -> None:
     run.report = {"when": datetime.now(UTC)}
     with pytest.raises(TypeError):
         run.save(update_fields=["report"])
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        DOCUMENT,
+        {"lone": "\ud800", "big": 2**70, 1: "one"},
+        None,
+        [{"per_query": [{"id": "q1", "ndcg": 0.5}]}],
+    ],
+)
+def test_large_json_write_writes_what_save_writes(run: EvaluationRun, report: Any) -> None:
+    run.verdict = "pass"  # not among the fields written: stays as stored
+    run.report, run.gate = report, {"notes": ["n"], "x": 1.5}
+    large_json_write(run, ["report", "gate"])
+    fresh = EvaluationRun.objects.get(pk=run.pk)
+    _same(fresh.report, report)
+    _same(fresh.gate, {"notes": ["n"], "x": 1.5})
+    assert fresh.verdict == EvaluationRun.objects.model._meta.get_field("verdict").get_default()
+
+
+def test_large_json_write_is_part_of_the_callers_transaction(run: EvaluationRun) -> None:
+    run.report = {"kept": True}
+    run.save(update_fields=["report"])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        run.report = {"kept": False}
+        large_json_write(run, ["report"])
+        assert EvaluationRun.objects.get(pk=run.pk).report == {"kept": False}  # seen inside it
+        raise RuntimeError("rolled back")
+    assert EvaluationRun.objects.get(pk=run.pk).report == {"kept": True}
 
 
 # --- reading runs and baselines
