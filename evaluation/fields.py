@@ -121,16 +121,19 @@ def large_json_write(instance: models.Model, names: Sequence[str]) -> None:
     (SQLite) an ordinary update."""
     model = type(instance)
     connection = databases[router.db_for_write(model, instance=instance)]
-    fields = [model._meta.get_field(name) for name in names]
+    fields = [field for name in names if isinstance(field := model._meta.get_field(name), LargeJSONField)]
+    if len(fields) != len(names):
+        raise ValueError(f"large_json_write: not all LargeJSONFields of {model.__name__}: {', '.join(names)}")
     if connection.vendor != "postgresql":
         model._default_manager.filter(pk=instance.pk).update(
             **{f.name: getattr(instance, f.attname) for f in fields}
         )
         return
+    assignments = [sql.SQL("{} = %s").format(sql.Identifier(str(f.column))) for f in fields]
     statement = sql.SQL("UPDATE {table} SET {values} WHERE {pk} = %s").format(
         table=sql.Identifier(model._meta.db_table),
-        values=sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(f.column)) for f in fields),
-        pk=sql.Identifier(model._meta.pk.column),
+        values=sql.SQL(", ").join(assignments),
+        pk=sql.Identifier(str(model._meta.get_field("id").column)),
     )
     values = [f.get_db_prep_save(getattr(instance, f.attname), connection) for f in fields]
     connection.ensure_connection()

@@ -122,6 +122,11 @@ def test_large_json_write_writes_what_save_writes(run: EvaluationRun, report: An
     assert fresh.verdict == EvaluationRun.objects.model._meta.get_field("verdict").get_default()
 
 
+def test_large_json_write_refuses_other_fields(run: EvaluationRun) -> None:
+    with pytest.raises(ValueError, match="not all LargeJSONFields"):
+        large_json_write(run, ["report", "verdict"])
+
+
 def test_large_json_write_is_part_of_the_callers_transaction(run: EvaluationRun) -> None:
     run.report = {"kept": True}
     run.save(update_fields=["report"])
