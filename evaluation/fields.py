@@ -120,6 +120,7 @@ def large_json_write(instance: models.Model, names: Sequence[str]) -> None:
     the report and gate of finalize are written in 0.36 s instead of 0.65 s (docs/benchmarks.md). Elsewhere
     (SQLite) an ordinary update."""
     model = type(instance)
+    assert model._meta.pk is not None
     connection = databases[router.db_for_write(model, instance=instance)]
     fields = [field for name in names if isinstance(field := model._meta.get_field(name), LargeJSONField)]
     if len(fields) != len(names):
@@ -133,7 +134,7 @@ def large_json_write(instance: models.Model, names: Sequence[str]) -> None:
     statement = sql.SQL("UPDATE {table} SET {values} WHERE {pk} = %s").format(
         table=sql.Identifier(model._meta.db_table),
         values=sql.SQL(", ").join(assignments),
-        pk=sql.Identifier(str(model._meta.get_field("id").column)),
+        pk=sql.Identifier(model._meta.pk.column),
     )
     values = [f.get_db_prep_save(getattr(instance, f.attname), connection) for f in fields]
     connection.ensure_connection()
