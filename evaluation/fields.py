@@ -134,7 +134,7 @@ def large_json_write(instance: models.Model, names: Sequence[str]) -> None:
     statement = sql.SQL("UPDATE {table} SET {values} WHERE {pk} = %s").format(
         table=sql.Identifier(model._meta.db_table),
         values=sql.SQL(", ").join(assignments),
-        pk=sql.Identifier(model._meta.pk.column),
+        pk=sql.Identifier(str(model._meta.pk.column)),
     )
     values = [f.get_db_prep_save(getattr(instance, f.attname), connection) for f in fields]
     connection.ensure_connection()
