@@ -6,7 +6,7 @@ errors, expected-empty, critical, shadow and core tiers, weights, strata, bands,
 random result row per query, written straight into the database. Two cases, 5 times each (the run put back
 to running between times): no baseline (what a first run of a set pays: the gate checks the report against
 itself) and against a baseline (another such run promoted: every change with its bootstrap interval and
-randomization p-value). Finalize's steps are then timed one by one. The golden version is parsed once
+randomization p-value). Finalize's steps are then timed one by one, each as finalize runs it (the collector paused). The golden version is parsed once
 before timing, as in a worker that ran one of the run's chunks. Runs in a scratch database
 (`bench_runs.scratch_database`); the broker is REDIS_URL's database, flushed before and after.
 """
@@ -76,9 +76,11 @@ def inner() -> None:
 
     from assay.drift import compare
     from assay.golden.keys import resolve_keys
+    from assay.memory import gc_paused
     from assay.report import BOOTSTRAP_SEED, build_report
     from benchmarks._report import save_figures, write_section
     from evaluation import selectors
+    from evaluation.fields import large_json_write
     from evaluation.models import Baseline, EvaluationRun
     from evaluation.services.finalize import run_finalize_process, run_gate, run_report_build
     from labeling.models import GoldenSet, Rubric
@@ -133,9 +135,11 @@ def inner() -> None:
     steps: dict[str, float] = {}
 
     def step(name: str, work: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        value = work()
-        steps[name] = time.perf_counter() - started
+        """One step timed as finalize runs it: with the collector paused (run_finalize_process)."""
+        with gc_paused():
+            started = time.perf_counter()
+            value = work()
+            steps[name] = time.perf_counter() - started
         return value
 
     results = step("result rows read", lambda: selectors.run_results(run=second))
@@ -154,10 +158,7 @@ def inner() -> None:
         "gate against the baseline (run_gate, its noise floor read)",
         lambda: run_gate(report=report, baseline=baseline, budgets=budgets, rebaseline=False),
     )
-    step(
-        "report and gate written",
-        lambda: EvaluationRun.objects.filter(pk=second.pk).update(report=second.report, gate=second.gate),
-    )
+    step("report and gate written", lambda: large_json_write(second, ["report", "gate"]))
     load_after = os.getloadavg()
     broker.flushdb()
     markdown = render(alone, against, steps, load_before, load_after)
