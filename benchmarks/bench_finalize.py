@@ -6,8 +6,9 @@ errors, expected-empty, critical, shadow and core tiers, weights, strata, bands,
 random result row per query, written straight into the database. Two cases, 5 times each (the run put back
 to running between times): no baseline (what a first run of a set pays: the gate checks the report against
 itself) and against a baseline (another such run promoted: every change with its bootstrap interval and
-randomization p-value). Finalize's steps are then timed one by one, each as finalize runs it (the collector paused). The golden version is parsed once
-before timing, as in a worker that ran one of the run's chunks. Runs in a scratch database
+randomization p-value). Finalize's steps are then timed one by one, each as finalize runs it (the
+collector paused). The golden version is parsed once before timing, as in a worker that ran one of the
+run's chunks. Runs in a scratch database
 (`bench_runs.scratch_database`); the broker is REDIS_URL's database, flushed before and after.
 """
 
