@@ -591,14 +591,18 @@ def gate_plan(*, golden_version: GoldenVersion, target: SearchTarget) -> GatePla
     baseline = baseline_get(golden_set=golden_version.golden_set, target=target)
     if baseline is None or baseline.run.golden_version_id == golden_version.pk:
         return GatePlan(golden_version, target, baseline)
-    report = baseline.run.report
+    # Only the report's k (a 100,000-query report is tens of megabytes; this runs on every Start page).
+    scored = list(
+        EvaluationRun.objects.filter(pk=baseline.run_id, report__isnull=False).values_list(
+            "report__k", flat=True
+        )
+    )
     problem = None
-    if report is None:
-        problem = f"run {baseline.run.pk} has no report"
-    elif report.get("k") != golden_version.k:
+    if not scored:
+        problem = f"run {baseline.run_id} has no report"
+    elif scored[0] != golden_version.k:
         problem = (
-            f"it was scored at k={report.get('k')} and version {golden_version.name} scores at "
-            f"k={golden_version.k}"
+            f"it was scored at k={scored[0]} and version {golden_version.name} scores at k={golden_version.k}"
         )
     return GatePlan(golden_version, target, baseline, problem)
 

@@ -148,3 +148,22 @@ def test_remote_run_says_it_in_words(
     assert code == 2
     assert f"is on version {OLD}, not {NEW}: the gate refuses to compare" in err
     assert "assay remote run --rescore-baseline" in err and "--rebaseline" in err
+
+
+def test_the_plan_reads_the_baseline_s_k_not_its_report(
+    finished: RunFactory, rita: User, golden_set: GoldenSet, target: SearchTarget
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluation.selectors import gate_plan
+
+    baseline_promote(run=finished(), by=rita, rationale="floor")
+    deeper = make_version(golden_set, relabeled(k=20))
+    with CaptureQueriesContext(connection) as queries:
+        plan = gate_plan(golden_version=deeper, target=target)
+    assert plan.rescore_problem is not None and "scored at k=10" in plan.rescore_problem
+    # The whole column is never selected (a report is tens of megabytes at 100,000 queries), only its k
+    # (PostgreSQL: "report" -> 'k'; SQLite: JSON_EXTRACT("report", '$."k"')).
+    whole = re.compile(r""""report"\s*(,(?!\s*'\$)|FROM)""")
+    assert not [q["sql"] for q in queries.captured_queries if whole.search(q["sql"])]
