@@ -13,6 +13,8 @@ docs/architecture.md's table to the tree):
 - `assay.metric_table`: every metric's key, label, direction, budgets and display, read everywhere;
 - `assay.metrics`, `assay.ranked`, `assay.report`, `assay.changes`: per-query metrics, a run's lists
   matched to the judgments, the report, the change of a metric between two reports;
+- `assay.resampling`: the bootstrap and randomization test behind every interval and p-value (exact sums,
+  reproducible draws);
 - `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the
   budgeted gate;
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;

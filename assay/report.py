@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from assay.changes import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
 from assay.golden.columns import GoldenColumns
 from assay.golden.format import natural_key
 from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery
@@ -33,6 +32,7 @@ from assay.memory import gc_paused
 from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import MetricArrays, ideal_grades, score_top
 from assay.ranked import Matched, match_results
+from assay.resampling import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
 from assay.results import QueryResult
 
 METRICS_SPEC = "1"
@@ -177,7 +177,7 @@ def bootstrap_interval(
     level: float = BOOTSTRAP_LEVEL,
 ) -> dict[str, Any]:
     """Percentile bootstrap interval of the mean: `resamples` draws with replacement, numpy default_rng(seed)
-    (the draws of every change's interval, `assay.changes`). Also gives the plain `mean` and `n`; low, high
+    (the draws of every change's interval, `assay.resampling`). Also gives the plain `mean` and `n`; low, high
     and mean are null when there is no value. An interval of an absolute value: shown without a sign."""
     data = np.asarray(values, dtype=np.float64)
     result: dict[str, Any] = {"low": None, "high": None, "level": level, "resamples": resamples, "seed": seed}

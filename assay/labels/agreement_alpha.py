@@ -24,6 +24,7 @@ from assay.labels.agreement_types import (
     Undefined,
 )
 from assay.metric_table import format_number
+from assay.resampling import percentile_interval as percentile_bounds
 
 
 def figure_reading(
@@ -106,14 +107,13 @@ def resampled_sums(per_query: FloatArray, *, n_resamples: int, seed: int) -> Flo
 
 def percentile_interval(figures: FloatArray, confidence: float, *, none: str) -> tuple[Interval, int]:
     """The percentile interval of the resamples' figures (NaN where a resample has none: left out, and
-    counted), numpy's default linear interpolation; `Undefined(none)` when no resample has a figure."""
+    counted), by the bootstrap's one percentile rule (`assay.resampling.percentile_interval`: numpy's
+    default linear interpolation); `Undefined(none)` when no resample has a figure."""
     ok = figures[~np.isnan(figures)]
     undefined = len(figures) - len(ok)
     if not len(ok):
         return Undefined(none), undefined
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ok, [tail, 100 - tail])
-    return (float(low), float(high)), undefined
+    return percentile_bounds(ok, confidence), undefined
 
 
 def unit_coincidences(counts: IntArray) -> FloatArray:

@@ -1,6 +1,6 @@
 """The side-by-side analysis: every figure of docs/sxs.md, "Analysis", from the queries and the answers
 (sides undone), in numpy. The bootstraps draw one index matrix each (no Python loop per resample) and
-reuse the repository's helpers: `assay.changes.bootstrap_means` for the mean preference, and the batched
+reuse the repository's helpers: `assay.resampling.bootstrap_means` for the mean preference, and the batched
 ordinal alpha of `assay.labels.agreement_alpha` for the raters' agreement.
 
 Part of `assay.sxs`, which is the public API: import from there.
@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from assay.changes import TOLERANCE, bootstrap_means
-from assay.changes import percentile_interval as mean_interval
+from assay.changes import TOLERANCE
 from assay.labels.agreement_alpha import (
     alpha_from_coincidences,
     percentile_interval,
@@ -23,6 +22,8 @@ from assay.labels.agreement_alpha import (
     unit_coincidences,
 )
 from assay.labels.agreement_types import Undefined
+from assay.resampling import bootstrap_means
+from assay.resampling import percentile_interval as mean_interval
 from assay.sxs.checks import check_input
 from assay.sxs.results import Agreement, OfflineRow, Position, RaterPosition, Summary, SxsAnalysis
 from assay.sxs.stats import LEVEL, sign_test_p, wilcoxon_p, wilson_interval

@@ -11,21 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.changes import (
-    DEFAULT_SEED,
-    Change,
-    _SignFlips,
-    bootstrap_means,
-    pair_scope,
-    paired_change,
-    paired_changes,
-    percentile_interval,
-    randomization_p_value,
-    report_seed,
-)
+from assay.changes import Change, pair_scope, paired_change, paired_changes, report_seed
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from assay.metric_table import METRIC_KEYS, WEIGHTED_METRICS
 from assay.report import build_report
+from assay.resampling import (
+    DEFAULT_SEED,
+    _SignFlips,
+    bootstrap_means,
+    percentile_interval,
+    randomization_p_value,
+)
 from assay.results import QueryResult
 
 

@@ -16,11 +16,11 @@ from tests.assay.finalize_fixture import gate_json, problems_checking_every_row,
 # sha256 of `gate_json` of `seeded_run(n, seed)`, as the code before the finalize changes wrote it, then
 # re-recorded twice. Once when the expected-empty finding's words took their noun in number ("returned 10
 # results", was "result(s)"): the JSON of both versions differed in those messages and nowhere else. Once
-# when the bootstrap and randomization sums became exact sums of the same draws (assay/changes.py,
-# `_exact_parts`): compared as JSON with the previous code's for these three runs and one of 100,000 queries,
-# the keys, texts, verdicts, failures, warnings and p-values were the same and 10 to 16 of each JSON's 116
-# interval bounds differed, by at most 2.8e-17 (floating-point summation order); the new JSON was the same
-# bytes with numpy's BLAS on one thread and on two.
+# when the bootstrap and randomization sums became exact sums of the same draws (`_exact_parts`, now in
+# assay/resampling.py): compared as JSON with the previous code's for these three runs and one of 100,000
+# queries, the keys, texts, verdicts, failures, warnings and p-values were the same and 10 to 16 of each
+# JSON's 116 interval bounds differed, by at most 2.8e-17 (floating-point summation order); the new JSON was
+# the same bytes with numpy's BLAS on one thread and on two.
 RECORDED = {
     (300, 1): "a81c31902da2bd8eabb06c6b10115dd7e7e659641cc74b46e5758e3e5d881a97",
     (300, 2): "4db495d980baf61c40a2487ba3293bae1bf40efe26fa17a182a81bd333fa0ebb",

@@ -97,7 +97,8 @@ def _means(queries: list[SxsQuery], answers: list[SxsAnswer]) -> dict[str, float
 
 def _plain_interval(values: list[float], resamples: int, seed: int) -> tuple[float, float]:
     """The 95% percentile bootstrap over queries, one resample at a time: the draws are numpy's
-    default_rng(seed) integers, a resamples x queries matrix (drawn as int32, as assay.changes does)."""
+    default_rng(seed) integers, a resamples x queries matrix (drawn as int32: the same indices
+    assay.resampling draws as intp)."""
     draws = np.random.default_rng(seed).integers(0, len(values), (resamples, len(values)), dtype=np.int32)
     means = [statistics.fmean(values[i] for i in row) for row in draws.tolist()]
     low, high = np.percentile(means, [2.5, 97.5])
