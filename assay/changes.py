@@ -19,7 +19,6 @@ report or in both, queries new to the current report (no baseline) and queries r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
@@ -30,17 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from assay.metric_table import BY_KEY, Metric
-from assay.resampling import (
-    DEFAULT_SEED,
-    LEVEL,
-    PERMUTATIONS,
-    RESAMPLES,
-    _batches,
-    _bootstrap,
-    _randomization,
-    _Sample,
-    percentile_interval,
-)
+from assay.resampling import DEFAULT_SEED, LEVEL, PERMUTATIONS, RESAMPLES, Sample, resampled
 
 # The fields two reports must share to be compared at all (made under the same rules), and how close to a
 # threshold a number counts as reaching it (0.5 - 0.475 may come out as 0.02499999...): the gate's and the
@@ -156,7 +145,7 @@ def paired_changes(
     alone. The changes over as many pairs share their draws (the same seed and size draw the same indices
     and sign flips), so a scope's metrics are resampled from one set of draws instead of one each."""
     found: list[Change | None] = []
-    samples: dict[int, list[tuple[int, _Sample]]] = {}  # by size: (where in `found`, its sample)
+    samples: dict[int, list[tuple[int, Sample]]] = {}  # by size: (where in `found`, its sample)
     figures: dict[int, tuple[str, bool, int, float, float]] = {}
     for at, (pairs, metric, weighted) in enumerate(wanted):
         data = np.asarray(pairs, dtype=np.float64) if len(pairs) else np.empty((0, 3))
@@ -180,19 +169,13 @@ def paired_changes(
             continue
         found.append(None if with_interval else _change(figures[at], None, None, None, seed))
         if with_interval:
-            samples.setdefault(deltas.size, []).append((at, _Sample(deltas, weights)))
-    groups = [[sample for _, sample in group] for group in samples.values()]
-    # The randomization tests of the groups of more than one batch run on a thread of their own while this
-    # one sums the bootstraps (whose draws have a thread too): numpy lets go of the GIL for the draws, the
-    # flips and the products, and each group's results are the same on whichever thread.
-    large = [at for at, drawn in enumerate(groups) if len(_batches(RESAMPLES, drawn[0].deltas.size)) > 1]
-    with ThreadPoolExecutor(1) as pool:  # no thread unless a group is large
-        tested = {at: pool.submit(_randomization, groups[at], PERMUTATIONS, seed) for at in large}
-        for at, (group, drawn) in enumerate(zip(samples.values(), groups, strict=True)):
-            means = _bootstrap(drawn, RESAMPLES, seed)
-            p_values = tested[at].result() if at in tested else _randomization(drawn, PERMUTATIONS, seed)
-            for (where, _), resampled, p_value in zip(group, means, p_values, strict=True):
-                found[where] = _change(figures[where], *percentile_interval(resampled), p_value, seed)
+            samples.setdefault(deltas.size, []).append((at, Sample(deltas, weights)))
+    groups = list(samples.values())
+    for group, figured in zip(
+        groups, resampled([[sample for _, sample in g] for g in groups], seed), strict=True
+    ):
+        for (where, _), (low, high, p_value) in zip(group, figured, strict=True):
+            found[where] = _change(figures[where], low, high, p_value, seed)
     return [change for change in found if change is not None]
 
 

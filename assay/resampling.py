@@ -10,8 +10,8 @@ randomization machinery, exact sums, reproducible draws.
 - exact sums: every resampled sum is a sum of exact parts (`_exact_parts`), so it comes out the same bytes
   whatever the order of the sum, the threads or the CPU's matrix kernel;
 - reproducible draws: the same seed and size draw the same indices and sign flips, so samples of one size
-  share one set of draws (`_bootstrap`, `_randomization`: how `assay.changes.paired_changes` resamples a
-  scope's metrics together) and each gets what it would alone.
+  share one set of draws (`resampled`: how `assay.changes.paired_changes` resamples a scope's metrics
+  together) and each gets what it would alone.
 
 The report's intervals (`assay.report`), the changes between two reports (`assay.changes`) and a
 side-by-side study's mean preference (`assay.sxs.analysis`) all resample here.
@@ -140,7 +140,7 @@ def _summed(sums: NDArray[np.float64], where: slice) -> NDArray[np.float64]:
     return total
 
 
-class _Sample:
+class Sample:
     """One change's paired deltas (and traffic weights) as the resampling needs them, worked out once."""
 
     def __init__(self, deltas: NDArray[np.float64], weights: NDArray[np.float64] | None) -> None:
@@ -152,7 +152,7 @@ class _Sample:
         self.observed = abs(float(self.weighted.sum() / self.total))
 
 
-def _bootstrap(samples: Sequence[_Sample], resamples: int, seed: int) -> list[NDArray[np.float64]]:
+def _bootstrap(samples: Sequence[Sample], resamples: int, seed: int) -> list[NDArray[np.float64]]:
     """`bootstrap_means` of samples of one size, from one set of draws: each sample's means are the ones
     `bootstrap_means` gives it alone (the same seed and size draw the same indices), for one draw.
 
@@ -241,7 +241,7 @@ class _SignFlips:
         np.right_shift(halves[:cells].reshape(out.shape), 31, out=out, casting="unsafe")
 
 
-def _randomization(samples: Sequence[_Sample], permutations: int, seed: int) -> list[float]:
+def _randomization(samples: Sequence[Sample], permutations: int, seed: int) -> list[float]:
     """`randomization_p_value` of samples of one size, from one set of sign flips (the same seed and size
     flip the same signs).
 
@@ -275,7 +275,7 @@ def bootstrap_means(
     seed: int = DEFAULT_SEED,
 ) -> NDArray[np.float64]:
     """`resamples` means of `values` resampled with replacement (numpy default_rng(seed)), in batches."""
-    return _bootstrap([_Sample(values, weights)], resamples, seed)[0]
+    return _bootstrap([Sample(values, weights)], resamples, seed)[0]
 
 
 def percentile_interval(means: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:
@@ -293,4 +293,23 @@ def randomization_p_value(
 ) -> float:
     """Two-sided paired randomization test of the mean change: the share of `permutations` random sign
     flips whose |mean| is at least the observed |mean| (1.0 when nothing changed)."""
-    return _randomization([_Sample(deltas, weights)], permutations, seed)[0]
+    return _randomization([Sample(deltas, weights)], permutations, seed)[0]
+
+
+def resampled(groups: Sequence[Sequence[Sample]], seed: int) -> list[list[tuple[float, float, float]]]:
+    """(low, high, p-value) of each sample of each group of samples of one size: its percentile interval of
+    `RESAMPLES` bootstrap means and its randomization p-value of `PERMUTATIONS` sign flips, each the very one
+    it gets alone, from its group's one set of draws and flips.
+
+    The randomization tests of the groups of more than one batch run on a thread of their own while this
+    one sums the bootstraps (whose draws have a thread too): numpy lets go of the GIL for the draws, the
+    flips and the products, and each group's results are the same on whichever thread."""
+    large = [at for at, group in enumerate(groups) if len(_batches(RESAMPLES, group[0].deltas.size)) > 1]
+    found = []
+    with ThreadPoolExecutor(1) as pool:  # no thread unless a group is large
+        tested = {at: pool.submit(_randomization, groups[at], PERMUTATIONS, seed) for at in large}
+        for at, group in enumerate(groups):
+            means = _bootstrap(group, RESAMPLES, seed)
+            p_values = tested[at].result() if at in tested else _randomization(group, PERMUTATIONS, seed)
+            found.append([(*percentile_interval(drawn), p) for drawn, p in zip(means, p_values, strict=True)])
+    return found
