@@ -31,6 +31,9 @@ docs/architecture.md's table to the tree):
   `assay.docs`, `assay.memory`, `assay.memo`: git writing, the secret-name and path rules, import reports,
   what a column can store, chart geometry, the docs pages, memory habits of large work, work done once per
   immutable object (a parsed golden version's derived tables);
+- `assay.loop_thread`: a coroutine on its own event loop in its own thread, its results handed to the
+  caller's thread (which owns the database connection) as they come, stopped at once on request (a run's
+  and an experiment's chunk search this way, a judge job's chunk calls its judge);
 - `assay.documents`: the documents import format, read one way for the app and `assay convert`;
 - `assay.jsonin`, `assay.inputs`: what a person types or uploads, read one way (JSON bounded in depth and
   number length, whole numbers in ASCII digits within bounds, header names and values);

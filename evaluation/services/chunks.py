@@ -4,13 +4,9 @@ moves", step 3, and "Worker loss")."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import queue
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +15,8 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from assay.golden.model import GoldenFile
-from assay.harness import HarnessConfig, search_all
+from assay.harness import search_all
+from assay.loop_thread import LoopThread
 from assay.results import QueryResult
 from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.models import EvaluationRun, QueryRunResult
@@ -28,8 +25,6 @@ from evaluation.services.leases import LEASE_RENEW_EVERY_S, ChunkHold, chunk_lea
 from evaluation.services.targets import target_secret_problems
 
 logger = logging.getLogger(__name__)
-
-_END = object()  # put in a SearchThread's queue after its last result
 
 Status = EvaluationRun.Status
 
@@ -46,6 +41,8 @@ TOUCH_EVERY_S = 0.5
 # about every TOUCH_EVERY_S. Between counts each heartbeat raises it to what its chunk knows of (its own
 # rows, no count), so the bar of a run of one chunk (searched by its start task) moves every heartbeat.
 PROGRESS_EVERY_S = 2.0
+# Results read from the search thread at most at once, so the heartbeat and the lease are never far behind.
+READ_MOST = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,61 +105,8 @@ def _beat(run_id: int, done: int = 0, errors: int = 0) -> bool:
     )
 
 
-class SearchThread:
-    """The harness on an event loop in its own thread, handing each finished query to the caller's thread
-    through a queue, so the caller (which owns the database connection) writes it at once. `work` is the
-    search: `search_all` over a run's chunk by default; an experiment's chunk hands its own
-    (`evaluation.services.experiment_chunks`)."""
-
-    def __init__(
-        self,
-        queries: Sequence[Any],
-        config: HarnessConfig,
-        work: Callable[[Callable[[Any], None]], Awaitable[Any]] | None = None,
-    ) -> None:
-        self.queries, self.config = queries, config
-        self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.work = work or (lambda put: search_all(self.queries, self.config, on_result=put))
-        self.stop = threading.Event()
-        self.ended = False  # the search's end mark was read: every result is handed over
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="assay-harness", daemon=True)
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except BaseException as exc:  # handed to the caller's thread, which records it per query
-            self.error = exc
-        finally:
-            self.results.put(_END)
-
-    async def _main(self) -> None:
-        task = asyncio.ensure_future(self.work(self.results.put))
-        while not task.done():
-            if self.stop.is_set():
-                task.cancel()
-                break
-            await asyncio.wait({task}, timeout=0.05)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    def drain(self, timeout: float) -> list[Any]:
-        """The results handed over meanwhile (waiting up to `timeout` for the first); `ended` is set once
-        the search's end mark is read, so the caller learns it with the last result, not a timeout later."""
-        batch: list[Any] = []
-        with contextlib.suppress(queue.Empty):
-            item = self.results.get(timeout=timeout)
-            while item is not _END:
-                batch.append(item)
-                if len(batch) == 500:
-                    return batch
-                item = self.results.get_nowait()
-            self.ended = True
-        return batch
-
-
 def stream(
-    search: SearchThread,
+    search: LoopThread[Any],
     hold: ChunkHold | None,
     *,
     write: Callable[[list[Any]], None],
@@ -177,8 +121,8 @@ def stream(
     pending: list[Any] = []
     last_write = last_touch = last_count = last_renew = time.monotonic()
     while True:
-        pending += search.drain(timeout=0.05)
-        finished = search.ended
+        batch, finished = search.arrived(READ_MOST, wait=0.05)
+        pending += batch
         now = time.monotonic()
         if pending and (finished or len(pending) >= WRITE_BATCH or now - last_write >= WRITE_EVERY_S):
             write(pending)
@@ -189,20 +133,20 @@ def stream(
             if counting:
                 last_count = now
             if not touch(counting):
-                search.stop.set()
+                search.cancel()
                 return True
         if hold is not None and now - last_renew >= LEASE_RENEW_EVERY_S:
             last_renew = now
             if not hold.renew():
                 logger.warning("%s: chunk %s was taken over by another delivery; stopping", label, hold.index)
-                search.stop.set()
+                search.cancel()
                 return True
         if finished and not pending:
             return False
 
 
 def search_through(
-    search: SearchThread,
+    search: LoopThread[Any],
     hold: ChunkHold | None,
     *,
     write: Callable[[list[Any]], None],
@@ -215,20 +159,19 @@ def search_through(
     of everything of the chunk still without a result (so the run's gate fails closed, and nothing is left
     waiting for them) and says how many."""
     try:
-        search.thread.start()
+        search.start()
         stopped = stream(search, hold, write=write, touch=touch, label=label)
         if search.error is not None:
             raise search.error
         return stopped, 0
     except Exception as exc:
-        search.stop.set()
-        search.thread.join(30)
+        search.cancel()
+        search.join(30)
         logger.exception("%s: chunk stopped", label)
         return False, stopped_with(f"chunk stopped: {type(exc).__name__}: {exc}")
     finally:
-        search.stop.set()
-        if search.thread.is_alive():
-            search.thread.join(30)
+        search.cancel()
+        search.join(30)
 
 
 def _error_results(query_ids: Iterable[str], message: str) -> list[QueryResult]:
@@ -303,7 +246,9 @@ def _chunk_search(
         written += len(queries)
         queries = []
     if queries:
-        search = SearchThread(queries, config)
+        search: LoopThread[QueryResult] = LoopThread(
+            lambda put: search_all(queries, config, on_result=put), name="assay-harness"
+        )
         seen: set[str] = set()
         known = len(existing) + written  # the chunk's queries with a row before the search
         errors = 0

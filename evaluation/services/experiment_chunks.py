@@ -15,11 +15,12 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from assay.harness import SharedSearch
+from assay.loop_thread import LoopThread
 from assay.results import QueryResult
 from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.models import Experiment, ExperimentChunk, ExperimentResult
 from evaluation.selectors import golden_of
-from evaluation.services.chunks import SearchThread, search_through
+from evaluation.services.chunks import search_through
 from evaluation.services.leases import ChunkHold, chunk_lease_claim
 from evaluation.services.targets import target_secret_problems
 
@@ -161,7 +162,7 @@ def _chunk_search(
 
         return search()
 
-    search = SearchThread([], config, work)
+    search: LoopThread[Any] = LoopThread(work, name="assay-harness")
     seen: set[tuple[int, str]] = set()
 
     def write(batch: list[Any]) -> None:

@@ -13,17 +13,12 @@ Imported as `labeling.services.judges` (not re-exported by `labeling.services`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import queue
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
@@ -52,6 +47,7 @@ from assay.judge.prompt import (
     query_hash,
     response_format,
 )
+from assay.loop_thread import LoopThread
 from assay.secrets import SecretEnvError
 from labeling.models import (
     Candidate,
@@ -456,50 +452,6 @@ def _answered(job: JudgeJob, pairs: _Pairs, answered: Sequence[tuple[JudgeJobIte
     _settle(job, [(item, stored[pairs.keys[item.pk]]) for item, _, _ in answered], cached=False)
 
 
-class _Calls:
-    """The client's event loop in its own thread; each reply is handed back through a queue so this
-    thread (which owns the database connection) stores it at once. `cancel` stops the requests."""
-
-    def __init__(self, calls: Sequence[Call], endpoint: Endpoint) -> None:
-        self.replies: queue.SimpleQueue[Reply | None] = queue.SimpleQueue()  # None: the calls ended
-        self.loop = asyncio.new_event_loop()
-        self.error: BaseException | None = None
-        self.task: asyncio.Future[Any] | None = None
-        self.thread = threading.Thread(target=self._run, args=(calls, endpoint), daemon=True)
-
-    def _run(self, calls: Sequence[Call], endpoint: Endpoint) -> None:
-        try:
-            self.task = self.loop.create_task(judge_all(calls, endpoint, on_reply=self.replies.put))
-            self.loop.run_until_complete(self.task)
-        except asyncio.CancelledError:
-            pass
-        except BaseException as exc:  # handed to the chunk, which records it on the unfinished items
-            self.error = exc
-        finally:
-            self.loop.close()
-            self.replies.put(None)
-
-    def arrived(self, most: int, *, wait: float) -> tuple[list[Reply], bool]:
-        """The replies arrived meanwhile (waiting up to `wait` for the first; at most `most`, stored together)
-        and whether the calls have ended. The end is a mark in the queue, so the reader learns it the moment
-        the last reply is handed over, not a `wait` later (a 123-pair job waited out 50 ms of it)."""
-        replies: list[Reply] = []
-        with contextlib.suppress(queue.Empty):
-            reply = self.replies.get(timeout=wait)
-            while reply is not None:
-                replies.append(reply)
-                if len(replies) == most:
-                    return replies, False
-                reply = self.replies.get_nowait()
-            return replies, True
-        return replies, False
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing left to stop
-                self.loop.call_soon_threadsafe(self.task.cancel)
-
-
 @dataclass(frozen=True, slots=True)
 class _Hold:
     """A chunk delivery's hold on its job: every write is conditional on `token`, so a delivery whose hold
@@ -585,8 +537,13 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> b
             done=True, failure=f"judge cannot be called: {exc}"
         )
         return True
-    calls = _Calls([pairs.call(item) for item in todo], endpoint)
-    calls.thread.start()
+    # The client's event loop in its own thread; each reply is handed back so this thread (which owns the
+    # database connection) stores it at once.
+    asked = [pairs.call(item) for item in todo]
+    calls: LoopThread[Reply] = LoopThread(
+        lambda put: judge_all(asked, endpoint, on_reply=put), name="assay-judge"
+    )
+    calls.start()
     last_check = time.monotonic()
     try:
         ended = False
@@ -602,7 +559,7 @@ def _judge_items(job: JudgeJob, items: Sequence[JudgeJobItem], hold: _Hold) -> b
                     return False
     finally:
         calls.cancel()
-        calls.thread.join(30)
+        calls.join(30)
     if calls.error is not None:
         raise calls.error
     return True
