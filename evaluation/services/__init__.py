@@ -44,6 +44,7 @@ from evaluation.services.baselines import (
 from evaluation.services.budgets import budgets_set
 from evaluation.services.chunks import (
     PROGRESS_EVERY_S,
+    READ_MOST,
     TOUCH_EVERY_S,
     WRITE_BATCH,
     WRITE_EVERY_S,
@@ -221,6 +222,7 @@ __all__ = [
     "OPTIONS",
     "PROGRESS_EVERY_S",
     "QUEUED_GRACE",
+    "READ_MOST",
     "SECOND_TAB",
     "SENT",
     "STALL_AFTER",
