@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
 from tests.browser.site import DRAWN, KEYS, PAGES, ROLE_PAGES, USERS, Site
+from tests.browser.tabs import loaded, new_tabs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,29 +37,43 @@ def described(violations: list[dict[str, Any]]) -> str:
     )
 
 
-@pytest.mark.parametrize("role", list(ROLE_PAGES))
+# The pages of each role in parts of at most `PART`, a test each: the site is built once for a part (a test
+# per page rebuilt it fifty times, most of the module's minutes), and the reviewer's forty-odd pages are
+# shared between pytest-xdist's workers rather than one test of a minute.
+PART = 15
+PARTS = {
+    f"{role}-{i // PART + 1}": (role, names[i : i + PART])
+    for role, names in ROLE_PAGES.items()
+    for i in range(0, len(names), PART)
+}
+
+
+def test_the_parts_hold_every_page_of_every_role_once() -> None:
+    for role, names in ROLE_PAGES.items():
+        assert [name for r, part in PARTS.values() if r == role for name in part] == names
+
+
+@pytest.mark.parametrize(("role", "names"), list(PARTS.values()), ids=list(PARTS))
 def test_no_page_of_the_role_has_an_accessibility_violation(
-    browser: Browser, live_server: Any, session_for: Session, site: Site, role: str
+    browser: Browser, live_server: Any, session_for: Session, site: Site, role: str, names: list[str]
 ) -> None:
-    # One test per role, every page of the role in it: the site is built once for all of them (a test per
-    # page rebuilt it fifty times, most of the module's minutes). Every page is checked, then all are told.
+    # Every page of the part is checked, then all are told.
     context = browser.new_context()
     failures: list[str] = []
     try:
         if role in USERS:
             session_for(context, USERS[role])
-        for name in ROLE_PAGES[role]:
-            page = context.new_page()
-            page.goto(f"{live_server.url}{PAGES[name](site)}")
-            page.wait_for_load_state("networkidle")
-            if name in DRAWN:
-                page.locator(DRAWN[name]).first.wait_for()
-            if name in KEYS:
-                page.keyboard.press(KEYS[name])
-            violations = axe_violations(page)
-            if violations:
-                failures.append(f"{role}'s {name} page ({page.url}):\n{described(violations)}")
-            page.close()
+        tabs = new_tabs(context, 30_000)
+        for batch in (names[i : i + len(tabs)] for i in range(0, len(names), len(tabs))):
+            urls = [f"{live_server.url}{PAGES[name](site)}" for name in batch]
+            for name, (page, _, _) in zip(batch, loaded(tabs, urls), strict=True):
+                if name in DRAWN:
+                    page.locator(DRAWN[name]).first.wait_for()
+                if name in KEYS:
+                    page.keyboard.press(KEYS[name])
+                violations = axe_violations(page)
+                if violations:
+                    failures.append(f"{role}'s {name} page ({page.url}):\n{described(violations)}")
     finally:
         context.close()
     assert not failures, "\n".join(failures)

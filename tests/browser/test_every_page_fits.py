@@ -26,6 +26,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from tests import factories
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
 from tests.browser.site import PAGES, ROLE_PAGES, USERS, Site
+from tests.browser.tabs import loaded, new_tabs
 from tests.support.runs import RunFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -100,6 +101,14 @@ MISALIGNED = """(() => {
   const said = `the flash banner starts at ${Math.round(a)} px, the content at ${Math.round(b)}`;
   return Math.abs(a - b) > 1 ? [said] : [];
 })()"""
+# Resolves once the page has drawn twice (at a new width, laid out again).
+TWO_FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# Every check at once, in one script (one round trip to the browser, not six a width).
+PROBLEMS = f"""(() => {{
+  const [width, screen] = [document.documentElement.scrollWidth, window.innerWidth];
+  const wide = width > screen ? [`the page is ${{width}} px wide: ${{({SPILLING}).join(", ")}}`] : [];
+  return [...wide, ...{TABLES}, ...{OVERLAPS}, ...{ENABLED_LOOKING}, ...{MISALIGNED}];
+}})()"""
 
 
 @pytest.fixture(name="crowded")
@@ -136,42 +145,42 @@ def links(page: Page, origin: str) -> list[str]:
 
 def problems(page: Page) -> list[str]:
     """What does not fit on the page at its current width."""
-    found: list[str] = []
-    width, screen = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-    if width > screen:
-        found.append(f"the page is {width} px wide: {', '.join(page.evaluate(SPILLING))}")
-    found += page.evaluate(TABLES)
-    found += page.evaluate(OVERLAPS)
-    found += page.evaluate(ENABLED_LOOKING)
-    found += page.evaluate(MISALIGNED)
+    found: list[str] = page.evaluate(PROBLEMS)
     return found
 
 
-def crawl(page: Page, origin: str, start: list[str]) -> tuple[list[str], list[str]]:
+def crawl(context: BrowserContext, origin: str, start: list[str]) -> tuple[list[str], list[str]]:
     """Open every page reachable from `start`, once per shape, at each width; the pages opened and
-    what did not fit on them."""
+    what did not fit on them.
+
+    Breadth first, a batch of the queue's next pages at a time, loaded side by side (tests/browser/tabs.py)
+    and then taken in queue order: the pages opened, and their order, are those of one tab opening them one
+    by one."""
+    tabs = new_tabs(context, 15_000)
     queue, seen = list(start), set()
     opened: list[str] = []
     failures: list[str] = []
     while queue and len(opened) < LIMIT:
-        url = queue.pop(0)
-        if shape(url) in seen:
-            continue
-        seen.add(shape(url))
-        page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
-        response = page.goto(url)
-        if response is None or "text/html" not in response.headers.get("content-type", ""):
-            continue
-        if response.status >= 500:
-            failures.append(f"{url}: {response.status}")
-            continue
-        page.wait_for_load_state("networkidle")
-        opened.append(url)
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": HEIGHT})
-            page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
-            failures += [f"{url} at {width} px: {problem}" for problem in problems(page)]
-        queue += [link for link in links(page, origin) if shape(link) not in seen]
+        batch: list[str] = []
+        while queue and len(batch) < min(len(tabs), LIMIT - len(opened)):
+            url = queue.pop(0)
+            if shape(url) not in seen:
+                seen.add(shape(url))
+                batch.append(url)
+        for tab in tabs:
+            tab.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+        for tab, url, response in loaded(tabs, batch):
+            if response is None or "text/html" not in response.headers.get("content-type", ""):
+                continue
+            if response.status >= 500:
+                failures.append(f"{url}: {response.status}")
+                continue
+            opened.append(url)
+            for width in WIDTHS:
+                tab.set_viewport_size({"width": width, "height": HEIGHT})
+                tab.evaluate(TWO_FRAMES)
+                failures += [f"{url} at {width} px: {problem}" for problem in problems(tab)]
+            queue += [link for link in links(tab, origin) if shape(link) not in seen]
     return opened, failures
 
 
@@ -182,10 +191,8 @@ def test_every_page_the_role_reaches_fits_a_phone_and_a_desktop(
     context = browser.new_context()
     try:
         session_for(context, USERS[role])
-        page = context.new_page()
-        page.set_default_timeout(15_000)
         tour = [f"{live_server.url}{PAGES[name](crowded)}" for name in ROLE_PAGES[role]]
-        opened, failures = crawl(page, live_server.url, [f"{live_server.url}/", *tour])
+        opened, failures = crawl(context, live_server.url, [f"{live_server.url}/", *tour])
     finally:
         context.close()
     assert {shape(url) for url in tour} <= {shape(url) for url in opened}, "the crawl stopped short"

@@ -18,7 +18,7 @@ from evaluation.services.experiments import experiment_cancel, experiment_create
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply
-from tests.support.workers import StartWorker, start_worker, wait_for  # noqa: F401  (fixture)
+from tests.support.workers import StartWorker, start_worker, swept, wait_for  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.integration,
@@ -70,7 +70,9 @@ def test_a_killed_worker_loses_nothing_and_a_second_worker_finishes_the_experime
     assert at_kill < experiment.total, "the first worker finished before it could be killed"
 
     start_worker("w2", beat=True)
-    wait_for(lambda: _final(experiment), "the second worker to finish the experiment", 90)
+    # The sweeper sends the lost chunks once their leases run out (beat's every 15 s; here every second,
+    # tests/support/workers.py's `swept`).
+    wait_for(swept(lambda: _final(experiment)), "the second worker to finish the experiment", 90)
     print(f"\nexperiment {experiment.pk} finished {time.monotonic() - killed_at:.1f}s after the kill")
 
     assert experiment.status == Status.SUCCEEDED, experiment.error_message

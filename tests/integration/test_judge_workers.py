@@ -28,7 +28,7 @@ from labeling.services.done import assignment_done
 from tests import factories
 from tests.support.judge_stub import graded, judge_key, judge_settings, judge_stub, user_message
 from tests.support.stub_server import StubServer
-from tests.support.workers import WAIT_S, StartWorker
+from tests.support.workers import WAIT_S, StartWorker, swept
 
 pytestmark = [
     pytest.mark.integration,
@@ -94,9 +94,10 @@ def test_a_killed_worker_loses_no_pair_and_asks_for_no_stored_answer_again(
 
     killed_at = time.monotonic()
     start_worker("w2", beat=True)
-    # Within a minute of the kill: the stall is seen 30 s after the last heartbeat, at beat's next tick.
+    # Within a minute of the kill: the stall is seen 30 s after the last heartbeat, at the sweeper's next
+    # tick (beat's every 15 s; here every second, tests/support/workers.py's `swept`).
     _wait(
-        lambda: _status(job) in JudgeJob.FINAL,
+        swept(lambda: _status(job) in JudgeJob.FINAL),
         "the second worker to finish the job",
         60 - (time.monotonic() - killed_at),
     )

@@ -28,7 +28,7 @@ from tests.support.runs import (
     run_finished,
 )
 from tests.support.stub_server import StubServer, hits_reply
-from tests.support.workers import StartWorker, Worker, wait_for
+from tests.support.workers import StartWorker, Worker, swept, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -149,8 +149,9 @@ def test_a_one_chunk_runs_killed_worker_is_noticed_by_its_lease_and_a_second_wor
     at_kill = set(QueryRunResult.objects.filter(run=run).values_list("query_id", flat=True))
     assert len(at_kill) < ONE_CHUNK, "the first worker finished before it could be killed"
     second = start_worker("w2", beat=True)
-    # The lease runs out 15-20 s after its last renewal and beat's sweeper (every 15 s) sends the chunk.
-    wait_for(lambda: run_finished(run), "the second worker to finish the run", 60)
+    # The lease runs out 15-20 s after its last renewal and the sweeper sends the chunk (beat's every 15 s;
+    # here every second, tests/support/workers.py's `swept`).
+    wait_for(swept(lambda: run_finished(run)), "the second worker to finish the run", 60)
 
     assert run.status == Status.SUCCEEDED, run.error_message
     (lease,) = ChunkLease.objects.filter(run=run)

@@ -42,6 +42,30 @@ def wait_for(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
+# What beat sends every 15 s (config/settings.py's CELERY_BEAT_SCHEDULE) to move a lost worker's work.
+SWEEPS = ("evaluation.runs_sweep", "evaluation.experiments_sweep", "labeling.judge_jobs_sweep")
+
+
+def swept(predicate: Callable[[], Any], every: float = 1.0) -> Callable[[], Any]:
+    """The predicate, sending the sweeps through the broker at most every `every` seconds as it is polled:
+    a lost worker's work moves within a second of its lease (or heartbeat) running out, not at beat's next
+    tick up to 15 s later. For the tests of what the sweep recovers; beat's own timing, the promise of
+    docs/runs.md ("Worker loss"), is tests/integration/test_runs_workers.py's killed-worker test's, which
+    leaves the sweeps to beat."""
+    from config.celery import app
+
+    sent = [-every]
+
+    def check() -> Any:
+        if time.monotonic() - sent[0] >= every:
+            for task in SWEEPS:
+                app.send_task(task)
+            sent[0] = time.monotonic()
+        return predicate()
+
+    return check
+
+
 class Worker:
     """One `celery worker` process (its own process group, so SIGKILL takes its pool children too), with
     beat embedded when `beat` (the periodic tasks, the sweeper's among them, as a deployment's beat sends
