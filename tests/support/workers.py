@@ -42,23 +42,24 @@ def wait_for(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
-# What beat sends every 15 s (config/settings.py's CELERY_BEAT_SCHEDULE) to move a lost worker's work.
-SWEEPS = ("evaluation.runs_sweep", "evaluation.experiments_sweep", "labeling.judge_jobs_sweep")
-
-
 def swept(predicate: Callable[[], Any], every: float = 1.0) -> Callable[[], Any]:
     """The predicate, sending the sweeps through the broker at most every `every` seconds as it is polled:
     a lost worker's work moves within a second of its lease (or heartbeat) running out, not at beat's next
     tick up to 15 s later. For the tests of what the sweep recovers; beat's own timing, the promise of
     docs/runs.md ("Worker loss"), is tests/integration/test_runs_workers.py's killed-worker test's, which
     leaves the sweeps to beat."""
+    from django.conf import settings
+
     from config.celery import app
 
+    # What beat sends every 15 s to move a lost worker's work (config/settings.py).
+    tasks = [str(entry["task"]) for entry in settings.CELERY_BEAT_SCHEDULE.values()]
+    sweeps = [task for task in tasks if task.endswith("_sweep")]
     sent = [-every]
 
     def check() -> Any:
         if time.monotonic() - sent[0] >= every:
-            for task in SWEEPS:
+            for task in sweeps:
                 app.send_task(task)
             sent[0] = time.monotonic()
         return predicate()
