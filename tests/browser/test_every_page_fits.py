@@ -9,6 +9,12 @@ opened once per shape (its path with the numbers taken out, and the names of its
 hundred runs or a list's every sort cost one visit each, and the crawl stops at `LIMIT` pages. A page
 another helper adds later is found the same way, through the link that leads to it.
 
+Each role's crawl is two tests, so that the two pytest workers share them: the app's own pages (every
+link but Django's admin site) and Django's admin site (from /admin/, its links only). A page of the admin
+site is one shape whatever its query string (its filters and sorts multiply the addresses, not the
+layouts: with them the admin's crawl reached 1,142 shapes). A crawl that reaches `LIMIT` fails, so what
+it leaves out is never silent.
+
 The site carries more than tests/browser/site.py's: several finished runs of the target with their params
 (the trend's table and charts), so every page has the content that made it wide before.
 """
@@ -34,7 +40,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 Session = Callable[[BrowserContext, str], None]
 WIDTHS = (390, 1366)
 HEIGHT = 844
-LIMIT = 160  # pages per role: far above what the roles reach today, a bound should links multiply
+LIMIT = (
+    400  # pages per crawl: above what any reaches today (a test fails at it), a bound should links multiply
+)
+ADMIN_SITE = "/admin/"  # Django's admin site: its own crawl (the module docstring says why)
 # Links the crawl never follows: signing out, Django admin's deletion and log-out pages, the JSON API and
 # its schema (Swagger UI itself is a page), files.
 SKIPPED = re.compile(r"/logout/|/delete/|/api/(?!docs/)|/static/|/media/|/download|\.(json|jsonl|csv|zip)$")
@@ -124,8 +133,11 @@ def shape(url: str) -> str:
     """What makes two addresses the same page for the crawl: the path with every number replaced, and the
     names in its query string (not their values; a list's page number left out)."""
     parts = urlsplit(url)
+    path = re.sub(r"/\d+/", "/N/", parts.path)
+    if path.startswith(ADMIN_SITE):  # the admin site's filters and sorts: the same page laid out again
+        return path
     names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)} - {"page"})
-    return re.sub(r"/\d+/", "/N/", parts.path) + ("?" + "&".join(names) if names else "")
+    return path + ("?" + "&".join(names) if names else "")
 
 
 def links(page: Page, origin: str) -> list[str]:
@@ -149,9 +161,12 @@ def problems(page: Page) -> list[str]:
     return found
 
 
-def crawl(context: BrowserContext, origin: str, start: list[str]) -> tuple[list[str], list[str]]:
+def crawl(
+    context: BrowserContext, origin: str, start: list[str], admin_site: bool = False
+) -> tuple[list[str], list[str]]:
     """Open every page reachable from `start`, once per shape, at each width; the pages opened and
-    what did not fit on them.
+    what did not fit on them. With `admin_site` only Django's admin site is followed, without it
+    everything else.
 
     Breadth first, a batch of the queue's next pages at a time, loaded side by side (tests/browser/tabs.py)
     and then taken in queue order: the pages opened, and their order, are those of one tab opening them one
@@ -180,21 +195,29 @@ def crawl(context: BrowserContext, origin: str, start: list[str]) -> tuple[list[
                 tab.set_viewport_size({"width": width, "height": HEIGHT})
                 tab.evaluate(TWO_FRAMES)
                 failures += [f"{url} at {width} px: {problem}" for problem in problems(tab)]
-            queue += [link for link in links(tab, origin) if shape(link) not in seen]
+            queue += [
+                link
+                for link in links(tab, origin)
+                if shape(link) not in seen and shape(link).startswith(ADMIN_SITE) == admin_site
+            ]
     return opened, failures
 
 
+@pytest.mark.parametrize("admin_site", [False, True], ids=["app", "admin-site"])
 @pytest.mark.parametrize("role", ["rater", "reviewer", "admin"])
 def test_every_page_the_role_reaches_fits_a_phone_and_a_desktop(
-    browser: Browser, live_server: Any, session_for: Session, crowded: Site, role: str
+    browser: Browser, live_server: Any, session_for: Session, crowded: Site, role: str, admin_site: bool
 ) -> None:
     context = browser.new_context()
     try:
         session_for(context, USERS[role])
         tour = [f"{live_server.url}{PAGES[name](crowded)}" for name in ROLE_PAGES[role]]
-        opened, failures = crawl(context, live_server.url, [f"{live_server.url}/", *tour])
+        tour = [url for url in tour if shape(url).startswith(ADMIN_SITE) == admin_site]
+        home = f"{live_server.url}{ADMIN_SITE if admin_site else '/'}"
+        opened, failures = crawl(context, live_server.url, [home, *tour], admin_site)
     finally:
         context.close()
+    assert len(opened) < LIMIT, f"the crawl stopped at LIMIT ({LIMIT} pages) with pages left: raise it"
     assert {shape(url) for url in tour} <= {shape(url) for url in opened}, "the crawl stopped short"
     assert not failures, "\n".join(failures)
 
