@@ -152,3 +152,16 @@ def test_the_worker_starts_without_its_banner_or_the_root_warning(tmp_path: Path
         _until(answers, proc, log)
     text = log.read_text(errors="replace")
     assert "superuser" not in text and "-------------- celery@" not in text and "[queues]" not in text, text
+
+
+@pytest.mark.parametrize(
+    "ports",
+    [(8765, 8765, 8766), (8766, 8765, 8766), (8000, 8001, 8001)],
+    ids=["search", "judge", "both-demo"],
+)
+def test_two_servers_on_one_port_are_refused_before_anything_starts(ports: tuple[int, int, int]) -> None:
+    from django.core.management.base import CommandError
+
+    port, search_port, judge_port = ports
+    with pytest.raises(CommandError, match="two servers on one port"):
+        call_command("runstack", port=port, search_port=search_port, judge_port=judge_port, no_demo_runs=True)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from demo.judge_service import DEFAULT_PORT as JUDGE_PORT
 from demo.serving import WORKER_PROCESSES
@@ -105,6 +105,13 @@ class Command(BaseCommand):
         no_demo_runs: bool,
         **options: Any,
     ) -> None:
+        ports = {"web": port, "the demo search service": search_port, "the judge stand-in": judge_port}
+        if len(set(ports.values())) < len(ports):
+            shared = ", ".join(f"{name} {number}" for name, number in ports.items())
+            raise CommandError(
+                f"two servers on one port ({shared}): pick another PORT for `make run`, or set "
+                "ASSAY_DEMO_SEARCH_URL / ASSAY_DEMO_JUDGE_URL to other ports (README, 'Configuration')"
+            )
         python = sys.executable
         site = f"http://{host}:{port}"
         search = f"http://127.0.0.1:{search_port}"
