@@ -19,8 +19,9 @@ Every report that scores a resolved golden file shows `unresolved`; nothing leav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -107,19 +108,6 @@ def _check_live(live: Mapping[str, str]) -> dict[str, str]:
     return owner
 
 
-def _natural_memo() -> Callable[[str], tuple[Any, ...]]:
-    """`natural_key`, computed once per distinct value (doc ids recur from query to query)."""
-    memo: dict[str, tuple[Any, ...]] = {}
-
-    def key(value: str) -> tuple[Any, ...]:
-        found = memo.get(value)
-        if found is None:
-            found = memo[value] = natural_key(value)
-        return found
-
-    return key
-
-
 def _layout(golden: GoldenFile) -> tuple[tuple[int, ...], frozenset[int]]:
     """(the queries holding a keyed judgment, the queries whose doc ids are not strictly in natural order):
     the only queries `resolve_keys` may change under a map that gives every key its recorded id."""
@@ -165,7 +153,7 @@ def resolve_keys(golden: GoldenFile, live: Mapping[str, str]) -> ResolvedGolden:
     remapped: list[Remap] = []
     queries = list(golden.queries)
     changed = False
-    natural = _natural_memo()
+    natural = cache(natural_key)  # once per distinct doc id (they recur from query to query)
     for i in sorted(todo):
         query = queries[i]
 
