@@ -8,8 +8,8 @@ to running between times): no baseline (what a first run of a set pays: the gate
 itself) and against a baseline (another such run promoted: every change with its bootstrap interval and
 randomization p-value). Finalize's steps are then timed one by one, each as finalize runs it (the
 collector paused). The golden version is parsed once before timing, as in a worker that ran one of the
-run's chunks. Runs in a scratch database
-(`bench_runs.scratch_database`); the broker is REDIS_URL's database, flushed before and after.
+run's chunks. Runs in a scratch database (`bench_runs.scratch_database`); the broker is REDIS_URL's
+database, flushed before and after.
 """
 
 from __future__ import annotations
