@@ -237,3 +237,51 @@ class GitExport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.version} -> {self.tag} ({self.status})"
+
+
+class GoldenImport(models.Model):
+    """One golden-file import into a set (docs/labeling.md, "Imports"): previewed, then applied, perhaps
+    undone. While previewed it holds the file (and its topics file) so that the confirmation writes
+    exactly what was previewed without a second upload; once applied or discarded the bytes are dropped,
+    and it keeps who, when, the file's name, format, options, counts and, in `undo`, the state before it
+    of everything it wrote (`golden_io.services.imports`)."""
+
+    class Status(models.TextChoices):
+        PREVIEWED = "previewed"  # checked and shown; nothing written yet
+        APPLIED = "applied"
+        UNDONE = "undone"
+        DISCARDED = "discarded"  # a preview that was never confirmed (replaced, cancelled or expired)
+
+    class Mode(models.TextChoices):
+        MERGE = "merge", "Merge: change only the labels the file names"
+        REPLACE = "replace", "Replace: the set's labels become exactly the file's"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="imports")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PREVIEWED)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.MERGE)
+    source = models.CharField(max_length=500, help_text="the uploaded file's name")
+    format = models.CharField(max_length=30, default="golden")
+    # The reading options as given: {"scale": [min, max] | null, "map": [[from, to], ...], "topics": name}
+    options = models.JSONField(default=dict, blank=True)
+    data = models.BinaryField(default=b"", blank=True)
+    topics_data = models.BinaryField(default=b"", blank=True)
+    # The previewed changes' digest: a confirmation writes only when the file still makes exactly them.
+    digest = models.CharField(max_length=64, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    undo = models.JSONField(default=dict, blank=True)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    applied = models.DateTimeField(null=True, blank=True)
+    undone = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["golden_set", "status", "-applied"], name="golden_import_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.golden_set.slug}: {self.source} ({self.mode}, {self.status})"

@@ -33,6 +33,23 @@ _HEADER = "version, k, relevant_min_grade, scale, rubric"
 _QUERY = "locale, traffic_band, failure_mode, weight, tier, expect_empty, critical, tags"
 _JUDGMENT = "judgment keys and sources"
 
+# A golden query's fields (assay.golden.model.GoldenQuery) besides its id and judgments, in the file's
+# order: what an import may change on a query of the set. A format `carries` those it can hold; the rest
+# it cannot, and an import keeps the set's values (docs/labeling.md, "Imports").
+QUERY_FIELDS = (
+    "text",
+    "locale",
+    "filters",
+    "stratum",
+    "traffic_band",
+    "failure_mode",
+    "weight",
+    "tier",
+    "expect_empty",
+    "critical",
+    "tags",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class JudgmentFormat:
@@ -47,6 +64,8 @@ class JudgmentFormat:
     lossless: bool = False
     # Whether the format names queries by their text alone (their ids are made up: q-0001 ...).
     by_text: bool = False
+    # The query fields (QUERY_FIELDS) it holds; every other one is in `loses`.
+    carries: tuple[str, ...] = ("text",)
 
     @property
     def read(self) -> Reader | None:
@@ -67,6 +86,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             "golden:write_golden",
             loses="nothing",
             lossless=True,
+            carries=QUERY_FIELDS,
         ),
         JudgmentFormat(
             "golden-jsonl",
@@ -75,6 +95,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             "golden:write_golden_jsonl",
             loses="nothing",
             lossless=True,
+            carries=QUERY_FIELDS,
         ),
         JudgmentFormat(
             "quepid-csv",
@@ -112,6 +133,7 @@ FORMATS: dict[str, JudgmentFormat] = {
             loses=f"query ids (a group is named by it, read back as q-0001 ...), {_QUERY}; {_HEADER}; "
             f"{_JUDGMENT}; on import, query group names and templates",
             by_text=True,
+            carries=("text", "filters", "stratum"),
         ),
         JudgmentFormat(
             "trec-qrels",

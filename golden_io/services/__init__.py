@@ -7,8 +7,8 @@ two freezes at once are serialised: the second sees the first as its parent and 
 nothing, not even the tiers it would have moved. A freeze whose content is its parent's is refused
 (`FreezeUnchanged`): a version is a change, never a new name for the same labels.
 
-One module per part: `freeze`, `imports` (the golden-file import), `exports` (git), `rejudge`. Every
-public name is re-exported here (docs/architecture.md, "Inside each app"), so callers write
+One module per part: `freeze`, `imports` (the golden-file import) and `import_undo`, `exports` (git),
+`rejudge`. Every public name is re-exported here (docs/architecture.md, "Inside each app"), so callers write
 `services.golden_version_freeze(...)` whichever module it lives in.
 """
 
@@ -30,27 +30,57 @@ from golden_io.services.freeze import (
     not_done_text,
     version_name_next,
 )
+from golden_io.services.import_undo import (
+    UndoPlan,
+    golden_import_undo,
+    import_history,
+    import_undo_plan,
+    import_undoable,
+)
 from golden_io.services.imports import (
+    MERGE,
+    REPLACE,
+    FieldChange,
+    ImportChanges,
+    LabelChange,
+    format_of,
     golden_import,
     golden_import_check,
+    golden_import_confirm,
+    golden_import_discard,
+    golden_import_preview,
     too_many_queries,
 )
 from golden_io.services.rejudge import RequeueReport, stale_requeue
 
 __all__ = [
+    "MERGE",
     "REJUDGE_SYSTEM",
+    "REPLACE",
     "ExportConfigError",
+    "FieldChange",
     "FreezeBlocked",
     "FreezeError",
     "FreezeUnchanged",
+    "ImportChanges",
+    "LabelChange",
     "RequeueReport",
+    "UndoPlan",
     "export_author",
     "export_message",
+    "format_of",
     "git_export_configure",
     "golden_import",
     "golden_import_check",
+    "golden_import_confirm",
+    "golden_import_discard",
+    "golden_import_preview",
+    "golden_import_undo",
     "golden_version_export",
     "golden_version_freeze",
+    "import_history",
+    "import_undo_plan",
+    "import_undoable",
     "not_done_text",
     "stale_requeue",
     "too_many_queries",

@@ -47,7 +47,7 @@ def test_it_imports_a_golden_file_as_the_sets_frozen_labels(gset: GoldenSet, doc
     report = golden_import(golden_set=gset, data=data, source="golden.json")
     assert report.ok, report.problems
     assert report.counts["queries created"] == 2
-    assert report.counts["frozen labels"] == 3
+    assert report.counts["labels added"] == 3
     q1 = Query.objects.get(external_id="q-1")
     assert (q1.stratum, q1.weight, q1.critical, q1.filters) == ("billing", 12.0, True, {"product": "billing"})
     assert Query.objects.get(external_id="q-2").tier == "shadow"
@@ -66,13 +66,13 @@ def test_it_imports_a_golden_file_as_the_sets_frozen_labels(gset: GoldenSet, doc
     assert Candidate.objects.filter(query=q1).first().provenance == [{"system": "judged", "rank": None}]  # type: ignore[union-attr]
 
 
-def test_a_new_golden_file_replaces_the_frozen_labels(gset: GoldenSet, docs: None) -> None:
+def test_a_golden_file_imported_to_replace_makes_the_frozen_labels_its_own(gset: GoldenSet, docs: None) -> None:
     golden_import(golden_set=gset, data=golden_file(golden_query("q-1", ("d1", 3), ("d2", 1))), source="v1")
     v2 = json.dumps(
         {"version": "2026-09-01", "k": 10, "queries": [golden_query("q-1", ("d1", 2), text="new text")]}
     ).encode()
-    report = golden_import(golden_set=gset, data=v2, source="v2")
-    assert report.counts["previous frozen labels replaced"] == 2
+    report = golden_import(golden_set=gset, data=v2, source="v2", mode="replace")
+    assert (report.counts["labels changed"], report.counts["labels removed"]) == (1, 1)
     assert list(FrozenLabel.objects.values_list("document__doc_id", "grade", "version")) == [
         ("d1", 2, "2026-09-01")
     ]
@@ -92,9 +92,13 @@ def test_it_imports_a_querys_traffic_band_and_failure_mode_apart_from_its_stratu
         ("q-2", "", "", ""),
     ]
 
-    # The file is authoritative: a band or failure mode it no longer gives is gone.
-    report = golden_import(golden_set=gset, data=golden_file(golden_query("q-1", ("d1", 3))), source="v2")
-    assert report.counts["queries updated"] == 1
+    # Merged, a band or failure mode the file leaves empty is kept; replacing, it is gone.
+    again = golden_file(golden_query("q-1", ("d1", 3)))
+    report = golden_import(golden_set=gset, data=again, source="v2")
+    assert report.counts["query fields changed"] == 0
+    assert Query.objects.filter(external_id="q-1", traffic_band="tail", failure_mode="typo").exists()
+    report = golden_import(golden_set=gset, data=again, source="v2", mode="replace")
+    assert report.counts["query fields changed"] == 3  # stratum, traffic band, failure mode
     assert Query.objects.filter(external_id="q-1", traffic_band="", failure_mode="").exists()
 
     bad = golden_import(
@@ -306,7 +310,7 @@ def test_the_command_has_no_web_query_limit(
     path = tmp_path / "golden.json"
     path.write_bytes(golden_file(golden_query("q-1", ("d1", 3)), golden_query("q-2", ("d2", 1))))
 
-    call_command("import_golden", gset.slug, str(path), stdout=StringIO())
+    call_command("import_golden", gset.slug, str(path), "--yes", stdout=StringIO())
 
     assert Query.objects.filter(golden_set=gset).count() == 2
 
@@ -341,9 +345,9 @@ def test_the_import_golden_command_reports_and_fails_loudly(
     path = tmp_path / "golden.json"
     path.write_bytes(golden_file(golden_query("q-1", ("d1", 3))))
     out = StringIO()
-    call_command("import_golden", "hc", str(path), stdout=out)
-    assert "frozen labels: 1" in out.getvalue()
+    call_command("import_golden", "hc", str(path), "--yes", stdout=out)
+    assert "labels added: 1" in out.getvalue()
     path.write_bytes(golden_file(golden_query("q-2", ("doc-404", 3))))
     with pytest.raises(CommandError, match="doc-404 is not a document of golden set hc"):
-        call_command("import_golden", "hc", str(path), stdout=StringIO())
+        call_command("import_golden", "hc", str(path), "--yes", stdout=StringIO())
     assert list(Query.objects.values_list("external_id", flat=True)) == ["q-1"]

@@ -102,10 +102,11 @@ def test_the_source_survives_the_git_export_and_a_golden_file_import(
     report = services.golden_import(golden_set=golden_set, data=exported, source="help.json")
 
     assert report.ok
-    # The file names no judge: the label is the judge's, which judge is the version's record.
+    # Merged, the file changes nothing: the label stays the judge's, with which judge gave it.
+    assert report.counts["labels changed"] == 0
     assert _frozen(golden_set) == {
         docs[0].doc_id: (3, "human", None, ""),
-        docs[1].doc_id: (2, "judge", None, ""),
+        docs[1].doc_id: (2, "judge", judge.pk, "judge m1"),
     }
     # Frozen again with nothing changed: the same content, so the freeze is refused as unchanged.
     with pytest.raises(services.FreezeUnchanged):

@@ -49,7 +49,7 @@ def test_a_golden_set_is_built_from_the_command_line(
     golden = tmp_path / "golden.json"
     query = {"id": "q1", "text": "refund", "locale": "en-US", "judgments": [{"doc_id": "d3", "grade": 2}]}
     golden.write_text(json.dumps({"version": "v1", "k": 5, "queries": [query]}))
-    assert "frozen labels: 1" in _call("import_golden", "cli-set", str(golden))
+    assert "labels added: 1" in _call("import_golden", "cli-set", str(golden), "--yes")
     run = tmp_path / "bm25.run"
     run.write_text("q1 Q0 d1 1 3.0 bm25\nq1 Q0 d2 2 2.0 bm25\n")
     assert "candidates added: 2" in _call("build_pools", "cli-set", "--run", str(run))
