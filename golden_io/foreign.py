@@ -26,6 +26,9 @@ class JudgmentsFormat:
     mapping: Mapping[float, int] = field(default_factory=dict)
     # trec-qrels: the topics file (`qid<TAB>text`), as its name and its bytes.
     topics: tuple[str, bytes] | None = None
+    # What the scale and the map are called where they were given (the page's fields; the command's
+    # options), for the problems' words.
+    names: tuple[str, str] = ("Scale", "Map")
 
 
 GOLDEN = JudgmentsFormat()
@@ -46,13 +49,13 @@ def golden_from_format(
     scale = Scale(rubric.scale_min, rubric.scale_max)
     for raw, grade in fmt.mapping.items():
         if grade not in scale:
-            report.add("map", f"{raw:g}={grade}: {grade} is not a grade on the rubric's scale {scale}", "map")
+            report.add("Map", f"{raw:g}={grade}: {grade} is not a grade on the rubric's scale {scale}", "map")
     if not report.ok:
         return None
     read = FORMATS[fmt.name].read
     assert read is not None
     options = Options(
-        grades=GradeReading(target=scale, source=fmt.scale, mapping=fmt.mapping),
+        grades=GradeReading(target=scale, source=fmt.scale, mapping=fmt.mapping, names=fmt.names),
         data=data,
         topics=Path(PurePath(fmt.topics[0]).name or "topics") if fmt.topics else None,
         topics_data=fmt.topics[1] if fmt.topics else None,
@@ -62,8 +65,9 @@ def golden_from_format(
     try:
         golden = read(Path(PurePath(source).name or "upload"), options).golden
     except ConvertError as exc:
-        for said in exc.problems:
-            report.add("", said, "format")
+        # Where each problem is (the file and its line or JSON path), when the reader said it apart.
+        for file, where, message in exc.places or [("", "", said) for said in exc.problems]:
+            report.add(f"{file}: {where}" if where else file, message, "format")
         return None
     if FORMATS[fmt.name].by_text:
         golden = _ids_by_text(golden_set, golden)

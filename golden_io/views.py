@@ -1,5 +1,5 @@
-"""Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration;
-and the golden-file upload of labeling's import page.
+"""Golden version pages: list, version page, downloads, diff, freeze, git export and its configuration.
+The golden-file import's pages are `golden_io.import_views`.
 
 Reviewers of the set and admins only (the one rule of `labeling.roles`: the reviewer role and the set's
 list); anyone else (raters included) gets a 404, so the existence of a set or version is not confirmed.
@@ -8,12 +8,9 @@ Thin: check access, call one service or selector, render.
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePath
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.db.models import Exists, OuterRef, Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -24,22 +21,19 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.display import counted
 from assay.golden.diff import diff
 from assay.golden.keys import resolve_keys
-from assay.problems import problems_csv
 from assay.secrets import ROOTS_VARIABLE, git_export_roots
-from golden_io import foreign, selectors, services
+from golden_io import selectors, services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
-from labeling.forms import GoldenUploadForm
 from labeling.lists import Filter, ListSpec, Sort, contains, list_page, ordered, where
 from labeling.models import GoldenSet
 from labeling.roles import is_reviewer, reviewed_sets
-from labeling.views.imports import import_page_render, import_report_render
 from labeling.views.sets import SETS_SPEC
 
 # --- access helpers -----------------------------------------------------------------------------
 
 
-def _get_set(request: HttpRequest, slug: str) -> GoldenSet:
+def get_set(request: HttpRequest, slug: str) -> GoldenSet:
     """The set, if the user reviews it or is an admin (`labeling.roles.reviewed_sets`); a 404 for everyone
     else."""
     golden_set = reviewed_sets(request.user).select_related("rubric").filter(slug=slug).first()
@@ -49,7 +43,7 @@ def _get_set(request: HttpRequest, slug: str) -> GoldenSet:
 
 
 def _get_version(request: HttpRequest, slug: str, name: str) -> GoldenVersion:
-    golden_set = _get_set(request, slug)
+    golden_set = get_set(request, slug)
     version = selectors.version_get(golden_set=golden_set, name=name)
     if version is None:
         raise Http404("no such version")
@@ -138,7 +132,7 @@ VERSIONS_SPEC = ListSpec(
 
 @require_GET
 def version_list(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = _get_set(request, slug)
+    golden_set = get_set(request, slug)
     versions = list_page(request, selectors.version_list(golden_set=golden_set), VERSIONS_SPEC)
     return render(
         request,
@@ -181,7 +175,7 @@ def version_download(request: HttpRequest, slug: str, name: str, fmt: str) -> Ht
 @require_GET
 def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
     """`?old=A&new=B` between two versions; `new=working` for what the next freeze would change."""
-    golden_set = _get_set(request, slug)
+    golden_set = get_set(request, slug)
     versions = list(selectors.version_list(golden_set=golden_set))
     old_name = request.GET.get("old", "")
     new_name = request.GET.get("new", selectors.WORKING)
@@ -224,7 +218,7 @@ def _named(golden_set: GoldenSet, name: str) -> GoldenVersion:
 
 @require_http_methods(["GET", "POST"])
 def freeze(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = _get_set(request, slug)
+    golden_set = get_set(request, slug)
     form = FreezeForm(request.POST or None, golden_set=golden_set)
     context: dict[str, Any] = {"golden_set": golden_set, "form": form}
     if request.method == "POST" and form.is_valid():
@@ -282,7 +276,7 @@ def requeue(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def export_config(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = _get_set(request, slug)
+    golden_set = get_set(request, slug)
     instance = _config(golden_set)
     form = ExportConfigForm(request.POST or None, instance=instance)
     if request.method == "POST" and form.is_valid():
@@ -302,69 +296,6 @@ def export_config(request: HttpRequest, slug: str) -> HttpResponse:
         "golden_io/export_config.html",
         {"golden_set": golden_set, "form": form, "roots": roots, "roots_variable": ROOTS_VARIABLE},
         status=status,
-    )
-
-
-@require_POST
-def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
-    """The golden-file form of labeling's import page (`/sets/<slug>/import/`): its queries and judgments
-    become the set's frozen labels. A bad form shows the import page again, a bad file the report."""
-    golden_set = _get_set(request, slug)
-    form = GoldenUploadForm(request.POST, request.FILES)
-    if not form.is_valid():
-        return import_page_render(request, golden_set, bound={"golden": form}, status=400)
-    upload = form.cleaned_data["file"]
-    report = services.golden_import(
-        golden_set=golden_set,
-        data=upload.read(),
-        source=upload.name,
-        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
-        fmt=_judgments_format(form),
-    )
-    topics = form.cleaned_data.get("topics")
-    return import_report_render(
-        request,
-        golden_set,
-        report,
-        resend={name: str(form.data.get(name, "")) for name in ("format", "scale", "map")},
-        topics=topics.name if topics is not None else None,
-    )
-
-
-@require_POST
-def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
-    """Every problem of a golden file as CSV (`assay validate --problems-csv`'s columns), for the report
-    page that lists the first MAX_SHOWN: the reviewer sends the same file again and nothing is imported.
-    Nothing of an upload is kept between requests, so there is nothing stored to expire or to leak to
-    another user; access is the import's (the set's reviewers and admins, a 404 for everyone else)."""
-    golden_set = _get_set(request, slug)
-    form = GoldenUploadForm(request.POST, request.FILES)
-    if not form.is_valid():
-        return import_page_render(request, golden_set, bound={"golden": form}, status=400)
-    upload = form.cleaned_data["file"]
-    report = services.golden_import_check(
-        golden_set=golden_set,
-        data=upload.read(),
-        source=upload.name,
-        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
-        fmt=_judgments_format(form),
-    )
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePath(upload.name).stem)[:100] or "golden"
-    return HttpResponse(
-        problems_csv(report.problems),
-        content_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{stem}-problems.csv"'},
-    )
-
-
-def _judgments_format(form: GoldenUploadForm) -> foreign.JudgmentsFormat:
-    data = form.cleaned_data
-    topics = data.get("topics")
-    return foreign.JudgmentsFormat(
-        name=data["format"],
-        scale=data["scale"],
-        mapping=data["map"],
-        topics=(topics.name, topics.read()) if topics is not None else None,
     )
 
 

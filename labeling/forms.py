@@ -43,6 +43,16 @@ class GoldenUploadForm(UploadForm):
     table: the formats read from one file) with how to read their ratings (docs/cli.md, "`assay
     convert`"). The page posts it to golden_io, which converts and imports."""
 
+    # Merge unless replacing is chosen (docs/labeling.md, "Imports"); a post without it merges.
+    mode = forms.ChoiceField(
+        required=False,
+        initial="merge",
+        widget=forms.RadioSelect,
+        choices=[
+            ("merge", "Merge: change only the labels the file names; keep every other label and field"),
+            ("replace", "Replace: the set's labels become exactly the file's (the preview counts removals)"),
+        ],
+    )
     # Optional: a post without it (a script, a form of before) is a golden file, as it always was.
     format = forms.ChoiceField(
         required=False, initial="golden", help_text="the file's format (docs/cli.md, assay convert)"
@@ -56,7 +66,10 @@ class GoldenUploadForm(UploadForm):
         help_text="FROM=TO pairs, space-separated: read rating FROM as grade TO",
     )
     # trec-qrels: the queries' texts (without it a query's text is its qid).
-    topics = forms.FileField(required=False, help_text="trec-qrels: the topics file, qid<TAB>text a line")
+    # Help texts are rendered as HTML: the tab's name is escaped, or the browser eats it as a tag.
+    topics = forms.FileField(
+        required=False, help_text="trec-qrels: the topics file, qid&lt;TAB&gt;text a line"
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         from assay.convert.formats import upload_formats
@@ -68,6 +81,9 @@ class GoldenUploadForm(UploadForm):
 
     def clean_format(self) -> str:
         return str(self.cleaned_data["format"] or "golden")
+
+    def clean_mode(self) -> str:
+        return str(self.cleaned_data["mode"] or "merge")
 
     def clean_topics(self) -> Any:
         """The topics file, under the one upload limit as the file is."""

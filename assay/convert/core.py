@@ -38,10 +38,12 @@ def plain_version(name: object) -> str | None:
 
 
 class ConvertError(ValueError):
-    """Input that cannot be converted; `problems` lists every one found, each naming its file and place."""
+    """Input that cannot be converted; `problems` lists every one found, each naming its file and place,
+    and `places` the same as (file, place, message) where they were collected so (`Problems`)."""
 
-    def __init__(self, problems: Iterable[str]) -> None:
+    def __init__(self, problems: Iterable[str], places: Iterable[tuple[str, str, str]] = ()) -> None:
         self.problems = list(problems)
+        self.places = list(places)
         super().__init__("\n".join(self.problems))
 
 
@@ -50,19 +52,20 @@ class Problems:
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.places: list[tuple[str, str, str]] = []
 
     def add(self, file: Path | str, where: str, message: str) -> None:
         self.items.append(f"{file}: {where}: {message}" if where else f"{file}: {message}")
+        self.places.append((str(file), where, message))
 
     def check(self) -> None:
         if self.items:
-            raise ConvertError(self.items)
+            raise ConvertError(self.items, self.places)
 
 
 # --------------------------------------------------------------------------------------------- grades
 
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
-_HOW = "--scale MIN..MAX or --map FROM=TO says how to read it"
 
 
 def parse_number(text: str) -> float | None:
@@ -83,6 +86,13 @@ class GradeReading:
     target: Scale = field(default_factory=Scale)
     source: tuple[float, float] | None = None
     mapping: Mapping[float, int] = field(default_factory=dict)
+    # What the scale and the map are called where they are given: the command's options, or a form's
+    # fields ("Scale", "Map"), so that a problem names what the reader can change.
+    names: tuple[str, str] = ("--scale", "--map")
+
+    @property
+    def how(self) -> str:
+        return f"{self.names[0]} MIN..MAX or {self.names[1]} FROM=TO says how to read it"
 
     def read(self, raw: object, what: str = "rating") -> tuple[int | None, str | None]:
         """(grade, None) or (None, the problem in words, naming the value as the format does: `what`)."""
@@ -103,14 +113,14 @@ class GradeReading:
         if self.source is not None:
             low, high = self.source
             if not low <= value <= high:
-                return None, f"{shown} is outside --scale {_num(low)}..{_num(high)}"
+                return None, f"{shown} is outside {self.names[0]} {_num(low)}..{_num(high)}"
             span = self.target.max - self.target.min
             return self.target.min + math.floor((value - low) / (high - low) * span + 0.5), None
         if not value.is_integer():
-            return None, f"{shown} is not an integer ({_HOW})"
+            return None, f"{shown} is not an integer ({self.how})"
         grade = int(value)
         if grade not in self.target:
-            return None, f"{shown} is outside the golden scale {self.target} ({_HOW})"
+            return None, f"{shown} is outside the golden scale {self.target} ({self.how})"
         return grade, None
 
 

@@ -36,6 +36,7 @@ from golden_io.services.import_undo import (
     import_history,
     import_undo_plan,
     import_undoable,
+    undo_notes,
 )
 from golden_io.services.imports import (
     MERGE,
@@ -84,5 +85,6 @@ __all__ = [
     "not_done_text",
     "stale_requeue",
     "too_many_queries",
+    "undo_notes",
     "version_name_next",
 ]

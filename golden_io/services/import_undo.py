@@ -138,12 +138,12 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
             status=GoldenImport.Status.UNDONE, undone=timezone.now(), undone_by=by
         )
     if report.ok:
-        report.notes += _undo_notes(plan)
+        report.notes += undo_notes(plan)
     record.refresh_from_db()
     return report, plan
 
 
-def _undo_notes(plan: UndoPlan) -> list[str]:
+def undo_notes(plan: UndoPlan) -> list[str]:
     notes = []
     if plan.versions_since:
         notes.append(

@@ -48,17 +48,23 @@ def import_report_render(
     *,
     resend: dict[str, str] | None = None,
     topics: str | None = None,
+    retry: UploadForm | None = None,
+    links: dict[str, str] | None = None,
 ) -> HttpResponse:
     """What an upload did: 200 when it imported, 400 (nothing changed) with every problem listed. For a
     golden file, `resend` are the form's fields the CSV of every problem sends again with the file (its
     format, scale and map, so the file is read as it was), and `topics` the name of its topics file, which
-    the reviewer chooses again too."""
-    return render(
-        request,
-        "labeling/import_report.html",
-        {"golden_set": golden_set, "report": report, "resend": resend or {}, "topics": topics},
-        status=200 if report.ok else 400,
-    )
+    the reviewer chooses again too. `retry`: the golden form with the options a refused file was sent
+    with, to choose the file again; `links`: where to go next by name (a written import's "undo")."""
+    context = {
+        "golden_set": golden_set,
+        "report": report,
+        "resend": resend or {},
+        "topics": topics,
+        "retry": retry,
+        "links": links or {},
+    }
+    return render(request, "labeling/import_report.html", context, status=200 if report.ok else 400)
 
 
 @require_GET

@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from labeling.models import FrozenLabel, GoldenSet, Query
 from tests import factories
+from tests.support.import_files import confirmed
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,12 @@ def _post(
     files = {"file": SimpleUploadedFile(name, data)}
     if topics is not None:
         files["topics"] = SimpleUploadedFile("topics.tsv", topics)
-    return client.post(url, {**files, **fields})  # type: ignore[return-value]
+    return confirmed(client, client.post(url, {**files, **fields}))  # type: ignore[no-any-return]
+
+
+def _problem(where: str, message: str) -> str:
+    """A problem as the report's table shows it: the place in the Where column, the message beside it."""
+    return f"<td><code>{where}</code></td><td>{message}"
 
 
 def _labels(golden_set: GoldenSet) -> set[tuple[str, str, str, int]]:
@@ -95,7 +101,8 @@ def test_srw_scores_need_a_scale_and_are_read_with_one(
     ).encode()
     refused = _post(as_rita, golden_set, "srw.json", body, format="srw-json").content.decode()
     assert (
-        "srw.json: judgmentRatings[0].ratings[0].rating: rating &quot;0.7&quot; is not an integer" in refused
+        _problem("srw.json: judgmentRatings[0].ratings[0].rating", "rating &quot;0.7&quot; is not an integer")
+        in refused
     )
     assert not FrozenLabel.objects.exists()
     _post(as_rita, golden_set, "srw.json", body, format="srw-json", scale="0..1")
@@ -104,7 +111,7 @@ def test_srw_scores_need_a_scale_and_are_read_with_one(
 
 def test_qrels_with_a_map_and_a_malformed_line(as_rita: Client, golden_set: GoldenSet, docs: None) -> None:
     bad = _post(as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n7 0 d2\n", format="trec-qrels").content.decode()
-    assert "qrels.txt: line 2: expected 4 columns (qid iter docno rel), got 3" in bad
+    assert _problem("qrels.txt: line 2", "expected 4 columns (qid iter docno rel), got 3") in bad
     assert not FrozenLabel.objects.exists()
     ok = _post(
         as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n7 0 d2 -1\n", format="trec-qrels", map="-1=0 1=3"
@@ -143,10 +150,10 @@ def test_qrels_with_a_topics_file_take_the_query_texts(
     qrels = b"7 0 d1 1\n7 0 d2 0\n9 0 d3 2\n"
     bad = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n9 no tab\n", format="trec-qrels")
     page = bad.content.decode()
-    assert "topics.tsv: line 2: expected qid&lt;TAB&gt;text" in page
+    assert _problem("topics.tsv: line 2", "expected qid&lt;TAB&gt;text") in page
     assert "qrels.txt" in page and not FrozenLabel.objects.exists()
     missing = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n", format="trec-qrels")
-    assert "qrels.txt: line 3: qid 9 has no text in topics.tsv" in missing.content.decode()
+    assert _problem("qrels.txt: line 3", "qid 9 has no text in topics.tsv") in missing.content.decode()
     ok = _post(as_rita, golden_set, "qrels.txt", qrels, b"7\tcheap flights\n9\thotels\n", format="trec-qrels")
     assert 'id="import-ok"' in ok.content.decode()
     assert _labels(golden_set) == {
@@ -250,7 +257,11 @@ def test_the_csv_of_every_problem_reads_the_file_in_its_format_again(
         url, {"file": SimpleUploadedFile("q.csv", csv), "format": "quepid-csv", "map": "2=3"}
     )
     assert again.status_code == 200
-    assert 'q.csv: line 2: rating ""0.5"" is not an integer' in again.content.decode()
+    # The page's words: its fields, Scale and Map, not the command's options.
+    assert (
+        'q.csv: line 2,"rating ""0.5"" is not an integer (Scale MIN..MAX or Map FROM=TO'
+        in again.content.decode()
+    )
 
     qrels_page = _post(
         as_rita, golden_set, "qrels.txt", b"7 0 d1 1\n8 0 d2 1\n", b"7\tx\n", format="trec-qrels"

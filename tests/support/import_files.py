@@ -7,6 +7,7 @@ tests (tests/golden_io/test_golden_import.py), which import the documents first.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -44,3 +45,16 @@ def golden_query(qid: str, *judgments: tuple[str, int], **extra: Any) -> dict[st
         "judgments": [{"doc_id": d, "grade": g} for d, g in judgments],
         **extra,
     }
+
+
+_CONFIRM = re.compile(r'<form method="post" action="([^"]+/confirm/)">.*?name="digest" value="([0-9a-f]{64})"', re.S)
+
+
+def confirmed(client: Any, preview: Any) -> Any:
+    """The golden import page answers an upload with a preview: confirm it as a reviewer would (its
+    form's action and digest), and answer the confirmation's page; a preview without a confirmation
+    (refused, or nothing to change) is answered as it is."""
+    found = _CONFIRM.search(preview.content.decode())
+    if found is None:
+        return preview
+    return client.post(found.group(1), {"digest": found.group(2)})

@@ -129,6 +129,7 @@ def _format(options: dict[str, Any]) -> JudgmentsFormat:
         scale=scale,
         mapping=mapping,
         topics=(topics, read_file(topics)) if topics else None,
+        names=("--scale", "--map"),
     )
 
 
