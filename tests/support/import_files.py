@@ -47,7 +47,9 @@ def golden_query(qid: str, *judgments: tuple[str, int], **extra: Any) -> dict[st
     }
 
 
-_CONFIRM = re.compile(r'<form method="post" action="([^"]+/confirm/)">.*?name="digest" value="([0-9a-f]{64})"', re.S)
+_CONFIRM = re.compile(
+    r'<form method="post" action="([^"]+/confirm/)">.*?name="digest" value="([0-9a-f]{64})"', re.S
+)
 
 
 def confirmed(client: Any, preview: Any) -> Any:
