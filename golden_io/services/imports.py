@@ -388,10 +388,10 @@ def _plan(
     changes.pools = sorted(pair for pair in named if pair not in pooled)
 
     set_values: dict[str, Any] = {}
-    if fmt.name in GOLDEN_FORMATS:  # another format's file takes the set's own k and cutoff
+    if fmt.name in GOLDEN_FORMATS:  # only Assay's own files carry k, the cutoff and a version name
         set_values = {"k": golden.k, "relevant_min_grade": golden.relevant_min_grade}
-    if mode == REPLACE or not golden_set.frozen_version:
-        set_values["frozen_version"] = golden.version
+        if mode == REPLACE or not golden_set.frozen_version:
+            set_values["frozen_version"] = golden.version
     for name, value in set_values.items():
         if getattr(golden_set, name) != value:
             changes.fields.append(FieldChange("", name, getattr(golden_set, name), value))
