@@ -39,8 +39,13 @@ def gset() -> GoldenSet:
     golden_set = factories.GoldenSetFactory.create(slug="hc", locales=["en-US", "de-DE"])
     for i in range(1, 9):
         factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}", key=f"https://kb/{i}")
-    rich = {"locale": "en-US", "filters": {"product": "billing"}, "traffic_band": "head", "weight": 12.0}
-    queries = [
+    rich: dict[str, Any] = {
+        "locale": "en-US",
+        "filters": {"product": "billing"},
+        "traffic_band": "head",
+        "weight": 12.0,
+    }
+    queries: list[dict[str, Any]] = [
         dict(text="cancel plan", stratum="billing", failure_mode="typo", tags=["money"], **rich),
         dict(text="refund guarantee", stratum="billing", critical=True, **rich),
         dict(text="api keys", stratum="developer", tier="shadow", locale="de-DE"),
@@ -109,7 +114,7 @@ def _labels(golden_set: GoldenSet) -> dict[tuple[str, str], int]:
 
 
 def _fields(golden_set: GoldenSet) -> dict[str, dict[str, Any]]:
-    return {row["external_id"]: row for row in Query.objects.filter(golden_set=golden_set).values()}
+    return {row["external_id"]: dict(row) for row in Query.objects.filter(golden_set=golden_set).values()}
 
 
 # --------------------------------------------------------------------------------------------- files
