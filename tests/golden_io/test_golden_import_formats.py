@@ -43,7 +43,7 @@ def _post(
     files = {"file": SimpleUploadedFile(name, data)}
     if topics is not None:
         files["topics"] = SimpleUploadedFile("topics.tsv", topics)
-    return confirmed(client, client.post(url, {**files, **fields}))  # type: ignore[no-any-return]
+    return confirmed(client, client.post(url, {**files, **fields}))
 
 
 def _problem(where: str, message: str) -> str:

@@ -6,7 +6,6 @@ undo gives back the set exactly; no import leaves the set in a state the next fr
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +21,7 @@ from golden_io import services
 from golden_io.foreign import JudgmentsFormat
 from golden_io.models import GoldenImport
 from labeling.models import Document, FrozenLabel, GoldenSet, Query
-from tests import factories
+from tests.support.rich_set import dump, rich_set
 
 pytestmark = pytest.mark.django_db
 
@@ -35,73 +34,7 @@ MODES = ["merge", "replace"]
 
 @pytest.fixture
 def gset() -> GoldenSet:
-    """Four queries with every field set, eleven labels: what months of raters' work look like."""
-    golden_set = factories.GoldenSetFactory.create(slug="hc", locales=["en-US", "de-DE"])
-    for i in range(1, 9):
-        factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}", key=f"https://kb/{i}")
-    rich: dict[str, Any] = {
-        "locale": "en-US",
-        "filters": {"product": "billing"},
-        "traffic_band": "head",
-        "weight": 12.0,
-    }
-    queries: list[dict[str, Any]] = [
-        dict(text="cancel plan", stratum="billing", failure_mode="typo", tags=["money"], **rich),
-        dict(text="refund guarantee", stratum="billing", critical=True, **rich),
-        dict(text="api keys", stratum="developer", tier="shadow", locale="de-DE"),
-        dict(text="nothing here", stratum="blog", expect_empty=True),
-    ]
-    for n, fields in enumerate(queries, start=1):
-        factories.QueryFactory.create(golden_set=golden_set, external_id=f"q-{n:04d}", **fields)
-    labels = {
-        1: [("d1", 3), ("d2", 1), ("d3", 0)],
-        2: [("d1", 2), ("d4", 3), ("d5", 0)],
-        3: [("d6", 2), ("d7", 1)],
-    }
-    labels[4] = [("d8", 0), ("d2", 0), ("d3", 0)]
-    for n, pairs in labels.items():
-        query = Query.objects.get(golden_set=golden_set, external_id=f"q-{n:04d}")
-        for doc_id, grade in pairs:
-            FrozenLabel.objects.create(
-                query=query,
-                document=Document.objects.get(golden_set=golden_set, doc_id=doc_id),
-                grade=grade,
-                version="v1",
-            )
-    golden_set.frozen_version = "v1"
-    golden_set.save()
-    return golden_set
-
-
-def dump(golden_set: GoldenSet) -> str:
-    """Every label and query field of the set, its documents' keys and its own settings, as one text."""
-    labels = sorted(
-        FrozenLabel.objects.filter(query__golden_set=golden_set).values_list(
-            "query__external_id", "document__doc_id", "grade", "version", "source", "judge_id", "judge_name"
-        )
-    )
-    queries = sorted(
-        Query.objects.filter(golden_set=golden_set).values_list(
-            "external_id",
-            "text",
-            "locale",
-            "filters",
-            "stratum",
-            "traffic_band",
-            "failure_mode",
-            "weight",
-            "tier",
-            "status",
-            "quarantine_reason",
-            "expect_empty",
-            "critical",
-            "tags",
-        )
-    )
-    keys = sorted(Document.objects.filter(golden_set=golden_set).values_list("doc_id", "key"))
-    golden_set.refresh_from_db()
-    own = [golden_set.k, golden_set.relevant_min_grade, golden_set.frozen_version]
-    return json.dumps({"labels": labels, "queries": queries, "keys": keys, "set": own}, indent=1)
+    return rich_set()
 
 
 def _labels(golden_set: GoldenSet) -> dict[tuple[str, str], int]:

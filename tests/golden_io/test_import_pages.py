@@ -20,9 +20,14 @@ from django.urls import reverse
 from golden_io.models import GoldenImport
 from labeling.models import FrozenLabel, GoldenSet
 from tests import factories
-from tests.golden_io.test_import_merge import dump
-from tests.golden_io.test_import_merge import gset as gset
 from tests.support.evaluation import page_text
+from tests.support.rich_set import dump, rich_set
+
+
+@pytest.fixture
+def gset() -> GoldenSet:
+    return rich_set()
+
 
 pytestmark = pytest.mark.django_db
 
