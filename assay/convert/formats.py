@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from assay.golden.fields import QUERY_FIELDS as GOLDEN_QUERY_FIELDS
+
 if TYPE_CHECKING:
     from assay.convert.options import Converted, Options
     from assay.golden.model import GoldenFile
@@ -36,19 +38,7 @@ _JUDGMENT = "judgment keys and sources"
 # A golden query's fields (assay.golden.model.GoldenQuery) besides its id and judgments, in the file's
 # order: what an import may change on a query of the set. A format `carries` those it can hold; the rest
 # it cannot, and an import keeps the set's values (docs/labeling.md, "Imports").
-QUERY_FIELDS = (
-    "text",
-    "locale",
-    "filters",
-    "stratum",
-    "traffic_band",
-    "failure_mode",
-    "weight",
-    "tier",
-    "expect_empty",
-    "critical",
-    "tags",
-)
+QUERY_FIELDS = tuple(name for name in GOLDEN_QUERY_FIELDS if name not in ("id", "judgments"))
 
 
 @dataclass(frozen=True, slots=True)
