@@ -40,22 +40,28 @@ from golden_io.services.import_undo import (
 )
 from golden_io.services.imports import (
     MERGE,
+    PREVIEW_HOURS,
     REPLACE,
     FieldChange,
     ImportChanges,
     LabelChange,
+    chunks,
     format_of,
     golden_import,
     golden_import_check,
     golden_import_confirm,
     golden_import_discard,
     golden_import_preview,
+    label_state,
+    query_update,
     too_many_queries,
+    written_checked,
 )
 from golden_io.services.rejudge import RequeueReport, stale_requeue
 
 __all__ = [
     "MERGE",
+    "PREVIEW_HOURS",
     "REJUDGE_SYSTEM",
     "REPLACE",
     "ExportConfigError",
@@ -67,6 +73,7 @@ __all__ = [
     "LabelChange",
     "RequeueReport",
     "UndoPlan",
+    "chunks",
     "export_author",
     "export_message",
     "format_of",
@@ -82,9 +89,12 @@ __all__ = [
     "import_history",
     "import_undo_plan",
     "import_undoable",
+    "label_state",
     "not_done_text",
+    "query_update",
     "stale_requeue",
     "too_many_queries",
     "undo_notes",
     "version_name_next",
+    "written_checked",
 ]

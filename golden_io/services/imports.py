@@ -47,7 +47,8 @@ from labeling.selectors.labels import HUMAN
 from labeling.services import retired_work_reopen
 from labeling.services.pools import JUDGED_SYSTEM, PoolEntry, pool_merge
 
-MERGE, REPLACE = GoldenImport.Mode.MERGE.value, GoldenImport.Mode.REPLACE.value
+MERGE = GoldenImport.Mode.MERGE.value
+REPLACE = GoldenImport.Mode.REPLACE.value
 # A preview waits this long for its confirmation; an older one is discarded (its file dropped).
 PREVIEW_HOURS = 24
 
