@@ -49,12 +49,10 @@ def version_latest(*, golden_set: GoldenSet) -> GoldenVersion | None:
     return GoldenVersion.objects.filter(golden_set=golden_set).order_by("-created", "-id").first()
 
 
-_JSON, _CSV, _TEXT, _ZIP = (
-    "application/json",
-    "text/csv; charset=utf-8",
-    "text/plain; charset=utf-8",
-    "application/zip",
-)
+_JSON = "application/json"
+_CSV = "text/csv; charset=utf-8"
+_TEXT = "text/plain; charset=utf-8"
+_ZIP = "application/zip"
 
 
 @dataclass(frozen=True, slots=True)
