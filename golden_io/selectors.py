@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from assay.convert.formats import FORMATS
+from assay.convert.options import Options
+from assay.convert.zipped import zip_folder
 from assay.golden.diff import GoldenDiff, diff
-from assay.golden.format import GoldenFormatError, Problem, dump_jsonl, from_dict, natural_key, to_dict
+from assay.golden.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
 from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery, Judgment, Scale
-from assay.golden.trec import write_qrels
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
 
@@ -46,11 +49,46 @@ def version_latest(*, golden_set: GoldenSet) -> GoldenVersion | None:
     return GoldenVersion.objects.filter(golden_set=golden_set).order_by("-created", "-id").first()
 
 
-# A version's downloadable files: format -> (content type, file extension).
-VERSION_FILES = {
-    "json": ("application/json", "json"),
-    "jsonl": ("application/x-ndjson", "jsonl"),
-    "qrels": ("text/plain; charset=utf-8", "qrels"),
+_JSON = "application/json"
+_CSV = "text/csv; charset=utf-8"
+_TEXT = "text/plain; charset=utf-8"
+_ZIP = "application/zip"
+
+
+@dataclass(frozen=True, slots=True)
+class VersionFile:
+    """One file of a version to download (the version page, the API's `files`), made by the writer of
+    an `assay convert` format (`writes`, assay/convert/formats.py) as `assay convert --from golden --to
+    <writes>` makes it; `writes` None: the frozen bytes themselves.
+
+    `label` names the file as the tool that reads it does; the file is `<set>@<version><suffix>`. A
+    format that writes several files comes as a zip of one folder of that name, holding the command's
+    OUTPUT at `output` ("": the folder itself), its `--topics FILE` at `topics`, and with `corpus`,
+    its `--documents FILE` being the set's documents (`corpus_get`)."""
+
+    label: str
+    content_type: str
+    suffix: str
+    writes: str | None
+    output: str | None = None  # None: one file, not a zip
+    topics: str | None = None
+    corpus: bool = False
+
+
+# A version's files by the name in their URL (`json`, `jsonl` and `qrels` as they always were).
+VERSION_FILES: dict[str, VersionFile] = {
+    "json": VersionFile("Golden file (JSON)", _JSON, ".json", None),
+    "jsonl": VersionFile("Golden file (JSONL)", "application/x-ndjson", ".jsonl", "golden-jsonl"),
+    "qrels": VersionFile("TREC qrels", _TEXT, ".qrels", "trec-qrels"),
+    "trec-qrels": VersionFile(
+        "TREC qrels + topics (zip)", _ZIP, ".trec.zip", "trec-qrels", output="qrels.txt", topics="topics.tsv"
+    ),
+    "quepid-csv": VersionFile("Quepid ratings CSV", _CSV, ".quepid.csv", "quepid-csv"),
+    "srw-json": VersionFile("OpenSearch SRW judgments (JSON)", _JSON, ".srw.json", "srw-json"),
+    "srw-csv": VersionFile("OpenSearch SRW judgments (CSV)", _CSV, ".srw.csv", "srw-csv"),
+    "rre": VersionFile("RRE ratings (JSON)", _JSON, ".rre.json", "rre"),
+    "beir": VersionFile("BEIR dataset with corpus (zip)", _ZIP, ".beir.zip", "beir", output="", corpus=True),
+    "ltr": VersionFile("LTR judgment list", _TEXT, ".ltr.txt", "ltr"),
 }
 
 
@@ -60,16 +98,31 @@ def version_file_get(*, version: GoldenVersion, fmt: str) -> tuple[bytes, str, s
     with their SHA-256 in `X-Content-SHA256`. Raises ValueError for another format (views check first)."""
     if fmt not in VERSION_FILES:
         raise ValueError(f"no file format {fmt!r}: one of {', '.join(VERSION_FILES)}")
-    content_type, extension = VERSION_FILES[fmt]
+    spec = VERSION_FILES[fmt]
+    name = f"{version.golden_set.slug}@{version.name}"
     headers: dict[str, str] = {}
-    if fmt == "json":
+    if spec.writes is None:
         body = version.content_bytes
         headers["X-Content-SHA256"] = version.sha256
-    elif fmt == "jsonl":
-        body = dump_jsonl(version.golden())
     else:
-        body = write_qrels(version.golden()).encode()
-    return body, content_type, f"{version.golden_set.slug}@{version.name}.{extension}", headers
+        options = Options(
+            topics=Path(spec.topics) if spec.topics is not None else None,
+            corpus=corpus_get(golden_set=version.golden_set) if spec.corpus else None,
+        )
+        output = Path(name + spec.suffix if spec.output is None else spec.output)
+        files = FORMATS[spec.writes].write(version.golden(), output, options)
+        body = files[output] if spec.output is None else zip_folder(files, name)
+    return body, spec.content_type, name + spec.suffix, headers
+
+
+def corpus_get(*, golden_set: GoldenSet) -> tuple[dict[str, Any], ...]:
+    """The set's documents as they are now, in natural id order, as `assay.convert.beir.read_documents`
+    reads a documents import file (docs/labeling.md): what `--documents FILE` gives `assay convert`."""
+    rows = Document.objects.filter(golden_set=golden_set).values_list("doc_id", "title", "body", "snippet")
+    return tuple(
+        {"id": doc_id, "title": title, "body": body, "snippet": snippet}
+        for doc_id, title, body, snippet in sorted(rows, key=lambda row: natural_key(row[0]))
+    )
 
 
 def export_list(*, version: GoldenVersion) -> QuerySet[GitExport]:

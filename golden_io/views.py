@@ -158,6 +158,7 @@ def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
             "exports": list(selectors.export_list(version=version)),
             "config": _config(version.golden_set),
             "children": list(version.children.order_by("created", "id")),
+            "downloads": selectors.VERSION_FILES,
         },
     )
 

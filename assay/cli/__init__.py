@@ -17,9 +17,11 @@ command's files and the golden file) and `runfile` (a run file, as a typed `RunF
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from assay.cli import convert, gate, score, search, validate
@@ -28,9 +30,35 @@ from assay.remote import add_remote_parser
 
 
 class _Parser(argparse.ArgumentParser):
+    _args: Sequence[str] = ()
+
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> Any:
+        # Kept for `error`: a subcommand's parser is given the arguments after its name.
+        self._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._args, namespace)
+
     def error(self, message: str) -> NoReturn:
         # One line, like every other error; `--help` still shows the full usage.
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(
+            2, f"{self.prog}: error: {message}{_dash_hint(message, self._args)} (see {self.prog} --help)\n"
+        )
+
+
+_EXPECTED_ONE = re.compile(r"^argument ([^:]+): expected one argument$")
+
+
+def _dash_hint(message: str, args: Sequence[str]) -> str:
+    """argparse reads a value that starts with '-' and is not a plain negative number (`--map -1=0`,
+    `--scale -1..1`) as an option, and then says the option "expected one argument": the way out is the
+    `=` form, said with the value given."""
+    match = _EXPECTED_ONE.match(message)
+    if match is None:
+        return ""
+    names = match.group(1).split("/")
+    for option, value in itertools.pairwise(args):
+        if option in names and value.startswith("-"):
+            return f": {value!r} starts with '-' and reads as an option; write {option}={value}"
+    return ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,10 +21,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from assay.convert.formats import FORMATS, GOLDEN_FORMATS, convert
     from assay.convert.options import Options
 
-    if FORMATS[args.source].read is None:
-        raise UsageError(
-            f"--from {args.source}: {args.source} is export only (it has no query texts to read)"
-        )
     foreign = args.source not in GOLDEN_FORMATS
     if not foreign and (args.scale or args.map):
         raise UsageError(
@@ -104,17 +100,30 @@ def add_parsers(commands: Any) -> None:
     convert = commands.add_parser(
         "convert", help="convert judgments between the golden file and other tools' formats (docs/cli.md)"
     )
-    names = ", ".join(FORMATS)
+    readable = [name for name, f in FORMATS.items() if f.reader is not None]
+
+    def source(name: str) -> str:
+        # Before the choices: an export-only format is named as such, not as unknown.
+        if name in FORMATS and name not in readable:
+            raise argparse.ArgumentTypeError(f"{name} is export only (it has no query texts to read)")
+        return name
+
     convert.add_argument(
         "--from",
         dest="source",
         required=True,
-        choices=list(FORMATS),
+        type=source,
+        choices=readable,
         metavar="FORMAT",
-        help=f"one of {names}",
+        help=f"one of {', '.join(readable)}",
     )
     convert.add_argument(
-        "--to", dest="target", required=True, choices=list(FORMATS), metavar="FORMAT", help="as --from"
+        "--to",
+        dest="target",
+        required=True,
+        choices=list(FORMATS),
+        metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)}",
     )
     convert.add_argument("input", metavar="INPUT", help="the file (a folder for beir) to read")
     convert.add_argument("output", metavar="OUTPUT", help="the file (a folder for beir) to write")

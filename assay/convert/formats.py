@@ -117,7 +117,8 @@ FORMATS: dict[str, JudgmentFormat] = {
         ),
         JudgmentFormat(
             "rre",
-            "Rated Ranking Evaluator ratings JSON (topics, query groups, both `relevant_documents` shapes)",
+            "Rated Ranking Evaluator ratings JSON (topics, query groups, or queries at the top level as "
+            "Quepid exports them; both `relevant_documents` shapes)",
             "rre:read_rre",
             "rre:write_rre",
             loses=f"query ids (a group is named by it, read back as q-0001 ...), {_QUERY}; {_HEADER}; "

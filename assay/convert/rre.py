@@ -1,10 +1,11 @@
 """Rated Ranking Evaluator's ratings file (JSON).
 
 RRE nests `topics` (each with a `description`) of `query_groups` (each a `name`, its `queries` and the
-group's `relevant_documents`), or gives `query_groups` at the top level without topics. A query is a
-`template` and its `placeholders`; the text is the placeholder named by the file's `query_placeholder`
-(default `$query`). `relevant_documents` takes two shapes, mixed freely: `{"docid": {"gain": n}}` and
-`{"n": ["docid", ...]}`.
+group's `relevant_documents`), or gives `query_groups` at the top level without topics; Quepid's RRE
+export gives `queries` at the top level, each with its own `relevant_documents` (absent for a query not
+rated). A query is a `template` and its `placeholders`; the text is the placeholder named by the file's
+`query_placeholder` (default `$query`). `relevant_documents` takes two shapes, mixed freely:
+`{"docid": {"gain": n}}` and `{"n": ["docid", ...]}`.
 
 Read: every query of a group gets the group's ratings; queries are identified by their text (ids q-0001
 ...); a topic's description becomes the stratum; the other placeholders become filters (`$lang` ->
@@ -29,7 +30,7 @@ TEMPLATE = "only_q.json"
 def read_rre(path: Path, options: Options) -> Converted:
     problems = Problems()
     draft = Draft(path, problems)
-    body = read_json_object(path, problems, options.data, "topics or query_groups")
+    body = read_json_object(path, problems, options.data, "topics, query_groups or queries")
 
     def bad(where: str, message: str) -> None:
         problems.add(path, where, message)
@@ -60,34 +61,37 @@ def read_rre(path: Path, options: Options) -> Converted:
             bad(f"{where}.queries", f"expected an array of queries, got {got}")
             return
         for i, query in enumerate(queries):
-            place = f"{where}.queries[{i}]"
-            holders = query.get("placeholders") if isinstance(query, dict) else None
-            if not isinstance(holders, dict):
-                bad(place, "expected an object with template and placeholders")
-                continue
-            text = holders.get(placeholder)
-            if not isinstance(text, str) or not text.strip():
-                bad(f"{place}.placeholders", f"no text in {placeholder}")
-                continue
-            fields: dict[str, Any] = {}
-            filters = {key.removeprefix("$"): value for key, value in holders.items() if key != placeholder}
-            if filters:
-                fields["filters"] = filters
-            if stratum is not None:
-                fields["stratum"] = stratum
-            target = draft.query_by_text(text.strip(), place)
-            known = seen.setdefault(target.id, fields)
-            if known is fields:
-                target.fields = fields
-            elif known != fields:
-                bad(
-                    place,
-                    f"query {text.strip()!r} appears again (first at {target.place}) "
-                    "with other placeholders or topic",
-                )
-                continue
-            for doc_id, (grade, rating_place) in ratings.items():
-                draft.judge(target, doc_id, grade, rating_place)
+            rated(query, f"{where}.queries[{i}]", ratings, stratum)
+
+    def rated(query: Any, place: str, ratings: dict[str, tuple[int, str]], stratum: str | None) -> None:
+        """One query (`template` and `placeholders`) and the ratings it gets."""
+        holders = query.get("placeholders") if isinstance(query, dict) else None
+        if not isinstance(holders, dict):
+            bad(place, "expected an object with template and placeholders")
+            return
+        text = holders.get(placeholder)
+        if not isinstance(text, str) or not text.strip():
+            bad(f"{place}.placeholders", f"no text in {placeholder}")
+            return
+        fields: dict[str, Any] = {}
+        filters = {key.removeprefix("$"): value for key, value in holders.items() if key != placeholder}
+        if filters:
+            fields["filters"] = filters
+        if stratum is not None:
+            fields["stratum"] = stratum
+        target = draft.query_by_text(text.strip(), place)
+        known = seen.setdefault(target.id, fields)
+        if known is fields:
+            target.fields = fields
+        elif known != fields:
+            bad(
+                place,
+                f"query {text.strip()!r} appears again (first at {target.place}) "
+                "with other placeholders or topic",
+            )
+            return
+        for doc_id, (grade, rating_place) in ratings.items():
+            draft.judge(target, doc_id, grade, rating_place)
 
     def groups(items: Any, where: str, stratum: str | None) -> None:
         if not isinstance(items, list):
@@ -117,8 +121,21 @@ def read_rre(path: Path, options: Options) -> Converted:
                     group(topic, where, stratum)
     elif "query_groups" in body:
         groups(body["query_groups"], "query_groups", None)
+    elif "queries" in body:  # Quepid's RRE export: each query with its own ratings
+        queries = body["queries"]
+        if not isinstance(queries, list):
+            bad("queries", f"expected an array of queries, got {describe(queries)}")
+        for i, query in enumerate(queries if isinstance(queries, list) else ()):
+            where = f"queries[{i}]"
+            value = query.get("relevant_documents") if isinstance(query, dict) else None
+            ratings = (
+                {}
+                if value is None
+                else _relevant_documents(value, f"{where}.relevant_documents", bad, options)
+            )
+            rated(query, where, ratings, None)
     else:
-        bad("", "no topics and no query_groups: not an RRE ratings file")
+        bad("", "no topics, no query_groups and no queries: not an RRE ratings file")
     return Converted(build(draft, version=options.version))
 
 

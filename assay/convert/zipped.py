@@ -6,6 +6,9 @@ A zip is refused whole, in words, when it is not a zip, when a member's name lea
 (an absolute path, a drive, `..`), when a wanted member is encrypted, damaged or in a compression Python
 cannot read, or when the wanted members unpack to more than the limit: counted from their headers first,
 then while reading, since a header can lie.
+
+`zip_folder` writes the other way: a writer's files as a zip of one folder (the version page's
+downloads of a format that writes several files), which `zip_members` reads back as that folder.
 """
 
 from __future__ import annotations
@@ -92,3 +95,20 @@ def zip_members(
 def _too_large(path: Path, size: str, limit: int | None) -> str:
     most = size_text(limit or 0)
     return f"{path}: its dataset files unpack to {size}; a zip here may unpack to at most {most}"
+
+
+# Every member dated the same (the zip format's earliest date), so the same files give the same bytes.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_folder(files: dict[Path, bytes], folder: str) -> bytes:
+    """`files` (paths relative to a folder, as a writer gives them for an output inside it) as a zip of
+    the folder named `folder`, deflated, in the writer's order."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in files.items():
+            info = zipfile.ZipInfo(f"{folder}/{path.as_posix()}", date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()

@@ -4,7 +4,7 @@ input (triggering a run) is validated here for shape and by `evaluation.services
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -56,10 +56,18 @@ class ScaleSerializer(serializers.Serializer[Any]):
     max = serializers.IntegerField(source="scale_max")
 
 
-class VersionFilesSerializer(serializers.Serializer[Any]):
-    json = serializers.URLField(help_text="the frozen bytes themselves (X-Content-SHA256 names their hash)")
-    jsonl = serializers.URLField()
-    qrels = serializers.URLField(help_text="TREC qrels")
+# One link per file of a version (golden_io.selectors.VERSION_FILES), named as the files' URLs name them.
+VersionFilesSerializer = cast(
+    "type[serializers.Serializer[Any]]",
+    type(
+        "VersionFilesSerializer",
+        (serializers.Serializer,),
+        {
+            fmt: serializers.URLField(help_text=file.label)
+            for fmt, file in golden_selectors.VERSION_FILES.items()
+        },
+    ),
+)
 
 
 class GoldenVersionSerializer(serializers.ModelSerializer[GoldenVersion]):

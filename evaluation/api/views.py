@@ -179,7 +179,10 @@ class VersionDetail(ApiView, generics.RetrieveAPIView[GoldenVersion]):
 
 
 class VersionFile(ApiView):
-    """A version's file: `json` (the frozen bytes, with X-Content-SHA256), `jsonl` or `qrels`."""
+    """A version's file (golden_io.selectors.VERSION_FILES): `json` (the frozen bytes, with
+    X-Content-SHA256), or the version as `assay convert` writes a format (`jsonl`, `qrels`, `quepid-csv`,
+    `srw-json`, `srw-csv`, `rre`, `ltr`; `trec-qrels` with its topics and `beir` with the set's documents
+    as its corpus, each a zip)."""
 
     required_scopes = {"GET": GOLDEN_READ}
 
@@ -188,9 +191,8 @@ class VersionFile(ApiView):
             OpenApiParameter("fmt", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(VERSION_FILES))
         ],
         responses={
-            (200, "application/json"): OpenApiTypes.BINARY,
-            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
-            (200, "text/plain"): OpenApiTypes.BINARY,
+            (200, content_type.split(";")[0]): OpenApiTypes.BINARY
+            for content_type in sorted({f.content_type for f in golden_selectors.VERSION_FILES.values()})
         },
     )
     def get(self, request: Request, slug: str, name: str, fmt: str) -> HttpResponse:

@@ -198,10 +198,6 @@ def test_beir_export_takes_the_documents_import_format_and_refuses_a_bad_documen
     ("argv", "message"),
     [
         (
-            ["--from", "ltr", "--to", "golden"],
-            "--from ltr: ltr is export only (it has no query texts to read)",
-        ),
-        (
             ["--from", "golden", "--to", "srw-json", "--scale", "0..1"],
             "--scale and --map read a foreign format's ratings: a golden file's grades are already grades",
         ),
@@ -246,6 +242,61 @@ def test_an_unknown_format_is_refused_by_the_parser(capsys: pytest.CaptureFixtur
         main(["convert", "--from", "excel", "--to", "golden", "a", "b"])
     assert exited.value.code == 2
     assert "argument --from: invalid choice: 'excel'" in capsys.readouterr().err
+
+
+def test_an_export_only_format_is_refused_under_from_in_words(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["convert", "--from", "ltr", "--to", "golden", "a", "b"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "assay convert: error: argument --from: ltr is export only (it has no query texts to read) "
+        "(see assay convert --help)\n"
+    )
+
+
+def test_help_lists_under_from_only_the_formats_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line an option
+    with pytest.raises(SystemExit):
+        main(["convert", "--help"])
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    read = "golden, golden-jsonl, quepid-csv, srw-csv, srw-json, rre, trec-qrels, beir"
+    assert " ".join(next(line for line in lines if line[:1] == ["--from"])) == f"--from FORMAT one of {read}"
+    assert " ".join(next(line for line in lines if line[:1] == ["--to"])) == f"--to FORMAT one of {read}, ltr"
+
+
+@pytest.mark.parametrize(("option", "value"), [("--map", "-1=0"), ("--scale", "-1..1")])
+def test_a_value_starting_with_a_dash_after_its_option_answers_with_the_equals_form(
+    option: str, value: str, tmp_path: Path
+) -> None:
+    """argparse reads `--map -1=0` as two options; the error says to write `--map=-1=0`, which works
+    (trec_eval's -1, "judged, not relevant", read as 0 either way; 1 is 3 on -1..1, and mapped to 3)."""
+    source = tmp_path / "qrels.txt"
+    source.write_text("1 0 d1 -1\n1 0 d2 1\n")
+    out = tmp_path / "golden.json"
+    head = ("convert", "--from", "trec-qrels", "--to", "golden", "--map", "1=3")
+    proc = assay(*head, option, value, str(source), str(out))
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"assay convert: error: argument {option}: expected one argument: {value!r} starts with '-' and "
+        f"reads as an option; write {option}={value} (see assay convert --help)\n"
+    )
+    assert not out.exists()
+    fixed = assay(*head, f"{option}={value}", str(source), str(out))
+    assert fixed.returncode == 0, fixed.stderr
+    assert load(out).queries[0].grades == {"d1": 0, "d2": 3}
+
+
+def test_an_option_missing_its_value_at_the_end_gets_no_equals_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["convert", "--from", "srw-csv", "--to", "golden", "a", "b", "--map"])
+    assert capsys.readouterr().err == (
+        "assay convert: error: argument --map: expected one argument (see assay convert --help)\n"
+    )
 
 
 def test_when_one_of_several_files_cannot_be_written_none_is(

@@ -22,6 +22,7 @@ from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.services import target_create
 from golden_io.models import GoldenVersion
+from golden_io.selectors import VERSION_FILES
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import (
@@ -285,6 +286,10 @@ def test_version_files_are_the_frozen_bytes_and_their_derivatives(
     unknown = client.get(base + "files/xml/", **headers)
 
     assert detail["files"]["json"] == f"http://testserver{base}files/json/"
+    assert detail["files"] == {fmt: f"http://testserver{base}files/{fmt}/" for fmt in VERSION_FILES}
+    beir = client.get(base + "files/beir/", **headers)
+    assert beir["Content-Type"] == "application/zip"
+    assert beir["Content-Disposition"] == f'attachment; filename="help-center@{version.name}.beir.zip"'
     assert detail["sha256"] == version.sha256 and detail["scale"] == {"min": 0, "max": 3}
     assert as_json.content == version.content_bytes
     assert as_json["X-Content-SHA256"] == version.sha256

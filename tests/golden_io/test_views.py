@@ -14,6 +14,7 @@ from assay.golden.format import dump_jsonl, parse_json
 from assay.golden.trec import write_qrels
 from golden_io import services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
+from golden_io.selectors import VERSION_FILES
 from labeling.models import Assignment, Document, GoldenSet
 from tests import factories
 from tests.support.golden_sets import (
@@ -51,7 +52,7 @@ def _urls(version: GoldenVersion) -> list[str]:
     return [
         reverse("golden_io:version_list", args=[slug]),
         reverse("golden_io:version_detail", args=[slug, name]),
-        *(reverse("golden_io:download", args=[slug, name, fmt]) for fmt in ("json", "jsonl", "qrels")),
+        *(reverse("golden_io:download", args=[slug, name, fmt]) for fmt in VERSION_FILES),
         reverse("golden_io:diff", args=[slug]) + "?new=working",
         reverse("golden_io:diff", args=[slug]) + f"?old={name}&new={name}",
         reverse("golden_io:freeze", args=[slug]),

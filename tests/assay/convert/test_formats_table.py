@@ -15,12 +15,14 @@ def test_the_docs_table_is_the_registry() -> None:
         assert f"| `{name}` |" in formats_table()
 
 
-def test_the_command_offers_exactly_the_registry_formats() -> None:
+def test_the_command_offers_exactly_the_registry_formats_reading_only_those_read() -> None:
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")
     convert = commands.choices["convert"]  # type: ignore[index]
     options = {a.dest: a.choices for a in convert._actions if a.dest in ("source", "target")}
-    assert options == {"source": list(FORMATS), "target": list(FORMATS)}
+    read = [name for name, f in FORMATS.items() if f.reader is not None]
+    assert options == {"source": read, "target": list(FORMATS)}
+    assert "ltr" in FORMATS and "ltr" not in read
 
 
 def test_reading_the_table_loads_no_format_module() -> None:

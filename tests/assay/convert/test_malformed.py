@@ -80,7 +80,17 @@ CASES: list[tuple[str, str | bytes, list[str]]] = [
             "IN: judgmentRatings[1].query: expected text, got a number",
         ],
     ),
-    ("rre", '{"index": "x"}', ["IN: no topics and no query_groups: not an RRE ratings file"]),
+    ("rre", '{"index": "x"}', ["IN: no topics, no query_groups and no queries: not an RRE ratings file"]),
+    (
+        "rre",
+        '{"queries": [{"placeholders": {"$query": "a"}, "relevant_documents": {"3": "d1"}}, 7], "x": 1}',
+        [
+            'IN: queries[0].relevant_documents["3"]: '
+            'expected {"gain": n} or an array of document ids, got a string',
+            "IN: queries[1]: expected an object with template and placeholders",
+        ],
+    ),
+    ("rre", '{"queries": {"a": 1}}', ["IN: queries: expected an array of queries, got an object"]),
     (
         "rre",
         '{"query_groups": [{"queries": [{"placeholders": {"$query": "a"}}], '

@@ -235,6 +235,36 @@ def test_rre_both_relevant_documents_shapes_topics_and_bare_query_groups(tmp_pat
     ]
 
 
+def test_rre_queries_at_the_top_level_as_quepid_exports_them_read_and_come_back(tmp_path: Path) -> None:
+    """Quepid's RRE export: `queries` at the top level, each with its own `relevant_documents` (grades as
+    Quepid writes them, `"3.0"` too), none for a query not rated; written as RRE (topics) and read back,
+    the same golden file."""
+    quepid = {
+        "id_field": "id",
+        "index": "tmdb",
+        "template": "template.json",
+        "queries": [
+            {
+                "placeholders": {"$query": "star wars"},
+                "relevant_documents": {"3.0": ["11", "12"], "0": ["99"]},
+            },
+            {"placeholders": {"$query": "rambo"}},
+            {"placeholders": {"$query": "alien", "$lang": "en"}, "relevant_documents": {"1": ["348"]}},
+        ],
+    }
+    source = tmp_path / "quepid-rre.json"
+    source.write_text(json.dumps(quepid))
+    read = convert("rre", "golden", source, tmp_path / "g.json", Options())[0].golden
+    assert [(q.id, q.text, dict(q.filters), q.grades) for q in read.queries] == [
+        ("q-0001", "star wars", {}, {"11": 3, "12": 3, "99": 0}),
+        ("q-0002", "rambo", {}, {}),
+        ("q-0003", "alien", {"lang": "en"}, {"348": 1}),
+    ]
+    written, back = through("rre", read, tmp_path)
+    assert back == read
+    assert "topics" in json.loads(written.read_text())
+
+
 def test_beir_with_a_corpus_gives_its_documents_in_the_documents_import_format(tmp_path: Path) -> None:
     folder = tmp_path / "scifact"
     (folder / "qrels").mkdir(parents=True)
