@@ -6,6 +6,7 @@ undo gives back the set exactly; no import leaves the set in a state the next fr
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -294,3 +295,25 @@ def test_a_merge_that_makes_a_critical_querys_only_relevant_label_irrelevant_is_
     report = _import(gset, replace(partial(gset), queries=(zeroes,)), "golden", tmp_path, "merge")
     assert [p.code for p in report.problems] == ["freeze_refused"]
     assert dump(gset) == before
+
+
+def test_quepids_rre_export_with_its_queries_at_the_top_level_merges_by_text(gset: GoldenSet) -> None:
+    """Quepid's RRE export holds its queries directly (`queries`, each with `placeholders` and its own
+    `relevant_documents`): read, and merged onto the set's query of that text."""
+    before = _labels(gset)
+    rre = {
+        "index": "help",
+        "id_field": "id",
+        "query_placeholder": "$query",
+        "queries": [
+            {
+                "template": "only_q.json",
+                "placeholders": {"$query": "refund guarantee"},
+                "relevant_documents": {"d1": {"gain": 3}, "d6": {"gain": 1}},
+            }
+        ],
+    }
+    data = json.dumps(rre).encode()
+    report = services.golden_import(golden_set=gset, data=data, source="rre.json", fmt=JudgmentsFormat("rre"))
+    assert report.ok, report.problems
+    assert _labels(gset) == before | {("q-0002", "d1"): 3, ("q-0002", "d6"): 1}
