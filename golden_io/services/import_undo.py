@@ -131,12 +131,23 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
         return report, import_undo_plan(record=record)
     plan = import_undo_plan(record=record)
     with written_checked(record.golden_set, report, keep=True):
-        _undo_write(record, plan, by)
-        for name, n in plan.changes.counts().items():
-            report.count(name, n)
-        GoldenImport.objects.filter(pk=record.pk).update(
-            status=GoldenImport.Status.UNDONE, undone=timezone.now(), undone_by=by
+        # Claimed under the set's lock, while it is still the latest applied: of two undos at once one runs.
+        latest = import_undoable(golden_set=record.golden_set)
+        claimed = (
+            latest is not None
+            and latest.pk == record.pk
+            and GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.APPLIED).update(
+                status=GoldenImport.Status.UNDONE, undone=timezone.now(), undone_by=by
+            )
         )
+        if not claimed:
+            report.add(
+                "", "this import was undone already, or is no longer the latest: nothing was changed", "stale"
+            )
+        else:
+            _undo_write(record, plan, by)
+            for name, n in plan.changes.counts().items():
+                report.count(name, n)
     if report.ok:
         report.notes += undo_notes(plan)
     record.refresh_from_db()

@@ -628,15 +628,21 @@ def golden_import_confirm(
             "stale_preview",
         )
         return report, plan.changes
-    undo: dict[str, Any] = {}
     with written_checked(golden_set, report, keep=True):
-        undo = _write(golden_set, plan, record.source)
-        _report_changes(report, plan.changes)
-        if undo["reopened"]:
-            report.count("assignments of returning queries reopened", undo["reopened"])
-        GoldenImport.objects.filter(pk=record.pk).update(
-            status=GoldenImport.Status.APPLIED, applied=timezone.now(), undo=undo, data=b"", topics_data=b""
+        # Claimed under the set's lock: of two confirmations at once (a double click, two tabs) one writes.
+        claimed = GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.PREVIEWED).update(
+            status=GoldenImport.Status.APPLIED, applied=timezone.now(), data=b"", topics_data=b""
         )
+        if not claimed:
+            report.add(
+                "", "this import was confirmed or cancelled already: nothing more was written", "stale"
+            )
+        else:
+            undo = _write(golden_set, plan, record.source)
+            _report_changes(report, plan.changes)
+            if undo["reopened"]:
+                report.count("assignments of returning queries reopened", undo["reopened"])
+            GoldenImport.objects.filter(pk=record.pk).update(undo=undo)
     record.refresh_from_db()
     return report, plan.changes
 

@@ -317,3 +317,36 @@ def test_quepids_rre_export_with_its_queries_at_the_top_level_merges_by_text(gse
     report = services.golden_import(golden_set=gset, data=data, source="rre.json", fmt=JudgmentsFormat("rre"))
     assert report.ok, report.problems
     assert _labels(gset) == before | {("q-0002", "d1"): 3, ("q-0002", "d6"): 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_confirmations_at_once_write_the_import_once(tmp_path: Path) -> None:
+    """A double click or two tabs: two threads confirm one preview on PostgreSQL; one writes, the other is
+    told it was confirmed already, and the labels are written once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    golden_set = rich_set()
+    data, fmt, source = as_file(partial(golden_set), "golden", tmp_path)
+    _, changes, record = services.golden_import_preview(
+        golden_set=golden_set, data=data, source=source, by=None, fmt=fmt
+    )
+    assert changes is not None and record is not None
+
+    def confirm(_: int) -> list[str]:
+        try:
+            report, _ = services.golden_import_confirm(
+                record=GoldenImport.objects.get(pk=record.pk), digest=changes.digest()
+            )
+            return [p.code for p in report.problems]
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = sorted(pool.map(confirm, range(2)))
+    # The other is refused: confirmed already, or (when it read the set after the first wrote) the file
+    # would now change other things.
+    assert outcomes[0] == [] and outcomes[1] in (["stale"], ["stale_preview"])
+    assert GoldenImport.objects.get().status == "applied"
+    assert _labels(golden_set)[("q-0002", "d6")] == 1
