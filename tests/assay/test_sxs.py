@@ -640,7 +640,7 @@ def test_junk_on_a_critical_query_fails_when_the_rule_says_so() -> None:
     assert early.answered == 4 and early.verdict.result == "fail" and early.verdict.more is None
 
 
-def test_not_enough_fully_answered_queries() -> None:
+def test_too_few_fully_answered_queries_are_inconclusive() -> None:
     queries, answers = _study({f"q{i:02d}": [2, 2] if i < 19 else [2] for i in range(30)})
     result = analyse(queries, answers, answers_per_query=2)
     assert (result.answered, result.partial) == (19, 11)

@@ -31,7 +31,8 @@ def test_the_half_width_and_the_size_that_lets_a_mean_of_0_pass() -> None:
     )
     assert not expect(97, SxsRule()).warn and expect(97, SxsRule()).warning == ""
     at_96 = expect(96, SxsRule())
-    assert at_96.warn and at_96.warning.startswith("±0.25005 is wider than the 0.25")  # never "±0.25 ... 0.25"
+    # Never "±0.25 is wider than the 0.25": as many decimals as show it wider.
+    assert at_96.warn and at_96.warning.startswith("±0.25005 is wider than the 0.25")
 
 
 def test_a_bound_at_or_above_0_always_warns() -> None:
