@@ -273,7 +273,8 @@ def test_the_form_says_how_wide_the_interval_will_likely_be_and_warns_when_it_ca
         follow=True,
     )
     text = made.content.decode()
-    assert "Study 1 created: 3 answers to collect. At 3 queries the 95% interval" in text
+    made_study = SxsStudy.objects.get()
+    assert f"Study {made_study.pk} created: 3 answers to collect. At 3 queries the 95% interval" in text
     assert (
         '<li class="warning">±1.41 is wider than the 0.25 between the rule&#x27;s bound (-0.25) and 0: even'
         in text
