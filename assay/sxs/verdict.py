@@ -71,8 +71,10 @@ def estimate(rule: SxsRule, overall: Summary, need: int) -> tuple[MoreQueries | 
         if overall.answered >= need:
             return None, ""
     capped = at is not None and at > MORE_CAP
-    # Pass needs the lower bound at the rule's (n >= at); fail the upper bound strictly below 0 (n > at).
-    reach = 0 if at is None else math.floor(at) + 1 if toward == "fail" else math.ceil(at - TOLERANCE)
+    reach = 0
+    if at is not None:
+        # Pass needs the lower bound at the rule's (n >= at); fail the upper bound strictly below 0 (n > at).
+        reach = math.floor(at) + 1 if toward == "fail" else math.ceil(at - TOLERANCE)
     total = MORE_CAP if capped else max(need, reach)
     more = MoreQueries(toward, max(1, total - overall.answered), total, capped)
     if toward is None:
@@ -118,16 +120,13 @@ def decide(
     if overall.mean is not None and overall.low is not None and overall.high is not None:
         passes = overall.low >= rule.min_lower - TOLERANCE
         worse = not passes and overall.high < -TOLERANCE
-        if passes:
-            reading = f"the lower bound is at or above the rule's {threshold(rule.min_lower)}"
-        else:
-            upper = (
-                "is below 0: the candidate is worse"
-                if worse
-                else "is not below 0: neither non-inferiority nor a loss is shown"
-            )
-            reading = (
-                f"the lower bound is below the rule's {threshold(rule.min_lower)} and the upper bound {upper}"
+        side = "at or above" if passes else "below"
+        reading = f"the lower bound is {side} the rule's {threshold(rule.min_lower)}"
+        if not passes:
+            reading += f" and the upper bound is {'below' if worse else 'not below'} 0"
+        if enough and not passes:  # with too few answers the interval reads so far, concluding nothing
+            reading += (
+                ": the candidate is worse" if worse else ": neither non-inferiority nor a loss is shown"
             )
         why.append(
             f"the mean preference is {shown(overall.mean)} (95% interval {shown(overall.low, rule.min_lower)}"

@@ -596,6 +596,11 @@ def test_too_few_answered_queries_are_inconclusive_even_when_the_interval_would_
     queries, answers = _study({f"q{i:02d}": [-3, -3] if i < 5 else [] for i in range(30)})
     result = analyse(queries, answers, answers_per_query=2)
     assert result.overall.high == -3.0 and result.verdict.result == "inconclusive"
+    # The interval as it reads so far, concluding nothing: five queries are not the twenty the rule asks.
+    assert result.verdict.why[1] == (
+        "the mean preference is -3.00 (95% interval -3.00 to -3.00): the lower bound is below the rule's"
+        " -0.25 and the upper bound is below 0"
+    )
     # No spread (every answer -3): only the rule's minimum is counted.
     assert result.verdict.more == MoreQueries(toward=None, queries=15, total=20, capped=False)
 
