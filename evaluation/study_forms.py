@@ -4,15 +4,18 @@ on two targets searched now. It checks shape; the services (`evaluation.services
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
 
-from assay.sxs import SxsRule
+from assay.inputs import whole_number
+from assay.sxs import Expectation, SxsRule
 from evaluation import access
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services.studies import DEFAULT_EXAMPLES, DEFAULT_INSTRUCTIONS, MAX_SEED, StudySpec
+from evaluation.services.study_planning import study_expectation
 from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, StudyInstructions, SxsStudy
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -150,3 +153,21 @@ class StudyForm(forms.Form):
     def spec(self) -> StudySpec:
         data = self.cleaned_data
         return StudySpec.read(data["run_a"], data["run_b"], data["raters"], self.values())
+
+
+def form_expectation(golden_set: GoldenSet, data: Mapping[str, Any]) -> tuple[Expectation, bool]:
+    """The interval the form's size will likely give under its rule (docs/sxs.md, "How wide the interval
+    will likely be"), read leniently from the values as typed so far: a size that is not a whole number of
+    at least 1 is taken as none (the rule's minimum of queries), a rule that does not hold as the default.
+    And whether a size was given."""
+    try:
+        rule = SxsRule.from_dict(
+            {
+                "min_lower": float(data.get("min_lower") or SxsRule().min_lower),
+                "min_queries": whole_number(data.get("min_queries"), low=1) or SxsRule().min_queries,
+            }
+        )
+    except ValueError:  # a number off the scale, or not a number at all: what the form refuses on submit
+        rule = SxsRule()
+    size = whole_number(str(data.get("size") or "").strip(), low=1)
+    return study_expectation(golden_set=golden_set, queries=size or rule.min_queries, rule=rule), bool(size)

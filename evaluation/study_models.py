@@ -77,10 +77,12 @@ class SxsStudy(models.Model):
         SAMPLE = "sample", "a random sample"
 
     class Verdict(models.TextChoices):
+        """The study's outcome (docs/sxs.md, "Verdict"); "" before its first analysis."""
+
         NONE = "", "no answers yet"
         PASS = "pass", "pass"
         FAIL = "fail", "fail"
-        NOT_ENOUGH = "not_enough", "not enough answers"
+        INCONCLUSIVE = "inconclusive", "inconclusive"
 
     name = models.CharField(max_length=200)
     golden_set = models.ForeignKey("labeling.GoldenSet", on_delete=models.CASCADE, related_name="sxs_studies")
@@ -110,7 +112,7 @@ class SxsStudy(models.Model):
     # and newest change), so a page reuses it until an answer changes.
     analysis = models.JSONField(null=True, blank=True)
     analysed_key = models.CharField(max_length=100, blank=True)
-    verdict = models.CharField(max_length=10, choices=Verdict.choices, default=Verdict.NONE, blank=True)
+    verdict = models.CharField(max_length=12, choices=Verdict.choices, default=Verdict.NONE, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -10,6 +10,9 @@ from evaluation import study_views as views
 urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/studies/", views.study_list, name="study_list"),
     path("sets/<slug:slug>/studies/new/", views.study_new, name="study_new"),
+    path(
+        "sets/<slug:slug>/studies/new/expectation/", views.study_new_expectation, name="study_new_expectation"
+    ),
     path("sets/<slug:slug>/studies/setting/", views.study_setting, name="study_setting"),
     path("studies/<int:pk>/", views.study_detail, name="study_detail"),
     path("studies/pending/<int:pk>/", views.study_pending, name="study_pending"),

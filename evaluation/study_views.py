@@ -27,9 +27,10 @@ from evaluation.services.studies import (
     study_setting_set,
 )
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
+from evaluation.services.study_planning import study_created_expectation
 from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, pending_for, studies_for, study_progress
-from evaluation.study_forms import StudyForm
+from evaluation.study_forms import StudyForm, form_expectation
 from evaluation.study_models import PendingStudy, StudySetting, SxsStudy
 
 
@@ -42,6 +43,8 @@ def study_list(request: HttpRequest, slug: str) -> HttpResponse:
         .annotate(n_tasks=Count("tasks"), n_done=Count("tasks", filter=Q(tasks__answered_at__isnull=False)))
         .order_by("-created", "-id")
     )
+    for study in studies:
+        study_analysis(study)  # the verdict as the answers stand (and as this version's rule says)
     setting = StudySetting.objects.filter(golden_set=golden_set).first()
     # Studies asked for on two targets: resolved as the list is read (a run may have ended meanwhile).
     pending = [
@@ -117,14 +120,26 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
                 for problem in exc.problems:
                     form.add_error(None, problem)
             else:
-                messages.success(
-                    request, f"Study {study.pk} created: {study.tasks.count()} answers to collect."
-                )
+                expectation = study_created_expectation(study)
+                collect = f"{study.tasks.count()} answers to collect"
+                messages.success(request, f"Study {study.pk} created: {collect}. {expectation.text}.")
+                if expectation.warn:
+                    messages.warning(request, f"{expectation.warning[0].upper()}{expectation.warning[1:]}.")
                 return redirect("evaluation:study_detail", pk=study.pk)
         status = 400
-    return render(
-        request, "evaluation/study_new.html", {"golden_set": golden_set, "form": form}, status=status
-    )
+    expectation, sized = form_expectation(golden_set, form.data or form.initial)
+    context = {"golden_set": golden_set, "form": form, "expectation": expectation, "sized": sized}
+    return render(request, "evaluation/study_new.html", context, status=status)
+
+
+@require_GET
+def study_new_expectation(request: HttpRequest, slug: str) -> HttpResponse:
+    """The New-study form's line on the interval its size will likely give (htmx, as the size or the rule
+    is typed): docs/sxs.md, "How wide the interval will likely be"."""
+    golden_set = access.get_golden_set(request.user, slug)
+    expectation, sized = form_expectation(golden_set, request.GET)
+    context = {"golden_set": golden_set, "expectation": expectation, "sized": sized}
+    return render(request, "evaluation/_study_expectation.html", context)
 
 
 @require_GET

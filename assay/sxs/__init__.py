@@ -10,13 +10,26 @@ docs/sxs.md, "Analysis" and "Verdict".
 
 The code, by part (their names re-exported here, the public API; import from here): `types` (the inputs,
 the rule, the scale and the tags), `checks` (the refusal of bad input), `stats` (Wilson's interval, the
-sign and signed-rank tests), `analysis`, `results` (the result's dataclasses) and `verdict`.
+sign and signed-rank tests), `analysis`, `results` (the result's dataclasses), `verdict` (with how many
+more queries would likely decide an inconclusive study) and `planning` (the interval a size will likely
+give, before a study is made).
 """
 
 from __future__ import annotations
 
 from assay.sxs.analysis import PREFERENCE_MIN, analyse
-from assay.sxs.results import Agreement, OfflineRow, Position, RaterPosition, Summary, SxsAnalysis, Verdict
+from assay.sxs.planning import DEFAULT_SPREAD, Expectation, expect, pooled_spread
+from assay.sxs.results import (
+    ANALYSIS_VERSION,
+    Agreement,
+    MoreQueries,
+    OfflineRow,
+    Position,
+    RaterPosition,
+    Summary,
+    SxsAnalysis,
+    Verdict,
+)
 from assay.sxs.stats import sign_test_p, wilcoxon_p, wilson_interval
 from assay.sxs.types import (
     PREFERENCE_SCALE,
@@ -29,11 +42,15 @@ from assay.sxs.types import (
 )
 
 __all__ = [
+    "ANALYSIS_VERSION",
+    "DEFAULT_SPREAD",
     "PREFERENCE_MIN",
     "PREFERENCE_SCALE",
     "REASONS",
     "REASON_LABELS",
     "Agreement",
+    "Expectation",
+    "MoreQueries",
     "OfflineRow",
     "Position",
     "RaterPosition",
@@ -45,6 +62,8 @@ __all__ = [
     "SxsRule",
     "Verdict",
     "analyse",
+    "expect",
+    "pooled_spread",
     "sign_test_p",
     "wilcoxon_p",
     "wilson_interval",

@@ -64,7 +64,7 @@ def summarise(
     taken from the integer sums, so that a tie is exactly a tie)."""
     wins, ties, losses = int((sign > 0).sum()), int((sign == 0).sum()), int((sign < 0).sum())
     if not len(mean):
-        return Summary(asked, answered, 0, None, None, None, 0, 0, 0, None, None, None, None, None, "")
+        return Summary(asked, answered, 0, None, None, None, None, 0, 0, 0, None, None, None, None, None, "")
     low, high = mean_interval(bootstrap_means(mean, resamples=resamples, seed=seed), LEVEL)
     decided = wins + losses
     win = wilson_interval(wins, decided)
@@ -76,6 +76,7 @@ def summarise(
         mean=float(mean.mean()),
         low=low,
         high=high,
+        spread=float(mean.std(ddof=1)) if len(mean) > 1 else None,
         wins=wins,
         ties=ties,
         losses=losses,

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The version of the analysis' result: an analysis stored by an app under another version is made again
+# when read (docs/sxs.md, "Studies stored before the three outcomes"). 2: the three outcomes, `spread` and
+# the verdict's `more`.
+ANALYSIS_VERSION = 2
+
 
 @dataclass(frozen=True, slots=True)
 class Summary:
@@ -21,6 +26,7 @@ class Summary:
     mean: float | None
     low: float | None  # 95% percentile bootstrap interval of the mean, resampling queries
     high: float | None
+    spread: float | None  # standard deviation of the query means (n - 1); None below two queries
     wins: int  # queries whose mean preference is > 0 (the candidate preferred)
     ties: int  # = 0
     losses: int  # < 0
@@ -82,10 +88,22 @@ class OfflineRow:
 
 
 @dataclass(frozen=True, slots=True)
+class MoreQueries:
+    """How many more fully answered queries would likely decide an inconclusive study, if its mean and
+    spread stay as they are (docs/sxs.md, "How many more queries would likely decide it")."""
+
+    toward: str | None  # "pass" or "fail"; None when only the rule's minimum of queries is missing
+    queries: int  # more fully answered queries
+    total: int  # fully answered queries in all
+    capped: bool  # the estimate is past MORE_CAP: "more than" that
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
-    result: str  # "pass", "fail" or "not_enough"
+    result: str  # "pass", "fail" or "inconclusive" (docs/sxs.md, "Verdict")
     why: list[str]  # sentences a reviewer reads
     rule: dict[str, Any]
+    more: MoreQueries | None = None  # on an inconclusive verdict, when some number of queries would decide
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 
 LEVEL = 0.95
+Z = NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.95996...: the normal quantile of a two-sided 95% interval
 # scipy's `wilcoxon(method="auto")` takes the exact null distribution up to this many values (zeros
 # included) when there are no ties and no zeros, and enumerates every sign flip up to EXACT_FLIPS values
 # when there are (2^13 = 8,192 flips, below its 9,999 resamples, so its permutation test is exact).

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.http import Http404, HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -35,6 +35,7 @@ from evaluation.services.studies import (
     study_create,
 )
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
+from evaluation.services.study_planning import study_created_expectation
 from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, studies_for, study_progress
 from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, SxsStudy
@@ -110,8 +111,8 @@ class OnVersion(serializers.ModelSerializer[Any]):
 class StudySerializer(OnVersion):
     instructions = serializers.CharField(source="instructions.__str__", read_only=True)
     # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
-    verdict = serializers.CharField(
-        read_only=True, help_text="pass, fail, not_enough, or empty before any analysis"
+    verdict = serializers.SerializerMethodField(
+        help_text='pass, fail or inconclusive (docs/sxs.md, "Verdict"), made from the answers as they stand'
     )
     selection = serializers.CharField(read_only=True, help_text="all, stratum, movers or sample")
     raters = serializers.SerializerMethodField()
@@ -137,6 +138,10 @@ class StudySerializer(OnVersion):
             "created",
             "links",
         ]
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_verdict(self, study: SxsStudy) -> str:
+        return str(study_analysis(study)["verdict"]["result"])
 
     def get_raters(self, study: SxsStudy) -> list[str]:
         return sorted(study.raters.values_list("username", flat=True))
@@ -250,7 +255,14 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         except StudyError as exc:
             return _problems("the study cannot be created", exc.problems)
         body = StudySerializer(get_study(request.user, study.pk), context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
+        # The interval the study's size will likely give, and the warning when it cannot decide (the page
+        # says the same when the study is made): docs/sxs.md, "How wide the interval will likely be".
+        expected = study_created_expectation(study).to_dict()
+        return Response(
+            {**body, "expected_interval": expected},
+            status=status.HTTP_201_CREATED,
+            headers={"Location": body["links"]["page"]},
+        )
 
     def _on_targets(self, request: Request, values: dict[str, Any], raters: list[Any]) -> Response:
         """Start a run on each target and answer 202 with the pending study (it becomes a study when both

@@ -24,8 +24,9 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
 `experiments`, `experiment_chunks` and `experiment_adopt` (parameter sweeps on the workers, and Use this
-configuration: docs/experiments.md), `studies`, `study_export` and `study_targets` (side-by-side
-studies, and one on two targets searched now: docs/sxs.md).
+configuration: docs/experiments.md), `studies`, `study_export`, `study_planning` and `study_targets`
+(side-by-side studies, the interval a study's size will likely give, and one on two targets searched now:
+docs/sxs.md).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
 """
@@ -166,6 +167,7 @@ from evaluation.services.study_export import (
     study_export_jsonl,
     study_export_rows,
 )
+from evaluation.services.study_planning import study_created_expectation, study_expectation
 from evaluation.services.study_targets import (
     OPTIONS,
     pending_resolve,
@@ -314,6 +316,8 @@ __all__ = [
     "study_answer",
     "study_answers",
     "study_create",
+    "study_created_expectation",
+    "study_expectation",
     "study_export_csv",
     "study_export_jsonl",
     "study_export_rows",

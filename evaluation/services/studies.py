@@ -22,7 +22,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from assay.storable import text_problem
-from assay.sxs import PREFERENCE_SCALE, REASONS, SxsAnswer, SxsQuery, SxsRule, analyse
+from assay.sxs import ANALYSIS_VERSION, PREFERENCE_SCALE, REASONS, SxsAnswer, SxsQuery, SxsRule, analyse
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services.runs import RunError
 from evaluation.study_models import (
@@ -622,9 +622,11 @@ def sxs_inputs(study: SxsStudy) -> tuple[list[SxsQuery], list[SxsAnswer]]:
 
 def _answers_key(study: SxsStudy) -> str:
     """What the kept analysis was made from: every submit and undo adds one to its task's revision, so
-    the revisions' sum moves whenever an answer changes."""
+    the revisions' sum moves whenever an answer changes; and by which version of the analysis, so one
+    stored by an older rule is made again when read (docs/sxs.md, "Studies stored before the three
+    outcomes")."""
     state = StudyTask.objects.filter(study=study).aggregate(n=Count("id"), revisions=Sum("revision"))
-    return f"{state['n']}:{state['revisions'] or 0}"
+    return f"v{ANALYSIS_VERSION}:{state['n']}:{state['revisions'] or 0}"
 
 
 def study_analysis(study: SxsStudy) -> dict[str, Any]:
@@ -675,13 +677,22 @@ def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
 def baseline_study_problems(run: EvaluationRun) -> list[str]:
     """Why `run` may not become the baseline under its set's study setting: when the set requires a
     passed study, the run must be run B (the candidate) of a study whose verdict, made from the answers
-    as they stand, is pass."""
+    as they stand, is pass (an inconclusive one never counts)."""
     setting = StudySetting.objects.filter(golden_set_id=run.golden_version.golden_set_id).first()
     if setting is None or not setting.require_passed_study:
         return []
-    if any(study_analysis(s)["verdict"]["result"] == "pass" for s in SxsStudy.objects.filter(run_b=run)):
+    verdicts = {
+        s.pk: study_analysis(s)["verdict"]["result"]
+        for s in SxsStudy.objects.filter(run_b=run).order_by("id")
+    }
+    if SxsStudy.Verdict.PASS in verdicts.values():
         return []
+    if verdicts:
+        listed = ", ".join(f"study {pk}: {verdict}" for pk, verdict in verdicts.items())
+        which = f"none of run {run.pk}'s studies as the candidate passed ({listed})"
+    else:
+        which = f"run {run.pk} is the candidate of none (create one from its page)"
     return [
         f"golden set {run.golden_version.golden_set.slug} requires a passed side-by-side study before a run "
-        f"becomes the baseline, and run {run.pk} is the candidate of none (create one from its page)"
+        f"becomes the baseline, and {which}"
     ]

@@ -27,6 +27,7 @@ from assay.sxs import (
     PREFERENCE_SCALE,
     REASON_LABELS,
     REASONS,
+    MoreQueries,
     SxsAnalysis,
     SxsAnswer,
     SxsInputError,
@@ -37,7 +38,7 @@ from assay.sxs import (
     wilcoxon_p,
     wilson_interval,
 )
-from assay.sxs.verdict import shown, threshold
+from assay.sxs.verdict import MORE_CAP, shown, threshold
 
 RATERS = ["ann", "ben", "cat", "dan"]
 
@@ -170,6 +171,8 @@ def test_every_figure_against_the_oracles(study: tuple[list[SxsQuery], list[SxsA
         return
     assert overall["mean"] == pytest.approx(sum(values) / len(values), abs=1e-12)
     assert (overall["low"], overall["high"]) == pytest.approx(_plain_interval(values, 200, 3), abs=1e-12)
+    spread = statistics.stdev(values) if len(values) > 1 else None
+    assert overall["spread"] == (None if spread is None else pytest.approx(spread, abs=1e-12))
     wins = sum(v > 0 for v in values)
     losses = sum(v < 0 for v in values)
     ties = len(values) - wins - losses
@@ -360,7 +363,7 @@ def test_the_result_is_json_safe_and_a_study_of_nothing_has_no_figures() -> None
     json.dumps(d, allow_nan=False)
     assert d["overall"]["mean"] is None and d["agreement"]["alpha"] is None
     assert d["position"]["left_share"] is None and d["offline"] == []
-    assert d["verdict"]["result"] == "not_enough"
+    assert d["verdict"]["result"] == "inconclusive" and d["verdict"]["more"] is None
 
 
 def test_the_core_runs_without_scipy_or_krippendorff() -> None:
@@ -375,7 +378,7 @@ def test_the_core_runs_without_scipy_or_krippendorff() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "fail"  # five queries, all answered, the mean -1.5
+    assert out.stdout.strip() == "inconclusive"  # five queries answered, the mean -0.5, spread -2.5 to 1.5
 
 
 @settings(max_examples=40, deadline=None)
@@ -437,11 +440,14 @@ def test_a_study_with_no_answer_yet() -> None:
     result = analyse(queries, [], answers_per_query=2)
     assert (result.asked, result.answered, result.unanswered, result.overall.queries) == (4, 0, 4, 0)
     assert result.overall.mean is None and result.agreement.alpha is None
-    assert result.verdict.result == "not_enough"
-    assert result.verdict.why[0] == (
+    assert result.verdict.result == "inconclusive"
+    assert result.verdict.why[:2] == [
         "0 of 4 asked queries have all 2 answers;"
-        " the rule needs 4 (the smaller of its 20 and the queries asked)"
-    )
+        " the rule needs 4 (the smaller of its 20 and the queries asked)",
+        "4 more fully answered queries would reach the rule's minimum of 4; the spread is not known yet,"
+        " so whether that decides it is not known either",
+    ]
+    assert result.verdict.more == MoreQueries(toward=None, queries=4, total=4, capped=False)
 
 
 def test_one_rater_has_no_agreement() -> None:
@@ -471,7 +477,7 @@ def test_all_identical() -> None:
     queries = [SxsQuery(f"q{i}", identical=True) for i in range(3)]
     result = analyse(queries, [], answers_per_query=3)
     assert (result.asked, result.identical) == (0, 3)
-    assert result.verdict.result == "not_enough"
+    assert result.verdict.result == "inconclusive" and result.verdict.more is None
     assert (
         result.verdict.why[0] == "no query was asked: all 3 are identical on both sides, nothing was compared"
     )
@@ -504,21 +510,105 @@ def test_the_verdict_passes() -> None:
     assert result.verdict.rule == SxsRule().to_dict()
 
 
-def test_the_verdict_fails_on_the_lower_bound() -> None:
+def test_the_verdict_fails_when_the_interval_lies_below_0_and_past_the_bound() -> None:
     result = _verdict_study([[-1, 0, 0]] * 12 + [[0, 0, 0]] * 4 + [[-2, -1, 0]] * 4)
     assert result.overall.low is not None and result.overall.low < -0.25
-    assert result.verdict.result == "fail"
+    assert result.verdict.result == "fail" and result.verdict.more is None
     assert result.verdict.why[0] == (
-        "the mean preference is -0.40 (95% interval -0.55 to -0.27):"
-        " the lower bound is below the rule's -0.25"
+        "the mean preference is -0.40 (95% interval -0.55 to -0.27): the lower bound is below the rule's"
+        " -0.25 and the upper bound is below 0: the candidate is worse"
     )
     assert (round(result.overall.low, 2), round(result.overall.high or 0, 2)) == (-0.55, -0.27)
+
+
+def test_an_upper_bound_just_below_0_fails_and_one_at_0_is_inconclusive() -> None:
+    # Every query -1 but one at 0: the interval's upper bound is below 0 (the resamples that draw the 0
+    # query enough are rare) or, with the rule's bound below every resample, pass; then shift to reach 0.
+    worse = _verdict_study([[-1]] * 19 + [[0]])
+    assert worse.overall.high is not None and worse.overall.high < 0
+    assert worse.overall.low is not None and worse.overall.low < -0.25
+    assert worse.verdict.result == "fail"
+    at_zero = _verdict_study([[-1]] * 10 + [[0]] * 10 + [[1]] * 10)  # symmetric: the mean 0
+    assert at_zero.overall.high is not None and at_zero.overall.high > 0
+    assert at_zero.verdict.result == "inconclusive"
+    # The interval of every query at 0 is [0, 0]: its upper bound is 0, not below it; the bound -0.25 passes.
+    assert _verdict_study([[0]] * 20).verdict.result == "pass"
+    assert _verdict_study([[0]] * 20, rule=SxsRule(min_lower=0.5)).verdict.result == "inconclusive"
+
+
+def test_a_straddling_interval_is_inconclusive_with_how_many_more_queries_would_decide_it() -> None:
+    # Ten queries at a mean of +0.40, widely spread: below the bound and above 0 at once.
+    prefs = [[2, 1], [-1, -2], [3, 1], [0, 1], [-2, 0], [1, 2], [0, -1], [2, 3], [-3, -1], [1, 1]]
+    result = _verdict_study(prefs, rule=SxsRule(min_queries=10))
+    o = result.overall
+    assert o.mean is not None and o.low is not None and o.high is not None
+    assert o.mean == pytest.approx(0.4)
+    assert o.low < -0.25 < 0 < o.high
+    assert result.verdict.result == "inconclusive"
+    # The lower half-width scales as 1/sqrt(n): it reaches the 0.65 between the mean and the bound at
+    # n = 10 * ((mean - low) / 0.65)^2 queries, rounded up.
+    total = math.ceil(10 * ((o.mean - o.low) / (o.mean + 0.25)) ** 2)
+    assert total > 10
+    assert result.verdict.more == MoreQueries(toward="pass", queries=total - 10, total=total, capped=False)
+    assert result.verdict.why[0] == (
+        f"the mean preference is 0.40 (95% interval {o.low:.2f} to {o.high:.2f}): the lower bound is below"
+        " the rule's -0.25 and the upper bound is not below 0: neither non-inferiority nor a loss is shown"
+    )
+    assert result.verdict.why[1] == (
+        f"about {total - 10} more fully answered queries ({total} in all, at this mean and spread) would"
+        " likely decide it toward pass; the study asks 10, so a larger study is needed"
+    )
+
+
+def test_an_inconclusive_study_leaning_worse_counts_toward_fail() -> None:
+    # The mean -0.50 is past the bound: more queries would likely bring the upper bound below 0.
+    prefs = [[-3, -3]] * 5 + [[2, 2]] * 5 + [[0, -1]] * 10
+    result = _verdict_study(prefs)
+    o = result.overall
+    assert o.mean is not None and o.low is not None and o.high is not None
+    assert o.mean < -0.25 and o.high > 0 and result.verdict.result == "inconclusive"
+    total = math.floor(20 * ((o.high - o.mean) / -o.mean) ** 2) + 1  # the upper bound strictly below 0
+    assert result.verdict.more == MoreQueries(toward="fail", queries=total - 20, total=total, capped=False)
+    assert "would likely decide it toward fail" in result.verdict.why[1]
+    assert "a larger study" in result.verdict.why[1]  # more than the 20 asked
+
+
+def test_a_mean_on_the_bound_or_between_0_and_a_positive_bound_is_not_decided_by_more_queries() -> None:
+    prefs = [[1], [-1]] * 10  # the mean 0, spread out
+    result = _verdict_study(prefs, rule=SxsRule(min_lower=0.0))
+    assert result.verdict.result == "inconclusive" and result.verdict.more is None
+    assert result.verdict.why[1] == (
+        "the mean (0.00) sits between 0 and the rule's 0.00: more queries at this mean would likely not"
+        " decide it"
+    )
+    # A mean a hair above the bound: the estimate is capped and says "more than".
+    near = _verdict_study([[1], [-1]] * 10 + [[1]], rule=SxsRule(min_lower=0.047))
+    assert near.overall.mean == pytest.approx(1 / 21)
+    assert near.verdict.result == "inconclusive"
+    assert near.verdict.more == MoreQueries(toward="pass", queries=MORE_CAP - 21, total=MORE_CAP, capped=True)
+    assert near.verdict.why[1].startswith(
+        f"more than {MORE_CAP:,} fully answered queries would likely be needed to decide it: the mean (0.05)"
+        " sits almost on the rule's bound"
+    )
+
+
+def test_too_few_answered_queries_are_inconclusive_even_when_the_interval_would_decide() -> None:
+    queries, answers = _study({f"q{i:02d}": [-3, -3] if i < 5 else [] for i in range(30)})
+    result = analyse(queries, answers, answers_per_query=2)
+    assert result.overall.high == -3.0 and result.verdict.result == "inconclusive"
+    # The interval as it reads so far, concluding nothing: five queries are not the twenty the rule asks.
+    assert result.verdict.why[1] == (
+        "the mean preference is -3.00 (95% interval -3.00 to -3.00): the lower bound is below the rule's"
+        " -0.25 and the upper bound is below 0"
+    )
+    # No spread (every answer -3): only the rule's minimum is counted.
+    assert result.verdict.more == MoreQueries(toward=None, queries=15, total=20, capped=False)
 
 
 def test_a_lower_bound_exactly_at_the_rule_passes() -> None:
     result = _verdict_study([[-1, 0, 0, 0]] * 20)  # every query -0.25: the interval is [-0.25, -0.25]
     assert (result.overall.low, result.overall.high) == (-0.25, -0.25)
-    assert result.verdict.result == "pass"
+    assert result.verdict.result == "pass" and result.verdict.more is None
 
 
 def test_rounding_never_shows_a_bound_on_the_wrong_side() -> None:
@@ -550,14 +640,19 @@ def test_junk_on_a_critical_query_fails_when_the_rule_says_so() -> None:
     lenient = analyse(queries, answers, answers_per_query=2, rule=SxsRule(critical_junk_fails=False))
     assert lenient.verdict.result == "pass"
     assert lenient.verdict.why[-1].endswith("the rule does not fail on it")
+    # However few queries are answered: no further answer takes the flag back.
+    early = analyse(queries, answers[:8], answers_per_query=2)
+    assert early.answered == 4 and early.verdict.result == "fail" and early.verdict.more is None
 
 
-def test_not_enough_fully_answered_queries() -> None:
+def test_too_few_fully_answered_queries_are_inconclusive() -> None:
     queries, answers = _study({f"q{i:02d}": [2, 2] if i < 19 else [2] for i in range(30)})
     result = analyse(queries, answers, answers_per_query=2)
     assert (result.answered, result.partial) == (19, 11)
-    assert result.verdict.result == "not_enough"
+    assert result.verdict.result == "inconclusive"
     assert result.verdict.why[0].startswith("19 of 30 asked queries have all 2 answers; the rule needs 20")
+    # Every query +2: no spread to scale, so only the rule's minimum is missing.
+    assert result.verdict.more == MoreQueries(toward=None, queries=1, total=20, capped=False)
     assert (
         analyse(queries, answers, answers_per_query=2, rule=SxsRule(min_queries=19)).verdict.result == "pass"
     )

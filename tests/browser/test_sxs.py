@@ -176,3 +176,25 @@ def test_the_reviewer_s_study_pages_are_accessible_and_fit_390_px(
             assert not violations, f"{path}: {described(violations)}"
     finally:
         rater.context.close()
+
+
+def test_the_new_study_form_s_interval_line_follows_the_size_as_it_is_typed(
+    browser: Browser, live_server: Any, session_for: Session, study: SxsStudy
+) -> None:
+    page = sized_page(browser, session_for, "rita", 1280, 900)
+    try:
+        page.goto(f"{live_server.url}/sets/help-center/studies/new/")
+        line = page.locator("#study-expectation-text")
+        expect(line).to_contain_text("At 20 queries")  # no size typed: the rule's minimum
+        expect(page.locator("#study-expectation-warning")).to_contain_text("would likely stay inconclusive")
+        page.locator("#id_size").fill("400")
+        expect(line).to_contain_text("At 400 queries")
+        expect(page.locator("#study-expectation-warning")).to_have_count(0)  # ±0.12: narrow enough
+        page.locator("#id_min_lower").fill("0")
+        expect(page.locator("#study-expectation-warning")).to_contain_text(
+            "a candidate as good as the baseline never passes, at any size"
+        )
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+    finally:
+        page.context.close()

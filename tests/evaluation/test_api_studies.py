@@ -47,6 +47,10 @@ def test_a_reviewer_creates_a_study_and_reads_its_progress_results_and_answers(
         ],
     }
     assert created["Location"] == f"http://testserver/studies/{study.pk}/"  # type: ignore[index]
+    expected = body["expected_interval"]
+    assert (expected["queries"], expected["spread"], expected["studies"]) == (4, 1.25, 0)
+    assert expected["warn"] and expected["needed"] == 97 and body["verdict"] == "inconclusive"
+    assert expected["warning"].startswith("±1.22 is wider than the 0.25 between the rule's bound (-0.25)")
     for task in StudyTask.objects.filter(study=study, rater=alice):
         study_answer(
             token=task.token,
@@ -59,7 +63,10 @@ def test_a_reviewer_creates_a_study_and_reads_its_progress_results_and_answers(
     detail = client.get(f"/api/v1/studies/{study.pk}/", **bearer(token)).json()
     assert detail["progress"]["answers"] == 4
     results = client.get(f"/api/v1/studies/{study.pk}/results/", **bearer(token)).json()
-    assert results["seed"] == 9 and results["answers"] == 4 and results["verdict"]["result"] == "not_enough"
+    assert results["seed"] == 9 and results["answers"] == 4 and results["verdict"]["result"] == "inconclusive"
+    # Alice answered every query -1, Bob none: no spread yet, only the rule's minimum (the 4 asked).
+    assert results["verdict"]["more"] == {"toward": None, "queries": 4, "total": 4, "capped": False}
+    assert detail["verdict"] == "inconclusive"
     jsonl = client.get(f"/api/v1/studies/{study.pk}/answers/jsonl/", **bearer(token)).content.decode()
     rows = [json.loads(line) for line in jsonl.splitlines()]
     # Shown +1 (right slightly better) with the candidate left: -1 in the candidate's favour, and so on.

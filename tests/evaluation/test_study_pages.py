@@ -235,7 +235,50 @@ def test_the_form_creates_a_study_and_refuses_in_words(
     assert made.status_code == 302 and made["Location"] == f"/studies/{study.pk}/"
     assert study.instructions.text == "Which list would you rather get?" and study.rule["min_queries"] == 20
     page = client.get(made["Location"]).content.decode()
-    assert "not enough answers" in page and f"run {run_b.pk}" in page
+    assert '<span class="badge warn">inconclusive</span>' in page and f"run {run_b.pk}" in page
+    assert "0 of 4 asked queries have all 1 answers" in page
+
+
+def test_the_form_says_how_wide_the_interval_will_likely_be_and_warns_when_it_cannot_decide(
+    golden_set: GoldenSet, rita: User, alice: User
+) -> None:
+    client = _client(rita)
+    form_page = client.get("/sets/help-center/studies/new/").content.decode()
+    # No size typed: the rule's minimum (20), the default spread (the set has no study yet).
+    assert (
+        "At 20 queries the 95% interval of the mean preference will likely be about ±0.55 (a spread of 1.25"
+        " per query, the default: no earlier study of this set has two or more answered queries)"
+    ) in form_page
+    assert "(the rule's minimum of queries: type a size to see yours)" in form_page
+    assert (
+        "even a candidate as good as the baseline would likely stay inconclusive at 20 queries" in form_page
+    )
+    # The line follows the size and the rule as they are typed (htmx asks this fragment).
+    url = reverse("evaluation:study_new_expectation", args=["help-center"])
+    big = client.get(url, {"size": "400", "min_lower": "-0.25"}).content.decode()
+    assert "At 400 queries" in big and "±0.12" in big and 'id="study-expectation-warning"' not in big
+    strict = client.get(url, {"size": "400", "min_lower": "0"}).content.decode()
+    assert "The rule&#x27;s bound is 0.00: a candidate as good as the baseline never passes" in strict
+    # Anything not yet a size or a rule is read as none (never a 500).
+    for junk in ({"size": "-3", "min_lower": "x"}, {"size": "1e9", "min_lower": "nan"}, {"min_queries": "0"}):
+        odd = client.get(url, junk)
+        assert odd.status_code == 200 and "At 20 queries" in odd.content.decode()
+    assert _client(alice).get(url).status_code == 404  # a rater does not see the set's study pages
+
+    # Made: the message says it again for the queries actually asked, with the warning.
+    run_a, run_b = two_runs(golden_set, 4)
+    made = client.post(
+        "/sets/help-center/studies/new/",
+        study_form(run_a=run_a.pk, run_b=run_b.pk, raters=[alice.pk], size=3, selection="sample"),
+        follow=True,
+    )
+    text = made.content.decode()
+    made_study = SxsStudy.objects.get()
+    assert f"Study {made_study.pk} created: 3 answers to collect. At 3 queries the 95% interval" in text
+    assert (
+        '<li class="warning">±1.41 is wider than the 0.25 between the rule&#x27;s bound (-0.25) and 0: even'
+        in text
+    )
 
 
 def test_answers_download_with_sides_undone_the_seed_and_formula_safe_cells(

@@ -102,6 +102,11 @@ def test_demo_runs_tells_the_failure_story_and_is_idempotent(
     assert f"verdict fail: http://assay.test/studies/{study.pk}/" in text
     study_page = page_text(logged_in(User.objects.get(username="reviewer")).get(f"/studies/{study.pk}/"))
     assert "Offline against people" in study_page and "Verdict fail" in study_page
+    # docs/sxs.md ("The demo's study") quotes the verdict's sentences as the page says them.
+    sxs_doc = (REPO / "docs" / "sxs.md").read_text()
+    assert study.analysis["verdict"]["why"] and study.analysis["verdict"]["more"] is None
+    for sentence in study.analysis["verdict"]["why"]:
+        assert f"- `{sentence}`" in sxs_doc and sentence in study_page
 
     again = io.StringIO()
     call_command("demo_runs", search_url=f"{demo_search}/search", site_url="http://assay.test", stdout=again)
