@@ -10,7 +10,9 @@ says how many) and gives the queries it names every field its format carries, em
 
 Every write runs in one transaction under the set's row lock and is refused, whole, when the next
 freeze would refuse the set afterwards for a reason it did not have before (the critical-query rule,
-the scale, documents): the preview says so before anything is written. Part of `golden_io.services`.
+the scale, documents): the preview says so before anything is written. The file is converted and the
+changes planned before that transaction, outside it; on the web, a file past the page's limits is refused
+before even that (`too_large`). Part of `golden_io.services`.
 """
 
 from __future__ import annotations
@@ -449,9 +451,12 @@ def _write(golden_set: GoldenSet, plan: _Plan, source: str) -> dict[str, Any]:
     for doc_id, key in plan.changes.keys:
         Document.objects.filter(pk=documents[doc_id].pk).update(key=key)
         undo["keys"].append([documents[doc_id].pk, key])
-    for query_id, values in plan.created.items():
-        row = Query.objects.create(golden_set=golden_set, external_id=query_id, **values)
-        queries[query_id] = row
+    created = [
+        Query(golden_set=golden_set, external_id=query_id, **values)
+        for query_id, values in plan.created.items()
+    ]
+    for row in Query.objects.bulk_create(created, batch_size=1000):
+        queries[row.external_id] = row
         undo["created"].append(row.pk)
     reason = f"golden file import {source} (version {plan.golden.version})"
     for query_id, values in plan.updates.items():
@@ -541,11 +546,19 @@ class _Rollback(Exception):
 def written_checked(golden_set: GoldenSet, report: ImportReport, *, keep: bool) -> Iterator[None]:
     """Run the writes of the block in a transaction under the set's row lock, then refuse them (every
     problem in `report`, all rolled back) when the next freeze would refuse the set afterwards for a
-    reason it did not have before; `keep=False` rolls back in any case (a preview)."""
+    reason it did not have before; `keep=False` rolls back in any case (a preview).
+
+    The reasons before are read first, outside the transaction, so that the lock (on SQLite, the database's
+    write lock) is held for one freeze check, not two, when the set has none (the common case): a reason
+    some other write gave the set meanwhile then refuses this one too (never the other way round). When
+    it has some, they are read again under the lock, so that none that was mended meanwhile is taken for
+    one the set had."""
+    before = _freeze_problems(golden_set)
     try:
         with transaction.atomic():
             GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).first()
-            before = _freeze_problems(golden_set)
+            if before:
+                before = _freeze_problems(golden_set)
             yield
             for problem in _freeze_problems(golden_set):
                 if problem not in before:

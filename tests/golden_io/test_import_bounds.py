@@ -23,6 +23,7 @@ from golden_io.foreign import JudgmentsFormat
 from golden_io.services import imports
 from labeling import services as labeling_services
 from labeling.models import Assignment, GoldenSet, Judgment
+from tests import factories
 from tests.golden_io.test_import_merge import as_file, partial
 from tests.support.evaluation import page_text
 from tests.support.rich_set import dump, rich_set
@@ -209,3 +210,31 @@ def test_a_grade_saved_while_an_import_converts_waits_for_nothing(
     assert Judgment.objects.get(assignment=assignment, document=candidate.document).grade == 2
     assert "error" not in result, result.get("error")
     assert result["ok"] and not result["changes"].empty
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_set_the_next_freeze_takes_is_checked_once_under_the_lock(
+    gset: GoldenSet, broken: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The freeze check of the set before the writes runs outside the transaction; only a set that has
+    reasons to be refused already is checked again under the lock (so a reason mended meanwhile is not
+    taken for one it had). Each call records whether it ran inside the transaction."""
+    if broken:  # a critical query without a judgment: the next freeze refuses the set already
+        factories.QueryFactory.create(golden_set=gset, external_id="q-0900", text="lost", critical=True)
+    under_lock: list[bool] = []
+    check = imports._freeze_problems
+    test_blocks = len(connection.atomic_blocks)  # the test's own transaction
+
+    def recorded(golden_set: GoldenSet) -> list[str]:
+        under_lock.append(len(connection.atomic_blocks) > test_blocks)
+        return check(golden_set)
+
+    monkeypatch.setattr(imports, "_freeze_problems", recorded)
+    data, fmt, source = as_file(partial(gset), "golden", tmp_path)
+
+    report, _, record = services.golden_import_preview(
+        golden_set=gset, data=data, source=source, by=None, fmt=fmt
+    )
+
+    assert report.ok and record is not None, report.problems
+    assert under_lock == ([False, True, True] if broken else [False, True])
