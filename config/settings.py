@@ -352,6 +352,15 @@ ASSAY_MAX_UPLOAD_BYTES = ASSAY_MAX_UPLOAD_MB * 1024 * 1024
 ASSAY_WEB_GOLDEN_MAX_QUERIES = env.int("ASSAY_WEB_GOLDEN_MAX_QUERIES", default=10_000)
 if ASSAY_WEB_GOLDEN_MAX_QUERIES < 1:
     raise ValueError(f"ASSAY_WEB_GOLDEN_MAX_QUERIES must be 1 or more, got {ASSAY_WEB_GOLDEN_MAX_QUERIES}")
+# The most judgments (rows) a file uploaded there may hold, in any format: a file of few queries and many
+# rows takes as long to convert, check and write as its rows (about 0.1 ms a row converted, more written).
+# Both limits are counted before the file is converted (assay.convert.sizes), so a larger file is refused
+# at once.
+ASSAY_WEB_GOLDEN_MAX_JUDGMENTS = env.int("ASSAY_WEB_GOLDEN_MAX_JUDGMENTS", default=50_000)
+if ASSAY_WEB_GOLDEN_MAX_JUDGMENTS < 1:
+    raise ValueError(
+        f"ASSAY_WEB_GOLDEN_MAX_JUDGMENTS must be 1 or more, got {ASSAY_WEB_GOLDEN_MAX_JUDGMENTS}"
+    )
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
 
 

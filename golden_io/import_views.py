@@ -11,7 +11,6 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -46,7 +45,7 @@ def golden_import(request: HttpRequest, slug: str) -> HttpResponse:
         data=upload.read(),
         source=upload.name,
         by=request.user,  # type: ignore[arg-type]
-        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        web_limits=True,
         fmt=_judgments_format(form),
         mode=form.cleaned_data["mode"],
     )
@@ -71,7 +70,7 @@ def golden_import_confirm(request: HttpRequest, slug: str, pk: int) -> HttpRespo
     report, _ = services.golden_import_confirm(
         record=record,
         digest=str(request.POST.get("digest", "")),
-        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        web_limits=True,
     )
     if report.ok:
         report.notes.append(
@@ -150,7 +149,7 @@ def golden_import_problems(request: HttpRequest, slug: str) -> HttpResponse:
         golden_set=golden_set,
         data=upload.read(),
         source=upload.name,
-        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        web_limits=True,
         fmt=_judgments_format(form),
     )
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePath(upload.name).stem)[:100] or "golden"

@@ -25,8 +25,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from assay.golden.checks import (
     Checker,
     describe,
@@ -254,33 +252,6 @@ def _looks_like_jsonl(text: str) -> bool:
     lines = _lines(text)
     first = next(lines, (0, ""))[1].strip(_JSON_SPACE)
     return first.startswith("{") and first.endswith("}") and next(lines, None) is not None
-
-
-def count_queries(data: bytes) -> int | None:
-    """How many queries a golden file holds, counted without checking them: the JSON form's `queries`
-    list, else the non-blank lines after the JSONL form's header. A million queries are counted in a
-    fraction of a second, where checking them takes over a minute, so a caller can refuse a file too
-    large for it before reading it. None when the file is neither form (`parse` says why)."""
-    try:
-        counted = _COUNT.decode(data)
-    except (msgspec.ValidationError, RecursionError):
-        return None  # one JSON document, not of the golden file's shape (or nested beyond reading)
-    except msgspec.DecodeError:
-        # Not one JSON document: JSONL, or something `parse` will refuse (then the count only decides
-        # whether it is refused for its size first).
-        return max(sum(1 for line in data.splitlines() if line.strip()) - 1, 0)
-    return None if counted.queries is None else len(counted.queries)
-
-
-class _Skipped(msgspec.Struct, gc=False):
-    """A query, its fields skipped unread: only how many there are is wanted."""
-
-
-class _Counted(msgspec.Struct, gc=False):
-    queries: list[_Skipped] | None = None
-
-
-_COUNT = msgspec.json.Decoder(_Counted)
 
 
 def parse(data: str | bytes, *, fmt: Format | None = None) -> GoldenFile:

@@ -54,7 +54,7 @@ from golden_io.services.imports import (
     golden_import_preview,
     label_state,
     query_update,
-    too_many_queries,
+    too_large,
     written_checked,
 )
 from golden_io.services.rejudge import RequeueReport, stale_requeue
@@ -93,7 +93,7 @@ __all__ = [
     "not_done_text",
     "query_update",
     "stale_requeue",
-    "too_many_queries",
+    "too_large",
     "undo_notes",
     "version_name_next",
     "written_checked",

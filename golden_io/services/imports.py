@@ -10,7 +10,9 @@ says how many) and gives the queries it names every field its format carries, em
 
 Every write runs in one transaction under the set's row lock and is refused, whole, when the next
 freeze would refuse the set afterwards for a reason it did not have before (the critical-query rule,
-the scale, documents): the preview says so before anything is written. Part of `golden_io.services`.
+the scale, documents): the preview says so before anything is written. The file is converted and the
+changes planned before that transaction, outside it; on the web, a file past the page's limits is refused
+before even that (`too_large`). Part of `golden_io.services`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from assay.convert.formats import FORMATS, GOLDEN_FORMATS, QUERY_FIELDS
-from assay.golden.format import GoldenFormatError, count_queries, parse
+from assay.convert.sizes import measure
+from assay.golden.format import GoldenFormatError, parse
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.problems import ImportReport
 from golden_io import selectors
@@ -201,25 +205,43 @@ def golden_import_check(
     golden_set: GoldenSet,
     data: bytes,
     source: str,
-    max_queries: int | None = None,
+    web_limits: bool = False,
     fmt: JudgmentsFormat = GOLDEN,
 ) -> ImportReport:
     """Every problem the file has on its own and against the set, writing nothing: what the import page's
     CSV download lists (the page shows the first MAX_SHOWN)."""
-    return _golden_read(golden_set=golden_set, data=data, source=source, max_queries=max_queries, fmt=fmt)[0]
+    return _golden_read(golden_set=golden_set, data=data, source=source, web_limits=web_limits, fmt=fmt)[0]
 
 
-def too_many_queries(*, golden_set: GoldenSet, data: bytes, max_queries: int) -> str | None:
-    """Why a file is refused for its size alone (None when it is not), decided by counting its queries
-    without checking them, so that a file a web request could not check in time is refused at once."""
-    count = count_queries(data)
-    if count is None or count <= max_queries:
-        return None
-    return (
-        f"the file holds {count:,} queries; a golden file uploaded here may hold at most {max_queries:,} "
-        "(ASSAY_WEB_GOLDEN_MAX_QUERIES), so that it is checked and written within one web request. "
-        f"Import it on the server with: python manage.py import_golden {golden_set.slug} <file>"
+def too_large(*, golden_set: GoldenSet, data: bytes, fmt: JudgmentsFormat) -> tuple[str, str, str] | None:
+    """Why a file uploaded on the web is refused for its size alone, as (where, message, code), or None:
+    decided by counting its queries and judgments (`assay.convert.sizes`, which stops once past a limit)
+    before anything converts or checks it, so that a file a web request could not check in time is
+    refused at once, in any format."""
+    size = measure(
+        fmt.name,
+        data,
+        max_queries=settings.ASSAY_WEB_GOLDEN_MAX_QUERIES,
+        max_judgments=settings.ASSAY_WEB_GOLDEN_MAX_JUDGMENTS,
+        topics_data=fmt.topics[1] if fmt.topics else None,
+        unzip_limit=settings.ASSAY_MAX_UPLOAD_BYTES,
     )
+    command = f"python manage.py import_golden {golden_set.slug} <file>"
+    if fmt.name not in GOLDEN_FORMATS:
+        command += f" --from {fmt.name}" + (" --topics <topics file>" if fmt.topics else "")
+    for what, counted, setting in (
+        ("queries", size.queries, "ASSAY_WEB_GOLDEN_MAX_QUERIES"),
+        ("judgments", size.judgments, "ASSAY_WEB_GOLDEN_MAX_JUDGMENTS"),
+    ):
+        most = getattr(settings, setting)
+        if counted > most:
+            message = (
+                f"the file holds more than {most:,} {what}; a file uploaded here may hold at most "
+                f"{most:,} ({setting}), so that it is checked and written within one web request. "
+                f"Import it on the server with: {command}"
+            )
+            return what, message, f"too_many_{what}"
+    return None
 
 
 def _golden_read(
@@ -227,7 +249,7 @@ def _golden_read(
     golden_set: GoldenSet,
     data: bytes,
     source: str,
-    max_queries: int | None,
+    web_limits: bool,
     fmt: JudgmentsFormat,
 ) -> tuple[ImportReport, GoldenFile | None, dict[str, Document], dict[str, str]]:
     """The file against the format and against the set (scale, rubric, locales, documents, keys): the
@@ -235,6 +257,11 @@ def _golden_read(
     on documents that have none. Reads only. A file in another format is converted first."""
     report = ImportReport(kind="golden", source=source)
     nothing: tuple[ImportReport, None, dict[str, Document], dict[str, str]] = (report, None, {}, {})
+    if web_limits:
+        refused = too_large(golden_set=golden_set, data=data, fmt=fmt)
+        if refused:
+            report.add(*refused)
+            return nothing
     if fmt.name not in GOLDEN_FORMATS:  # parse reads both golden forms
         converted = golden_from_format(
             golden_set=golden_set, data=data, source=source, fmt=fmt, report=report
@@ -242,11 +269,6 @@ def _golden_read(
         if converted is None:
             return nothing
         data = converted
-    if max_queries is not None:
-        refused = too_many_queries(golden_set=golden_set, data=data, max_queries=max_queries)
-        if refused:
-            report.add("queries", refused, "too_many_queries")
-            return nothing
     try:
         golden = parse(data)
     except GoldenFormatError as exc:
@@ -316,13 +338,13 @@ def _plan(
     golden_set: GoldenSet,
     data: bytes,
     source: str,
-    max_queries: int | None,
+    web_limits: bool,
     fmt: JudgmentsFormat,
     mode: str,
 ) -> tuple[ImportReport, _Plan | None]:
     """The report, and the changes the file would make to the set in `mode` (None when it has problems)."""
     report, golden, documents, new_keys = _golden_read(
-        golden_set=golden_set, data=data, source=source, max_queries=max_queries, fmt=fmt
+        golden_set=golden_set, data=data, source=source, web_limits=web_limits, fmt=fmt
     )
     if golden is None:
         return report, None
@@ -429,9 +451,12 @@ def _write(golden_set: GoldenSet, plan: _Plan, source: str) -> dict[str, Any]:
     for doc_id, key in plan.changes.keys:
         Document.objects.filter(pk=documents[doc_id].pk).update(key=key)
         undo["keys"].append([documents[doc_id].pk, key])
-    for query_id, values in plan.created.items():
-        row = Query.objects.create(golden_set=golden_set, external_id=query_id, **values)
-        queries[query_id] = row
+    created = [
+        Query(golden_set=golden_set, external_id=query_id, **values)
+        for query_id, values in plan.created.items()
+    ]
+    for row in Query.objects.bulk_create(created, batch_size=1000):
+        queries[row.external_id] = row
         undo["created"].append(row.pk)
     reason = f"golden file import {source} (version {plan.golden.version})"
     for query_id, values in plan.updates.items():
@@ -521,11 +546,19 @@ class _Rollback(Exception):
 def written_checked(golden_set: GoldenSet, report: ImportReport, *, keep: bool) -> Iterator[None]:
     """Run the writes of the block in a transaction under the set's row lock, then refuse them (every
     problem in `report`, all rolled back) when the next freeze would refuse the set afterwards for a
-    reason it did not have before; `keep=False` rolls back in any case (a preview)."""
+    reason it did not have before; `keep=False` rolls back in any case (a preview).
+
+    The reasons before are read first, outside the transaction, so that the lock (on SQLite, the database's
+    write lock) is held for one freeze check, not two, when the set has none (the common case): a reason
+    some other write gave the set meanwhile then refuses this one too (never the other way round). When
+    it has some, they are read again under the lock, so that none that was mended meanwhile is taken for
+    one the set had."""
+    before = _freeze_problems(golden_set)
     try:
         with transaction.atomic():
             GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).first()
-            before = _freeze_problems(golden_set)
+            if before:
+                before = _freeze_problems(golden_set)
             yield
             for problem in _freeze_problems(golden_set):
                 if problem not in before:
@@ -566,7 +599,7 @@ def golden_import_preview(
     data: bytes,
     source: str,
     by: User | None,
-    max_queries: int | None = None,
+    web_limits: bool = False,
     fmt: JudgmentsFormat = GOLDEN,
     mode: str = MERGE,
 ) -> tuple[ImportReport, ImportChanges | None, GoldenImport | None]:
@@ -575,7 +608,7 @@ def golden_import_preview(
     (None when the file has problems or would change nothing)."""
     _discard_stale(golden_set)
     report, plan = _plan(
-        golden_set=golden_set, data=data, source=source, max_queries=max_queries, fmt=fmt, mode=mode
+        golden_set=golden_set, data=data, source=source, web_limits=web_limits, fmt=fmt, mode=mode
     )
     if plan is None:
         return report, None, None
@@ -600,7 +633,7 @@ def golden_import_preview(
 
 
 def golden_import_confirm(
-    *, record: GoldenImport, digest: str, max_queries: int | None = None
+    *, record: GoldenImport, digest: str, web_limits: bool = False
 ) -> tuple[ImportReport, ImportChanges | None]:
     """Write a previewed import, if the file still makes exactly the changes previewed (`digest`); when the
     set changed meanwhile nothing is written and the report says so (preview again)."""
@@ -614,7 +647,7 @@ def golden_import_confirm(
         golden_set=golden_set,
         data=bytes(record.data),
         source=record.source,
-        max_queries=max_queries,
+        web_limits=web_limits,
         fmt=fmt,
         mode=record.mode,
     )
@@ -652,7 +685,7 @@ def golden_import(
     golden_set: GoldenSet,
     data: bytes,
     source: str,
-    max_queries: int | None = None,
+    web_limits: bool = False,
     fmt: JudgmentsFormat = GOLDEN,
     mode: str = MERGE,
     by: User | None = None,
@@ -660,12 +693,12 @@ def golden_import(
     """Preview and confirm at once (the demo's load, `import_golden --yes`): the report of what was
     written, or of why nothing was."""
     report, changes, record = golden_import_preview(
-        golden_set=golden_set, data=data, source=source, by=by, max_queries=max_queries, fmt=fmt, mode=mode
+        golden_set=golden_set, data=data, source=source, by=by, web_limits=web_limits, fmt=fmt, mode=mode
     )
     if record is None:
         return report
     assert changes is not None
-    written, _ = golden_import_confirm(record=record, digest=changes.digest(), max_queries=max_queries)
+    written, _ = golden_import_confirm(record=record, digest=changes.digest(), web_limits=web_limits)
     return written
 
 

@@ -334,7 +334,7 @@ def test_two_confirmations_at_once_write_the_import_once(tmp_path: Path) -> None
     )
     assert changes is not None and record is not None
 
-    def confirm(_: int) -> list[str]:
+    def confirm(_n: int) -> list[str]:
         try:
             report, _ = services.golden_import_confirm(
                 record=GoldenImport.objects.get(pk=record.pk), digest=changes.digest()
