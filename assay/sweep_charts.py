@@ -29,6 +29,12 @@ def grid_axes(grid: object) -> list[tuple[str, list[Any]]]:
     return [(str(name), list(values)) for name, values in params.items()]
 
 
+def winner_grid(sweep: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The winner's own values, None when no configuration beat the baseline (docs/experiments.md)."""
+    winner = sweep.get("winner")
+    return dict(winner["grid"]) if winner else None
+
+
 def _value(part: Mapping[str, Any] | None, metric: str) -> float | None:
     value = part.get(metric) if part else None
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
@@ -87,7 +93,7 @@ def sweep_line(sweep: Mapping[str, Any], grid: object) -> SweepLine | None:
     def y_of(v: float) -> float:
         return round(c["top"] + inner_h * (1 - (v - low) / (high - low)), 1)
 
-    winner = sweep["winner"]["grid"]
+    winner = winner_grid(sweep)
     points, held_points = [], []
     for i, (value, config) in enumerate(zip(values, configs, strict=True)):
         shown = f"{param}={value}"
@@ -170,7 +176,7 @@ def sweep_heat(sweep: Mapping[str, Any], grid: object) -> SweepHeat | None:
     values = [_value(c["tuning"], metric) for c in configs]
     defined = [v for v in values if v is not None]
     low, high = (min(defined), max(defined)) if defined else (0.0, 0.0)
-    winner = sweep["winner"]["grid"]
+    winner = winner_grid(sweep)
     cells = []
     for i, config in enumerate(configs):
         r, k = divmod(i, len(cols))

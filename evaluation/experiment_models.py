@@ -51,6 +51,9 @@ class Experiment(models.Model):
     seed = models.IntegerField(default=0)
     top = models.PositiveIntegerField(default=3, help_text="configurations confirmed on the held-out part")
     metric = models.CharField(max_length=20, default="ndcg")
+    alpha = models.FloatField(
+        default=0.05, help_text="a winner's Holm-adjusted p-value is below it (docs/experiments.md)"
+    )
     split = models.JSONField(default=dict, help_text="assay.experiment.Split.to_dict()")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.TUNING)

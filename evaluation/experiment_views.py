@@ -18,14 +18,20 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import params_text
-from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
+from assay.experiment import DEFAULT_ALPHA, DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
 from evaluation import access
 from evaluation.forms import VersionChoiceField, version_and_target_choices
 from evaluation.models import Experiment, SearchTarget
 from evaluation.services.experiment_adopt import experiment_adopt
-from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from evaluation.services.experiments import (
+    ExperimentError,
+    experiment_cancel,
+    experiment_create,
+    experiment_echoes,
+    no_winner_text,
+)
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
 
@@ -51,6 +57,11 @@ class ExperimentForm(forms.Form):
     )
     seed = forms.IntegerField(
         initial=0, min_value=-(2**31), max_value=2**31 - 1, help_text="the split's and the intervals' seed"
+    )
+    alpha = forms.FloatField(
+        initial=DEFAULT_ALPHA,
+        required=False,
+        help_text="a winner needs a held-out gain whose Holm-adjusted p-value is below it",
     )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
@@ -84,6 +95,7 @@ def experiment_new(request: HttpRequest) -> HttpResponse:
                 seed=data["seed"],
                 top=data["top"],
                 metric=data["metric"],
+                alpha=DEFAULT_ALPHA if data["alpha"] is None else data["alpha"],
             )
         except ExperimentError as exc:
             for problem in exc.problems:
@@ -106,6 +118,7 @@ def _progress(experiment: Experiment) -> dict[str, Any]:
         "percent": 100.0 if experiment.status == "succeeded" else experiment.percent,
         "final": final,
         "error_message": experiment.error_message,
+        "echoes": experiment_echoes(experiment=experiment),
     }
 
 
@@ -134,6 +147,11 @@ def _interval(interval: dict[str, Any]) -> str:
     return f"[{low}, {high}]" + (f" at {level:g}" if isinstance(level, int | float) else "")
 
 
+def _is_winner(result: dict[str, Any], config: dict[str, Any]) -> bool:
+    winner = result["winner"]
+    return winner is not None and (config["grid"], config["rank"]) == (winner["grid"], winner["rank"])
+
+
 def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str, Any]]:
     """The configurations x metrics table's rows, sorted by `sort` (`-` first: descending)."""
     metric = result["metric"]
@@ -146,8 +164,8 @@ def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str,
                 "values": [config["grid"].get(n, "") for n in names],
                 "params": params_text(config["grid"]),
                 "rank": config["rank"],
-                "winner": config["grid"] == result["winner"]["grid"]
-                and config["rank"] == result["winner"]["rank"],
+                "winner": _is_winner(result, config),
+                "echo": config.get("same_as_baseline", False),
                 "confirmed": held is not None,
                 "keys": {
                     "rank": config["rank"],
@@ -194,8 +212,7 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "interval": _interval(interval),
                 "p": _cell(held.get("p_value")),
                 "p_adjusted": _cell(held.get("p_adjusted")),
-                "winner": config["grid"] == result["winner"]["grid"]
-                and config["rank"] == result["winner"]["rank"],
+                "winner": _is_winner(result, config),
             }
         )
     return rows
@@ -225,8 +242,8 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
             {n for c in result["configs"] for n in c["grid"]}
         )
         sort = request.GET.get("sort", "rank")
-        winner = result["winner"]
-        change = winner["change"][result["metric"]]
+        best = result["best"]
+        change = best["change"][result["metric"]]
         context.update(
             {
                 "result": result,
@@ -236,13 +253,14 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                 "sort": sort,
                 "sorts": SORTS,
                 "confirmation": _confirmation(result),
-                "winner": winner,
-                "winner_params": params_text(winner["grid"]),
-                "winner_change": change,
-                "tuning_gain": _cell(winner["tuning_gain"], signed=True),
-                "holdout_gain": _cell(winner["holdout_gain"], signed=True),
+                "best": best,
+                "has_winner": result["winner"] is not None,
+                "no_winner": "" if result["winner"] is not None else no_winner_text(result),
+                "best_params": params_text(best["grid"]),
+                "tuning_gain": _cell(best["tuning_gain"], signed=True),
+                "holdout_gain": _cell(best["holdout_gain"], signed=True),
                 "optimism": _cell(result["optimism"], signed=True),
-                "p_adjusted": _cell(winner["p_adjusted"]),
+                "p_adjusted": _cell(best["p_adjusted"]),
                 "interval": _interval(change.get("interval") or {}),
                 "strata": [
                     {
@@ -251,7 +269,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                         "winner": _cell(s["winner"]),
                         "delta": _cell(s["delta"], signed=True),
                     }
-                    for s in result.get("winner_strata", [])
+                    for s in result.get("best_strata", [])
                 ],
                 "line": sweep_line(result, experiment.grid),
                 "heat": sweep_heat(result, experiment.grid),

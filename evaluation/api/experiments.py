@@ -16,7 +16,14 @@ from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
+from assay.experiment import (
+    DEFAULT_ALPHA,
+    DEFAULT_SEED,
+    DEFAULT_SPLIT,
+    DEFAULT_TOP,
+    MAX_CONFIGS,
+    RANKING_METRICS,
+)
 from evaluation import access
 from evaluation.api.serializers import ProblemsSerializer
 from evaluation.api.views import (
@@ -31,7 +38,12 @@ from evaluation.api.views import (
 )
 from evaluation.models import EvaluationRun, Experiment
 from evaluation.services.experiment_adopt import experiment_adopt
-from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from evaluation.services.experiments import (
+    ExperimentError,
+    experiment_cancel,
+    experiment_create,
+    experiment_echoes,
+)
 from golden_io import selectors as golden_selectors
 
 
@@ -46,6 +58,7 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
     target = serializers.SlugRelatedField(slug_field="name", read_only=True)  # type: ignore[var-annotated]
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
     configurations = serializers.SerializerMethodField()
+    echoes = serializers.SerializerMethodField()
     final = serializers.SerializerMethodField()
     page = serializers.SerializerMethodField()
 
@@ -62,6 +75,7 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             "fraction",
             "seed",
             "top",
+            "alpha",
             "status",
             "phase",
             "final",
@@ -69,6 +83,7 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             "done",
             "errors",
             "error_message",
+            "echoes",
             "created_by",
             "created",
             "started_at",
@@ -80,6 +95,11 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
 
     def get_configurations(self, obj: Experiment) -> int:
         return len(obj.configs)
+
+    def get_echoes(self, obj: Experiment) -> list[dict[str, Any]]:
+        """The configurations that returned the baseline's results on every query they searched, read
+        from the answers so far while it runs (docs/experiments.md, "Parameters that change nothing")."""
+        return experiment_echoes(experiment=obj)
 
     def get_final(self, obj: Experiment) -> bool:
         return obj.status in Experiment.FINAL
@@ -94,7 +114,7 @@ class ExperimentListSerializer(ExperimentSerializer):
     """A list's row: everything but the grid and the result (GET the experiment for those)."""
 
     class Meta(ExperimentSerializer.Meta):
-        fields = tuple(f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result"))
+        fields = tuple(f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result", "echoes"))
         read_only_fields = fields
 
 
@@ -113,6 +133,11 @@ class ExperimentCreateSerializer(serializers.Serializer[Any]):
     )
     seed = serializers.IntegerField(
         required=False, default=DEFAULT_SEED, min_value=-(2**31), max_value=2**31 - 1
+    )
+    alpha = serializers.FloatField(
+        required=False,
+        default=DEFAULT_ALPHA,
+        help_text="a winner's held-out gain has a Holm-adjusted p-value below it",
     )
 
 
@@ -205,6 +230,7 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
                 seed=values["seed"],
                 top=values["top"],
                 metric=values["metric"],
+                alpha=values["alpha"],
             )
         except ExperimentError as exc:
             return _problems("the experiment cannot start", exc.problems)

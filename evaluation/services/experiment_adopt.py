@@ -10,7 +10,7 @@ from django.db import transaction
 
 from assay.targets import TargetError
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption
-from evaluation.services.experiments import ExperimentError
+from evaluation.services.experiments import ExperimentError, no_winner_text
 from evaluation.services.runs import RunError, run_create
 from evaluation.services.targets import target_update
 from labeling.roles import reviews
@@ -23,11 +23,13 @@ def experiment_adopt(
     """Save the winner's parameters on the experiment's target (over the target's own params and stage
     toggles, which the experiment's baseline sent), record the adoption (`params_before` and
     `params_after`: what the target sends, params and stages), and start a full run with them. Raises
-    ExperimentError naming each problem (nothing saved then): an experiment without a result, no
+    ExperimentError naming each problem (nothing saved then): an experiment without a winner, no
     rationale, someone who does not review the set, a target or run the services refuse."""
     problems = []
     if experiment.status != Experiment.Status.SUCCEEDED or not experiment.result:
         problems.append(f"experiment {experiment.pk} has no winner ({experiment.status}): nothing to use")
+    elif experiment.result["winner"] is None:
+        problems.append(no_winner_text(experiment.result) + ": nothing to use")
     if not rationale.strip():
         problems.append("rationale: say why this configuration should be used (it is recorded)")
     if not reviews(by, experiment.golden_version.golden_set):

@@ -18,14 +18,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from assay.experiment import (
+    DEFAULT_ALPHA,
     MAX_CONFIGS,
     SweepError,
     SweepSettings,
     conclude,
+    echoes,
+    echoes_record,
     grid_problems,
     parse_grid,
     part_columns,
@@ -39,7 +42,14 @@ from assay.jsonin import JsonInputError, json_loads
 from assay.results import QueryResult
 from assay.run_meta import redact_url
 from assay.storable import json_problem
-from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
+from assay.targets import (
+    TargetError,
+    TargetSpec,
+    effective_params,
+    harness_config,
+    params_secret_problems,
+    spec_problems,
+)
 from evaluation.enqueue import experiment_start_on_commit
 from evaluation.models import EvaluationRun, Experiment, ExperimentChunk, ExperimentResult, SearchTarget
 from evaluation.selectors import golden_of
@@ -108,6 +118,7 @@ def experiment_create(
     seed: int = 0,
     top: int = 3,
     metric: str = "ndcg",
+    alpha: float = DEFAULT_ALPHA,
 ) -> Experiment:
     """Queue a sweep of `grid` on `target` over `golden_version` (the task starts once this commits).
     Refuses, naming every problem and creating nothing, what `assay sweep` refuses (a grid that is not
@@ -115,7 +126,7 @@ def experiment_create(
     configuration the target's adapter would refuse, a split that leaves a part empty) and what a run
     refuses (a target that does not list the set, its secrets not granted to it)."""
     data, configs = grid_read(grid)
-    settings = SweepSettings(fraction=fraction, seed=seed, top=top, metric=metric)
+    settings = SweepSettings(fraction=fraction, seed=seed, top=top, metric=metric, alpha=alpha)
     problems = [p for p in (settings_problem(settings),) if p]
     if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
         problems.append(
@@ -157,6 +168,7 @@ def experiment_create(
         seed=seed,
         top=top,
         metric=metric,
+        alpha=alpha,
         split=split.to_dict(),
         total=(len(configs) + 1) * len(split.tuning) + (confirmed + 1) * len(split.holdout),
         created_by=created_by,
@@ -171,6 +183,14 @@ def experiment_cancel(*, experiment: Experiment, by: Any = None) -> bool:
     changed = end_if_active(Experiment, experiment.pk, Status.CANCELLED, cancelled_text(by))
     experiment.refresh_from_db()
     return changed
+
+
+def no_winner_text(result: Mapping[str, Any]) -> str:
+    """Why a finished experiment names no winner (docs/experiments.md, "The winner")."""
+    return (
+        "No configuration beat the baseline on the held-out queries (a gain with p (Holm) below "
+        f"{result['alpha']:g})"
+    )
 
 
 def experiment_fail(*, experiment_id: int, message: str) -> bool:
@@ -292,6 +312,35 @@ def _results(
         )
 
 
+def echo_counts(experiment: Experiment) -> dict[int, tuple[int, int]]:
+    """Per configuration (grid index) with an answer to compare, `assay.experiment.same_answers` read
+    in SQL from the answers stored so far: (queries both it and the baseline answered, of those the
+    ones with the same ids in the same order). Cheap enough to read on every poll of a running one."""
+    baseline = ExperimentResult.objects.filter(
+        experiment=experiment, slot=0, query_id=OuterRef("query_id"), error__isnull=True
+    ).values("ids")[:1]
+    rows = (
+        ExperimentResult.objects.filter(experiment=experiment, slot__gt=0, error__isnull=True)
+        .annotate(baseline_ids=Subquery(baseline))
+        .filter(baseline_ids__isnull=False)
+        .values("slot")
+        .annotate(compared=Count("id"), same=Count("id", filter=Q(ids=F("baseline_ids"))))
+        .order_by()
+    )
+    return {row["slot"] - 1: (row["compared"], row["same"]) for row in rows}
+
+
+def experiment_echoes(*, experiment: Experiment) -> list[dict[str, Any]]:
+    """The configurations that returned the baseline's results on every query they searched
+    (`assay.experiment.echoes`): the stored result's once it is done, else read from the answers so
+    far, so the first chunk's answers already show it."""
+    if experiment.result is not None:
+        found: list[dict[str, Any]] = experiment.result.get("echoes", [])
+        return found
+    fixed = effective_params(TargetSpec.from_dict(experiment.target_snapshot))
+    return echoes(fixed, experiment.configs, echo_counts(experiment))
+
+
 def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[str]]]:
     have: dict[int, set[str]] = {}
     pairs = _phase_pairs(experiment, phase)
@@ -310,7 +359,11 @@ def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[s
 
 def _settings(experiment: Experiment) -> SweepSettings:
     return SweepSettings(
-        fraction=experiment.fraction, seed=experiment.seed, top=experiment.top, metric=experiment.metric
+        fraction=experiment.fraction,
+        seed=experiment.seed,
+        top=experiment.top,
+        metric=experiment.metric,
+        alpha=experiment.alpha,
     )
 
 
@@ -369,9 +422,10 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
         ranking=experiment.ranking,
         held=[reports[0], *(reports[i + 1] for i in confirmed)],
     )
-    result["winner_strata"] = _strata(
-        reports[0], reports[experiment.ranking[result["winner"]["rank"] - 1] + 1], settings.metric
+    result["best_strata"] = _strata(
+        reports[0], reports[experiment.ranking[result["best"]["rank"] - 1] + 1], settings.metric
     )
+    echoes_record(result, echo_counts(experiment))
     now = timezone.now()
     started = experiment.started_at or experiment.created
     result["requests"] = {
@@ -398,8 +452,8 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
 
 
 def _strata(baseline: Mapping[str, Any], winner: Mapping[str, Any], metric: str) -> list[dict[str, Any]]:
-    """The winner against the baseline per stratum on the held-out queries (the page's "winner's
-    strata"): each stratum's queries counted and both means of the metric (the reports' slices)."""
+    """The best configuration against the baseline per stratum on the held-out queries (the page's
+    strata): each stratum's queries counted and both means of the metric (the reports' slices)."""
     base = baseline["slices"].get("stratum", {})
     won = winner["slices"].get("stratum", {})
     rows = []
