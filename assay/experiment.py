@@ -51,10 +51,11 @@ DEFAULT_SPLIT = 0.7
 DEFAULT_TOP = 3
 DEFAULT_SEED = 0
 DEFAULT_ALPHA = 0.05
+DEFAULT_COVERAGE_MARGIN = 0.05
 # The metrics a sweep may rank on: the report's top-level means (docs/metrics.md).
 RANKING_METRICS = ("ndcg", "mrr", "precision_at_k")
 # What each configuration's part records: the report's core means, and its counts.
-_RECORDED = ("ndcg", "mrr", "precision_at_k", "empty_rate", "error_rate")
+_RECORDED = ("ndcg", "mrr", "precision_at_k", "empty_rate", "error_rate", "judged_at_k")
 
 
 class SweepError(ValueError):
@@ -206,6 +207,7 @@ class SweepSettings:
     top: int = DEFAULT_TOP
     metric: str = "ndcg"
     alpha: float = DEFAULT_ALPHA
+    coverage_margin: float = DEFAULT_COVERAGE_MARGIN
 
 
 def part_columns(golden: GoldenFile, ids: Sequence[str]) -> GoldenColumns:
@@ -260,6 +262,8 @@ def settings_problem(settings: SweepSettings) -> str | None:
         return f"top {settings.top}: must be at least 1"
     if not 0 < settings.alpha < 1:
         return f"alpha {settings.alpha}: expected a probability between 0 and 1, exclusive"
+    if not 0 <= settings.coverage_margin <= 1:
+        return f"coverage margin {settings.coverage_margin}: expected a share from 0 to 1"
     return None
 
 
@@ -360,7 +364,34 @@ def conclude(
         "best": best_entry,
         "winner": best_entry if best in won else None,
         "optimism": _gain(tuning_gain, holdout_gain),
+        "coverage": coverage(
+            {"tuning": baseline_tuning, "holdout": baseline_holdout},
+            {"tuning": tuning[index], "holdout": holdout[best]},
+            settings.coverage_margin,
+        ),
     }
+
+
+def coverage(
+    baseline: Mapping[str, Mapping[str, Any]], best: Mapping[str, Mapping[str, Any]], margin: float
+) -> dict[str, Any]:
+    """judged@k of the best configuration beside the baseline's on each part, and a warning when it is
+    below the baseline's by more than `margin` on either (docs/experiments.md, "Coverage")."""
+    found: dict[str, Any] = {"margin": margin}
+    short = []
+    for part, words in (("tuning", "tuning"), ("holdout", "held-out")):
+        base, mine = baseline[part].get("judged_at_k"), best[part].get("judged_at_k")
+        drop = _gain(base, mine)
+        found[part] = {"baseline": base, "best": mine, "drop": drop}
+        if drop is not None and drop > margin:
+            short.append(f"{mine:.4f} on the {words} queries against the baseline's {base:.4f}")
+    found["warning"] = (
+        f"judged@k {' and '.join(short)}, more than {margin:g} below: part of its gain may be documents "
+        "nobody rated (nDCG counts them as irrelevant); judge the gaps and re-score"
+        if short
+        else None
+    )
+    return found
 
 
 # ------------------------------------------------------------------------------------------- echoes

@@ -158,7 +158,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UsageError(f"--grid {args.grid}: {problems[0]}{more}; nothing searched")
     settings = SweepSettings(
-        fraction=args.split, seed=args.seed, top=args.top, metric=args.metric, alpha=args.alpha
+        fraction=args.split,
+        seed=args.seed,
+        top=args.top,
+        metric=args.metric,
+        alpha=args.alpha,
+        coverage_margin=args.coverage_margin,
     )
     try:
         split_queries(golden.queries, settings.fraction, settings.seed)  # its problem before any request
@@ -206,6 +211,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"below {sweep['alpha']:g}); the best, {best['params']}: {figures}",
             file=sys.stderr,
         )
+    if sweep["coverage"]["warning"]:
+        print(f"the best, {best['params']}: {sweep['coverage']['warning']}", file=sys.stderr)
     for echo in sweep["echoes"]:
         print(echo["message"], file=sys.stderr)
     if errors:
@@ -284,13 +291,24 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 
-def _share(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _share(text: str) -> float:
+    value = _number(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1, exclusive")
+    return value
+
+
+def _margin(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be from 0 to 1")
     return value
 
 
@@ -335,6 +353,13 @@ def add_parsers(commands: Any) -> None:
         default=0.05,
         metavar="A",
         help="a winner's Holm-adjusted p-value is below it (default 0.05)",
+    )
+    sweep.add_argument(
+        "--coverage-margin",
+        type=_margin,
+        default=0.05,
+        metavar="M",
+        help="warn when the best's judged@k is below the baseline's by more than this (default 0.05)",
     )
     sweep.add_argument("--out", required=True, metavar="FILE", help="SWEEP.json")
     sweep.set_defaults(handler=cmd_sweep)

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from assay.experiment import (
     DEFAULT_ALPHA,
+    DEFAULT_COVERAGE_MARGIN,
     MAX_CONFIGS,
     SweepError,
     SweepSettings,
@@ -38,6 +39,7 @@ from assay.experiment import (
     settings_problem,
     split_queries,
 )
+from assay.golden.model import GoldenFile
 from assay.jsonin import JsonInputError, json_loads
 from assay.results import QueryResult
 from assay.run_meta import redact_url
@@ -45,7 +47,6 @@ from assay.storable import json_problem
 from assay.targets import (
     TargetError,
     TargetSpec,
-    effective_params,
     harness_config,
     params_secret_problems,
     spec_problems,
@@ -119,6 +120,7 @@ def experiment_create(
     top: int = 3,
     metric: str = "ndcg",
     alpha: float = DEFAULT_ALPHA,
+    coverage_margin: float = DEFAULT_COVERAGE_MARGIN,
 ) -> Experiment:
     """Queue a sweep of `grid` on `target` over `golden_version` (the task starts once this commits).
     Refuses, naming every problem and creating nothing, what `assay sweep` refuses (a grid that is not
@@ -126,7 +128,9 @@ def experiment_create(
     configuration the target's adapter would refuse, a split that leaves a part empty) and what a run
     refuses (a target that does not list the set, its secrets not granted to it)."""
     data, configs = grid_read(grid)
-    settings = SweepSettings(fraction=fraction, seed=seed, top=top, metric=metric, alpha=alpha)
+    settings = SweepSettings(
+        fraction=fraction, seed=seed, top=top, metric=metric, alpha=alpha, coverage_margin=coverage_margin
+    )
     problems = [p for p in (settings_problem(settings),) if p]
     if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
         problems.append(
@@ -169,6 +173,7 @@ def experiment_create(
         top=top,
         metric=metric,
         alpha=alpha,
+        coverage_margin=coverage_margin,
         split=split.to_dict(),
         total=(len(configs) + 1) * len(split.tuning) + (confirmed + 1) * len(split.holdout),
         created_by=created_by,
@@ -283,7 +288,7 @@ def experiment_begin(*, experiment_id: int) -> ExperimentPlan | None:
 # ------------------------------------------------------------------------------------------- advance
 
 
-def _results(
+def results_by_slot(
     experiment: Experiment, ids: Sequence[str], slots: Sequence[int] | None = None
 ) -> Iterator[tuple[int, dict[str, QueryResult]]]:
     """Per slot in order, its answers on `ids`: read in batches, one slot at a time, so a grid of 500
@@ -337,8 +342,7 @@ def experiment_echoes(*, experiment: Experiment) -> list[dict[str, Any]]:
     if experiment.result is not None:
         found: list[dict[str, Any]] = experiment.result.get("echoes", [])
         return found
-    fixed = effective_params(TargetSpec.from_dict(experiment.target_snapshot))
-    return echoes(fixed, experiment.configs, echo_counts(experiment))
+    return echoes(experiment.fixed_params, experiment.configs, echo_counts(experiment))
 
 
 def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[str]]]:
@@ -357,13 +361,14 @@ def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[s
     return missing
 
 
-def _settings(experiment: Experiment) -> SweepSettings:
+def experiment_settings(experiment: Experiment) -> SweepSettings:
     return SweepSettings(
         fraction=experiment.fraction,
         seed=experiment.seed,
         top=experiment.top,
         metric=experiment.metric,
         alpha=experiment.alpha,
+        coverage_margin=experiment.coverage_margin,
     )
 
 
@@ -380,14 +385,14 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
     ):
         return None
     golden = golden_of(experiment.golden_version)
-    settings = _settings(experiment)
+    settings = experiment_settings(experiment)
     spec = TargetSpec.from_dict(experiment.target_snapshot)
     config = harness_config(spec, size=golden.k, redact=True)
     if experiment.phase == Phase.TUNING:
         part = part_columns(golden, experiment.split["tuning"])
         summaries = [
             part_summary(part_report(part, rows, settings.seed))
-            for _, rows in _results(experiment, experiment.split["tuning"])
+            for _, rows in results_by_slot(experiment, experiment.split["tuning"])
         ]
         try:
             ranking = rank(summaries[0], summaries[1:], settings.metric, config.url)
@@ -404,28 +409,7 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
             return _chunks_create(experiment, Phase.HOLDOUT, _phase_pairs(experiment, Phase.HOLDOUT))
     if experiment.phase != Phase.HOLDOUT:
         return None
-    part = part_columns(golden, experiment.split["holdout"])
-    confirmed = list(experiment.ranking[: experiment.top])
-    reports = {
-        slot: part_report(part, rows, settings.seed)
-        for slot, rows in _results(experiment, experiment.split["holdout"], [0, *(i + 1 for i in confirmed)])
-    }
-    split = split_queries(golden.queries, experiment.fraction, experiment.seed)
-    result = conclude(
-        golden=golden,
-        fixed=config.params,
-        grid=experiment.configs,
-        settings=settings,
-        split=split,
-        baseline_tuning=experiment.tuning[0],
-        tuning=experiment.tuning[1:],
-        ranking=experiment.ranking,
-        held=[reports[0], *(reports[i + 1] for i in confirmed)],
-    )
-    result["best_strata"] = _strata(
-        reports[0], reports[experiment.ranking[result["best"]["rank"] - 1] + 1], settings.metric
-    )
-    echoes_record(result, echo_counts(experiment))
+    result = experiment_score(experiment, golden, experiment.tuning)
     now = timezone.now()
     started = experiment.started_at or experiment.created
     result["requests"] = {
@@ -449,6 +433,41 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
         status=Status.SUCCEEDED, phase=Phase.DONE, result=result, finished_at=now
     )
     return None
+
+
+def experiment_score(
+    experiment: Experiment, golden: GoldenFile, tuning: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The result of a searched experiment scored on `golden`'s labels, from its stored answers and its
+    ranking (`tuning`: each slot's values there, the baseline first): the confirmation, the winner, the
+    coverage (`assay.experiment.conclude`), the best one's strata and the echoes; `requests` and `run`
+    are the caller's. Its own version when it concludes; a newer one when it is re-scored."""
+    settings = experiment_settings(experiment)
+    part = part_columns(golden, experiment.split["holdout"])
+    confirmed = list(experiment.ranking[: experiment.top])
+    reports = {
+        slot: part_report(part, rows, settings.seed)
+        for slot, rows in results_by_slot(
+            experiment, experiment.split["holdout"], [0, *(i + 1 for i in confirmed)]
+        )
+    }
+    split = split_queries(golden_of(experiment.golden_version).queries, experiment.fraction, experiment.seed)
+    result = conclude(
+        golden=golden,
+        fixed=experiment.fixed_params,
+        grid=experiment.configs,
+        settings=settings,
+        split=split,
+        baseline_tuning=tuning[0],
+        tuning=tuning[1:],
+        ranking=experiment.ranking,
+        held=[reports[0], *(reports[i + 1] for i in confirmed)],
+    )
+    result["best_strata"] = _strata(
+        reports[0], reports[experiment.ranking[result["best"]["rank"] - 1] + 1], settings.metric
+    )
+    echoes_record(result, echo_counts(experiment))
+    return result
 
 
 def _strata(baseline: Mapping[str, Any], winner: Mapping[str, Any], metric: str) -> list[dict[str, Any]]:

@@ -372,3 +372,27 @@ def test_a_configuration_equal_to_the_baseline_is_not_flagged(
     data = sweep(golden_file, grid, engine_server.url, tmp_path / "sweep.json", "--param", "w=4")
     assert [c["same_as_baseline"] for c in data["configs"]] == [False, True]
     assert [e["params"] for e in data["echoes"]] == [["titel_weight"]]
+
+
+def test_judged_at_k_is_recorded_per_part_and_a_best_that_loses_coverage_warns(
+    engine_server: StubServer, golden_file: Path, tmp_path: Path, capsys: Any
+) -> None:
+    grid = tmp_path / "grid.json"
+    # w=1 answers x, y, d3: one judged document in three, where the baseline's x, d3, d2 has two.
+    grid.write_text(json.dumps({"configs": [{"w": 1}]}))
+    data = sweep(golden_file, grid, engine_server.url, tmp_path / "sweep.json")
+
+    config, baseline = data["configs"][0], data["baseline"]
+    assert config["tuning"]["judged_at_k"] == pytest.approx(1 / 3)
+    assert config["holdout"]["judged_at_k"] == pytest.approx(1 / 3)
+    assert baseline["tuning"]["judged_at_k"] == pytest.approx(2 / 3)
+    assert baseline["holdout"]["judged_at_k"] == pytest.approx(2 / 3)
+    coverage = data["coverage"]
+    assert coverage["margin"] == 0.05 and coverage["holdout"]["drop"] == pytest.approx(1 / 3)
+    assert coverage["warning"].startswith(
+        "judged@k 0.3333 on the tuning queries against the baseline's 0.6667 and 0.3333 on the held-out "
+        "queries against the baseline's 0.6667, more than 0.05 below"
+    )
+    assert f"the best, {{'w': 1}}: {coverage['warning']}" in capsys.readouterr().err
+    loose = sweep(golden_file, grid, engine_server.url, tmp_path / "b.json", "--coverage-margin", "0.5")
+    assert loose["coverage"]["margin"] == 0.5 and loose["coverage"]["warning"] is None
