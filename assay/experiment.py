@@ -422,22 +422,34 @@ def echoes(
     """The configurations that returned the baseline's results on every query both answered (at least
     one) although they send a parameter the baseline does not (`counts`: grid index -> `same_answers`),
     grouped by the parameters that differ: each group's `params` (names), `configs` (grid places, from
-    1), `queries` (the fewest compared) and `message` (docs/experiments.md, "Parameters that change
-    nothing"). A configuration equal to the baseline is not one: it was meant to return the same."""
+    1), `queries` (the fewest compared), `read` (whether another configuration that changes the same
+    parameters changed the results: then the target reads them, and these values may be what it does
+    without them) and `message` (docs/experiments.md, "Parameters that change nothing"). A configuration
+    equal to the baseline is not one: it was meant to return the same."""
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    read: set[tuple[str, ...]] = set()
     for i, params in enumerate(grid):
         compared, same = counts.get(i, (0, 0))
         names = tuple(_changed(fixed, params))
-        if not compared or same != compared or not names:
+        if not compared or not names:
+            continue
+        if same != compared:
+            read.add(names)
             continue
         group = groups.setdefault(names, {"params": list(names), "configs": [], "queries": compared})
         group["configs"].append(i + 1)
         group["queries"] = min(group["queries"], compared)
-    for group in groups.values():
-        read = " and ".join(f"`{name}`" for name in group["params"])
+    for names, group in groups.items():
+        shown = " and ".join(f"`{name}`" for name in names)
+        group["read"] = names in read
+        why = (
+            f"other values of {shown} changed them, so these may be what the target does without them"
+            if group["read"]
+            else f"does the target read {shown}?"
+        )
         group["message"] = (
             f"{counted(len(group['configs']), 'configuration')} ({_places(group['configs'])}) returned the "
-            f"baseline's results on every query: does the target read {read}?"
+            f"baseline's results on every query: {why}"
         )
     return list(groups.values())
 

@@ -67,7 +67,7 @@ def engine(degrade: Callable[[dict[str, Any]], bool] = lambda _body: False) -> C
         body = _body(request)
         if degrade(body):
             return hits_reply(["z"])
-        ids = list(ANSWERS[body.get("w")])
+        ids = list(ANSWERS[body.get("w") or None])  # w=0 is the engine's default: no weight
         if int(body["q"].split()[-1]) % 4 == 0 and body.get("w") == 4:
             ids[1], ids[2] = ids[2], ids[1]  # still the best, by less on these
         return hits_reply(ids)
@@ -357,7 +357,7 @@ def test_a_parameter_the_engine_ignores_names_no_winner_and_is_flagged(
         "`titel_weight`?"
     )
     assert data["echoes"] == [
-        {"params": ["titel_weight"], "configs": [1, 2, 3], "queries": 18, "message": message}
+        {"params": ["titel_weight"], "configs": [1, 2, 3], "queries": 18, "read": False, "message": message}
     ]
     said = capsys.readouterr().err
     assert "no winner: no configuration beat the baseline" in said and message in said
@@ -372,6 +372,20 @@ def test_a_configuration_equal_to_the_baseline_is_not_flagged(
     data = sweep(golden_file, grid, engine_server.url, tmp_path / "sweep.json", "--param", "w=4")
     assert [c["same_as_baseline"] for c in data["configs"]] == [False, True]
     assert [e["params"] for e in data["echoes"]] == [["titel_weight"]]
+
+
+def test_a_value_that_is_the_engines_default_is_flagged_as_one_not_as_a_parameter_it_ignores(
+    engine_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    grid = tmp_path / "grid.json"
+    # w=0 is what the engine does without `w`; w=4 shows that it reads `w`.
+    grid.write_text(json.dumps({"params": {"w": [0, 4]}}))
+    data = sweep(golden_file, grid, engine_server.url, tmp_path / "sweep.json")
+    assert [(e["configs"], e["read"]) for e in data["echoes"]] == [([1], True)]
+    assert data["echoes"][0]["message"] == (
+        "1 configuration (1) returned the baseline's results on every query: other values of `w` changed "
+        "them, so these may be what the target does without them"
+    )
 
 
 def test_judged_at_k_is_recorded_per_part_and_a_best_that_loses_coverage_warns(

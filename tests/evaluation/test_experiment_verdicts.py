@@ -59,7 +59,7 @@ def test_a_parameter_the_target_ignores_is_flagged_from_the_first_chunk_and_name
     running = Client().get(f"/api/v1/experiments/{experiment.pk}/", **bearer(token)).json()
     assert running["result"] is None
     assert running["echoes"] == [
-        {"params": ["titel_weight"], "configs": [1], "queries": 56, "message": first}
+        {"params": ["titel_weight"], "configs": [1], "queries": 56, "read": False, "message": first}
     ]
 
     experiment_finish(experiment, plan, skip=1)
