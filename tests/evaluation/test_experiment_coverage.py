@@ -1,10 +1,11 @@
 """Coverage beside every gain (docs/experiments.md, "Coverage"): judged@k per configuration on both parts
 in the table, the chart's tooltips and the API; a winner that brings up documents nobody rated carries a
 warning; "Queue the gaps for rating" puts the unjudged top-k documents of the baseline and the confirmed
-configurations into their queries' pools; once labeled (a newer golden version of the set: the labels
-frozen as `golden_version_freeze` cuts them, tested in tests/golden_io) the experiment is re-scored from
-its stored answers, the figures before and after side by side, without a single request to the engine
-(a loopback stub that counts them). Experiments driven in-process (tests/support/experiments.py)."""
+configurations into their queries' pools, "Ask the judge" sends them to the set's qualified judge; once
+labeled (a newer golden version of the set: the labels frozen as `golden_version_freeze` cuts them,
+tested in tests/golden_io) the experiment is re-scored from its stored answers, the figures before and
+after side by side, without a single request to the engine (a loopback stub that counts them).
+Experiments driven in-process (tests/support/experiments.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from django.test import Client
 from assay.golden.model import Judgment
 from evaluation.models import ExperimentRescore, ExperimentResult, SearchTarget
 from golden_io.models import GoldenVersion
-from labeling.models import Candidate, GoldenSet
+from labeling.models import Candidate, GoldenSet, JudgeJob
 from tests import factories
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     TokenFor,
@@ -29,6 +30,7 @@ from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     token_for_fixture,
 )
 from tests.support.experiments import finished_experiment
+from tests.support.judge_labels import make_judge, qualify
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import Recorded, Reply, StubServer, hits_reply
 
@@ -191,3 +193,26 @@ def test_the_api_queues_the_gaps_and_refuses_what_it_cannot_do(
         f"no newer version of help-center than {version.name}: freeze the new labels first"
     ]
     assert post("rescore", {"version": "nope"}).status_code == 404
+
+
+def test_the_gaps_go_to_the_sets_qualified_judge(
+    rita: User, golden_set: GoldenSet, version: GoldenVersion, target: SearchTarget
+) -> None:
+    experiment = finished_experiment(version, target, rita, grid={"params": {"w": [3]}})
+    judge = make_judge(golden_set, "m1")
+    client = logged_in(rita)
+    assert "Ask the judge: no judge is qualified" in html_text(
+        client.get(f"/experiments/{experiment.pk}/").content.decode()
+    )
+    qualify(judge, rita)
+    page = html_text(client.get(f"/experiments/{experiment.pk}/").content.decode())
+    assert f"Ask the judge (60 pairs, {judge.name})" in page
+
+    asked = client.post(f"/experiments/{experiment.pk}/gaps/judge/", follow=True)
+    job = JudgeJob.objects.get()
+    assert (job.judge, job.total, job.created_by) == (judge, 2 * QUERIES, rita)
+    pairs = {(i.query.external_id, i.document.doc_id) for i in job.items.select_related("query", "document")}
+    assert pairs == {(f"q-{i}", doc) for i in range(1, QUERIES + 1) for doc in ("x1", "x2")}
+    assert messages_text(asked)[0].startswith(
+        f"Asked the judge about 60 unjudged documents of 30 queries: {judge.name}"
+    )
