@@ -52,7 +52,7 @@ from golden_io import selectors as golden_selectors
 
 class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
     """An experiment: what it sweeps, its status and progress, and once it succeeded its `result` (the
-    content of `assay sweep`'s SWEEP.json, plus `winner_strata`; docs/experiments.md)."""
+    content of `assay sweep`'s SWEEP.json, plus `best_strata`; docs/experiments.md)."""
 
     golden_set = serializers.SlugRelatedField(  # type: ignore[var-annotated]
         source="golden_version.golden_set", slug_field="slug", read_only=True

@@ -25,7 +25,7 @@ from golden_io import selectors as golden_selectors
 from golden_io.models import GoldenVersion
 
 
-def confirmed_slots(experiment: Experiment) -> list[int]:
+def _confirmed_slots(experiment: Experiment) -> list[int]:
     """The baseline (slot 0) and the confirmed configurations: the slots searched on both parts."""
     return [0, *(i + 1 for i in experiment.ranking[: experiment.top])]
 
@@ -37,7 +37,7 @@ def experiment_gaps(*, experiment: Experiment) -> Gaps:
     golden = golden_of(experiment.golden_version)
     best: dict[str, dict[str, int]] = {}
     answers = ExperimentResult.objects.filter(
-        experiment=experiment, slot__in=confirmed_slots(experiment), error__isnull=True
+        experiment=experiment, slot__in=_confirmed_slots(experiment), error__isnull=True
     ).values_list("query_id", "ids")
     for query_id, ids in answers.iterator():
         ranks = best.setdefault(query_id, {})

@@ -317,7 +317,7 @@ def results_by_slot(
         )
 
 
-def echo_counts(experiment: Experiment) -> dict[int, tuple[int, int]]:
+def _echo_counts(experiment: Experiment) -> dict[int, tuple[int, int]]:
     """Per configuration (grid index) with an answer to compare, `assay.experiment.same_answers` read
     in SQL from the answers stored so far: (queries both it and the baseline answered, of those the
     ones with the same ids in the same order). Cheap enough to read on every poll of a running one."""
@@ -342,7 +342,7 @@ def experiment_echoes(*, experiment: Experiment) -> list[dict[str, Any]]:
     if experiment.result is not None:
         found: list[dict[str, Any]] = experiment.result.get("echoes", [])
         return found
-    return echoes(experiment.fixed_params, experiment.configs, echo_counts(experiment))
+    return echoes(experiment.fixed_params, experiment.configs, _echo_counts(experiment))
 
 
 def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[str]]]:
@@ -466,7 +466,7 @@ def experiment_score(
     result["best_strata"] = _strata(
         reports[0], reports[experiment.ranking[result["best"]["rank"] - 1] + 1], settings.metric
     )
-    echoes_record(result, echo_counts(experiment))
+    echoes_record(result, _echo_counts(experiment))
     return result
 
 

@@ -106,7 +106,8 @@ def test_an_experiment_equals_assay_sweep_of_the_same_grid_and_seed(
     )
     app = experiment.result
     assert app is not None
-    for key in ("split", "baseline", "configs", "confirmed", "winner", "optimism", "metric", "top", "k"):
+    keys = ("split", "baseline", "configs", "confirmed", "best", "winner", "optimism", "coverage", "echoes")
+    for key in (*keys, "metric", "top", "k", "alpha"):
         assert app[key] == cli[key], key
     # No configuration sends the baseline's request here, so nothing is shared: every search is sent once,
     # counted before the phase's last answer is written.
