@@ -9,11 +9,15 @@ docs/experiments.md explains the method; in short:
   (`fraction` of each stratum, rounded per stratum) and a held-out part, the same for the same seed and
   file;
 - the selection: every configuration and the baseline searched on the tuning queries and ranked by the
-  metric there; the top M and the baseline searched on the held-out queries; the **winner** is the
-  confirmed configuration with the best held-out value, its change against the baseline paired as the
-  gate pairs it (`assay.changes`), its p-value Holm-adjusted over the M confirmed configurations (`holm`);
-- the **optimism**: the winner's tuning gain over the baseline minus its held-out gain, what choosing
-  the best of many on the same queries adds to the gain.
+  metric there; the top M and the baseline searched on the held-out queries, each one's change against
+  the baseline paired as the gate pairs it (`assay.changes`), its p-value Holm-adjusted over the M
+  confirmed configurations (`holm`); the **winner** is the best held-out value among the confirmed
+  configurations that beat the baseline there (a gain above 0 with its adjusted p-value below `alpha`),
+  and there is none when none did; the **best** is the winner, or else the best held-out value;
+- the configurations that returned the baseline's results on every query they searched (`echoes`): a
+  parameter the target does not read;
+- the **optimism**: the best configuration's tuning gain over the baseline minus its held-out gain,
+  what choosing the best of many on the same queries adds to the gain.
 
 Each configuration's values on a part are those of the report `assay run` would write for a golden file
 of that part's queries (`assay.report.build_report`): an errored query counts in the error rate only,
@@ -33,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assay.changes import pair_scope
+from assay.display import counted
 from assay.golden.columns import GoldenColumns
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.harness import HarnessConfig, SharedSearch, params_problem
@@ -45,10 +50,12 @@ MAX_CONFIGS = 500
 DEFAULT_SPLIT = 0.7
 DEFAULT_TOP = 3
 DEFAULT_SEED = 0
+DEFAULT_ALPHA = 0.05
+DEFAULT_COVERAGE_MARGIN = 0.05
 # The metrics a sweep may rank on: the report's top-level means (docs/metrics.md).
 RANKING_METRICS = ("ndcg", "mrr", "precision_at_k")
 # What each configuration's part records: the report's core means, and its counts.
-_RECORDED = ("ndcg", "mrr", "precision_at_k", "empty_rate", "error_rate")
+_RECORDED = ("ndcg", "mrr", "precision_at_k", "empty_rate", "error_rate", "judged_at_k")
 
 
 class SweepError(ValueError):
@@ -199,6 +206,8 @@ class SweepSettings:
     seed: int = DEFAULT_SEED
     top: int = DEFAULT_TOP
     metric: str = "ndcg"
+    alpha: float = DEFAULT_ALPHA
+    coverage_margin: float = DEFAULT_COVERAGE_MARGIN
 
 
 def part_columns(golden: GoldenFile, ids: Sequence[str]) -> GoldenColumns:
@@ -235,6 +244,12 @@ def _order(values: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
     return sorted(range(len(values)), key=key)
 
 
+def beat(delta: float | None, p_adjusted: float | None, alpha: float) -> bool:
+    """Whether a confirmed configuration beat the baseline on the held-out queries: a paired gain above
+    0 whose Holm-adjusted p-value is below `alpha` (docs/experiments.md, "The winner")."""
+    return delta is not None and delta > 0 and p_adjusted is not None and p_adjusted < alpha
+
+
 def _gain(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
@@ -245,6 +260,10 @@ def settings_problem(settings: SweepSettings) -> str | None:
         return f"metric {settings.metric!r}: expected one of {', '.join(RANKING_METRICS)}"
     if settings.top < 1:
         return f"top {settings.top}: must be at least 1"
+    if not 0 < settings.alpha < 1:
+        return f"alpha {settings.alpha}: expected a probability between 0 and 1, exclusive"
+    if not 0 <= settings.coverage_margin <= 1:
+        return f"coverage margin {settings.coverage_margin}: expected a share from 0 to 1"
     return None
 
 
@@ -305,24 +324,26 @@ def conclude(
             "p_value": changes[place].p_value,
             "p_adjusted": adjusted[place],
         }
-    best = _order(holdout, metric)[0]
+    won = [place for place, c in enumerate(changes) if beat(c.delta, adjusted[place], settings.alpha)]
+    order = _order(holdout, metric)
+    best = next((place for place in order if place in won), order[0])
     index = confirmed[best]
     baseline_holdout = part_summary(baseline_report)
-    win_change = {metric: changes[best].to_dict()}
+    best_change = {metric: changes[best].to_dict()}
     if metric != "ndcg":
         ndcg_pairs = pair_scope(
             confirmed_reports[best]["per_query"], baseline_report["per_query"], lambda _row: True, ["ndcg"]
         )
-        win_change["ndcg"] = ndcg_pairs.change("ndcg", seed=settings.seed).to_dict()
+        best_change["ndcg"] = ndcg_pairs.change("ndcg", seed=settings.seed).to_dict()
     tuning_gain = _gain(tuning[index][metric], baseline_tuning[metric])
     holdout_gain = _gain(holdout[best][metric], baseline_holdout[metric])
-    winner = {
+    best_entry = {
         "grid": dict(grid[index]),
         "params": entries[index]["params"],
         "rank": rank_of[index],
         "tuning": dict(tuning[index]),
         "holdout": holdout[best],
-        "change": win_change,
+        "change": best_change,
         "p_value": changes[best].p_value,
         "p_adjusted": adjusted[best],
         "tuning_gain": tuning_gain,
@@ -334,14 +355,117 @@ def conclude(
         "k": golden.k,
         "metric": metric,
         "top": settings.top,
+        "alpha": settings.alpha,
         "split": split.to_dict(),
         "fixed_params": dict(fixed),
         "baseline": {"params": dict(fixed), "tuning": dict(baseline_tuning), "holdout": baseline_holdout},
         "configs": entries,
         "confirmed": [entries[i]["params"] for i in confirmed],
-        "winner": winner,
+        "best": best_entry,
+        "winner": best_entry if best in won else None,
         "optimism": _gain(tuning_gain, holdout_gain),
+        "coverage": coverage(
+            {"tuning": baseline_tuning, "holdout": baseline_holdout},
+            {"tuning": tuning[index], "holdout": holdout[best]},
+            settings.coverage_margin,
+        ),
     }
+
+
+def coverage(
+    baseline: Mapping[str, Mapping[str, Any]], best: Mapping[str, Mapping[str, Any]], margin: float
+) -> dict[str, Any]:
+    """judged@k of the best configuration beside the baseline's on each part, and a warning when it is
+    below the baseline's by more than `margin` on either (docs/experiments.md, "Coverage")."""
+    found: dict[str, Any] = {"margin": margin}
+    short = []
+    for part, words in (("tuning", "tuning"), ("holdout", "held-out")):
+        base, mine = baseline[part].get("judged_at_k"), best[part].get("judged_at_k")
+        drop = _gain(base, mine)
+        found[part] = {"baseline": base, "best": mine, "drop": drop}
+        if drop is not None and drop > margin:
+            short.append(f"{mine:.4f} on the {words} queries against the baseline's {base:.4f}")
+    found["warning"] = (
+        f"judged@k {' and '.join(short)}, more than {margin:g} below: part of its gain may be documents "
+        "nobody rated (nDCG counts them as irrelevant); judge the gaps and re-score"
+        if short
+        else None
+    )
+    return found
+
+
+# ------------------------------------------------------------------------------------------- echoes
+
+
+def same_answers(baseline: Mapping[str, QueryResult], rows: Mapping[str, QueryResult]) -> tuple[int, int]:
+    """(compared, same): the queries both answered (no error), and of those the ones answered with the
+    same ids in the same order. The app reads the same rule in SQL from its stored answers
+    (evaluation/services/experiments.py, `_echo_counts`)."""
+    compared = same = 0
+    for qid, row in rows.items():
+        base = baseline.get(qid)
+        if base is None or base.error is not None or row.error is not None:
+            continue
+        compared += 1
+        same += base.ids == row.ids
+    return compared, same
+
+
+def _changed(fixed: Mapping[str, Any], params: Mapping[str, Any]) -> list[str]:
+    """The names of a configuration whose value differs from the baseline's (the fixed parameters)."""
+    return [name for name, value in params.items() if name not in fixed or fixed[name] != value]
+
+
+def echoes(
+    fixed: Mapping[str, Any], grid: Sequence[Mapping[str, Any]], counts: Mapping[int, tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """The configurations that returned the baseline's results on every query both answered (at least
+    one) although they send a parameter the baseline does not (`counts`: grid index -> `same_answers`),
+    grouped by the parameters that differ: each group's `params` (names), `configs` (grid places, from
+    1), `queries` (the fewest compared), `read` (whether another configuration that changes the same
+    parameters changed the results: then the target reads them, and these values may be what it does
+    without them) and `message` (docs/experiments.md, "Parameters that change nothing"). A configuration
+    equal to the baseline is not one: it was meant to return the same."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    read: set[tuple[str, ...]] = set()
+    for i, params in enumerate(grid):
+        compared, same = counts.get(i, (0, 0))
+        names = tuple(_changed(fixed, params))
+        if not compared or not names:
+            continue
+        if same != compared:
+            read.add(names)
+            continue
+        group = groups.setdefault(names, {"params": list(names), "configs": [], "queries": compared})
+        group["configs"].append(i + 1)
+        group["queries"] = min(group["queries"], compared)
+    for names, group in groups.items():
+        shown = " and ".join(f"`{name}`" for name in names)
+        group["read"] = names in read
+        why = (
+            f"other values of {shown} changed them, so these may be what the target does without them"
+            if group["read"]
+            else f"does the target read {shown}?"
+        )
+        group["message"] = (
+            f"{counted(len(group['configs']), 'configuration')} ({_places(group['configs'])}) returned the "
+            f"baseline's results on every query: {why}"
+        )
+    return list(groups.values())
+
+
+def _places(places: Sequence[int]) -> str:
+    more = f" and {len(places) - 10} more" if len(places) > 10 else ""
+    return ", ".join(str(p) for p in places[:10]) + more
+
+
+def echoes_record(result: dict[str, Any], counts: Mapping[int, tuple[int, int]]) -> None:
+    """Write the echoes into a concluded sweep: `configs[].same_as_baseline` and `echoes`."""
+    found = echoes(result["fixed_params"], [c["grid"] for c in result["configs"]], counts)
+    flagged = {place for group in found for place in group["configs"]}
+    for place, config in enumerate(result["configs"], start=1):
+        config["same_as_baseline"] = place in flagged
+    result["echoes"] = found
 
 
 Progress = Callable[[str, int], Callable[[QueryResult], None] | None]
@@ -366,27 +490,34 @@ async def sweep(
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
     asked = 0
+    echo_counts: dict[int, tuple[int, int]] = {}
 
     async with SharedSearch(config) as shared:
 
         async def phase(
-            name: str, params: Sequence[Mapping[str, Any]], part: GoldenColumns, keep: Callable[[Any], Any]
+            name: str, indices: Sequence[int], part: GoldenColumns, keep: Callable[[Any], Any]
         ) -> list[Any]:
-            """Search `part` with each of `params`; of each configuration's report, what `keep` keeps
-            (the tuning phase keeps summaries only, so a large grid holds no report per configuration)."""
+            """Search `part` with the baseline and the configurations at `indices`; of each one's report,
+            what `keep` keeps (the tuning phase keeps summaries only, so a large grid holds no report per
+            configuration). Each configuration's answers are compared with the baseline's (`echoes`)."""
             nonlocal asked
-            jobs = [(p, part.queries) for p in params]
+            jobs = [(p, part.queries) for p in [{}, *(grid[i] for i in indices)]]
             asked += len(jobs) * len(part.queries)
             results = await shared.search(
                 jobs, progress=None if progress is None else lambda requests: progress(name, requests)
             )
-            return [keep(part_report(part, {r.query_id: r for r in rows}, settings.seed)) for rows in results]
+            answers = [{r.query_id: r for r in rows} for rows in results]
+            for index, rows in zip(indices, answers[1:], strict=True):
+                compared, same = same_answers(answers[0], rows)
+                before = echo_counts.get(index, (0, 0))
+                echo_counts[index] = (before[0] + compared, before[1] + same)
+            return [keep(part_report(part, rows, settings.seed)) for rows in answers]
 
         # The baseline is searched first among equals: a configuration equal to it shares its answers.
-        baseline_tuning, *tuning = await phase("tuning", [{}, *grid], tuning_golden, part_summary)
+        baseline_tuning, *tuning = await phase("tuning", range(len(grid)), tuning_golden, part_summary)
         ranking = rank(baseline_tuning, tuning, settings.metric, config.url)
         confirmed = ranking[: settings.top]
-        held = await phase("holdout", [{}, *(grid[i] for i in confirmed)], holdout_golden, lambda r: r)
+        held = await phase("holdout", confirmed, holdout_golden, lambda r: r)
         sent = shared.sent
 
     result = conclude(
@@ -400,6 +531,7 @@ async def sweep(
         ranking=ranking,
         held=held,
     )
+    echoes_record(result, echo_counts)
     result["requests"] = {"asked": asked, "sent": sent, "shared": asked - sent}
     result["run"] = {
         "search_url": redact_url(config.url),

@@ -29,6 +29,18 @@ def grid_axes(grid: object) -> list[tuple[str, list[Any]]]:
     return [(str(name), list(values)) for name, values in params.items()]
 
 
+def winner_grid(sweep: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The winner's own values, None when no configuration beat the baseline (docs/experiments.md)."""
+    winner = sweep.get("winner")
+    return dict(winner["grid"]) if winner else None
+
+
+def _judged(part: Mapping[str, Any] | None) -> str:
+    """A point's judged@k, for its tooltip: what share of the top k its value is measured on."""
+    value = _value(part, "judged_at_k")
+    return "" if value is None else f", judged@k {format_number(value)}"
+
+
 def _value(part: Mapping[str, Any] | None, metric: str) -> float | None:
     value = part.get(metric) if part else None
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
@@ -87,7 +99,7 @@ def sweep_line(sweep: Mapping[str, Any], grid: object) -> SweepLine | None:
     def y_of(v: float) -> float:
         return round(c["top"] + inner_h * (1 - (v - low) / (high - low)), 1)
 
-    winner = sweep["winner"]["grid"]
+    winner = winner_grid(sweep)
     points, held_points = [], []
     for i, (value, config) in enumerate(zip(values, configs, strict=True)):
         shown = f"{param}={value}"
@@ -96,13 +108,15 @@ def sweep_line(sweep: Mapping[str, Any], grid: object) -> SweepLine | None:
         if tuned_value is not None:
             points.append(
                 LinePoint(x_of(i), y_of(tuned_value), format_number(tuned_value), str(value),
-                          f"{shown}: {format_number(tuned_value)} on the tuning queries", is_winner,
+                          f"{shown}: {format_number(tuned_value)} on the tuning queries"
+                          f"{_judged(config['tuning'])}", is_winner,
                           held_value is not None)
             )  # fmt: skip
         if held_value is not None:
             held_points.append(
                 LinePoint(x_of(i), y_of(held_value), format_number(held_value), str(value),
-                          f"{shown}: {format_number(held_value)} held out", is_winner, True)
+                          f"{shown}: {format_number(held_value)} held out{_judged(config['holdout'])}",
+                          is_winner, True)
             )  # fmt: skip
     ticks = []
     tick = low
@@ -170,7 +184,7 @@ def sweep_heat(sweep: Mapping[str, Any], grid: object) -> SweepHeat | None:
     values = [_value(c["tuning"], metric) for c in configs]
     defined = [v for v in values if v is not None]
     low, high = (min(defined), max(defined)) if defined else (0.0, 0.0)
-    winner = sweep["winner"]["grid"]
+    winner = winner_grid(sweep)
     cells = []
     for i, config in enumerate(configs):
         r, k = divmod(i, len(cols))
@@ -178,7 +192,10 @@ def sweep_heat(sweep: Mapping[str, Any], grid: object) -> SweepHeat | None:
         share = 0.0 if value is None or high == low else (value - low) / (high - low)
         fill, dark = _shade(share) if value is not None else ("#f3f4f6", False)
         shown = format_number(value) if value is not None else "—"
-        title = f"{rows_param}={rows[r]}, {cols_param}={cols[k]}: {shown} on the tuning queries"
+        title = (
+            f"{rows_param}={rows[r]}, {cols_param}={cols[k]}: {shown} on the tuning queries"
+            f"{_judged(config['tuning'])}"
+        )
         cells.append(
             HeatCell(HEAT_LEFT + k * HEAT_CELL_W, HEAT_TOP + r * HEAT_CELL_H, shown, fill, title,
                      config["grid"] == winner, config["holdout"] is not None, dark)

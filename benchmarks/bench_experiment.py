@@ -162,7 +162,7 @@ def inner(out: Path) -> None:
                     else:
                         wall, result = cli_sweep(golden, f"{base}/search", fixed, var / "sweep.json")
                         cli.append(wall)
-                        compared = ("split", "baseline", "configs", "winner", "optimism")
+                        compared = ("split", "baseline", "configs", "best", "winner", "optimism")
                         same = (
                             same and all(result[k] == experiment.result[k] for k in compared) if app else same
                         )
@@ -173,7 +173,7 @@ def inner(out: Path) -> None:
             worker.stop()
     out.write_text(json.dumps({
         "app": app, "cli": cli, "latency_ms": statistics.median(latencies), "same": same, "queries": queries,
-        "requests": experiment.result["requests"], "winner": experiment.result["winner"]["params"],
+        "requests": experiment.result["requests"], "winner": experiment.result["best"]["params"],
         "load_before": load_before, "load_after": load_after, "memory": peaks, "concurrency": 8,
         "optimism": experiment.result["optimism"],
     }))  # fmt: skip

@@ -1,8 +1,9 @@
-"""The words of the report page's unjudged-document actions: what "Queue them for rating" and "Ask the
-judge" did, document by document, including nothing and why (docs/runs.md, "Unjudged documents"). Built
-from the services' structured outcomes (`UnjudgedQueued`, `UnjudgedAsked`), so another client (the API,
-the CLI) says the same thing: `link` turns a query id into what names it (a link on the page, the id in
-plain text), `escape` makes the rest safe for it (identity for plain text)."""
+"""The words of the unjudged-document actions (a run report's, and an experiment's coverage card):
+what "Queue them for rating" and "Ask the judge" did, document by document, including nothing and why
+(docs/runs.md, "Unjudged documents"). Built from the services' structured outcomes (`UnjudgedQueued`,
+`UnjudgedAsked`), so another client (the API, the CLI) says the same thing: `link` turns a query id
+into what names it (a link on the page, the id in plain text), `escape` makes the rest safe for it
+(identity for plain text)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from assay.display import counted
 from evaluation.selectors import Waiting
 from evaluation.services import UnjudgedAsked, UnjudgedQueued
+from evaluation.services.unjudged import gaps_ask_judge, gaps_queue
 
 SUCCESS, INFO, WARNING = "success", "info", "warning"
 SHOWN = 10  # query ids named in one sentence; the rest are counted
@@ -243,3 +245,11 @@ def asked_sentences(
             )
         )
     return sentences + _unknown_sentences(outcome, escape)
+
+
+# What each unjudged-document action does and the words that say it: "raters" queues for rating, "judge"
+# asks the qualified judge (an experiment's coverage card and its API take these names).
+GAPS_ACTIONS: dict[str, tuple[Callable[..., UnjudgedQueued], Callable[..., list[tuple[str, str]]]]] = {
+    "raters": (gaps_queue, queued_sentences),
+    "judge": (gaps_ask_judge, asked_sentences),
+}

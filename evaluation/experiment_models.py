@@ -11,6 +11,8 @@ slot i the grid's i-th configuration.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -51,6 +53,12 @@ class Experiment(models.Model):
     seed = models.IntegerField(default=0)
     top = models.PositiveIntegerField(default=3, help_text="configurations confirmed on the held-out part")
     metric = models.CharField(max_length=20, default="ndcg")
+    alpha = models.FloatField(
+        default=0.05, help_text="a winner's Holm-adjusted p-value is below it (docs/experiments.md)"
+    )
+    coverage_margin = models.FloatField(
+        default=0.05, help_text="warn when the best's judged@k is below the baseline's by more than this"
+    )
     split = models.JSONField(default=dict, help_text="assay.experiment.Split.to_dict()")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.TUNING)
@@ -92,6 +100,12 @@ class Experiment(models.Model):
     @property
     def percent(self) -> float:
         return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
+
+    @property
+    def fixed_params(self) -> dict[str, Any]:
+        """What the baseline sends: the target's params and stage toggles as the experiment called it."""
+        snapshot = self.target_snapshot or {}
+        return {**(snapshot.get("params") or {}), **(snapshot.get("stages") or {})}
 
     @property
     def size_text(self) -> str:
@@ -159,6 +173,31 @@ class ExperimentResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.experiment_id}/{self.slot}/{self.query_id}"
+
+
+class ExperimentRescore(models.Model):
+    """An experiment's stored answers scored again on a newer golden version of its set (once its gaps
+    are labeled), without searching: the figures after, kept beside the experiment's own `result`
+    (docs/experiments.md, "Coverage"). One per (experiment, golden version)."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="rescores")
+    golden_version = models.ForeignKey("golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="+")
+    result = models.JSONField(help_text="the result as the experiment's, on the newer version's labels")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "golden_version"], name="experiment_rescore_unique"
+            ),
+        ]
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"experiment {self.experiment_id} re-scored on {self.golden_version_id}"
 
 
 class ExperimentAdoption(models.Model):

@@ -15,24 +15,48 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.html import conditional_escape
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import params_text
-from assay.experiment import DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
+from assay.experiment import (
+    DEFAULT_ALPHA,
+    DEFAULT_COVERAGE_MARGIN,
+    DEFAULT_SPLIT,
+    DEFAULT_TOP,
+    MAX_CONFIGS,
+    RANKING_METRICS,
+)
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
 from evaluation import access
+from evaluation.action_words import GAPS_ACTIONS
 from evaluation.forms import VersionChoiceField, version_and_target_choices
 from evaluation.models import Experiment, SearchTarget
 from evaluation.services.experiment_adopt import experiment_adopt
-from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from evaluation.services.experiment_coverage import (
+    experiment_gaps,
+    experiment_rescore,
+    experiment_result_current,
+    rescore_version,
+)
+from evaluation.services.experiments import (
+    ExperimentError,
+    experiment_cancel,
+    experiment_create,
+    experiment_echoes,
+    no_winner_text,
+)
+from evaluation.services.unjudged import gaps_judge_offer
+from evaluation.views.runs import query_link, say
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
 
 EXAMPLE_GRID = '{"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_match": [1, 2, 3, 4]}}'
 METRIC_LABELS = {"ndcg": "nDCG@k", "mrr": "MRR", "precision_at_k": "P@k"}
 # The table's sorts: name -> what a row is sorted by (None last whichever the direction).
-SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "errors", "holdout")
+SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "judged_at_k", "errors", "holdout",
+         "holdout_judged")  # fmt: skip
 
 
 class ExperimentForm(forms.Form):
@@ -51,6 +75,17 @@ class ExperimentForm(forms.Form):
     )
     seed = forms.IntegerField(
         initial=0, min_value=-(2**31), max_value=2**31 - 1, help_text="the split's and the intervals' seed"
+    )
+    alpha = forms.FloatField(
+        initial=DEFAULT_ALPHA,
+        required=False,
+        help_text="a winner needs a held-out gain whose Holm-adjusted p-value is below it",
+    )
+    coverage_margin = forms.FloatField(
+        initial=DEFAULT_COVERAGE_MARGIN,
+        required=False,
+        label="Coverage margin",
+        help_text="warn when the winner's judged@k is below the baseline's by more than this",
     )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
@@ -84,6 +119,10 @@ def experiment_new(request: HttpRequest) -> HttpResponse:
                 seed=data["seed"],
                 top=data["top"],
                 metric=data["metric"],
+                alpha=DEFAULT_ALPHA if data["alpha"] is None else data["alpha"],
+                coverage_margin=(
+                    DEFAULT_COVERAGE_MARGIN if data["coverage_margin"] is None else data["coverage_margin"]
+                ),
             )
         except ExperimentError as exc:
             for problem in exc.problems:
@@ -106,6 +145,7 @@ def _progress(experiment: Experiment) -> dict[str, Any]:
         "percent": 100.0 if experiment.status == "succeeded" else experiment.percent,
         "final": final,
         "error_message": experiment.error_message,
+        "echoes": experiment_echoes(experiment=experiment),
     }
 
 
@@ -134,6 +174,15 @@ def _interval(interval: dict[str, Any]) -> str:
     return f"[{low}, {high}]" + (f" at {level:g}" if isinstance(level, int | float) else "")
 
 
+# The table's columns of tuning values, in order.
+_TABLE = ("ndcg", "mrr", "precision_at_k", "empty_rate", "judged_at_k")
+
+
+def _is_winner(result: dict[str, Any], config: dict[str, Any]) -> bool:
+    winner = result["winner"]
+    return winner is not None and (config["grid"], config["rank"]) == (winner["grid"], winner["rank"])
+
+
 def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str, Any]]:
     """The configurations x metrics table's rows, sorted by `sort` (`-` first: descending)."""
     metric = result["metric"]
@@ -146,17 +195,19 @@ def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str,
                 "values": [config["grid"].get(n, "") for n in names],
                 "params": params_text(config["grid"]),
                 "rank": config["rank"],
-                "winner": config["grid"] == result["winner"]["grid"]
-                and config["rank"] == result["winner"]["rank"],
+                "winner": _is_winner(result, config),
+                "echo": config.get("same_as_baseline", False),
                 "confirmed": held is not None,
                 "keys": {
                     "rank": config["rank"],
-                    **{m: tuning.get(m) for m in ("ndcg", "mrr", "precision_at_k", "empty_rate", "errors")},
+                    **{m: tuning.get(m) for m in (*_TABLE, "errors")},
                     "holdout": held.get(metric) if held else None,
+                    "holdout_judged": held.get("judged_at_k") if held else None,
                 },
-                "cells": [_cell(tuning.get(m)) for m in ("ndcg", "mrr", "precision_at_k", "empty_rate")],
+                "cells": [_cell(tuning.get(m)) for m in _TABLE],
                 "errors": tuning.get("errors", 0),
                 "holdout": _cell(held.get(metric)) if held else "",
+                "holdout_judged": _cell(held.get("judged_at_k")) if held else "",
             }
         )
     name = sort.lstrip("-")
@@ -176,6 +227,7 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
         {"label": "baseline", "params": params_text(result["baseline"]["params"]) or "(the target's own)",
          "value": _cell(result["baseline"]["holdout"].get(metric)), "n": result["baseline"]["holdout"]["n"],
+         "judged": _cell(result["baseline"]["holdout"].get("judged_at_k")),
          "delta": "", "interval": "", "p": "", "p_adjusted": "", "winner": False, "rank": ""}
     ]  # fmt: skip
     confirmed = sorted((c for c in result["configs"] if c["holdout"] is not None), key=lambda c: c["rank"])
@@ -190,43 +242,80 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "params": params_text(config["grid"]),
                 "value": _cell(held.get(metric)),
                 "n": held["n"],
+                "judged": _cell(held.get("judged_at_k")),
                 "delta": _cell(change.get("delta"), signed=True),
                 "interval": _interval(interval),
                 "p": _cell(held.get("p_value")),
                 "p_adjusted": _cell(held.get("p_adjusted")),
-                "winner": config["grid"] == result["winner"]["grid"]
-                and config["rank"] == result["winner"]["rank"],
+                "winner": _is_winner(result, config),
             }
         )
     return rows
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    winner = result["winner"]
+    return f"winner {params_text(winner['grid'])}" if winner else "no winner"
+
+
+def _before_after(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The held-out confirmation as the experiment found it and as re-scored, row by row (the same
+    configurations: a re-score keeps the ranking)."""
+    return [
+        {"label": a["label"], "params": a["params"], **{f"{k}_before": b[k] for k in _COMPARED},
+         **{f"{k}_after": a[k] for k in _COMPARED}}
+        for b, a in zip(_confirmation(before), _confirmation(after), strict=True)
+    ]  # fmt: skip
+
+
+_COMPARED = ("value", "judged", "delta", "p_adjusted")
+
+
+def _coverage(experiment: Experiment, result: dict[str, Any], may_manage: bool) -> dict[str, Any]:
+    """The coverage card: the best's judged@k beside the baseline's (and the warning), how many unjudged
+    top-k documents the baseline and the confirmed configurations hold, what the judge would be sent,
+    and the version a re-score would use."""
+    gaps = experiment_gaps(experiment=experiment)
+    found: dict[str, Any] = {
+        **result["coverage"],
+        "rows": [
+            {"part": words, "baseline": _cell(part["baseline"]), "best": _cell(part["best"]),
+             "drop": _cell(part["drop"], signed=True)}
+            for words, part in (("tuning", result["coverage"]["tuning"]),
+                                ("held-out", result["coverage"]["holdout"]))
+        ],
+        "gaps": sum(len(row.documents) for row in gaps.rows),
+        "gap_queries": len(gaps.rows),
+        "rescore_version": rescore_version(experiment=experiment),
+    }  # fmt: skip
+    if may_manage and gaps.rows:
+        found["judge_offer"] = gaps_judge_offer(gaps=gaps)
+    return found
 
 
 @require_GET
 def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
     experiment = access.get_experiment(request.user, experiment_id)
     golden_set = experiment.golden_version.golden_set
-    result = experiment.result
+    result, rescore = experiment_result_current(experiment)
+    may_manage = reviews(request.user, golden_set)
     context: dict[str, Any] = {
         "experiment": experiment,
         "golden_set": golden_set,
         "progress": _progress(experiment),
-        "may_manage": reviews(request.user, golden_set),
+        "may_manage": may_manage,
+        "rescore": rescore,
         "adoptions": list(experiment.adoptions.select_related("adopted_by", "run")),
         "chart": SWEEP_CHART,
-        "fixed": params_text(
-            {
-                **(experiment.target_snapshot.get("params") or {}),
-                **(experiment.target_snapshot.get("stages") or {}),
-            }
-        ),
+        "fixed": params_text(experiment.fixed_params),
     }
     if result is not None:
         names = [name for name, _ in grid_axes(experiment.grid)] or sorted(
             {n for c in result["configs"] for n in c["grid"]}
         )
         sort = request.GET.get("sort", "rank")
-        winner = result["winner"]
-        change = winner["change"][result["metric"]]
+        best = result["best"]
+        change = best["change"][result["metric"]]
         context.update(
             {
                 "result": result,
@@ -236,13 +325,14 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                 "sort": sort,
                 "sorts": SORTS,
                 "confirmation": _confirmation(result),
-                "winner": winner,
-                "winner_params": params_text(winner["grid"]),
-                "winner_change": change,
-                "tuning_gain": _cell(winner["tuning_gain"], signed=True),
-                "holdout_gain": _cell(winner["holdout_gain"], signed=True),
+                "best": best,
+                "has_winner": result["winner"] is not None,
+                "no_winner": "" if result["winner"] is not None else no_winner_text(result),
+                "best_params": params_text(best["grid"]),
+                "tuning_gain": _cell(best["tuning_gain"], signed=True),
+                "holdout_gain": _cell(best["holdout_gain"], signed=True),
                 "optimism": _cell(result["optimism"], signed=True),
-                "p_adjusted": _cell(winner["p_adjusted"]),
+                "p_adjusted": _cell(best["p_adjusted"]),
                 "interval": _interval(change.get("interval") or {}),
                 "strata": [
                     {
@@ -251,12 +341,16 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                         "winner": _cell(s["winner"]),
                         "delta": _cell(s["delta"], signed=True),
                     }
-                    for s in result.get("winner_strata", [])
+                    for s in result.get("best_strata", [])
                 ],
                 "line": sweep_line(result, experiment.grid),
                 "heat": sweep_heat(result, experiment.grid),
+                "coverage": _coverage(experiment, result, may_manage),
             }
         )
+        if rescore is not None and experiment.result is not None:
+            context["before_after"] = _before_after(experiment.result, result)
+            context["verdicts"] = (_verdict(experiment.result), _verdict(result))
     return render(request, "evaluation/experiment_detail.html", context)
 
 
@@ -290,3 +384,42 @@ def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpRespo
         "Promote it as the baseline through the usual review once it has finished.",
     )
     return redirect("evaluation:run_detail", run_id=adoption.run.pk)
+
+
+def _managed(request: HttpRequest, experiment_id: int, what: str) -> Experiment:
+    experiment = access.get_experiment(request.user, experiment_id)
+    if not reviews(request.user, experiment.golden_version.golden_set):
+        raise PermissionDenied(f"only the set's reviewers {what}")
+    if experiment.status != Experiment.Status.SUCCEEDED:
+        raise Http404("the experiment has not finished")
+    return experiment
+
+
+@require_POST
+def experiment_gaps_view(request: HttpRequest, experiment_id: int, to: str) -> HttpResponse:
+    """ "Queue the gaps for rating" (`to` "raters") and "Ask the judge" (`to` "judge"): the unjudged top-k
+    documents of the baseline and the confirmed configurations (docs/experiments.md, "Coverage")."""
+    experiment = _managed(request, experiment_id, "queue documents for rating or ask a judge")
+    send, words = GAPS_ACTIONS[to]
+    outcome = send(gaps=experiment_gaps(experiment=experiment), by=request.user)
+    link = query_link(experiment.golden_version.golden_set.slug, outcome)
+    version = experiment.golden_version.name
+    say(request, words(outcome, version=version, link=link, escape=conditional_escape))
+    return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)
+
+
+@require_POST
+def experiment_rescore_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """ "Re-score": the stored answers scored on the set's newest version, nothing searched."""
+    experiment = _managed(request, experiment_id, "re-score an experiment")
+    try:
+        rescore = experiment_rescore(experiment=experiment, by=request.user)
+    except ExperimentError as exc:
+        messages.error(request, "Not re-scored: " + "; ".join(exc.problems))
+    else:
+        messages.success(
+            request,
+            f"Re-scored on {rescore.golden_version.name} from the stored answers, nothing searched: "
+            f"{_verdict(experiment.result or {})} before, {_verdict(rescore.result)} now.",
+        )
+    return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)

@@ -447,5 +447,11 @@ def scope_held(scopes: Iterable[str], scope: str) -> bool:
     return any(held == scope or scope in ApiToken.IMPLIED.get(held, ()) for held in scopes)
 
 
-from evaluation.experiment_models import Experiment, ExperimentAdoption, ExperimentChunk, ExperimentResult  # noqa: E402, F401
+from evaluation.experiment_models import (  # noqa: E402, F401
+    Experiment,
+    ExperimentAdoption,
+    ExperimentChunk,
+    ExperimentRescore,
+    ExperimentResult,
+)
 from evaluation.study_models import *  # noqa: E402, F403  (side-by-side studies: docs/sxs.md)

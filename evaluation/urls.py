@@ -47,6 +47,23 @@ urlpatterns: list[URLPattern | URLResolver] = [
         experiment_views.experiment_adopt_view,
         name="experiment_adopt",
     ),
+    path(
+        "experiments/<int:experiment_id>/gaps/",
+        experiment_views.experiment_gaps_view,
+        {"to": "raters"},
+        name="experiment_gaps_queue",
+    ),
+    path(
+        "experiments/<int:experiment_id>/gaps/judge/",
+        experiment_views.experiment_gaps_view,
+        {"to": "judge"},
+        name="experiment_gaps_judge",
+    ),
+    path(
+        "experiments/<int:experiment_id>/rescore/",
+        experiment_views.experiment_rescore_view,
+        name="experiment_rescore",
+    ),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
 ]
 urlpatterns += study_urls.urlpatterns  # side-by-side studies (docs/sxs.md)

@@ -157,7 +157,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UsageError(f"--grid {args.grid}: {problems[0]}{more}; nothing searched")
-    settings = SweepSettings(fraction=args.split, seed=args.seed, top=args.top, metric=args.metric)
+    settings = SweepSettings(
+        fraction=args.split,
+        seed=args.seed,
+        top=args.top,
+        metric=args.metric,
+        alpha=args.alpha,
+        coverage_margin=args.coverage_margin,
+    )
     try:
         split_queries(golden.queries, settings.fraction, settings.seed)  # its problem before any request
     except SweepError as exc:
@@ -177,7 +184,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     tuned = [sweep["baseline"]["tuning"], *(c["tuning"] for c in sweep["configs"])]
     sweep["golden_file"] = args.golden
     write_atomic(out, artifact_bytes(sweep))
-    winner, metric = sweep["winner"], sweep["metric"]
+    best, metric = sweep["best"], sweep["metric"]
     errors = (
         sum(part["errors"] for part in tuned)
         + sweep["baseline"]["holdout"]["errors"]
@@ -191,12 +198,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{sweep['run']['duration_s']:.1f} s; written to {out}",
         file=sys.stderr,
     )
-    print(
-        f"winner {winner['params']}: {metric} {_figure(winner['holdout'][metric])} held out against the "
-        f"baseline's {_figure(sweep['baseline']['holdout'][metric])} (p = {_figure(winner['p_value'])}, "
-        f"adjusted {_figure(winner['p_adjusted'])}); optimism {_figure(sweep['optimism'])}",
-        file=sys.stderr,
+    figures = (
+        f"{metric} {_figure(best['holdout'][metric])} held out against the baseline's "
+        f"{_figure(sweep['baseline']['holdout'][metric])} (p = {_figure(best['p_value'])}, adjusted "
+        f"{_figure(best['p_adjusted'])}); optimism {_figure(sweep['optimism'])}"
     )
+    if sweep["winner"] is not None:
+        print(f"winner {best['params']}: {figures}", file=sys.stderr)
+    else:
+        print(
+            f"no winner: no configuration beat the baseline on the held-out queries (a gain with p (Holm) "
+            f"below {sweep['alpha']:g}); the best, {best['params']}: {figures}",
+            file=sys.stderr,
+        )
+    if sweep["coverage"]["warning"]:
+        print(f"the best, {best['params']}: {sweep['coverage']['warning']}", file=sys.stderr)
+    for echo in sweep["echoes"]:
+        print(echo["message"], file=sys.stderr)
     if errors:
         print(
             f"{errors} searches errored: counted in each configuration's error rate, never as empty",
@@ -273,13 +291,24 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 
-def _share(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _share(text: str) -> float:
+    value = _number(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1, exclusive")
+    return value
+
+
+def _margin(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be from 0 to 1")
     return value
 
 
@@ -317,6 +346,20 @@ def add_parsers(commands: Any) -> None:
     )
     sweep.add_argument(
         "--metric", choices=["ndcg", "mrr", "precision_at_k"], default="ndcg", help="ranked on (default ndcg)"
+    )
+    sweep.add_argument(
+        "--alpha",
+        type=_share,
+        default=0.05,
+        metavar="A",
+        help="a winner's Holm-adjusted p-value is below it (default 0.05)",
+    )
+    sweep.add_argument(
+        "--coverage-margin",
+        type=_margin,
+        default=0.05,
+        metavar="M",
+        help="warn when the best's judged@k is below the baseline's by more than this (default 0.05)",
     )
     sweep.add_argument("--out", required=True, metavar="FILE", help="SWEEP.json")
     sweep.set_defaults(handler=cmd_sweep)

@@ -16,8 +16,17 @@ from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assay.experiment import DEFAULT_SEED, DEFAULT_SPLIT, DEFAULT_TOP, MAX_CONFIGS, RANKING_METRICS
+from assay.experiment import (
+    DEFAULT_ALPHA,
+    DEFAULT_COVERAGE_MARGIN,
+    DEFAULT_SEED,
+    DEFAULT_SPLIT,
+    DEFAULT_TOP,
+    MAX_CONFIGS,
+    RANKING_METRICS,
+)
 from evaluation import access
+from evaluation.action_words import GAPS_ACTIONS
 from evaluation.api.serializers import ProblemsSerializer
 from evaluation.api.views import (
     READ,
@@ -31,13 +40,19 @@ from evaluation.api.views import (
 )
 from evaluation.models import EvaluationRun, Experiment
 from evaluation.services.experiment_adopt import experiment_adopt
-from evaluation.services.experiments import ExperimentError, experiment_cancel, experiment_create
+from evaluation.services.experiment_coverage import experiment_gaps, experiment_rescore
+from evaluation.services.experiments import (
+    ExperimentError,
+    experiment_cancel,
+    experiment_create,
+    experiment_echoes,
+)
 from golden_io import selectors as golden_selectors
 
 
 class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
     """An experiment: what it sweeps, its status and progress, and once it succeeded its `result` (the
-    content of `assay sweep`'s SWEEP.json, plus `winner_strata`; docs/experiments.md)."""
+    content of `assay sweep`'s SWEEP.json, plus `best_strata`; docs/experiments.md)."""
 
     golden_set = serializers.SlugRelatedField(  # type: ignore[var-annotated]
         source="golden_version.golden_set", slug_field="slug", read_only=True
@@ -46,6 +61,8 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
     target = serializers.SlugRelatedField(slug_field="name", read_only=True)  # type: ignore[var-annotated]
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
     configurations = serializers.SerializerMethodField()
+    echoes = serializers.SerializerMethodField()
+    rescores = serializers.SerializerMethodField()
     final = serializers.SerializerMethodField()
     page = serializers.SerializerMethodField()
 
@@ -62,6 +79,8 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             "fraction",
             "seed",
             "top",
+            "alpha",
+            "coverage_margin",
             "status",
             "phase",
             "final",
@@ -69,17 +88,38 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             "done",
             "errors",
             "error_message",
+            "echoes",
             "created_by",
             "created",
             "started_at",
             "finished_at",
             "result",
+            "rescores",
             "page",
         )
         read_only_fields: tuple[str, ...] = fields
 
     def get_configurations(self, obj: Experiment) -> int:
         return len(obj.configs)
+
+    def get_echoes(self, obj: Experiment) -> list[dict[str, Any]]:
+        """The configurations that returned the baseline's results on every query they searched, read
+        from the answers so far while it runs (docs/experiments.md, "Parameters that change nothing")."""
+        return experiment_echoes(experiment=obj)
+
+    def get_rescores(self, obj: Experiment) -> list[dict[str, Any]]:
+        """The experiment re-scored on newer versions, newest first: each `result` as `result` is, on
+        that version's labels, from the same stored answers (docs/experiments.md, "Coverage")."""
+        return [
+            {
+                "id": r.pk,
+                "golden_version": r.golden_version.name,
+                "created_by": r.created_by.get_username() if r.created_by else None,
+                "created": r.created.isoformat(),
+                "result": r.result,
+            }
+            for r in obj.rescores.select_related("golden_version", "created_by")
+        ]
 
     def get_final(self, obj: Experiment) -> bool:
         return obj.status in Experiment.FINAL
@@ -94,7 +134,9 @@ class ExperimentListSerializer(ExperimentSerializer):
     """A list's row: everything but the grid and the result (GET the experiment for those)."""
 
     class Meta(ExperimentSerializer.Meta):
-        fields = tuple(f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result"))
+        fields = tuple(
+            f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result", "echoes", "rescores")
+        )
         read_only_fields = fields
 
 
@@ -113,6 +155,16 @@ class ExperimentCreateSerializer(serializers.Serializer[Any]):
     )
     seed = serializers.IntegerField(
         required=False, default=DEFAULT_SEED, min_value=-(2**31), max_value=2**31 - 1
+    )
+    alpha = serializers.FloatField(
+        required=False,
+        default=DEFAULT_ALPHA,
+        help_text="a winner's held-out gain has a Holm-adjusted p-value below it",
+    )
+    coverage_margin = serializers.FloatField(
+        required=False,
+        default=DEFAULT_COVERAGE_MARGIN,
+        help_text="warn when the best's judged@k is below the baseline's by more than this",
     )
 
 
@@ -205,6 +257,8 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
                 seed=values["seed"],
                 top=values["top"],
                 metric=values["metric"],
+                alpha=values["alpha"],
+                coverage_margin=values["coverage_margin"],
             )
         except ExperimentError as exc:
             return _problems("the experiment cannot start", exc.problems)
@@ -277,3 +331,87 @@ class ExperimentAdopt(ApiView):
             "run_link": request.build_absolute_uri(reverse("api:run-detail", args=[adoption.run.pk])),
         }
         return Response(AdoptionSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class GapsSerializer(serializers.Serializer[Any]):
+    to = serializers.ChoiceField(
+        choices=list(GAPS_ACTIONS), help_text="raters: into the pools; judge: the set's qualified judge"
+    )
+
+
+class GapsOutcomeSerializer(serializers.Serializer[Any]):
+    queued = serializers.DictField(help_text="query id -> the documents queued or sent")
+    added = serializers.IntegerField(help_text="documents new to their pools")
+    sentences = serializers.ListField(child=serializers.CharField(), help_text="what it did, in words")
+
+
+class RescoreSerializer(serializers.Serializer[Any]):
+    version = serializers.CharField(max_length=100, required=False, help_text="default: the set's newest")
+
+
+def _finished(
+    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
+) -> tuple[Experiment, dict[str, Any]] | Response:
+    """The finished experiment a reviewer of its set acts on, and the request's body validated."""
+    experiment = _experiment(request, pk)
+    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
+        return _problems("not allowed", [_read_only(what)], 403)
+    if experiment.status != Experiment.Status.SUCCEEDED:
+        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
+        return _problems("not finished", [problem], 409)
+    data = body(data=request.data)
+    data.is_valid(raise_exception=True)
+    return experiment, data.validated_data
+
+
+class ExperimentGaps(ApiView):
+    """The unjudged top-k documents of the baseline and the confirmed configurations, queued for rating
+    or sent to the set's qualified judge (docs/experiments.md, "Coverage")."""
+
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = GapsSerializer
+
+    @extend_schema(
+        request=GapsSerializer,
+        responses={200: GapsOutcomeSerializer, 403: ProblemsSerializer, 409: ProblemsSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        found = _finished(request, pk, "queue an experiment's documents", GapsSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
+        send, words = GAPS_ACTIONS[values["to"]]
+        outcome = send(gaps=experiment_gaps(experiment=experiment), by=request.user)
+        sentences = words(outcome, version=experiment.golden_version.name)
+        body = {
+            "queued": outcome.queued,
+            "added": outcome.added,
+            "sentences": [text for _, text in sentences],
+        }
+        return Response(GapsOutcomeSerializer(body).data)
+
+
+class ExperimentRescoreView(ApiView):
+    """The stored answers scored on a newer version of the set, nothing searched; 201 with the experiment
+    (its `rescores` first the new one)."""
+
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = RescoreSerializer
+
+    @extend_schema(
+        request=RescoreSerializer,
+        responses={201: ExperimentSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        found = _finished(request, pk, "re-score an experiment", RescoreSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
+        name = values.get("version")
+        version = _version(request, experiment.golden_version.golden_set.slug, name) if name else None
+        try:
+            experiment_rescore(experiment=experiment, by=request.user, golden_version=version)
+        except ExperimentError as exc:
+            return _problems("not re-scored", exc.problems)
+        body = ExperimentSerializer(_experiment(request, pk), context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)

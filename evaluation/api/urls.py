@@ -28,6 +28,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("experiments/<int:pk>/", experiments.ExperimentDetail.as_view(), name="experiment-detail"),
     path("experiments/<int:pk>/cancel/", experiments.ExperimentCancel.as_view(), name="experiment-cancel"),
     path("experiments/<int:pk>/use/", experiments.ExperimentAdopt.as_view(), name="experiment-use"),
+    path("experiments/<int:pk>/gaps/", experiments.ExperimentGaps.as_view(), name="experiment-gaps"),
+    path(
+        "experiments/<int:pk>/rescore/",
+        experiments.ExperimentRescoreView.as_view(),
+        name="experiment-rescore",
+    ),
     path("studies/", studies.StudyListCreate.as_view(), name="study-list"),
     path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
     path("studies/pending/<int:pk>/", studies.PendingStudyDetail.as_view(), name="study-pending"),

@@ -23,9 +23,10 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `sweep`, `baselines` (promotion, rebaseline),
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
-`experiments`, `experiment_chunks` and `experiment_adopt` (parameter sweeps on the workers, and Use this
-configuration: docs/experiments.md), `studies`, `study_export`, `study_planning` and `study_targets`
-(side-by-side studies, the interval a study's size will likely give, and one on two targets searched now:
+`experiments`, `experiment_chunks`, `experiment_adopt` and `experiment_coverage` (parameter sweeps on
+the workers, Use this configuration, the gaps and the re-score: docs/experiments.md), `studies`,
+`study_export`, `study_planning` and `study_targets` (side-by-side studies, the interval a study's size
+will likely give, and one on two targets searched now:
 docs/sxs.md).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
@@ -62,6 +63,12 @@ from evaluation.services.experiment_chunks import (
     ExperimentChunkOutcome,
     experiment_chunk_process,
 )
+from evaluation.services.experiment_coverage import (
+    experiment_gaps,
+    experiment_rescore,
+    experiment_result_current,
+    rescore_version,
+)
 from evaluation.services.experiments import (
     ExperimentError,
     ExperimentPlan,
@@ -70,12 +77,17 @@ from evaluation.services.experiments import (
     experiment_begin,
     experiment_cancel,
     experiment_create,
+    experiment_echoes,
     experiment_fail,
     experiment_resume,
     experiment_runs,
+    experiment_score,
+    experiment_settings,
     experiments_sweep,
     grid_read,
+    no_winner_text,
     plan_work,
+    results_by_slot,
 )
 from evaluation.services.finalize import (
     FINALIZE_LEASE,
@@ -193,9 +205,14 @@ from evaluation.services.targets import (
     webhook_problems,
 )
 from evaluation.services.unjudged import (
+    Gaps,
     JudgeOffer,
     UnjudgedAsked,
     UnjudgedQueued,
+    gaps_ask_judge,
+    gaps_judge_offer,
+    gaps_queue,
+    run_gaps,
     unjudged_ask_judge,
     unjudged_judge_offer,
     unjudged_queue,
@@ -244,6 +261,7 @@ __all__ = [
     "ExperimentError",
     "ExperimentPlan",
     "ExperimentSweep",
+    "Gaps",
     "JudgeOffer",
     "NotificationRetry",
     "Regated",
@@ -271,13 +289,23 @@ __all__ = [
     "experiment_cancel",
     "experiment_chunk_process",
     "experiment_create",
+    "experiment_echoes",
     "experiment_fail",
+    "experiment_gaps",
+    "experiment_rescore",
+    "experiment_result_current",
     "experiment_resume",
     "experiment_runs",
+    "experiment_score",
+    "experiment_settings",
     "experiments_sweep",
+    "gaps_ask_judge",
+    "gaps_judge_offer",
+    "gaps_queue",
     "grid_read",
     "instructions_get_or_create",
     "lease_requeue",
+    "no_winner_text",
     "notification_deliver",
     "notifications_prepare",
     "option_problems",
@@ -290,6 +318,8 @@ __all__ = [
     "rebaseline_branch",
     "rebaseline_write",
     "relevance_notes",
+    "rescore_version",
+    "results_by_slot",
     "retry_delay",
     "run_begin",
     "run_cancel",
@@ -297,6 +327,7 @@ __all__ = [
     "run_create",
     "run_fail",
     "run_finalize_process",
+    "run_gaps",
     "run_gate",
     "run_missing_queries",
     "run_outcome",

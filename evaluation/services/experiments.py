@@ -18,14 +18,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from assay.experiment import (
+    DEFAULT_ALPHA,
+    DEFAULT_COVERAGE_MARGIN,
     MAX_CONFIGS,
     SweepError,
     SweepSettings,
     conclude,
+    echoes,
+    echoes_record,
     grid_problems,
     parse_grid,
     part_columns,
@@ -35,11 +39,18 @@ from assay.experiment import (
     settings_problem,
     split_queries,
 )
+from assay.golden.model import GoldenFile
 from assay.jsonin import JsonInputError, json_loads
 from assay.results import QueryResult
 from assay.run_meta import redact_url
 from assay.storable import json_problem
-from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
+from assay.targets import (
+    TargetError,
+    TargetSpec,
+    harness_config,
+    params_secret_problems,
+    spec_problems,
+)
 from evaluation.enqueue import experiment_start_on_commit
 from evaluation.models import EvaluationRun, Experiment, ExperimentChunk, ExperimentResult, SearchTarget
 from evaluation.selectors import golden_of
@@ -108,6 +119,8 @@ def experiment_create(
     seed: int = 0,
     top: int = 3,
     metric: str = "ndcg",
+    alpha: float = DEFAULT_ALPHA,
+    coverage_margin: float = DEFAULT_COVERAGE_MARGIN,
 ) -> Experiment:
     """Queue a sweep of `grid` on `target` over `golden_version` (the task starts once this commits).
     Refuses, naming every problem and creating nothing, what `assay sweep` refuses (a grid that is not
@@ -115,7 +128,9 @@ def experiment_create(
     configuration the target's adapter would refuse, a split that leaves a part empty) and what a run
     refuses (a target that does not list the set, its secrets not granted to it)."""
     data, configs = grid_read(grid)
-    settings = SweepSettings(fraction=fraction, seed=seed, top=top, metric=metric)
+    settings = SweepSettings(
+        fraction=fraction, seed=seed, top=top, metric=metric, alpha=alpha, coverage_margin=coverage_margin
+    )
     problems = [p for p in (settings_problem(settings),) if p]
     if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
         problems.append(
@@ -157,6 +172,8 @@ def experiment_create(
         seed=seed,
         top=top,
         metric=metric,
+        alpha=alpha,
+        coverage_margin=coverage_margin,
         split=split.to_dict(),
         total=(len(configs) + 1) * len(split.tuning) + (confirmed + 1) * len(split.holdout),
         created_by=created_by,
@@ -171,6 +188,14 @@ def experiment_cancel(*, experiment: Experiment, by: Any = None) -> bool:
     changed = end_if_active(Experiment, experiment.pk, Status.CANCELLED, cancelled_text(by))
     experiment.refresh_from_db()
     return changed
+
+
+def no_winner_text(result: Mapping[str, Any]) -> str:
+    """Why a finished experiment names no winner (docs/experiments.md, "The winner")."""
+    return (
+        "No configuration beat the baseline on the held-out queries (a gain with p (Holm) below "
+        f"{result['alpha']:g})"
+    )
 
 
 def experiment_fail(*, experiment_id: int, message: str) -> bool:
@@ -263,7 +288,7 @@ def experiment_begin(*, experiment_id: int) -> ExperimentPlan | None:
 # ------------------------------------------------------------------------------------------- advance
 
 
-def _results(
+def results_by_slot(
     experiment: Experiment, ids: Sequence[str], slots: Sequence[int] | None = None
 ) -> Iterator[tuple[int, dict[str, QueryResult]]]:
     """Per slot in order, its answers on `ids`: read in batches, one slot at a time, so a grid of 500
@@ -292,6 +317,34 @@ def _results(
         )
 
 
+def _echo_counts(experiment: Experiment) -> dict[int, tuple[int, int]]:
+    """Per configuration (grid index) with an answer to compare, `assay.experiment.same_answers` read
+    in SQL from the answers stored so far: (queries both it and the baseline answered, of those the
+    ones with the same ids in the same order). Cheap enough to read on every poll of a running one."""
+    baseline = ExperimentResult.objects.filter(
+        experiment=experiment, slot=0, query_id=OuterRef("query_id"), error__isnull=True
+    ).values("ids")[:1]
+    rows = (
+        ExperimentResult.objects.filter(experiment=experiment, slot__gt=0, error__isnull=True)
+        .annotate(baseline_ids=Subquery(baseline))
+        .filter(baseline_ids__isnull=False)
+        .values("slot")
+        .annotate(compared=Count("id"), same=Count("id", filter=Q(ids=F("baseline_ids"))))
+        .order_by()
+    )
+    return {row["slot"] - 1: (row["compared"], row["same"]) for row in rows}
+
+
+def experiment_echoes(*, experiment: Experiment) -> list[dict[str, Any]]:
+    """The configurations that returned the baseline's results on every query they searched
+    (`assay.experiment.echoes`): the stored result's once it is done, else read from the answers so
+    far, so the first chunk's answers already show it."""
+    if experiment.result is not None:
+        found: list[dict[str, Any]] = experiment.result.get("echoes", [])
+        return found
+    return echoes(experiment.fixed_params, experiment.configs, _echo_counts(experiment))
+
+
 def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[str]]]:
     have: dict[int, set[str]] = {}
     pairs = _phase_pairs(experiment, phase)
@@ -308,9 +361,14 @@ def _phase_missing(experiment: Experiment, phase: str) -> list[tuple[int, list[s
     return missing
 
 
-def _settings(experiment: Experiment) -> SweepSettings:
+def experiment_settings(experiment: Experiment) -> SweepSettings:
     return SweepSettings(
-        fraction=experiment.fraction, seed=experiment.seed, top=experiment.top, metric=experiment.metric
+        fraction=experiment.fraction,
+        seed=experiment.seed,
+        top=experiment.top,
+        metric=experiment.metric,
+        alpha=experiment.alpha,
+        coverage_margin=experiment.coverage_margin,
     )
 
 
@@ -327,14 +385,14 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
     ):
         return None
     golden = golden_of(experiment.golden_version)
-    settings = _settings(experiment)
+    settings = experiment_settings(experiment)
     spec = TargetSpec.from_dict(experiment.target_snapshot)
     config = harness_config(spec, size=golden.k, redact=True)
     if experiment.phase == Phase.TUNING:
         part = part_columns(golden, experiment.split["tuning"])
         summaries = [
             part_summary(part_report(part, rows, settings.seed))
-            for _, rows in _results(experiment, experiment.split["tuning"])
+            for _, rows in results_by_slot(experiment, experiment.split["tuning"])
         ]
         try:
             ranking = rank(summaries[0], summaries[1:], settings.metric, config.url)
@@ -351,27 +409,7 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
             return _chunks_create(experiment, Phase.HOLDOUT, _phase_pairs(experiment, Phase.HOLDOUT))
     if experiment.phase != Phase.HOLDOUT:
         return None
-    part = part_columns(golden, experiment.split["holdout"])
-    confirmed = list(experiment.ranking[: experiment.top])
-    reports = {
-        slot: part_report(part, rows, settings.seed)
-        for slot, rows in _results(experiment, experiment.split["holdout"], [0, *(i + 1 for i in confirmed)])
-    }
-    split = split_queries(golden.queries, experiment.fraction, experiment.seed)
-    result = conclude(
-        golden=golden,
-        fixed=config.params,
-        grid=experiment.configs,
-        settings=settings,
-        split=split,
-        baseline_tuning=experiment.tuning[0],
-        tuning=experiment.tuning[1:],
-        ranking=experiment.ranking,
-        held=[reports[0], *(reports[i + 1] for i in confirmed)],
-    )
-    result["winner_strata"] = _strata(
-        reports[0], reports[experiment.ranking[result["winner"]["rank"] - 1] + 1], settings.metric
-    )
+    result = experiment_score(experiment, golden, experiment.tuning)
     now = timezone.now()
     started = experiment.started_at or experiment.created
     result["requests"] = {
@@ -397,9 +435,44 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
     return None
 
 
+def experiment_score(
+    experiment: Experiment, golden: GoldenFile, tuning: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The result of a searched experiment scored on `golden`'s labels, from its stored answers and its
+    ranking (`tuning`: each slot's values there, the baseline first): the confirmation, the winner, the
+    coverage (`assay.experiment.conclude`), the best one's strata and the echoes; `requests` and `run`
+    are the caller's. Its own version when it concludes; a newer one when it is re-scored."""
+    settings = experiment_settings(experiment)
+    part = part_columns(golden, experiment.split["holdout"])
+    confirmed = list(experiment.ranking[: experiment.top])
+    reports = {
+        slot: part_report(part, rows, settings.seed)
+        for slot, rows in results_by_slot(
+            experiment, experiment.split["holdout"], [0, *(i + 1 for i in confirmed)]
+        )
+    }
+    split = split_queries(golden_of(experiment.golden_version).queries, experiment.fraction, experiment.seed)
+    result = conclude(
+        golden=golden,
+        fixed=experiment.fixed_params,
+        grid=experiment.configs,
+        settings=settings,
+        split=split,
+        baseline_tuning=tuning[0],
+        tuning=tuning[1:],
+        ranking=experiment.ranking,
+        held=[reports[0], *(reports[i + 1] for i in confirmed)],
+    )
+    result["best_strata"] = _strata(
+        reports[0], reports[experiment.ranking[result["best"]["rank"] - 1] + 1], settings.metric
+    )
+    echoes_record(result, _echo_counts(experiment))
+    return result
+
+
 def _strata(baseline: Mapping[str, Any], winner: Mapping[str, Any], metric: str) -> list[dict[str, Any]]:
-    """The winner against the baseline per stratum on the held-out queries (the page's "winner's
-    strata"): each stratum's queries counted and both means of the metric (the reports' slices)."""
+    """The best configuration against the baseline per stratum on the held-out queries (the page's
+    strata): each stratum's queries counted and both means of the metric (the reports' slices)."""
     base = baseline["slices"].get("stratum", {})
     won = winner["slices"].get("stratum", {})
     rows = []

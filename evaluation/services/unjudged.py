@@ -1,5 +1,6 @@
-"""A run's unjudged top-k documents (the report page's buttons): queued for rating, or sent to the judge
-qualified for their queries (docs/runs.md, "Judge labels in the report")."""
+"""Unjudged top-k documents (a run's, on the report page's buttons; an experiment's, docs/experiments.md
+"Coverage"): queued for rating, or sent to the judge qualified for their queries (docs/runs.md, "Judge
+labels in the report"). Whose documents they are is a `Gaps`: the set, the rows, the provenance."""
 
 from __future__ import annotations
 
@@ -9,11 +10,25 @@ from typing import TYPE_CHECKING, Any
 
 from assay.display import in_number
 from evaluation.models import EvaluationRun
-from evaluation.selectors import Waiting, unjudged_waiting
+from evaluation.selectors import UnjudgedRow, Waiting, unjudged_in_top_k, unjudged_waiting
 
 if TYPE_CHECKING:
-    from labeling.models import Judge, JudgeJob, Query
+    from labeling.models import GoldenSet, Judge, JudgeJob, Query
     from labeling.services import PoolEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Gaps:
+    """Unjudged top-k documents to have labeled: the golden set whose labeling set rates them, per query
+    the documents and their ranks, and the provenance their pool entries record (raters never see it)."""
+
+    golden_set: GoldenSet
+    rows: list[UnjudgedRow]
+    system: str
+
+
+def run_gaps(run: EvaluationRun) -> Gaps:
+    return Gaps(run.golden_version.golden_set, unjudged_in_top_k(run=run), f"run:{run.pk}")
 
 
 @dataclass
@@ -66,17 +81,15 @@ class JudgeOffer:
 
 
 def _unjudged_pools(
-    run: EvaluationRun, outcome: UnjudgedQueued
+    gaps: Gaps, outcome: UnjudgedQueued
 ) -> tuple[dict[str, Query], dict[int, list[PoolEntry]]]:
-    """The run's unjudged top-k documents the labeling set knows, as pool entries per query pk (with the
-    run as provenance, which raters never see), and the set's queries by id; the documents and queries
-    it does not know are listed on `outcome` (import them first), never invented."""
-    from evaluation.selectors import unjudged_in_top_k
+    """The unjudged top-k documents the labeling set knows, as pool entries per query pk (with the gaps'
+    provenance, which raters never see), and the set's queries by id; the documents and queries it does
+    not know are listed on `outcome` (import them first), never invented."""
     from labeling.models import Document, Query
     from labeling.services import PoolEntry
 
-    golden_set = run.golden_version.golden_set
-    rows = unjudged_in_top_k(run=run)
+    golden_set, rows = gaps.golden_set, gaps.rows
     if not rows:
         return {}, {}
     queries = {
@@ -86,7 +99,7 @@ def _unjudged_pools(
     wanted = {d for r in rows for d, _ in r.documents}
     documents = {d.doc_id: d for d in Document.objects.filter(golden_set=golden_set, doc_id__in=wanted)}
     outcome.query_pks = {qid: q.pk for qid, q in queries.items()}
-    system = f"run:{run.pk}"
+    system = gaps.system
     pools: dict[int, list[PoolEntry]] = {}
     for row in rows:
         query = queries.get(row.query_id)
@@ -103,7 +116,7 @@ def _unjudged_pools(
 
 
 def _record_states(
-    run: EvaluationRun,
+    gaps: Gaps,
     outcome: UnjudgedQueued,
     queries: dict[str, Query],
     pools: dict[int, list[PoolEntry]],
@@ -113,7 +126,7 @@ def _record_states(
     pairs = {
         (q, entry.document.pk): entry.document.doc_id for q, entries in pools.items() for entry in entries
     }
-    states, raters = unjudged_waiting(golden_set=run.golden_version.golden_set, pairs=pairs)
+    states, raters = unjudged_waiting(golden_set=gaps.golden_set, pairs=pairs)
     for (query_pk, document_pk), doc_id in pairs.items():
         key = (external[query_pk], doc_id)
         outcome.states[key] = states[(query_pk, document_pk)]
@@ -123,24 +136,29 @@ def _record_states(
 
 
 def unjudged_queue(*, run: EvaluationRun, by: Any = None) -> UnjudgedQueued:
-    """Queue the run's unjudged top-k documents for rating: each joins its query's candidate pool,
-    reopening finished assignments of that query. The outcome says, per document, whether it was added
-    and what it waits for now (`Waiting`): a document already in its pool changes nothing."""
+    """`gaps_queue` of the run's unjudged top-k documents."""
+    return gaps_queue(gaps=run_gaps(run), by=by)
+
+
+def gaps_queue(*, gaps: Gaps, by: Any = None) -> UnjudgedQueued:
+    """Queue unjudged top-k documents for rating: each joins its query's candidate pool, reopening
+    finished assignments of that query. The outcome says, per document, whether it was added and what
+    it waits for now (`Waiting`): a document already in its pool changes nothing."""
     from labeling.services import PoolMerged, pool_merge
 
     outcome = UnjudgedQueued()
-    queries, pools = _unjudged_pools(run, outcome)
+    queries, pools = _unjudged_pools(gaps, outcome)
     external = {q.pk: qid for qid, q in queries.items()}
     for query_pk, entries in pools.items():
         outcome.queued[external[query_pk]] = [entry.document.doc_id for entry in entries]
     merged = pool_merge(pools=pools) if pools else PoolMerged()
     outcome.added, outcome.reopened = len(merged.added), merged.reopened
-    _record_states(run, outcome, queries, pools, merged.added)
+    _record_states(gaps, outcome, queries, pools, merged.added)
     return outcome
 
 
 def _judge_plan(
-    run: EvaluationRun, outcome: UnjudgedAsked
+    gaps: Gaps, outcome: UnjudgedAsked
 ) -> tuple[dict[int, Query], dict[int, Judge], dict[int, list[PoolEntry]]]:
     """What "ask the judge" would send, written nowhere: the set's queries by pk, the judge of each
     query a judge is qualified for, and the pool entries to send per query pk. What is left out, and
@@ -148,13 +166,11 @@ def _judge_plan(
     from labeling.models import JudgeJob, JudgeJobItem
     from labeling.selectors.judge_scope import newest_qualified_judges
 
-    queries, pools = _unjudged_pools(run, outcome)
+    queries, pools = _unjudged_pools(gaps, outcome)
     by_pk = {q.pk: q for q in queries.values()}
-    judges = newest_qualified_judges(
-        golden_set=run.golden_version.golden_set, queries=[by_pk[pk] for pk in pools]
-    )
+    judges = newest_qualified_judges(golden_set=gaps.golden_set, queries=[by_pk[pk] for pk in pools])
     states, _ = unjudged_waiting(
-        golden_set=run.golden_version.golden_set,
+        golden_set=gaps.golden_set,
         pairs=[(q, entry.document.pk) for q, entries in pools.items() if q in judges for entry in entries],
     )
     waiting = {
@@ -188,7 +204,12 @@ def _judge_plan(
 
 
 def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
-    """Send the run's unjudged top-k documents to a judge: per query, the judge of the newest active
+    """`gaps_ask_judge` of the run's unjudged top-k documents."""
+    return gaps_ask_judge(gaps=run_gaps(run), by=by)
+
+
+def gaps_ask_judge(*, gaps: Gaps, by: Any = None) -> UnjudgedAsked:
+    """Send unjudged top-k documents to a judge: per query, the judge of the newest active
     qualification covering it (`labeling.selectors.judge_scope`), one job per judge over exactly those
     (query, document) pairs (`judge_job_create`). The documents join their pools, since a judge's label
     fills only a pool pair no human labeled, but unlike `unjudged_queue` no finished assignment is reopened:
@@ -199,7 +220,7 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
     from labeling.services.judges import judge_job_create
 
     outcome = UnjudgedAsked()
-    by_pk, judges, sent = _judge_plan(run, outcome)
+    by_pk, judges, sent = _judge_plan(gaps, outcome)
     asked: dict[int, tuple[Judge, list[tuple[int, int]]]] = {}
     for query_pk, entries in sent.items():
         judge = judges[query_pk]
@@ -218,10 +239,15 @@ def unjudged_ask_judge(*, run: EvaluationRun, by: Any = None) -> UnjudgedAsked:
 
 
 def unjudged_judge_offer(*, run: EvaluationRun) -> JudgeOffer:
-    """What "ask the judge" would send for this run, or why it is not offered (the report page's button):
-    the same plan the button carries out (`_judge_plan`), so the offer counts what a press would send."""
+    """`gaps_judge_offer` of the run's unjudged top-k documents."""
+    return gaps_judge_offer(gaps=run_gaps(run))
+
+
+def gaps_judge_offer(*, gaps: Gaps) -> JudgeOffer:
+    """What "ask the judge" would send, or why it is not offered (the pages' buttons): the same plan the
+    button carries out (`_judge_plan`), so the offer counts what a press would send."""
     probe = UnjudgedAsked()
-    _, judges, sent = _judge_plan(run, probe)
+    _, judges, sent = _judge_plan(gaps, probe)
     if not (sent or probe.no_judge or probe.already_asked or probe.labeled):
         return JudgeOffer(0, (), "none of the unjudged documents is a document of the labeling set")
     if not judges:

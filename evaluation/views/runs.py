@@ -259,9 +259,12 @@ def run_unjudged_queue(request: HttpRequest, run_id: int) -> HttpResponse:
         raise PermissionDenied("only the set's reviewers queue documents for rating")
     outcome = services.unjudged_queue(run=run, by=request.user)
     sentences = queued_sentences(
-        outcome, version=run.golden_version.name, link=_query_link(run, outcome), escape=conditional_escape
+        outcome,
+        version=run.golden_version.name,
+        link=query_link(run.golden_version.golden_set.slug, outcome),
+        escape=conditional_escape,
     )
-    _say(request, sentences)
+    say(request, sentences)
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
@@ -274,15 +277,18 @@ def run_unjudged_ask_judge(request: HttpRequest, run_id: int) -> HttpResponse:
         raise PermissionDenied("only the set's reviewers ask a judge")
     outcome = services.unjudged_ask_judge(run=run, by=request.user)
     sentences = asked_sentences(
-        outcome, version=run.golden_version.name, link=_query_link(run, outcome), escape=conditional_escape
+        outcome,
+        version=run.golden_version.name,
+        link=query_link(run.golden_version.golden_set.slug, outcome),
+        escape=conditional_escape,
     )
-    _say(request, sentences)
+    say(request, sentences)
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
-def _query_link(run: EvaluationRun, outcome: services.UnjudgedQueued) -> Callable[[str], str]:
-    """A query id as a link to its review page (where a reviewer decides and sees its assignments)."""
-    slug = run.golden_version.golden_set.slug
+def query_link(slug: str, outcome: services.UnjudgedQueued) -> Callable[[str], str]:
+    """A query id of the set `slug` as a link to its review page (where a reviewer decides and sees its
+    assignments)."""
 
     def link(query_id: str) -> str:
         pk = outcome.query_pks.get(query_id)
@@ -294,7 +300,7 @@ def _query_link(run: EvaluationRun, outcome: services.UnjudgedQueued) -> Callabl
     return link
 
 
-def _say(request: HttpRequest, sentences: Iterable[tuple[str, str]]) -> None:
+def say(request: HttpRequest, sentences: Iterable[tuple[str, str]]) -> None:
     """Sentences of `evaluation.action_words`, escaped there, as messages."""
     levels = {"success": messages.SUCCESS, "info": messages.INFO, "warning": messages.WARNING}
     for level, text in sentences:

@@ -50,7 +50,7 @@ def assert_fits(page: Page) -> None:
         ("reviewer", "side by side"),
         ("reviewer", "adjudication"),
         ("reviewer", "doc"),
-        ("reviewer", "experiment"),  # its tables, heat map and Use this configuration form
+        ("reviewer", "experiment"),  # its tables, heat map and coverage card
         ("admin", "home"),  # the longest nav: every reviewer's link and Admin
     ],
 )

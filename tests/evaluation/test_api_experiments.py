@@ -15,6 +15,7 @@ from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import TokenFor, bearer, token_for_fixture, victor_fixture  # noqa: F401
+from tests.support.experiments import tuned_answer
 from tests.support.runs import eager_celery, golden_file, make_target, make_version, stub_fixture  # noqa: F401
 from tests.support.stub_server import StubServer
 
@@ -30,6 +31,7 @@ def version(golden_set: GoldenSet) -> GoldenVersion:
 
 @pytest.fixture
 def target(stub: StubServer, golden_set: GoldenSet, version: GoldenVersion) -> SearchTarget:
+    stub.default = tuned_answer
     return make_target(f"{stub.url}/search", golden_set)
 
 

@@ -4,9 +4,7 @@ the same grid and seed; cancel; the sweeper sending a chunk whose lease ran out 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +26,7 @@ from evaluation.services.experiments import (
 )
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.support.processes import REPO, serving
+from tests.support.experiments import DEMO, demo_url_fixture  # noqa: F401  (fixtures by name)
 from tests.support.runs import (  # noqa: F401  (fixtures by name)
     eager_celery,
     golden_file,
@@ -40,15 +38,8 @@ from tests.support.stub_server import Reply, StubServer
 
 pytestmark = pytest.mark.django_db
 
-DEMO = Path(REPO) / "demo"
 GRID = {"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_match": [1, 2, 3, 4]}}
 Status = Experiment.Status
-
-
-@pytest.fixture
-def demo_url() -> Iterator[str]:
-    with serving(["-m", "demo.search_service", "--corpus", str(DEMO / "corpus.jsonl"), "--port", "0"]) as url:
-        yield url
 
 
 def _refused(**kwargs: Any) -> list[str]:
@@ -115,7 +106,8 @@ def test_an_experiment_equals_assay_sweep_of_the_same_grid_and_seed(
     )
     app = experiment.result
     assert app is not None
-    for key in ("split", "baseline", "configs", "confirmed", "winner", "optimism", "metric", "top", "k"):
+    keys = ("split", "baseline", "configs", "confirmed", "best", "winner", "optimism", "coverage", "echoes")
+    for key in (*keys, "metric", "top", "k", "alpha"):
         assert app[key] == cli[key], key
     # No configuration sends the baseline's request here, so nothing is shared: every search is sent once,
     # counted before the phase's last answer is written.

@@ -43,7 +43,9 @@ from tests.support.evaluation import (
     logged_in,
     target_form,
 )
-from tests.support.experiments import finished_experiment
+from tests.support.experiments import finished_experiment, tuned_answer
+from tests.support.runs import golden_file, make_version
+from tests.support.stub_server import StubServer
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +79,7 @@ class World:
 
 
 @pytest.fixture(name="world")
-def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World:
+def world_fixture(scene: Scene, stub: StubServer, rita: User, alice: User, charlie: User) -> World:
     dora = factories.UserFactory.create(username="dora", groups=["reviewers"])
     golden_set = scene.golden_set
     golden_set.reviewers.add(dora, alice, charlie)
@@ -113,7 +115,13 @@ def world_fixture(scene: Scene, rita: User, alice: User, charlie: User) -> World
         "reviewer": api_token_create(user=rita, name="t", scopes=ALL_SCOPES)[1],
     }
     users = {"no group": charlie, "rater": alice, "demoted reviewer": dora, "reviewer": rita}
-    experiment = finished_experiment(scene.version, scene.target, rita)
+    # An experiment with a winner (one configuration better on 18 held-out queries, of a version of its
+    # own), and a newer version to re-score it on.
+    stub.default = tuned_answer
+    searched = make_version(golden_set, golden_file(60, version="2026-08-02"))
+    experiment = finished_experiment(searched, scene.target, rita, grid={"configs": [{"w": 3}]})
+    assert experiment.result is not None and experiment.result["winner"] is not None
+    make_version(golden_set, golden_file(60, version="2026-08-03"))
     queued_experiment = experiment_create(
         golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, created_by=rita
     )
@@ -332,10 +340,12 @@ API_BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
         "grid": {"configs": [{"w": 1}]},
     },
     "/api/v1/experiments/{id}/use/": lambda w: {"rationale": "the best held out"},
+    "/api/v1/experiments/{id}/gaps/": lambda w: {"to": "raters"},
     "/api/v1/studies/": _study_body,
 }
 # The POSTs that create something answer 201; the rest 200.
-CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/", "/api/v1/studies/")
+CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/",
+           "/api/v1/experiments/{id}/rescore/", "/api/v1/studies/")  # fmt: skip
 
 
 def _api_call(token: str, method: str, template: str, w: World) -> Any:

@@ -17,7 +17,7 @@ from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import html_text, logged_in, victor_fixture  # noqa: F401
-from tests.support.experiments import finished_experiment
+from tests.support.experiments import finished_experiment, tuned_answer
 from tests.support.runs import eager_celery, golden_file, make_target, make_version, stub_fixture  # noqa: F401
 from tests.support.stub_server import StubServer
 
@@ -34,6 +34,7 @@ def version(golden_set: GoldenSet) -> GoldenVersion:
 
 @pytest.fixture
 def target(stub: StubServer, golden_set: GoldenSet) -> SearchTarget:
+    stub.default = tuned_answer
     return make_target(f"{stub.url}/search", golden_set, params={"rewrite": True})
 
 
@@ -167,6 +168,7 @@ def test_who_is_not_a_reviewer_of_the_set_sees_nothing(
 def test_a_stage_toggle_the_winner_sets_stays_a_stage_toggle(
     rita: User, golden_set: GoldenSet, stub: StubServer, version: GoldenVersion
 ) -> None:
+    stub.default = tuned_answer
     target = make_target(
         f"{stub.url}/search", golden_set, name="staged", params={"k1": 2}, stages={"rewrite": False}
     )

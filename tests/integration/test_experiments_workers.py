@@ -87,9 +87,12 @@ def test_a_killed_worker_loses_nothing_and_a_second_worker_finishes_the_experime
     assert all(chunk.finished_at is not None for chunk in chunks)
     lost = [chunk for chunk in chunks if chunk.losses]
     assert lost and all(chunk.worker.startswith("w2@") for chunk in lost)
-    assert experiment.result is not None and experiment.result["winner"]["params"] in [
+    assert experiment.result is not None and experiment.result["best"]["params"] in [
         c["params"] for c in experiment.result["configs"]
     ]
+    # The stub answers every configuration alike: no winner, and every configuration flagged.
+    assert experiment.result["winner"] is None
+    assert [e["configs"] for e in experiment.result["echoes"]] == [[1, 2, 3, 4]]
 
 
 def test_cancel_stops_the_experiments_chunks_on_a_worker(
