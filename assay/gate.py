@@ -190,7 +190,9 @@ class _Gate:
             }
             if judged.message is None:
                 continue
-            p_text = f"one-sided p={format_p_value(p_holm)} Holm-adjusted over {counted(size, 'gated change')}"
+            p_text = (
+                f"one-sided p={format_p_value(p_holm)} Holm-adjusted over {counted(size, 'gated change')}"
+            )
             if beyond:
                 message = f"{judged.message}; beyond run-to-run noise: {p_text}"
                 decided.append((judged.at, Finding("budget", message, judged.scope, judged.metric)))
@@ -253,7 +255,9 @@ class _Gate:
         moves = self.noise_floor is not None and self.noise_floor.moves(metric)
         if moves and budget.fail is not None and change.p_value is not None and change.low is not None:
             assert change.high is not None
-            judged = _Judged(row, scope, metric, row["change"], change.low, change.high, change.p_value, change.n)
+            judged = _Judged(
+                row, scope, metric, row["change"], change.low, change.high, change.p_value, change.n
+            )
             self.family.append(judged)
         for level in ("fail", "warn"):
             threshold = getattr(budget, level)

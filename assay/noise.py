@@ -317,7 +317,7 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
 
     core_sd = {metric: moved[None][metric].query_sd for metric in GATED_METRICS}
 
-    def scope(name: str | None) -> dict[str, MetricNoise]:
+    def measured(name: str | None) -> dict[str, MetricNoise]:
         noise = {}
         for metric in GATED_METRICS:
             movement = moved[name][metric]
@@ -330,8 +330,8 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
     return NoiseFloor(
         golden_version=str(checked[0]["golden_version"]),
         runs=tuple(labels),
-        core=scope(None),
-        strata={name: scope(name) for name in strata},
+        core=measured(None),
+        strata={name: measured(name) for name in strata},
     )
 
 
@@ -471,7 +471,7 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
     lines = [
         f"noise floor of {len(floor.runs)} runs ({', '.join(floor.runs)}) on golden version "
         f"{floor.golden_version}: {FLOOR_QUANTILE} x the per-query noise (every query's change between two "
-        'of the runs; a stratum\'s at least the core\'s) / sqrt(n) (docs/metrics.md, "Noise floor")',
+        "of the runs; a stratum's at least the core's) / sqrt(n) (docs/metrics.md, \"Noise floor\")",
         *(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows

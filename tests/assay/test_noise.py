@@ -1,6 +1,7 @@
 """The noise floor (`assay.noise`): every query's movement between runs of one configuration and the floor
-of each scope's mean it gives, the suggested budgets, the thresholds below the floor, the floor file, and the gate's `noise` warnings, one per
-scope (docs/metrics.md, "Noise floor"). Reports are built with the real report builder."""
+of each scope's mean it gives, the suggested budgets, the thresholds below the floor, the floor file, and
+the gate's `noise` warnings, one per scope (docs/metrics.md, "Noise floor"). Reports are built with the
+real report builder."""
 
 from __future__ import annotations
 
@@ -129,8 +130,11 @@ def test_the_floor_is_1_96_times_the_per_query_noise_over_the_root_of_n() -> Non
 
     floor = noise_floor(runs)
 
-    assert floor.core["ndcg"] == MetricNoise(
-        pytest.approx(1.96 * sd / math.sqrt(30), abs=1e-15), pytest.approx(sd, abs=1e-15), 30
+    core = floor.core["ndcg"]
+    assert (core.floor, core.query_sd, core.n) == (
+        pytest.approx(1.96 * sd / math.sqrt(30), abs=1e-15),
+        pytest.approx(sd, abs=1e-15),
+        30,
     )
     # Nothing empty anywhere: the empty rate does not move at all.
     assert floor.core["empty_rate"] == MetricNoise(0.0, 0.0, 30)
@@ -320,7 +324,9 @@ budget_sets = st.builds(
 
 @given(st.lists(st.frozensets(st.integers(0, 29), max_size=30), min_size=2, max_size=4))
 @settings(max_examples=25, deadline=None)
-def test_the_floor_comes_from_every_query_s_change_between_every_two_runs(swaps: list[frozenset[int]]) -> None:
+def test_the_floor_comes_from_every_query_s_change_between_every_two_runs(
+    swaps: list[frozenset[int]],
+) -> None:
     runs = [report(s, frozenset(s) if i % 2 else frozenset()) for i, s in enumerate(swaps)]
 
     floor = noise_floor(runs)
