@@ -13,12 +13,15 @@ Planted regressions, gated the same way: the demo's rewriter (billing nDCG -0.19
 and a core nDCG drop of at least 0.03 (the top hit of randomly chosen core queries moved to the bottom of
 their lists, until the core mean dropped by 0.03) on the deterministic engine, whose floor is 0 and whose
 suggestion is demo/budgets.json (fail 0.025); the same drop on the jittered engine shows the power left
-against its noise. Shares with their 95% Wilson intervals; the re-runs of one protocol share a baseline
+against its noise. Beside them, the same re-runs under the rule this replaced: the floor the range of the
+three runs' aggregate values, budgets suggested at 1.5 and 3 times it, and a FAIL on the budget alone.
+Shares with their 95% Wilson intervals; the re-runs of one protocol share a baseline
 and a floor, so the interval over gates is a little narrower than one over protocols would be.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -27,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from assay.budgets import Budgets, load_budgets
+from assay.budgets import Budget, Budgets, load_budgets
 from assay.gate import GateResult, compare
-from assay.noise import NoiseFloor, noise_floor, suggest_budgets
+from assay.metric_table import BY_KEY, GATED_METRICS
+from assay.noise import NoiseFloor, noise_floor, readable_ceiling, suggest_budgets
 from assay.sxs.stats import wilson_interval
 from benchmarks._report import write_section
 from tests.support.aa_runs import DEMO, DEPTH, SHARE, Lists, demo_lists, jittered, report_of
@@ -67,6 +71,32 @@ def _planted(steady: Lists, rng: np.random.Generator) -> list[str]:
     raise SystemExit("no core queries enough to plant the drop")
 
 
+def _range_budgets(runs: list[dict[str, Any]], budgets: Budgets) -> Budgets:
+    """The budgets the rule this replaced suggested: the floor the range of each scope's aggregate over the
+    runs, warn 1.5 and fail 3 times it, rounded up, never below the defaults (off above 1)."""
+
+    def level(default: float | None, floor: float, factor: float) -> float | None:
+        value = max(default or 0.0, readable_ceiling(floor, factor))
+        return None if value > 1 else value
+
+    def scope(aggregates: list[dict[str, Any]]) -> dict[str, Budget]:
+        found = {}
+        for metric in GATED_METRICS:
+            values = [agg[metric]["value"] for agg in aggregates if agg[metric]["value"] is not None]
+            floor = max(values) - min(values)
+            shown = BY_KEY[metric]
+            found[metric] = Budget(
+                level(shown.default_warn, floor, 1.5) if shown.default_warn else None,
+                level(shown.default_fail, floor, 3.0) if shown.default_fail else None,
+            )
+        return found
+
+    strata = {
+        name: scope([run["slices"]["stratum"][name] for run in runs]) for name in runs[0]["slices"]["stratum"]
+    }
+    return dataclasses.replace(budgets, core=scope([run["tiers"]["core"] for run in runs]), strata=strata)
+
+
 class Tally:
     def __init__(self) -> None:
         self.gates = 0
@@ -90,23 +120,38 @@ class Tally:
         return f"{count} ({count / self.gates:.1%}, [{low:.1%}, {high:.1%}])"
 
 
-def _protocol(
-    seed: int, budgets: Budgets, plant: Callable[[Lists], Lists]
-) -> tuple[NoiseFloor, Budgets, dict[str, Any], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+@dataclasses.dataclass
+class Protocol:
+    floor: NoiseFloor
+    suggested: Budgets
+    ranged: Budgets  # what the rule this replaced suggested
+    baseline: dict[str, Any]
+    reruns: list[dict[str, Any]]
+    rewritten: dict[str, Any]
+    planted: dict[str, Any]
+
+
+def _protocol(seed: int, budgets: Budgets, plant: Callable[[Lists], Lists]) -> Protocol:
     rng = np.random.default_rng(seed)
     steady = demo_lists(rewrite=False)
     runs = [report_of(jittered(steady, rng)) for _ in range(A_A_RUNS)]
     floor = noise_floor(runs)
-    reruns = [report_of(jittered(steady, rng)) for _ in range(RERUNS)]
-    rewritten = report_of(jittered(demo_lists(rewrite=True), rng))
-    planted = report_of(plant(jittered(steady, rng)))
-    return floor, suggest_budgets(floor, budgets), runs[0], reruns, rewritten, planted
+    return Protocol(
+        floor=floor,
+        suggested=suggest_budgets(floor, budgets),
+        ranged=_range_budgets(runs, budgets),
+        baseline=runs[0],
+        reruns=[report_of(jittered(steady, rng)) for _ in range(RERUNS)],
+        rewritten=report_of(jittered(demo_lists(rewrite=True), rng)),
+        planted=report_of(plant(jittered(steady, rng))),
+    )
 
 
 def measure() -> dict[str, Any]:
     budgets = load_budgets(json.loads((DEMO / "budgets.json").read_text()))
     steady = demo_lists(rewrite=False)
-    tallies = {name: Tally() for name in ("aa", "aa_demo", "rewriter", "planted", "planted_jittered")}
+    names = ("aa", "aa_demo", "aa_before", "rewriter", "planted", "planted_jittered")
+    tallies = {name: Tally() for name in names}
     started = time.perf_counter()
     for seed in range(PROTOCOLS):
         chosen = _planted(steady, np.random.default_rng(10_000 + seed))
@@ -114,15 +159,18 @@ def measure() -> dict[str, Any]:
         def plant(lists: Lists, chosen: list[str] = chosen) -> dict[str, tuple[str, ...]]:
             return _demoted(lists, chosen)
 
-        floor, suggested, baseline, reruns, rewritten, planted = _protocol(seed, budgets, plant)
-        for rerun in reruns:
-            tallies["aa"].add(compare(rerun, baseline, suggested, noise_floor=floor))
+        found = _protocol(seed, budgets, plant)
+        floor, baseline = found.floor, found.baseline
+        for rerun in found.reruns:
+            tallies["aa"].add(compare(rerun, baseline, found.suggested, noise_floor=floor))
             tallies["aa_demo"].add(compare(rerun, baseline, budgets, noise_floor=floor))
+            tallies["aa_before"].add(compare(rerun, baseline, found.ranged))
         tallies["rewriter"].add(
-            compare(rewritten, baseline, suggested, noise_floor=floor), ("stratum billing", "ndcg")
+            compare(found.rewritten, baseline, found.suggested, noise_floor=floor),
+            ("stratum billing", "ndcg"),
         )
         tallies["planted_jittered"].add(
-            compare(planted, baseline, suggested, noise_floor=floor), ("core", "ndcg")
+            compare(found.planted, baseline, found.suggested, noise_floor=floor), ("core", "ndcg")
         )
         # The deterministic engine: identical A/A runs, a floor of 0, the suggestion demo/budgets.json.
         still = [report_of(steady) for _ in range(A_A_RUNS)]
@@ -148,8 +196,15 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     found = measure()
     tallies: dict[str, Tally] = found["tallies"]
-    aa, aa_demo = tallies["aa"], tallies["aa_demo"]
+    aa, aa_demo, before = tallies["aa"], tallies["aa_demo"], tallies["aa_before"]
     rows = [
+        (
+            "identical re-runs, jittered engine, the rule this replaced (range floor, budget alone)",
+            before,
+            before.share(before.failed),
+            before.share(before.tripped),
+            before.share(before.failed_any),
+        ),
         (
             "identical re-runs, jittered engine, suggested budgets (both levers)",
             aa,
