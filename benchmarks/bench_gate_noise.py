@@ -244,7 +244,7 @@ def main() -> None:
         "gates, with 95% Wilson intervals. A fail budget reached is what failed before the gate asked for "
         "evidence; FAIL for any reason adds the critical-query rule (a swap that moves a critical query's "
         f"best document out of its top 3 fails that run whatever the means say). {found['seconds']:.0f} s "
-        f"of CPU-bound work; 1-minute load average {load_before:.1f} before.",
+        f"of wall time in all; 1-minute load average {load_before:.1f} before.",
         "",
         "| identical re-runs | gates | FAIL on a budget | a fail budget reached | FAIL for any reason |",
         "| --- | ---: | ---: | ---: | ---: |",
