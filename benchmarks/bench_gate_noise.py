@@ -234,7 +234,7 @@ def main() -> None:
         ),
     ]
     lines = [
-        "### The gate on evidence: A/A re-runs against planted regressions",
+        "### The gate on evidence",
         "",
         f"{PROTOCOLS} A/A protocols (seeds 0-{PROTOCOLS - 1}), each: {A_A_RUNS} runs of demo/golden.json "
         f"(79 core queries; strata of 31, 21, 17 and 10) on the demo engine with two of the top {DEPTH} hits "
