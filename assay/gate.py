@@ -8,7 +8,11 @@ and on each stratum, traffic band and failure mode the budgets name, against war
 errors on either side above `max_error_rate` (below it: a warning) and critical queries out of their top
 ranks fail whatever the means say; a hit on an expected-empty query warns (fails when it is critical).
 Every change is `assay.changes`' one computation over the queries both reports counted, with its interval
-and p-value. Verdict: fail > warn > pass. The renderings of a result (CI log, PR comment, annotations)
+and p-value. On a metric the noise floor says the engine moves between runs (`NoiseFloor.moves`), a change
+past its fail budget fails only on evidence: its one-sided p-value, Holm-adjusted over every change the
+gate holds to a fail budget on such a metric, below `ALPHA`, and its interval wholly on the worse side of
+0; otherwise it is a `within_noise` warning naming n (docs/metrics.md, "The drift gate", item 7).
+Verdict: fail > warn > pass. The renderings of a result (CI log, PR comment, annotations)
 are `assay.gate_render`.
 """
 
@@ -31,13 +35,17 @@ from assay.changes import (
     report_seed,
 )
 from assay.display import counted
+from assay.experiment import holm
 from assay.gate_check import ArtifactError, validated
 from assay.gate_check import validate_artifact as validate_artifact  # re-exported: callers name it here
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import NoiseFloor, noise_warnings
+from assay.resampling import LEVEL
 
 Verdict = Literal["pass", "warn", "fail"]
+# The chance of a false FAIL the gate allows over its family of changes on metrics that move between runs.
+ALPHA = 0.05
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -48,7 +56,9 @@ Verdict = Literal["pass", "warn", "fail"]
 class Finding:
     """One failure or warning: what kind, where (scope, metric) and a sentence for humans."""
 
-    kind: Literal["refusal", "budget", "errors", "critical", "coverage", "unexpected_hit", "noise"]
+    kind: Literal[
+        "refusal", "budget", "errors", "critical", "coverage", "unexpected_hit", "noise", "within_noise"
+    ]
     message: str
     scope: str | None = None
     metric: str | None = None
@@ -115,13 +125,93 @@ def _p_text(p_value: float | None) -> str:
     return "" if p_value is None else f", p={format_p_value(p_value)}"
 
 
+@dataclass(slots=True)
+class _Judged:
+    """A change held to a fail budget on a metric that moves between runs: one of the gate's family, and,
+    when it reached its budget, the finding its evidence decides."""
+
+    row: dict[str, Any]
+    scope: str
+    metric: str
+    worsening: float
+    low: float
+    high: float
+    p_value: float  # two-sided
+    n: int
+    message: str | None = None  # the trip's message; None: within its budget
+    at: tuple[int, int] = (0, 0)  # where its finding goes among the failures and the warnings, in row order
+
+
+def _one_sided(judged: _Judged) -> float:
+    # The sign-flip distribution of a mean change is symmetric around 0: the share of flips at least as
+    # bad as a worsening is half the two-sided share (docs/metrics.md, "The drift gate", item 7).
+    half = judged.p_value / 2
+    return half if judged.worsening > 0 else 1.0 - half
+
+
+def _where(scope: str) -> str:
+    """Where to add queries, in the within-noise warning's words."""
+    if scope.startswith("stratum "):
+        return "this stratum"
+    if scope in ("core", "shadow"):
+        return f"the {scope} tier"
+    return f"this {scope.rsplit(' ', 1)[0]}"  # "traffic band head" -> "this traffic band"
+
+
 class _Gate:
-    def __init__(self, rebaseline: bool, seed: int) -> None:
+    def __init__(self, rebaseline: bool, seed: int, noise_floor: NoiseFloor | None) -> None:
         self.rebaseline = rebaseline
         self.seed = seed
+        self.noise_floor = noise_floor
         self.failures: list[Finding] = []
         self.warnings: list[Finding] = []
         self.notes: list[str] = []
+        self.family: list[_Judged] = []
+        self.untested_fail = False  # a fail budget reached with no floor to test it against
+
+    def judge(self) -> None:
+        """Decide each fail-budget trip of the family on its evidence (Holm over the whole family), each
+        finding put where its row's would have gone."""
+        adjusted = holm([_one_sided(judged) for judged in self.family])
+        size = len(self.family)
+        decided: list[tuple[tuple[int, int], Finding]] = []
+        for judged, p_holm in zip(self.family, adjusted, strict=True):
+            assert p_holm is not None
+            worse = BY_KEY[judged.metric].worsening
+            worse_side = min(worse(0.0, judged.low), worse(0.0, judged.high)) > TOLERANCE
+            beyond = p_holm < ALPHA and worse_side
+            judged.row["evidence"] = {
+                "p_one_sided": _one_sided(judged),
+                "p_holm": p_holm,
+                "family": size,
+                "alpha": ALPHA,
+                "interval_worse": worse_side,
+                "beyond_noise": beyond,
+            }
+            if judged.message is None:
+                continue
+            p_text = (
+                f"one-sided p={format_p_value(p_holm)} Holm-adjusted over {counted(size, 'gated change')}"
+            )
+            if beyond:
+                message = f"{judged.message}; beyond run-to-run noise: {p_text}"
+                decided.append((judged.at, Finding("budget", message, judged.scope, judged.metric)))
+                continue
+            judged.row["status"] = "warn"
+            why = [f"{p_text}, not below {ALPHA}"] if p_holm >= ALPHA else []
+            if not worse_side:
+                why.append(f"the {LEVEL:.0%} interval reaches 0")
+            message = (
+                f"{judged.message}; past the budget but within noise ({'; '.join(why)}): re-run, or add "
+                f"queries to {_where(judged.scope)} (n={judged.n})"
+            )
+            decided.append((judged.at, Finding("within_noise", message, judged.scope, judged.metric)))
+        # From the last: an insertion leaves the places of the findings before it as they were.
+        for (failures_at, warnings_at), finding in reversed(decided):
+            if finding.kind == "budget":
+                self.failures.insert(failures_at, finding)
+            else:
+                self.warnings.insert(warnings_at, finding)
 
     def row(
         self,
@@ -161,6 +251,14 @@ class _Gate:
             f"(baseline {shown.format(change.baseline)} -> current {shown.format(change.current)} over "
             f"{change.n} paired quer{'y' if change.n == 1 else 'ies'}{interval}{_p_text(change.p_value)})"
         )
+        judged = None
+        moves = self.noise_floor is not None and self.noise_floor.moves(metric)
+        if moves and budget.fail is not None and change.p_value is not None and change.low is not None:
+            assert change.high is not None
+            judged = _Judged(
+                row, scope, metric, row["change"], change.low, change.high, change.p_value, change.n
+            )
+            self.family.append(judged)
         for level in ("fail", "warn"):
             threshold = getattr(budget, level)
             if not _trips(row["change"], threshold):
@@ -170,7 +268,11 @@ class _Gate:
                 f"{scope} {label} {shown.worse_word} {shown.format(row['change'])} >= {level} budget "
                 f"{threshold} {detail}"
             )
-            if level == "fail" and not self.rebaseline:
+            if level == "fail" and not self.rebaseline and judged is not None:
+                judged.message = message  # failure or within-noise warning: `judge` decides on the family
+                judged.at = (len(self.failures), len(self.warnings))
+            elif level == "fail" and not self.rebaseline:
+                self.untested_fail = self.untested_fail or self.noise_floor is None
                 self.failures.append(Finding("budget", message, scope, metric))
             else:
                 suffix = "; accepted by rebaseline" if level == "fail" else ""
@@ -217,7 +319,7 @@ def compare(
     if problems:
         raise ArtifactError(problems)
     pairs = ReportPairs(columns["current"], columns["baseline"])
-    gate = _Gate(rebaseline, report_seed(current))
+    gate = _Gate(rebaseline, report_seed(current), noise_floor)
 
     refused = False
     for key in IDENTITY_FIELDS:
@@ -242,6 +344,14 @@ def compare(
     left_out = LeftOut()
     if not refused:
         left_out = _compare_scopes(gate, comparison, current, baseline, budgets, pairs)
+        gate.judge()
+        if gate.untested_fail:
+            gate.notes.append(
+                "no noise floor given: a change past its fail budget fails as it is, the engine taken to "
+                "return the same results on every run; measure the floor (assay gate --suggest-budgets "
+                "REPORT REPORT ... --noise-out FILE, then --noise FILE) to gate an engine that moves between "
+                "runs on evidence"
+            )
         top_losers = _top_losers(pairs, top_n)
         ndcg = comparison["core"]["ndcg"]
         interval = {

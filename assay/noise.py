@@ -3,13 +3,15 @@ Django).
 
 Measured on reports of one configuration run more than once (an A/A pair at least: the same system, golden
 version and parameters), per scope (the core tier, and each stratum of it) and per gated metric of the
-metric table (`assay.metric_table`); docs/metrics.md, "Noise floor": the floor is the range of the
-scope's aggregate over the runs (largest minus smallest: the largest pairwise difference, the largest
-change the gate would have seen between two of them; with two runs, their absolute difference). A
-deterministic engine has a floor of 0. How far a mean would move on another sample of queries is not part
-of it: the gate compares runs of the same queries, paired, and prints that change's own interval.
+metric table (`assay.metric_table`); docs/metrics.md, "Noise floor": every query's change between every
+pair of the runs (paired as the gate pairs them, `assay.changes`), their root mean square the per-query
+noise, and the floor 1.96 x that noise / sqrt(n), the change of the scope's mean a re-run exceeds about 5%
+of the time, so a small stratum gets the wide floor it has (a stratum's per-query noise is never taken
+below the core's). A deterministic engine has a floor of 0. How far a mean would move on another sample of
+queries is not part of it: the gate compares runs of the same queries, paired, and prints that change's own
+interval and p-value, which decide a FAIL on a metric that moves (`moves`).
 
-`suggest_budgets` puts warn at 1.5 times and fail at 3 times the floor, rounded up to a readable step and
+`suggest_budgets` puts warn at the floor and fail at 1.5 times it, rounded up to a readable step and
 never below the metric table's defaults; `below_floor` lists the thresholds under the floor and
 `noise_warnings` words them for the gate, one warning per scope (`assay.gate.compare(noise_floor=...)`).
 A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
@@ -18,6 +20,7 @@ A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_d
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -25,20 +28,27 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any, NamedTuple
 
+import numpy as np
+from numpy.typing import NDArray
+
 from assay.budgets import Budget, Budgets
-from assay.changes import IDENTITY_FIELDS, TOLERANCE
+from assay.changes import IDENTITY_FIELDS, TOLERANCE, QueryColumns, ReportPairs
+from assay.gate_check import ArtifactError, validated
 from assay.golden.fields import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget, format_number
 
-NOISE_SPEC = "2"
-# Spec "1" floors also counted the bootstrap half-width of each run's mean: read as their run-to-run figures.
-OLDER_SPECS = ("1",)
+NOISE_SPEC = "3"
+# Spec "2" floors were the range of the runs' aggregate values, spec "1" ones also counted the bootstrap
+# half-width of each run's mean: read as their run-to-run figures (a floor without a per-query noise).
+OLDER_SPECS = ("1", "2")
 MIN_RUNS = 2
-# The suggestion: fail well clear of the noise (a change between two noisy runs spreads 1.4 times one run's
-# noise, and two runs' range is about 1.1 times it), warn at half the fail, the ratio of the metric table's
-# own defaults (0.01 / 0.025, 0.005 / 0.015).
-WARN_FACTOR = 1.5
-FAIL_FACTOR = 3.0
+# The floor: this many standard errors of an A/A change of a scope's mean, its two-sided 95% bound under
+# the normal approximation (a re-run exceeds it in the worse direction about 2.5% of the time).
+FLOOR_QUANTILE = 1.96
+# The suggestion: warn at the floor, fail at 1.5 times it (2.9 standard errors: a re-run reaches it about
+# 0.2% of the time per scope and metric; the gate's paired evidence keeps what still does from failing).
+WARN_FACTOR = 1.0
+FAIL_FACTOR = 1.5
 # Every gated metric lies in [0, 1]: a budget above 1 could never trip, so such a suggestion is "off".
 MAX_CHANGE = 1.0
 LEVELS = ("warn", "fail")
@@ -60,18 +70,16 @@ class NoiseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MetricNoise:
-    """One metric's noise in one scope: the range of its value over the runs; None: not measured (a value
-    in fewer than two runs: no query counted)."""
+    """One metric's noise in one scope: the floor of the scope's mean change, the scope's own per-query
+    noise (the root mean square of every query's change between two of the runs) and its queries counted;
+    None: not measured (no query counted in any pair of runs; an older floor file has no per-query noise)."""
 
-    run_to_run: float | None = None
+    floor: float | None = None
+    query_sd: float | None = None
+    n: int | None = None
 
-    @property
-    def floor(self) -> float | None:
-        """The noise floor: the run-to-run movement itself."""
-        return self.run_to_run
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {"run_to_run": self.run_to_run}
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {"query_sd": self.query_sd, "n": self.n, "floor": self.floor}
 
 
 class BelowFloor(NamedTuple):
@@ -92,6 +100,16 @@ class NoiseFloor:
     runs: tuple[str, ...]  # how the caller names the runs measured: file names, run ids
     core: Mapping[str, MetricNoise]
     strata: Mapping[str, Mapping[str, MetricNoise]] = field(default_factory=dict)
+
+    def moves(self, metric: str) -> bool:
+        """Whether the engine moved `metric` between the runs: the core's per-query noise (the floor, for an
+        older file without it) is above 0. A stratum's noise is never below the core's, so this is whether
+        any scope moved; the gate asks its paired evidence of a FAIL on such a metric only."""
+        noise = self.core.get(metric)
+        if noise is None:
+            return False
+        figure = noise.query_sd if noise.query_sd is not None else noise.floor
+        return figure is not None and figure > 0
 
     def scopes(self) -> list[tuple[str, str | None, Mapping[str, MetricNoise]]]:
         """(scope as the gate names it, stratum name or None for the core, metric -> noise)."""
@@ -153,7 +171,7 @@ class NoiseFloor:
         return cls(golden_version=str(version), runs=tuple(runs), core=core, strata=strata)
 
 
-def _scope_dict(noise: Mapping[str, MetricNoise]) -> dict[str, dict[str, float | None]]:
+def _scope_dict(noise: Mapping[str, MetricNoise]) -> dict[str, dict[str, float | int | None]]:
     return {metric: noise[metric].to_dict() for metric in GATED_METRICS if metric in noise}
 
 
@@ -178,60 +196,37 @@ def _read_scope(data: object, where: str, problems: list[str], *, older: bool) -
     if not isinstance(data, Mapping):
         problems.append(f"{where}: expected an object of metric -> noise, got {_kind(data)}")
         return {}
-    # An older floor's other figures are read past: its run-to-run is what the floor means now.
-    known = ("run_to_run", "half_width", "floor") if older else ("run_to_run",)
+    # An older floor's run-to-run range is read as the floor; its other figures are read past.
+    known = ("run_to_run", "half_width", "floor") if older else ("query_sd", "n", "floor")
     scope: dict[str, MetricNoise] = {}
     for metric, entry in data.items():
         if metric not in GATED_METRICS:
             problems.append(f"{where}.{metric}: unknown metric; expected one of {', '.join(GATED_METRICS)}")
             continue
         if not isinstance(entry, Mapping):
-            problems.append(f"{where}.{metric}: expected an object with run_to_run")
+            problems.append(f"{where}.{metric}: expected an object with {' and '.join(known[-2:])}")
             continue
         problems += [f"{where}.{metric}.{key}: unknown key" for key in entry if key not in known]
-        value = entry.get("run_to_run")
-        if value is not None and not (_is_number(value) and value >= 0):
-            problems.append(f"{where}.{metric}.run_to_run: {_shown(value)} is not a number >= 0 or null")
-            value = None
-        scope[metric] = MetricNoise(None if value is None else float(value))
+        figures: dict[str, float | None] = {}
+        for key in ("run_to_run",) if older else ("query_sd", "floor"):
+            value = entry.get(key)
+            if value is not None and not (_is_number(value) and value >= 0):
+                problems.append(f"{where}.{metric}.{key}: {_shown(value)} is not a number >= 0 or null")
+                value = None
+            figures[key] = None if value is None else float(value)
+        if older:
+            scope[metric] = MetricNoise(figures["run_to_run"])
+            continue
+        n = entry.get("n")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            problems.append(f"{where}.{metric}.n: {_shown(n)} is not an integer >= 1 or null")
+            n = None
+        scope[metric] = MetricNoise(figures["floor"], figures["query_sd"], n)
     return scope
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Measuring
-
-
-def _report_problems(report: object, name: str) -> list[str]:
-    """What `noise_floor` reads of a report, checked: every problem with its place."""
-    if not isinstance(report, Mapping):
-        return [f"{name}: expected a report object, got {_kind(report)}"]
-    problems = [f"{name}: {key}: missing" for key in SAME_REPORT if key not in report]
-    tiers, slices = report.get("tiers"), report.get("slices")
-    aggregates: list[tuple[str, object]] = []
-    if not isinstance(tiers, Mapping):
-        problems.append(f"{name}: tiers: expected an object, got {_kind(tiers)}")
-    elif "core" in tiers:
-        aggregates.append(("tiers.core", tiers["core"]))
-    strata = slices.get("stratum") if isinstance(slices, Mapping) else None
-    if not isinstance(slices, Mapping) or "stratum" not in slices:
-        problems.append(f"{name}: slices.stratum: missing")
-    elif not isinstance(strata, Mapping):
-        problems.append(f"{name}: slices.stratum: expected an object, got {_kind(strata)}")
-    else:
-        aggregates += [(f"slices.stratum.{stratum}", agg) for stratum, agg in strata.items()]
-    for path, agg in aggregates:
-        if not isinstance(agg, Mapping):
-            problems.append(f"{name}: {path}: expected an object, got {_kind(agg)}")
-            continue
-        for metric in GATED_METRICS:
-            entry = agg.get(metric)
-            if entry is not None and not (isinstance(entry, Mapping) and _value_ok(entry.get("value"))):
-                problems.append(f'{name}: {path}.{metric}: expected {{"value": a number or null}}')
-    return problems
-
-
-def _value_ok(value: object) -> bool:
-    return value is None or _is_number(value)
 
 
 def configuration_differences(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
@@ -253,21 +248,34 @@ def configuration_differences(reports: Sequence[Mapping[str, Any]], names: Seque
     return problems
 
 
-def _aggregate(agg: object, metric: str) -> float | None:
-    entry = agg.get(metric) if isinstance(agg, Mapping) else None
-    value = entry.get("value") if isinstance(entry, Mapping) else None
-    return None if value is None else float(value)
+class _Movement:
+    """Every query's change of one metric in one scope, over the pairs of runs, as the floor needs it."""
+
+    def __init__(self) -> None:
+        self.squares = 0.0
+        self.changes = 0
+        self.n = 0  # the most queries one pair of runs counted
+
+    def add(self, pairs: NDArray[np.float64]) -> None:
+        deltas = pairs[:, 1] - pairs[:, 0]
+        self.squares += float(np.dot(deltas, deltas))
+        self.changes += deltas.size
+        self.n = max(self.n, deltas.size)
+
+    @property
+    def query_sd(self) -> float | None:
+        return math.sqrt(self.squares / self.changes) if self.changes else None
 
 
-def _range(values: Sequence[float | None]) -> MetricNoise:
-    known = [value for value in values if value is not None]
-    return MetricNoise(max(known) - min(known) if len(known) >= MIN_RUNS else None)
+def _floor(sd: float | None, n: int) -> float | None:
+    return None if sd is None or not n else FLOOR_QUANTILE * sd / math.sqrt(n)
 
 
 def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -> NoiseFloor:
     """The noise floor of `reports`, runs of one configuration (`names`: how to call them in messages
     and in the floor; default "report 1", ...). Raises NoiseError: fewer than `MIN_RUNS` reports, a
-    report that is not one, or reports of different configurations."""
+    report that is not one (every problem `assay.gate_check` finds), or reports of different
+    configurations."""
     labels = list(names) if names is not None else [f"report {i}" for i in range(1, len(reports) + 1)]
     if len(labels) != len(reports):
         raise ValueError("one name per report")
@@ -278,9 +286,13 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
                 f"{MIN_RUNS} runs of one configuration (an A/A pair); {NOT_ENOUGH_RUNS}"
             ]
         )
-    problems = [
-        p for report, name in zip(reports, labels, strict=True) for p in _report_problems(report, name)
-    ]
+    problems: list[str] = []
+    columns: list[QueryColumns] = []
+    for report, name in zip(reports, labels, strict=True):
+        try:
+            columns.append(validated(report, name))
+        except ArtifactError as error:
+            problems += error.problems
     if problems:
         raise NoiseError(problems)
     checked: list[Mapping[str, Any]] = [report for report in reports if isinstance(report, Mapping)]
@@ -289,16 +301,37 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
         raise NoiseError(problems)
     strata = sorted({str(name) for r in checked for name in r["slices"]["stratum"]}, key=natural_key)
 
-    def scope(aggregates: Sequence[object]) -> dict[str, MetricNoise]:
-        return {metric: _range([_aggregate(agg, metric) for agg in aggregates]) for metric in GATED_METRICS}
+    # Every pair of runs, each query paired as the gate pairs it (`assay.changes`): the core tier, and each
+    # stratum of it.
+    moved = {scope: {m: _Movement() for m in GATED_METRICS} for scope in (None, *strata)}
+    for later, earlier in itertools.combinations(reversed(columns), 2):
+        pairs = ReportPairs(later, earlier)
+        core_now, core_then = later.where("tier", "core", "core"), earlier.where("tier", "core", "core")
+        for scope in (None, *strata):
+            now, then = core_now, core_then
+            if scope is not None:
+                now, then = now & later.where("stratum", scope), then & earlier.where("stratum", scope)
+            paired = pairs.scope(now, then, GATED_METRICS).pairs
+            for metric in GATED_METRICS:
+                moved[scope][metric].add(np.asarray(paired[metric], dtype=np.float64).reshape(-1, 3))
+
+    core_sd = {metric: moved[None][metric].query_sd for metric in GATED_METRICS}
+
+    def measured(name: str | None) -> dict[str, MetricNoise]:
+        noise = {}
+        for metric in GATED_METRICS:
+            movement = moved[name][metric]
+            own = movement.query_sd
+            # A stratum's few queries that happened not to move are no proof that it is steady.
+            used = own if name is None or own is None else max(own, core_sd[metric] or 0.0)
+            noise[metric] = MetricNoise(_floor(used, movement.n), own, movement.n or None)
+        return noise
 
     return NoiseFloor(
         golden_version=str(checked[0]["golden_version"]),
         runs=tuple(labels),
-        core=scope([report["tiers"].get("core") for report in checked]),
-        strata={
-            name: scope([report["slices"]["stratum"].get(name) for report in checked]) for name in strata
-        },
+        core=measured(None),
+        strata={name: measured(name) for name in strata},
     )
 
 
@@ -344,7 +377,7 @@ def _suggest_scope(current: Mapping[str, Budget], noise: Mapping[str, MetricNois
 
 def suggest_budgets(floor: NoiseFloor, budgets: Budgets | None = None) -> Budgets:
     """`budgets` (default: the defaults) with each gated threshold moved to the rule of docs/metrics.md,
-    "Noise floor": warn = 1.5 x floor and fail = 3 x floor, each rounded up by `readable_ceiling` and never
+    "Noise floor": warn = the floor and fail = 1.5 x floor, each rounded up by `readable_ceiling` and never
     below the metric table's default (the budget given, for a metric without one), so a floor of 0 suggests
     the defaults; a level that is off stays off; a level above 1 is turned off (it could never trip); a
     metric the floor did not measure keeps its budgets. Every stratum the floor measured gets budgets (its
@@ -409,7 +442,7 @@ def noise_warnings(budgets: Budgets, floor: NoiseFloor | None) -> list[tuple[str
 def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str:
     """The floor as a plain-text table beside the budgets and the suggestion; "*" marks a budget below it."""
     below = {(b.scope, b.metric) for b in below_floor(budgets, floor)}
-    rows = [("scope", "metric", "floor", "budget warn / fail", "suggested")]
+    rows = [("scope", "metric", "n", "per-query sd", "floor", "budget warn / fail", "suggested")]
     for scope, name, noise in floor.scopes():
         current = budgets.core if name is None else budgets.strata.get(name)
         proposed = suggested.core if name is None else suggested.strata.get(name)
@@ -427,6 +460,8 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
                 (
                     scope,
                     BY_KEY[metric].label,
+                    str(measured.n) if measured.n is not None else "—",
+                    format_number(measured.query_sd),
                     format_number(measured.floor),
                     budget,
                     suggestion,
@@ -435,8 +470,8 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"noise floor of {len(floor.runs)} runs ({', '.join(floor.runs)}) on golden version "
-        f"{floor.golden_version}: how far each metric moved between them, the largest minus the smallest "
-        'value (docs/metrics.md, "Noise floor")',
+        f"{floor.golden_version}: {FLOOR_QUANTILE} x the per-query noise (every query's change between two "
+        "of the runs; a stratum's at least the core's) / sqrt(n) (docs/metrics.md, \"Noise floor\")",
         *(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows
@@ -446,5 +481,5 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
         lines.append("* below the noise floor: a change this small happens between runs of one configuration")
     floors = [m.floor for _, _, noise in floor.scopes() for m in noise.values() if m.floor is not None]
     if floors and max(floors) == 0:
-        lines.append("every metric had the same value in every run: no budget is below the floor")
+        lines.append("no query moved between the runs: no budget is below the floor")
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
-"""The noise floor (`assay.noise`): the run-to-run range of each metric over runs of one configuration, the
-suggested budgets, the thresholds below the floor, the floor file, and the gate's `noise` warnings, one per
-scope (docs/metrics.md, "Noise floor"). Reports are built with the real report builder."""
+"""The noise floor (`assay.noise`): every query's movement between runs of one configuration and the floor
+of each scope's mean it gives, the suggested budgets, the thresholds below the floor, the floor file, and
+the gate's `noise` warnings, one per scope (docs/metrics.md, "Noise floor"). Reports are built with the
+real report builder."""
 
 from __future__ import annotations
 
@@ -105,25 +106,58 @@ def test_identical_runs_have_a_floor_of_0_everywhere_however_spread_their_querie
     assert below_floor(Budgets(), floor) == [] and noise_warnings(Budgets(), floor) == []
     assert suggest_budgets(floor, Budgets()).core == Budgets().core
     assert render_floor(floor, Budgets(), Budgets()).endswith(
-        "every metric had the same value in every run: no budget is below the floor\n"
+        "no query moved between the runs: no budget is below the floor\n"
     )
 
 
-def test_the_floor_is_the_range_of_the_aggregate_over_the_runs() -> None:
+def _changes(runs: list[dict[str, Any]], metric: str, stratum: str | None = None) -> list[float]:
+    """Every query's change of `metric` between every two of `runs` (by hand: the hand-made queries are all
+    core, none errored or expected empty)."""
+    field = BY_KEY[metric].per_query
+    found = []
+    for i, later in enumerate(runs):
+        for earlier in runs[:i]:
+            for now, then in zip(later["per_query"], earlier["per_query"], strict=True):
+                if stratum is None or now["stratum"] == stratum:
+                    found.append(float(now[field]) - float(then[field]))
+    return found
+
+
+def test_the_floor_is_1_96_times_the_per_query_noise_over_the_root_of_n() -> None:
     runs = [report(frozenset(range(k))) for k in (2, 0, 5)]
-    values = [r["tiers"]["core"]["ndcg"]["value"] for r in runs]
-    stratum = [r["slices"]["stratum"]["billing"]["mrr"]["value"] for r in runs]
+    changes = _changes(runs, "ndcg")
+    sd = math.sqrt(sum(d * d for d in changes) / len(changes))
 
     floor = noise_floor(runs)
 
-    assert floor.core["ndcg"].floor == floor.core["ndcg"].run_to_run
-    assert floor.core["ndcg"].floor == pytest.approx(max(values) - min(values), abs=1e-15)
-    assert floor.strata["billing"]["mrr"].floor == pytest.approx(max(stratum) - min(stratum), abs=1e-15)
-    # Two runs: their absolute difference.
-    pair = noise_floor(runs[:2])
-    assert pair.core["ndcg"].floor == pytest.approx(abs(values[0] - values[1]), abs=1e-15)
+    core = floor.core["ndcg"]
+    assert (core.floor, core.query_sd, core.n) == (
+        pytest.approx(1.96 * sd / math.sqrt(30), abs=1e-15),
+        pytest.approx(sd, abs=1e-15),
+        30,
+    )
     # Nothing empty anywhere: the empty rate does not move at all.
-    assert floor.core["empty_rate"] == MetricNoise(0.0)
+    assert floor.core["empty_rate"] == MetricNoise(0.0, 0.0, 30)
+    assert floor.moves("ndcg") and not floor.moves("empty_rate")
+
+
+def test_a_small_stratum_gets_a_wider_floor_than_the_core_and_never_the_core_s_noise_less() -> None:
+    """Queries 0-4 moved: billing (0, 3) and docs (1, 4) have their own noise, blog (2 only, of 10) less than
+    the core's per query: it is held to the core's, over its own 10 queries."""
+    runs = [report(frozenset(range(5))), report()]
+    core_sd = math.sqrt(sum(d * d for d in _changes(runs, "mrr")) / 30)
+    blog_sd = math.sqrt(sum(d * d for d in _changes(runs, "mrr", "blog")) / 10)
+    assert 0 < blog_sd < core_sd
+
+    floor = noise_floor(runs)
+
+    blog = floor.strata["blog"]["mrr"]
+    assert (blog.query_sd, blog.n) == (pytest.approx(blog_sd), 10)
+    assert blog.floor == pytest.approx(1.96 * core_sd / math.sqrt(10))
+    assert blog.floor > floor.core["mrr"].floor  # type: ignore[operator]
+    billing = floor.strata["billing"]["mrr"]
+    assert billing.query_sd is not None and billing.query_sd > core_sd
+    assert billing.floor == pytest.approx(1.96 * billing.query_sd / math.sqrt(10))
 
 
 def test_it_refuses_fewer_than_two_runs_and_says_what_to_do() -> None:
@@ -146,7 +180,7 @@ def test_it_refuses_runs_of_different_configurations_naming_the_field_and_the_va
         noise_floor([report(), report(params={"rewrite": True})], names=["a", "b"])
 
 
-def test_it_names_every_problem_of_a_malformed_report() -> None:
+def test_it_names_every_problem_of_a_malformed_report_as_the_gate_does() -> None:
     bad = report()
     bad["tiers"]["core"]["ndcg"] = {"value": "high"}
     bad["per_query"][2]["ndcg"] = "x"
@@ -157,8 +191,10 @@ def test_it_names_every_problem_of_a_malformed_report() -> None:
         noise_floor([report(), bad, 7], names=["good", "bad", "seven"])
 
     assert error.value.problems == [
-        "bad: slices.stratum: missing",
-        'bad: tiers.core.ndcg: expected {"value": a number or null}',
+        "bad: tiers.core.ndcg.value: expected a number or null, got 'high'",
+        "bad: slices: missing",
+        "bad: per_query[3]: expected an object with a string id",
+        "bad: per_query[2].ndcg: expected a number or null, got 'x'",
         "seven: expected a report object, got int",
     ]
 
@@ -193,25 +229,25 @@ def test_readable_ceiling_multiplies_in_decimal() -> None:
 def test_the_suggestion_follows_the_rule_and_never_goes_below_the_defaults() -> None:
     floor = floor_of(
         {
-            "ndcg": MetricNoise(0.0123),  # 1.5 x 0.0123 = 0.01845 -> 0.02; 3 x = 0.0369 -> 0.04
+            "ndcg": MetricNoise(0.0246),  # 0.0246 -> 0.025; 1.5 x 0.0246 = 0.0369 -> 0.04
             "mrr": MetricNoise(0.002),  # below the defaults: 0.01 / 0.03 stay
             "lt3_rate": MetricNoise(0.05),  # off by default: stays off
         },
-        {"billing": {"ndcg": MetricNoise(0.4)}},  # 3 x 0.4 > 1: that level is off
+        {"billing": {"ndcg": MetricNoise(0.8)}},  # 1.5 x 0.8 > 1: that level is off
     )
 
     suggested = suggest_budgets(floor, load_budgets({"strata": {"docs": {"ndcg": {"fail": 0.2}}}}))
 
-    assert suggested.core["ndcg"] == Budget(0.02, 0.04)
+    assert suggested.core["ndcg"] == Budget(0.025, 0.04)
     assert suggested.core["mrr"] == Budget(0.01, 0.03)
     assert suggested.core["lt3_rate"] == Budget(None, None)
     assert suggested.core["precision_at_k"] == Budget(0.02, 0.04)  # not measured: kept
     # A stratum the budgets did not name gets budgets from its own floor; one they named is kept.
-    assert suggested.strata["billing"]["ndcg"] == Budget(0.6, None)
+    assert suggested.strata["billing"]["ndcg"] == Budget(0.8, None)
     assert suggested.strata["docs"]["ndcg"] == Budget(0.01, 0.2)
     assert (suggested.max_error_rate, suggested.critical_rank) == (0.0, 3)
     assert load_budgets(suggested.to_dict()) == suggested
-    assert (WARN_FACTOR, FAIL_FACTOR) == (1.5, 3.0)
+    assert (WARN_FACTOR, FAIL_FACTOR) == (1.0, 1.5)
 
 
 def test_a_floor_of_0_suggests_the_defaults_whatever_the_budgets_in_force() -> None:
@@ -267,7 +303,12 @@ def test_the_warning_is_one_per_scope_naming_each_budget_below_the_floor() -> No
 
 noise_values = st.one_of(st.none(), st.floats(min_value=0, max_value=0.5, allow_nan=False))
 thresholds = st.one_of(st.none(), st.floats(min_value=1e-4, max_value=0.6, allow_nan=False))
-scopes = st.fixed_dictionaries({metric: st.builds(MetricNoise, noise_values) for metric in GATED_METRICS})
+scopes = st.fixed_dictionaries(
+    {
+        metric: st.builds(MetricNoise, noise_values, noise_values, st.one_of(st.none(), st.integers(1, 500)))
+        for metric in GATED_METRICS
+    }
+)
 floors = st.builds(
     lambda core, strata: NoiseFloor("2026-08-01", ("a", "b"), core, strata),
     scopes,
@@ -283,18 +324,22 @@ budget_sets = st.builds(
 
 @given(st.lists(st.frozensets(st.integers(0, 29), max_size=30), min_size=2, max_size=4))
 @settings(max_examples=25, deadline=None)
-def test_the_floor_is_the_largest_change_between_two_of_the_runs(swaps: list[frozenset[int]]) -> None:
+def test_the_floor_comes_from_every_query_s_change_between_every_two_runs(
+    swaps: list[frozenset[int]],
+) -> None:
     runs = [report(s, frozenset(s) if i % 2 else frozenset()) for i, s in enumerate(swaps)]
 
     floor = noise_floor(runs)
 
     for scope, name, noise in floor.scopes():
-        aggregates = [r["tiers"]["core"] if name is None else r["slices"]["stratum"][name] for r in runs]
         for metric, measured in noise.items():
-            values = [agg[metric]["value"] for agg in aggregates]
-            largest = max(abs(a - b) for a in values for b in values)
-            assert measured.floor == pytest.approx(largest, abs=1e-12), (scope, metric)
-            assert (measured.floor == 0) == (len(set(values)) == 1)
+            changes = _changes(runs, metric, name)
+            sd = math.sqrt(sum(d * d for d in changes) / len(changes))
+            assert measured.query_sd == pytest.approx(sd, abs=1e-12), (scope, metric)
+            used = sd if name is None else max(sd, floor.core[metric].query_sd or 0.0)
+            assert measured.floor == pytest.approx(1.96 * used / math.sqrt(measured.n or 0), abs=1e-12)
+            # 0 exactly when no query of the scope (nor, for a stratum, of the core) moved.
+            assert (measured.floor == 0) == (used == 0)
 
 
 @given(floors, budget_sets)
@@ -379,8 +424,9 @@ def test_a_floor_survives_its_json_form(floor: NoiseFloor) -> None:
 
 def test_a_floor_file_with_bad_values_names_every_problem() -> None:
     data = floor_of({"ndcg": MetricNoise(0.01)}).to_dict()
-    data["core"]["ndcg"]["half_width"] = 0.5  # a figure of the older spec: not in this one
-    data["core"]["mrr"]["run_to_run"] = -1
+    data["core"]["ndcg"]["run_to_run"] = 0.5  # a figure of the older specs: not in this one
+    data["core"]["mrr"]["query_sd"] = -1
+    data["core"]["precision_at_k"]["n"] = 0
     data["core"]["recall"] = {}
     data["strata"] = []
     data["extra"] = 1
@@ -390,8 +436,9 @@ def test_a_floor_file_with_bad_values_names_every_problem() -> None:
 
     assert error.value.problems == [
         "floor.json: extra: unknown key",
-        "floor.json: core.ndcg.half_width: unknown key",
-        "floor.json: core.mrr.run_to_run: -1 is not a number >= 0 or null",
+        "floor.json: core.ndcg.run_to_run: unknown key",
+        "floor.json: core.mrr.query_sd: -1 is not a number >= 0 or null",
+        "floor.json: core.precision_at_k.n: 0 is not an integer >= 1 or null",
         "floor.json: core.recall: unknown metric; expected one of ndcg, mrr, precision_at_k, empty_rate, "
         "lt3_rate",
         "floor.json: strata: expected an object of stratum -> metrics, got list",
@@ -400,13 +447,13 @@ def test_a_floor_file_with_bad_values_names_every_problem() -> None:
         NoiseFloor.from_dict(Budgets().to_dict())
     with pytest.raises(NoiseError, match="expected a JSON object, got list"):
         NoiseFloor.from_dict([])
-    with pytest.raises(NoiseError, match="noise_spec: expected '2', got \"3\""):
-        NoiseFloor.from_dict({**floor_of({}).to_dict(), "noise_spec": "3"})
+    with pytest.raises(NoiseError, match="noise_spec: expected '3', got \"4\""):
+        NoiseFloor.from_dict({**floor_of({}).to_dict(), "noise_spec": "4"})
 
 
 def test_an_older_floor_file_is_read_as_its_run_to_run_figures() -> None:
-    """Spec "1" floors were the larger of the run-to-run range and a bootstrap half-width: a CI job that
-    keeps one still gates, by what the floor means now."""
+    """Spec "1" floors were the larger of the run-to-run range and a bootstrap half-width, spec "2" ones the
+    range: a CI job that keeps one still gates, its range read as the floor."""
     older = {
         "noise_spec": "1",
         "golden_version": "2026-08-01",
@@ -420,6 +467,11 @@ def test_an_older_floor_file_is_read_as_its_run_to_run_figures() -> None:
 
     assert floor.core == {"ndcg": MetricNoise(0.0)}
     assert floor.strata == {"billing": {"mrr": MetricNoise(0.02)}}
+    assert not floor.moves("ndcg") and not floor.moves("mrr")  # the core's range: 0, or not measured
+    two = {**older, "noise_spec": "2", "core": {"ndcg": {"run_to_run": 0.01}}, "strata": {}}
+    del two["bootstrap"]
+    assert NoiseFloor.from_dict(two).core == {"ndcg": MetricNoise(0.01)}
+    assert NoiseFloor.from_dict(two).moves("ndcg")
     assert noise_warnings(load_budgets({"strata": {"billing": {}}}), floor) == [
         (
             "stratum billing",
@@ -460,7 +512,7 @@ def test_a_scope_where_no_query_counted_has_no_floor_and_keeps_its_budgets() -> 
     floor = noise_floor([report(errored=billing), report(errored=billing)])
     budgets = load_budgets({"strata": {"billing": {"ndcg": {"fail": 0.001}}}})
 
-    assert floor.strata["billing"]["ndcg"] == MetricNoise(None)
+    assert floor.strata["billing"]["ndcg"] == MetricNoise(None)  # no query counted: no n either
     assert floor.strata["billing"]["ndcg"].floor is None
     assert not [b for b in below_floor(budgets, floor) if b.scope == "stratum billing"]
     assert suggest_budgets(floor, budgets).strata["billing"]["ndcg"] == Budget(0.01, 0.001)

@@ -4,8 +4,9 @@ runs, then `assay gate --noise` (docs/metrics.md, "Noise floor").
 
 - The demo engine is deterministic: its floor is 0, the gate between two of its runs passes with no WARN
   line under the defaults and under the suggestion, and the rewriter run still fails billing's nDCG.
-- Started with `--jitter` it moves between runs: its floor is above 0, every budget below it is named in
-  one warning per scope, and the suggestion is above the floor.
+- Started with `--jitter` it moves between runs: its floor is above 0 (wider on a small stratum than on
+  the core), every budget below it is named in one warning per scope, the suggestion is above the floor,
+  and the gate between two of the measured runs under it does not fail.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def test_identical_runs_of_the_demo_have_a_floor_of_0_and_the_gate_passes_with_n
     floor = steady.floor
     assert set(floor.strata) == {"account", "billing", "blog", "developer"}
     assert {m.floor for _, _, noise in floor.scopes() for m in noise.values()} == {0.0}
-    assert "every metric had the same value in every run" in steady.table
+    assert "no query moved between the runs" in steady.table
     # Nothing but a measured movement raises a budget: the suggestion is demo/budgets.json itself.
     assert steady.suggested == load_budgets(json.loads(DEMO_BUDGETS.read_text()))
 
@@ -135,10 +136,12 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
 ) -> None:
     floor = jittery.floor
     core = floor.core
-    assert (f"{core['ndcg'].floor:.4f}", f"{core['mrr'].floor:.4f}") == ("0.0116", "0.0316")
-    # The floor is the largest change between two of the runs.
-    values = [json.loads(run.read_text())["tiers"]["core"]["ndcg"]["value"] for run in jittery.runs]
-    assert core["ndcg"].floor == pytest.approx(max(values) - min(values), abs=1e-12)
+    # The floor of a scope's mean: 1.96 x its per-query noise / sqrt(n); the 10 blog queries get a wider one.
+    assert core["ndcg"].query_sd and core["ndcg"].n == 79
+    assert core["ndcg"].floor == pytest.approx(1.96 * core["ndcg"].query_sd / 79**0.5)
+    assert floor.strata["blog"]["ndcg"].n == 10
+    assert floor.strata["blog"]["ndcg"].floor > 2 * core["ndcg"].floor  # type: ignore[operator]
+    assert floor.moves("ndcg") and floor.moves("mrr") and not floor.moves("empty_rate")
 
     # demo/budgets.json is below it in several scopes, on several metrics and levels each: one WARN per scope.
     demo_budgets = load_budgets(json.loads(DEMO_BUDGETS.read_text()))
@@ -156,12 +159,12 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
     assert "WARN" in done.stdout.splitlines()[0] or "FAIL" in done.stdout.splitlines()[0]
 
     # The suggestion: above the floor, never below the defaults, at most what the floor justifies; between
-    # two of the measured runs it passes with no WARN line (no change between them exceeds the floor).
+    # two of the measured runs the gate does not fail.
     suggested = jittery.suggested
     assert below_floor(suggested, floor) == []
-    assert suggested.core["ndcg"].fail == max(0.025, readable_ceiling(core["ndcg"].floor or 0.0, 3.0))
+    assert suggested.core["ndcg"].fail == max(0.025, readable_ceiling(core["ndcg"].floor or 0.0, 1.5))
     for current, baseline in ((second, first), (third, first), (third, second)):
         quiet = gate(
             current, baseline, "--budgets", str(jittery.suggested_file), "--noise", str(jittery.floor_file)
         )
-        assert quiet.returncode == 0 and "WARN" not in quiet.stdout, quiet.stdout
+        assert quiet.returncode == 0 and "FAIL" not in quiet.stdout, quiet.stdout

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from assay.metric_table import format_budget, format_number
+from assay.changes import per_query_value
+from assay.metric_table import BY_KEY, format_budget, format_number
 from assay.noise import NoiseFloor, below_floor, suggest_budgets
 from evaluation import selectors, services
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
@@ -170,13 +171,20 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
     reviewer_client = logged_in(reviewer)
     budgets_url = f"/sets/{demo.slug}/budgets/"
 
-    # The floor is how far each metric moved between the two runs: above 0 for this engine.
+    # The floor is from every query's change between the two runs: above 0 for this engine.
     measure = selectors.noise_measure(baseline=baseline)
     assert measure.floor is not None
     ndcg = measure.floor.core["ndcg"]
-    values = [r.report["tiers"]["core"]["ndcg"]["value"] for r in (first, second)]
-    assert ndcg.floor is not None and ndcg.floor > 0
-    assert ndcg.floor == pytest.approx(abs(values[0] - values[1]), abs=1e-12)
+    # Each query's nDCG as the gate pairs it (expected-empty queries are in no nDCG mean).
+    values = [
+        {row["id"]: per_query_value(row, BY_KEY["ndcg"]) for row in r.report["per_query"]}
+        for r in (first, second)
+    ]
+    core = [row["id"] for row in first.report["per_query"] if row.get("tier", "core") == "core"]
+    changes = [values[1][q] - values[0][q] for q in core if None not in (values[0][q], values[1][q])]  # type: ignore[operator]
+    per_query = (sum(d * d for d in changes) / len(changes)) ** 0.5
+    assert ndcg.floor is not None and ndcg.floor > 0 and ndcg.n == len(changes)
+    assert ndcg.floor == pytest.approx(1.96 * per_query / len(changes) ** 0.5, abs=1e-12)
 
     # Budgets below the floor (warn levels only, so that a jittered change can warn but never fail).
     services.budgets_set(
