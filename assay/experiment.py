@@ -42,6 +42,7 @@ from assay.golden.columns import GoldenColumns
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.harness import HarnessConfig, SharedSearch, params_problem
 from assay.report import build_report
+from assay.resampling import holm
 from assay.results import QueryResult
 from assay.run_meta import redact_url
 
@@ -178,23 +179,6 @@ def split_queries(queries: Sequence[GoldenQuery], fraction: float, seed: int) ->
             "queries in both"
         )
     return split
-
-
-# ------------------------------------------------------------------------------------------- statistics
-
-
-def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment, in the order given: the i-th smallest of m p-values is multiplied by
-    m - i + 1, each kept at least as large as the one before it and at most 1. None (no pairs) stays None
-    and does not count in m."""
-    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    m = len(known)
-    adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(known):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[i] = running
-    return adjusted
 
 
 # ------------------------------------------------------------------------------------------- the sweep

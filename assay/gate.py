@@ -35,13 +35,12 @@ from assay.changes import (
     report_seed,
 )
 from assay.display import counted
-from assay.experiment import holm
 from assay.gate_check import ArtifactError, validated
 from assay.gate_check import validate_artifact as validate_artifact  # re-exported: callers name it here
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import NoiseFloor, noise_warnings
-from assay.resampling import LEVEL
+from assay.resampling import LEVEL, holm
 
 Verdict = Literal["pass", "warn", "fail"]
 # The chance of a false FAIL the gate allows over its family of changes on metrics that move between runs.

@@ -313,3 +313,17 @@ def resampled(groups: Sequence[Sequence[Sample]], seed: int) -> list[list[tuple[
             p_values = tested[at].result() if at in tested else _randomization(group, PERMUTATIONS, seed)
             found.append([(*percentile_interval(drawn), p) for drawn, p in zip(means, p_values, strict=True)])
     return found
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment, in the order given: the i-th smallest of m p-values is multiplied by
+    m - i + 1, each kept at least as large as the one before it and at most 1. None (no pairs) stays None
+    and does not count in m."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(known)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.experiment import MAX_CONFIGS, SweepError, holm, parse_grid, split_queries
+from assay.experiment import MAX_CONFIGS, SweepError, parse_grid, split_queries
+from assay.resampling import holm
 from assay.golden.model import GoldenQuery
 
 STRATA = st.sampled_from([None, "billing", "account", "docs"])
