@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.experiment import MAX_CONFIGS, SweepError, parse_grid, split_queries
-from assay.resampling import holm
 from assay.golden.model import GoldenQuery
+from assay.resampling import holm
 
 STRATA = st.sampled_from([None, "billing", "account", "docs"])
 TIERS = st.sampled_from(["core", "core", "core", "shadow", "challenge"])
