@@ -21,8 +21,9 @@ from django.views.decorators.http import require_GET, require_POST
 from assay.inputs import id_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.sxs import REASON_LABELS, REASONS
-from evaluation.services.studies import AnswerRefused, answer_problems, study_answer, study_undo
+from evaluation.services.studies import AnswerRefused, answer_problems, rater_tasks, study_answer, study_undo
 from evaluation.study_models import TOKEN_SHAPE, StudyTask, SxsStudy
+from labeling.roles import rated_filter
 
 # The seven points as the rater reads them, left to right (the stored value is the position minus 4).
 SCALE = (
@@ -47,24 +48,22 @@ REASON_KEYS = {
 
 
 def _own_task(request: HttpRequest, token: str) -> StudyTask:
-    tasks = StudyTask.objects.select_related("item", "study__instructions")
-    task = (
-        tasks.filter(token=token, rater_id=request.user.pk).first() if TOKEN_SHAPE.fullmatch(token) else None
-    )
+    tasks = rater_tasks(request.user).select_related("item", "study__instructions")
+    task = tasks.filter(token=token).first() if TOKEN_SHAPE.fullmatch(token) else None
     if task is None:
         raise Http404("no such study task of yours")
     return task
 
 
 def _open_tasks(user: Any) -> Any:
-    return StudyTask.objects.filter(rater_id=user.pk, answered_at__isnull=True).order_by("token")
+    return rater_tasks(user).filter(answered_at__isnull=True).order_by("token")
 
 
 @require_GET
 def study_tasks(request: HttpRequest) -> HttpResponse:
     """The rater's studies: per study, how many of their queries they answered, and where to go on."""
     studies = (
-        SxsStudy.objects.filter(tasks__rater_id=request.user.pk)
+        SxsStudy.objects.filter(rated_filter(request.user), tasks__rater_id=request.user.pk)
         .select_related("golden_set")
         .annotate(
             n_total=Count("tasks", filter=Q(tasks__rater_id=request.user.pk)),

@@ -8,6 +8,13 @@ each request), so a reviewer whose group is removed loses every set at once, on 
 the tokens they made while they were one; a name left on a list without the role opens nothing. Every
 reviewer page, API endpoint and service of labeling, golden_io and evaluation reads it through
 `reviews` (one set), `reviewed_sets` (the sets) or `reviewed_filter` (rows that belong to a set).
+
+**The one rule for rating**: a user rates a golden set when they hold the rater role (the `raters` group)
+*and* are on the set's raters list (`GoldenSet.raters`), both read from the database at every request as
+above. Admins are not exempt: rating is a person's own work on the sets they were put on. Every rater
+page and endpoint (grading, calibration, side-by-side studies) and every service that saves a grade or an
+answer reads it through `rates` (one set), `rated_sets` (the sets) or `rated_filter` (rows that belong to
+a set), so a rater taken off the list or out of the group keeps nothing open; their saved work stays.
 """
 
 from __future__ import annotations
@@ -84,6 +91,28 @@ def reviews(user: Any, golden_set: GoldenSet) -> bool:
     if is_admin(user):
         return True
     return reviewed_sets(user).filter(pk=golden_set.pk).exists()
+
+
+def rated_sets(user: Any) -> QuerySet[GoldenSet]:
+    """The golden sets `user` rates (the module's rule): those whose raters list holds them, if they hold
+    the rater role; none otherwise."""
+    from labeling.models import GoldenSet
+
+    sets = GoldenSet.objects.all()
+    if not getattr(user, "is_authenticated", False):
+        return sets.none()
+    # One filter() call, as in `reviewed_sets`: the list entry and the role are of the same user.
+    return sets.filter(raters=user.pk, raters__groups__name=RATERS)
+
+
+def rated_filter(user: Any, path: str = "golden_set") -> Q:
+    """The rows whose golden set (reached by `path`, e.g. `query__golden_set`) `user` rates."""
+    return Q(**{f"{path}__in": rated_sets(user).values("pk")})
+
+
+def rates(user: Any, golden_set: GoldenSet | int) -> bool:
+    """Does `user` rate `golden_set` (a set or its id; the module's rule)? Asked of the database each time."""
+    return rated_sets(user).filter(pk=getattr(golden_set, "pk", golden_set)).exists()
 
 
 def reviewer_emails(golden_set: GoldenSet) -> list[str]:

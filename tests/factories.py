@@ -121,10 +121,19 @@ class FrozenLabelFactory(factory.django.DjangoModelFactory[models.FrozenLabel]):
 class AssignmentFactory(factory.django.DjangoModelFactory[models.Assignment]):
     class Meta:
         model = models.Assignment
+        skip_postgeneration_save = True
 
     query = factory.SubFactory(QueryFactory)
     rater = factory.SubFactory(UserFactory, groups=["raters"])
     kind = models.Assignment.Kind.PRIMARY
+
+    @factory.post_generation
+    def on_the_list(assignment: models.Assignment, create: bool, extracted: Any, **kwargs: Any) -> None:
+        """The rater is put on the set's raters list, as the app does before assigning (the rule of
+        labeling.roles: a rater opens only the sets whose list holds them); `on_the_list=False` leaves
+        the list alone."""
+        if create and extracted is not False:
+            assignment.query.golden_set.raters.add(assignment.rater)
 
 
 class JudgmentFactory(factory.django.DjangoModelFactory[models.Judgment]):

@@ -37,7 +37,7 @@ from evaluation.study_models import (
     sides_undone,
 )
 from labeling.models import Document, GoldenSet
-from labeling.roles import is_rater, reviews
+from labeling.roles import is_rater, rated_filter, reviews
 
 Status = EvaluationRun.Status
 Selection = SxsStudy.Selection
@@ -489,13 +489,16 @@ def answer_problems(body: Any) -> tuple[Answer | None, int | None, str]:
     return Answer(preference, ordered, flags[0], flags[1], note.strip(), spent), revision, ""
 
 
+def rater_tasks(rater: Any) -> QuerySet[StudyTask]:
+    """The rater's own study tasks of the sets they rate now (`labeling.roles.rated_sets`): taken off a
+    set's raters list or out of the raters group, none of its studies' tasks opens (the answers stay)."""
+    return StudyTask.objects.filter(rated_filter(rater, "study__golden_set"), rater_id=rater.pk)
+
+
 def _locked_task(token: str, rater: Any) -> StudyTask:
     shaped = TOKEN_SHAPE.fullmatch(token) is not None
-    task = (
-        StudyTask.objects.select_for_update().filter(token=token, rater_id=rater.pk).first()
-        if shaped
-        else None
-    )
+    # The rule is read in the same statement that takes the lock: a removal committed before it refuses.
+    task = rater_tasks(rater).select_for_update(of=("self",)).filter(token=token).first() if shaped else None
     if task is None:
         raise AnswerRefused(404, "not_found", "No such study task of yours.")
     return task

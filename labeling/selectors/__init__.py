@@ -49,6 +49,7 @@ from labeling.selectors.grading import (
     count_subquery,
     grades_get,
     grading_page_get,
+    rater_assignments,
     rater_day_get,
     shuffle_key,
 )
@@ -229,6 +230,7 @@ __all__ = [
     "proposals_pending_count",
     "qualified_judge_labels",
     "query_review_get",
+    "rater_assignments",
     "rater_day_get",
     "ratings_list",
     "review_queue_get",

@@ -33,6 +33,7 @@ from django.utils.crypto import salted_hmac
 from assay.inputs import id_number
 from assay.labels.pace import pace_seconds, time_per_document
 from labeling.models import Assignment, Candidate, CantJudgeMark, Document, Judgment, JudgmentEvent, Query
+from labeling.roles import rated_filter
 
 # What the grading page and its endpoints show of a candidate, and the order they show candidates in, come
 # from a keyed HMAC (Django's SECRET_KEY, one purpose string each), never from the candidate's id. Pools
@@ -97,6 +98,12 @@ def count_subquery(queryset: QuerySet[Any]) -> Coalesce:
 QUEUE_STATES = [("new", "new"), ("started", "started"), ("reopened", "reopened"), ("done", "done")]
 
 
+def rater_assignments(rater: Any) -> QuerySet[Assignment]:
+    """The rater's own assignments of the sets they rate now (`labeling.roles.rated_sets`): taken off a
+    set's raters list or out of the raters group, its work is no longer theirs to open (it stays saved)."""
+    return Assignment.objects.filter(rated_filter(rater, "query__golden_set"), rater_id=rater.pk)
+
+
 def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
     """The rater's assignments with progress (`n_graded`, `n_marked` can't judge, `n_total`, `n_left`)
     and `state` (`QUEUE_STATES`: new, started, reopened after being done, done), open ones first, oldest
@@ -106,7 +113,7 @@ def assignment_list(*, rater: Any) -> QuerySet[Assignment]:
     graded = Judgment.objects.filter(assignment_id=OuterRef("pk"))
     marked = CantJudgeMark.objects.filter(assignment_id=OuterRef("pk"))
     return (
-        Assignment.objects.filter(rater=rater)
+        rater_assignments(rater)
         .exclude(status=Assignment.Status.REASSIGNED)
         .select_related("query__golden_set")
         .annotate(
@@ -134,9 +141,7 @@ def _neighbour(*, rater: Any, at: tuple[dt.datetime, int] | None, later: bool) -
     """The rater's open assignment (of an active query: retired ones make no label) after (`later`) or
     before the queue position `at` (created, id; oldest first), else, going round, the first (or last)
     other one; with no `at`, the first (or last) at all. One query."""
-    open_ = Assignment.objects.filter(
-        rater=rater, status=Assignment.Status.OPEN, query__status=Query.Status.ACTIVE
-    )
+    open_ = rater_assignments(rater).filter(status=Assignment.Status.OPEN, query__status=Query.Status.ACTIVE)
     order = ("created", "id") if later else ("-created", "-id")
     if at is None:
         return open_.order_by(*order).first()
@@ -189,7 +194,8 @@ def rater_day_get(*, rater: Any, now: dt.datetime | None = None) -> RaterDay:
     )
     spent = time_per_document(((a, d), ms) for a, d, ms in rows)
     queue = (
-        Assignment.objects.filter(rater=rater, query__status=Query.Status.ACTIVE)
+        rater_assignments(rater)
+        .filter(query__status=Query.Status.ACTIVE)
         .exclude(status=Assignment.Status.REASSIGNED)
         .aggregate(
             done=Count("id", filter=Q(status=Assignment.Status.DONE)),

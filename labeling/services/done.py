@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from labeling.models import Assignment, Candidate, FrozenLabel, Judgment, LabelProposal, Query
+from labeling.roles import rated_filter
 from labeling.selectors import DUAL_KINDS
 from labeling.selectors.labels import JUDGE, single_rater_work
 from labeling.services.assignments import assignment_counts
@@ -82,7 +83,7 @@ def assignment_done(*, assignment_id: int, rater: User) -> DoneResult:
         # Only the assignment row: locking the set's row too would make raters of one set take turns.
         Assignment.objects.select_for_update(of=("self",))
         .select_related("query__golden_set")
-        .filter(pk=assignment_id, rater_id=rater.pk)
+        .filter(rated_filter(rater, "query__golden_set"), pk=assignment_id, rater_id=rater.pk)
         .first()
     )
     if assignment is None:

@@ -32,6 +32,7 @@ from labeling.models import (
     Query,
     Rubric,
 )
+from labeling.roles import rates
 
 MAX_NOTE = 2000
 # One save never counts more than this: a tab left open over lunch is not ten minutes of judging.
@@ -131,6 +132,7 @@ class GradingRow:
     mark_note: str
     mark_time_spent_ms: int
     n_pending: int
+    golden_set_id: int
 
     @property
     def total(self) -> int:
@@ -240,7 +242,9 @@ def judgment_submit(
             "a document is graded or marked can't judge, not both: send grade null with cant_judge"
         )
     row = _grading_row(assignment_id=assignment_id, rater_id=rater.pk, candidate_id=candidate_id)
-    if row is None:
+    # Read after the row's lock: a rater taken off the set (its list or the raters group) before this
+    # save commits is refused as for anyone else's assignment, and nothing is saved.
+    if row is None or not rates(rater, row.golden_set_id):
         raise NotFound("no such assignment")
     if row.query_status != Query.Status.ACTIVE:
         raise Retired(RETIRED_MESSAGE)
@@ -446,7 +450,8 @@ def _grading_row(*, assignment_id: int, rater_id: int, candidate_id: int | None)
                COALESCE(cj.note, '') AS mark_note,
                COALESCE(cj.time_spent_ms, 0) AS mark_time_spent_ms,
                (SELECT COUNT(*) FROM {t["LabelProposal"]} lp
-                 WHERE lp.judgment_id = jd.id AND lp.status = %s) AS n_pending
+                 WHERE lp.judgment_id = jd.id AND lp.status = %s) AS n_pending,
+               q.golden_set_id
           FROM {t["Assignment"]} a
           JOIN {t["Query"]} q ON q.id = a.query_id
           JOIN {t["GoldenSet"]} g ON g.id = q.golden_set_id

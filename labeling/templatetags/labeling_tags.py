@@ -26,7 +26,7 @@ def rater_summary(user: Any) -> dict[str, Any]:
     if not roles.is_rater(user):
         return {}
     counts = dict(
-        Assignment.objects.filter(rater=user)
+        selectors.rater_assignments(user)
         .exclude(status=Assignment.Status.REASSIGNED)
         .order_by()
         .values("status")

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 
 from labeling.models import Assignment, CalibrationRound, Document, GoldenSet, Judge, Query
 from labeling.roles import is_admin, is_rater, is_reviewer, reviewed_filter, reviewed_sets
+from labeling.selectors import rater_assignments
 
 
 def require_rater(request: HttpRequest) -> None:
@@ -30,11 +31,11 @@ def require_reviewer(request: HttpRequest) -> None:
 
 
 def get_assignment_for_rater(request: HttpRequest, pk: int) -> Assignment:
-    """The request user's own assignment; anyone else's is a 404 (its existence is not confirmed)."""
+    """The request user's own assignment of a set they rate (`labeling.roles.rates`: the rater role and
+    the set's raters list, read now); anyone else's, or one of a set they were taken off, is a 404 (its
+    existence is not confirmed)."""
     assignment = (
-        Assignment.objects.select_related("query__golden_set__rubric")
-        .filter(pk=pk, rater_id=request.user.pk)
-        .first()
+        rater_assignments(request.user).select_related("query__golden_set__rubric").filter(pk=pk).first()
     )
     if assignment is None:
         raise Http404("no such assignment")
