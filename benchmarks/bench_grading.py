@@ -132,6 +132,7 @@ def seed(shape: str) -> None:
             user.set_password(PASSWORD)
             user.save()
             user.groups.add(raters)
+        golden_set.raters.add(user)  # a rater grades only the sets whose raters list holds them
         for q in range(int(n_queries)):
             query = Query.objects.create(
                 golden_set=golden_set, external_id=f"{prefix}-{r}-{q}", text=f"query {r} {q}", locale="en-US"

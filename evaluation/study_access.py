@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from evaluation.study_models import PendingStudy, StudyTask, SxsStudy
-from labeling.roles import reviewed_filter
+from labeling.roles import raters_of, reviewed_filter
 
 
 def studies_for(user: Any) -> QuerySet[SxsStudy]:
@@ -30,10 +30,13 @@ def get_study(user: Any, pk: int) -> SxsStudy:
 
 
 def study_progress(study: SxsStudy) -> dict[str, Any]:
-    """Answers so far: per rater (answered of assigned) and in all."""
+    """Answers so far: per rater (answered of assigned; `removed` when they no longer rate the study's set,
+    `labeling.roles.raters_of`: their answers stay and count) and in all."""
+    rating = raters_of(study.golden_set).values("pk")
     raters = list(
         StudyTask.objects.filter(study=study)
         .values("rater__username")
+        .annotate(removed=~Exists(rating.filter(pk=OuterRef("rater_id"))))
         .annotate(total=Count("id"), done=Count("id", filter=Q(answered_at__isnull=False)))
         .order_by("rater__username")
     )

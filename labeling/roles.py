@@ -115,6 +115,12 @@ def rates(user: Any, golden_set: GoldenSet | int) -> bool:
     return rated_sets(user).filter(pk=getattr(golden_set, "pk", golden_set)).exists()
 
 
+def raters_of(golden_set: GoldenSet) -> QuerySet[Any]:
+    """The users who rate `golden_set` now (the module's rule, from the set's side): on its raters list
+    and in the raters group. Whose saved work came from someone no longer on the set is what is not here."""
+    return golden_set.raters.filter(groups__name=RATERS)
+
+
 def reviewer_emails(golden_set: GoldenSet) -> list[str]:
     """The addresses of those on the set's reviewers list who review it (active, holding the reviewer
     role or admin) and have one, each once: whom a set's mail reaches. A name left on the list without

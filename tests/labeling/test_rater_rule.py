@@ -207,3 +207,16 @@ def test_a_rater_put_back_on_the_list_is_served_again(world: World) -> None:
     work = world.work["off the list"]
     assert _client(alice).get(f"/assignments/{work.assignment.pk}/").status_code == 200
     assert _client(alice).get(f"/sxs/{work.open_task.token}/").status_code == 200
+
+
+def test_the_study_page_says_whose_answers_came_from_raters_no_longer_on_the_set(
+    world: World, rita: User
+) -> None:
+    page = _client(rita).get(reverse("evaluation:study_detail", args=[world.study.pk])).content.decode()
+    rows = {
+        who: next(row for row in page.split("<tr>") if row.startswith(f"<td>{user.username}"))
+        for who, user in world.users.items()
+    }
+    for who in REMOVALS:
+        assert "no longer rates this set" in rows[who] and "1 / " in rows[who]
+    assert "no longer rates this set" not in rows["listed"]
