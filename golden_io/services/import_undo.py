@@ -209,10 +209,16 @@ def _undo_write(record: GoldenImport, plan: UndoPlan, by: User | None) -> None:
     for pk, key in undo.get("keys", []):
         Document.objects.filter(pk=pk, key=key).update(key=None)
     # The candidates it added leave the pools, unless graded since or labelled still.
-    for q, d in undo.get("candidates", []):
-        graded = Judgment.objects.filter(assignment__query_id=q, document_id=d).exists()
-        if not graded and not FrozenLabel.objects.filter(query_id=q, document_id=d).exists():
-            Candidate.objects.filter(query_id=q, document_id=d).delete()
+    added = {(q, d) for q, d in undo.get("candidates", [])}
+    gone: list[int] = []
+    for pks in chunks(sorted({q for q, _ in added})):
+        graded = Judgment.objects.filter(assignment__query_id__in=pks)
+        kept = set(graded.values_list("assignment__query_id", "document_id"))
+        kept |= set(FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id"))
+        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
+        gone += [pk for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
+    for pks in chunks(gone):
+        Candidate.objects.filter(pk__in=pks).delete()
     if undo.get("set"):
         for name, value in undo["set"].items():
             setattr(golden_set, name, value)
