@@ -83,9 +83,9 @@ def import_undo_plan(*, record: GoldenImport) -> UndoPlan:
     for name, value in (undo.get("set") or {}).items():
         if getattr(golden_set, name) != value:
             changes.fields.append(FieldChange("", name, getattr(golden_set, name), value))
-    for pk, key in undo.get("keys", []):
-        if Document.objects.filter(pk=pk, key=key).exists():
-            changes.keys.append((docs.get(pk, str(pk)), ""))
+    given = dict(undo.get("keys", []))
+    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
+    changes.keys += [(docs.get(pk, str(pk)), "") for pk, key in given.items() if key_now.get(pk) == key]
     changes.labels.sort(key=lambda c: (c.kind, c.query_id, c.doc_id))
     since = (
         selectors.version_list(golden_set=golden_set)
