@@ -251,14 +251,12 @@ def settings_problem(settings: SweepSettings) -> str | None:
     return None
 
 
-def rank(
-    baseline_tuning: Mapping[str, Any], tuning: Sequence[Mapping[str, Any]], metric: str, url: str
-) -> list[int]:
+def rank(baseline_tuning: Mapping[str, Any], tuning: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
     """The configurations' indices by their tuning values, best first (docs/experiments.md, "The
     selection"). Raises SweepError when no tuning query got an answer in any configuration."""
     if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
         raise SweepError(
-            f"no tuning query got an answer from {redact_url(url)} in any configuration "
+            "no tuning query got an answer from the search URL in any configuration "
             "(a wrong URL, a service that is down, or one that refuses every request); nothing written"
         )
     return _order(tuning, metric)
@@ -499,7 +497,7 @@ async def sweep(
 
         # The baseline is searched first among equals: a configuration equal to it shares its answers.
         baseline_tuning, *tuning = await phase("tuning", range(len(grid)), tuning_golden, part_summary)
-        ranking = rank(baseline_tuning, tuning, settings.metric, config.url)
+        ranking = rank(baseline_tuning, tuning, settings.metric)
         confirmed = ranking[: settings.top]
         held = await phase("holdout", confirmed, holdout_golden, lambda r: r)
         sent = shared.sent

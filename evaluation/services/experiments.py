@@ -395,7 +395,7 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
             for _, rows in results_by_slot(experiment, experiment.split["tuning"])
         ]
         try:
-            ranking = rank(summaries[0], summaries[1:], settings.metric, config.url)
+            ranking = rank(summaries[0], summaries[1:], settings.metric)
         except SweepError as exc:
             experiment_fail(experiment_id=experiment_id, message=str(exc))
             return None

@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -46,6 +45,7 @@ from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url
 from assay.problems import size_text
 from assay.replies import ReplyError, content_length, read_capped_sync, until
 from assay.secrets import SecretEnvError, mask_secrets
+from assay.urls import UrlError, split_url, url_free
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
 from labeling.roles import reviewer_emails
@@ -242,8 +242,11 @@ def webhook_url_problem(url: str, variable: str) -> str | None:
     """Why a webhook URL (the value of `variable`) may not be posted to: not http(s), or an address the
     network policy refuses, judged as httpx will read the host (assay.netpolicy). The words name the
     variable, never the URL, which is a secret."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = split_url(url)
+    except UrlError as exc:
+        return f"the value of {variable}: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.host:
         return f"the value of {variable} is not an http(s) URL"
     return url_problem(url, clients=("httpx",), shown=f"the host of the URL in {variable}")
 
@@ -302,8 +305,8 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
     url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
-    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
-        return mask_secrets(text, [url], mask=f"${variable}")
+    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it, or a part
+        return url_free(mask_secrets(text, [url], mask=f"${variable}"), [url])
 
     try:
         with _webhook_client(timeout) as client:

@@ -15,7 +15,6 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet, Sum
@@ -23,6 +22,7 @@ from django.utils import timezone
 
 from assay.storable import text_problem
 from assay.sxs import ANALYSIS_VERSION, PREFERENCE_SCALE, REASONS, SxsAnswer, SxsQuery, SxsRule, analyse
+from assay.urls import UrlError, split_url
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services.runs import RunError
 from evaluation.study_models import (
@@ -250,8 +250,8 @@ def _chosen(
 
 def _host(url: str) -> str:
     try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
+        return split_url(url).host
+    except UrlError:
         return ""
 
 
