@@ -125,10 +125,10 @@ class HarnessConfig:
         return make_adapter(self.adapter, template=self.es_template, solr_method=self.solr_method)
 
 
-def search_url_problem(url: str, *, allow_private: bool) -> str | None:
-    """Why a search URL cannot be called, in words that never quote it: not http(s)://host, malformed
-    (`assay.urls.split_url`), refused by the network policy (the host as yarl, aiohttp's parser, reads it,
-    and as urlsplit does), or one yarl will not read."""
+def http_url_problem(url: str, *, allow_private: bool) -> str | None:
+    """Why an http(s) URL (a search target's, a judge's) cannot be called, in words that never quote it:
+    malformed (`assay.urls.split_url`), not http(s)://host, refused by the network policy (the host as
+    yarl, aiohttp's parser, reads it, and as split_url does), or one yarl will not read."""
     try:
         parts = split_url(url)
     except UrlError as exc:
@@ -153,7 +153,7 @@ def _scheme_of(parts: SplitUrl) -> str:
 def config_problems(config: HarnessConfig) -> list[str]:
     """Every invalid setting, named like the `assay run` option that sets it."""
     problems: list[str] = []
-    if refused := search_url_problem(config.url, allow_private=config.allow_private):
+    if refused := http_url_problem(config.url, allow_private=config.allow_private):
         problems.append(f"search URL: {refused}")
     if config.size < 1:
         problems.append(f"size {config.size}: must be at least 1")

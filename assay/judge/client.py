@@ -29,9 +29,9 @@ from typing import Any
 
 import aiohttp
 
-from assay.harness import is_transient_status, parse_retry_after
+from assay.harness import http_url_problem, is_transient_status, parse_retry_after
 from assay.judge.answer import Answer, parse_answer
-from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
+from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed
 from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.secrets import mask_secrets
 from assay.transport import describe_transport_error, public_connector
@@ -71,18 +71,11 @@ class Endpoint:
 
 
 def endpoint_problem(base_url: str, *, allow_private: bool | None = None) -> str | None:
-    """Why a judge may not call this base URL (None when it may): http(s) with a host, and an address
-    the network policy allows."""
-    try:
-        parts = split_url(base_url)
-    except UrlError as exc:
-        return str(exc)
-    if parts.scheme not in ("http", "https") or not parts.host:
-        return "expected http(s)://host[:port]/path, e.g. https://api.example.com/v1"
-    # The request goes to <base_url>/chat/completions, read by yarl (aiohttp's parser).
-    return url_problem(
-        base_url.rstrip("/") + "/chat/completions", clients=("aiohttp",), allow_private=allow_private
-    )
+    """Why a judge may not call this base URL (None when it may): the URL its requests go to,
+    <base_url>/chat/completions, judged as a search URL is (`assay.harness.http_url_problem`: readable,
+    http(s) with a host, an address the network policy allows, one aiohttp will call)."""
+    allowed = private_targets_allowed() if allow_private is None else allow_private
+    return http_url_problem(base_url.rstrip("/") + "/chat/completions", allow_private=allowed)
 
 
 # Where a judge's key goes instead of its URL (docs/judge.md, docs/deployment.md "Secrets").

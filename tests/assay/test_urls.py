@@ -6,9 +6,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from assay.secrets import credential_name
+from assay.transport import describe_transport_error
 from assay.urls import UrlError, split_url, url_credential_problems, url_free
 from tests.support.processes import REPO
 
@@ -117,6 +119,22 @@ def test_an_error_text_keeps_no_url(text: str) -> None:
     url = f"https://git.example/{MARK}/x.git?x={MARK}"
     assert MARK not in url_free(text, [url, f"https://git.example/{MARK} x/x.git"])
     assert "(the URL)" in url_free(text, [url, f"https://git.example/{MARK} x/x.git"])
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        aiohttp.InvalidUrlClientError(f"http://api.example:65536/v1?x={MARK}/chat/completions"),
+        aiohttp.InvalidUrlRedirectClientError(f"http://api.example/{MARK}", "redirected to a bad URL"),
+        UnicodeError(f"label empty or too long in api..{MARK}"),
+        RuntimeError(f"something about http://api.example/{MARK}"),
+    ],
+)
+def test_a_transport_failure_is_worded_without_the_exceptions_text(exc: BaseException) -> None:
+    """aiohttp's InvalidUrlClientError is the URL itself (the judge's try showed it): the failure is
+    said by its kind."""
+    said = describe_transport_error(exc, timeout=5)
+    assert MARK not in said and "://" not in said, said
 
 
 def test_an_error_text_without_a_url_is_kept() -> None:
