@@ -205,9 +205,10 @@ def notification_deliver(*, notification_id: int, attempt: int) -> str:
         except _Refused as exc:
             row.status, row.last_error = Status.FAILED, str(exc)
         except Exception as exc:
-            # A bug or something unforeseen: recorded on the row (never left pending without a word).
+            # A bug or something unforeseen: recorded on the row (never left pending without a word), with no
+            # URL in it (the webhook's is a secret).
             logger.exception("notification %s (%s of run %s) failed", row.pk, row.channel, row.run_id)
-            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {exc}"
+            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {url_free(str(exc))}"
         else:
             row.status, row.sent_at = Status.SENT, timezone.now()
         row.save(update_fields=["attempts", "status", "last_error", "sent_at"])

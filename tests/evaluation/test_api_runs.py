@@ -304,13 +304,13 @@ def test_targets_show_secret_headers_as_env_names_and_urls_without_credentials(
     factories.grant_secrets(golden_set, "ASSAY_SECRET_SEARCH_TOKEN")
     target = target_create(
         name="prod",
-        url="https://search.example/search?key=abc",
+        url="https://search.example/search?tenant=abc",
         headers={"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"},
         golden_sets=[golden_set],
     )
     body = Client().get(f"/api/v1/targets/{target.pk}/", **bearer(token_for(rita))).json()
     assert body["headers"] == {"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"}
-    assert body["url"] == "https://search.example/search?key=%2A%2A%2A"
+    assert body["url"] == "https://search.example/search?tenant=%2A%2A%2A"
     assert "hunter2" not in json.dumps(body) and body["golden_sets"] == ["help-center"]
 
 
