@@ -14,7 +14,10 @@ interval and p-value, which decide a FAIL on a metric that moves (`moves`).
 `suggest_budgets` puts warn at the floor and fail at 1.5 times it, rounded up to a readable step and
 never below the metric table's defaults; `below_floor` lists the thresholds under the floor and
 `noise_warnings` words them for the gate, one warning per scope (`assay.gate.compare(noise_floor=...)`).
-A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
+The floor also records how the runs moved the critical queries: each one's best document's rank in every
+run, and the deepest rank at which two runs' lists of any query differed; `NoiseFloor.critical_reach` says
+how low the unchanged configuration was seen putting a critical query (docs/metrics.md, "The drift gate",
+item 6). A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
 """
 
 from __future__ import annotations
@@ -37,10 +40,13 @@ from assay.gate_check import ArtifactError, validated
 from assay.golden.fields import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget, format_number
 
-NOISE_SPEC = "3"
+NOISE_SPEC = "4"
 # Spec "2" floors were the range of the runs' aggregate values, spec "1" ones also counted the bootstrap
 # half-width of each run's mean: read as their run-to-run figures (a floor without a per-query noise).
-OLDER_SPECS = ("1", "2")
+RANGE_SPECS = ("1", "2")
+# Spec "3" floors have the per-query noise but not the critical queries' ranks nor the deepest change: read
+# without them (the gate holds every critical query to its top ranks, as it did).
+OLDER_SPECS = (*RANGE_SPECS, "3")
 MIN_RUNS = 2
 # The floor: this many standard errors of an A/A change of a scope's mean, its two-sided 95% bound under
 # the normal approximation (a re-run exceeds it in the worse direction about 2.5% of the time).
@@ -82,6 +88,21 @@ class MetricNoise:
         return {"query_sd": self.query_sd, "n": self.n, "floor": self.floor}
 
 
+class CriticalReach(NamedTuple):
+    """How low the A/A runs were seen putting a critical query's best document, when they could put it out
+    of its top ranks at all: its `ranks` in the runs that answered it (None: not returned), and the `reach`
+    of their movement, the larger of its worst rank there and the floor's deepest change (None: beyond
+    every rank, an A/A run did not return it)."""
+
+    ranks: tuple[int | None, ...]
+    reach: int | None
+    deepest_change: int | None
+
+    def reaches(self, rank: int | None) -> bool:
+        """Whether `rank` (None: not returned) is within the reach."""
+        return self.reach is None or (rank is not None and rank <= self.reach)
+
+
 class BelowFloor(NamedTuple):
     """A budget threshold under the noise floor of its scope and metric."""
 
@@ -100,6 +121,11 @@ class NoiseFloor:
     runs: tuple[str, ...]  # how the caller names the runs measured: file names, run ids
     core: Mapping[str, MetricNoise]
     strata: Mapping[str, Mapping[str, MetricNoise]] = field(default_factory=dict)
+    # Each critical query's best document's rank in each run that answered it (None: not returned).
+    critical: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
+    # The deepest rank at which two of the runs returned different lists for a query (0: every list the same
+    # in every run); None: not measured (no query's list in two runs, or an older floor file).
+    deepest_change: int | None = None
 
     def moves(self, metric: str) -> bool:
         """Whether the engine moved `metric` between the runs: the core's per-query noise (the floor, for an
@@ -110,6 +136,21 @@ class NoiseFloor:
             return False
         figure = noise.query_sd if noise.query_sd is not None else noise.floor
         return figure is not None and figure > 0
+
+    def critical_reach(self, query_id: str, critical_rank: int) -> CriticalReach | None:
+        """How low the unchanged configuration was seen putting critical query `query_id`, when the runs show
+        it can be out of its top `critical_rank` by run-to-run movement alone: they had it within those
+        ranks at least once and the engine moved between them (its ranks differ, or the deepest change is
+        above 0). None otherwise: no record of it, a deterministic engine, or never within its top ranks
+        (docs/metrics.md, "The drift gate", item 6)."""
+        ranks = self.critical.get(query_id)
+        if not ranks or not any(rank is not None and rank <= critical_rank for rank in ranks):
+            return None
+        if len(set(ranks)) == 1 and not self.deepest_change:
+            return None
+        worst = None if None in ranks else max(rank for rank in ranks if rank is not None)
+        reach = None if worst is None else max(worst, self.deepest_change or 0)
+        return CriticalReach(tuple(ranks), reach, self.deepest_change)
 
     def scopes(self) -> list[tuple[str, str | None, Mapping[str, MetricNoise]]]:
         """(scope as the gate names it, stratum name or None for the core, metric -> noise)."""
@@ -125,6 +166,8 @@ class NoiseFloor:
             "runs": list(self.runs),
             "core": _scope_dict(self.core),
             "strata": {name: _scope_dict(noise) for name, noise in self.strata.items()},
+            "critical": {query_id: list(ranks) for query_id, ranks in self.critical.items()},
+            "deepest_change": self.deepest_change,
         }
 
     @classmethod
@@ -137,7 +180,7 @@ class NoiseFloor:
             raise NoiseError([f"{where}: not a noise floor (it has no noise_spec); {hint}"])
         problems: list[str] = []
         spec = data.get("noise_spec")
-        older = spec in OLDER_SPECS
+        older = spec in RANGE_SPECS
         allowed = (
             "noise_spec",
             "golden_version",
@@ -145,9 +188,10 @@ class NoiseFloor:
             "core",
             "strata",
             *(("bootstrap",) if older else ()),
+            *(("critical", "deepest_change") if spec not in OLDER_SPECS else ()),
         )
         problems += [f"{where}: {key}: unknown key" for key in data if key not in allowed]
-        if spec != NOISE_SPEC and not older:
+        if spec != NOISE_SPEC and spec not in OLDER_SPECS:
             problems.append(f"{where}: noise_spec: expected {NOISE_SPEC!r}, got {_shown(spec)}")
         version = data.get("golden_version")
         if not isinstance(version, str):
@@ -166,9 +210,21 @@ class NoiseFloor:
         else:
             for name, noise in raw_strata.items():
                 strata[str(name)] = _read_scope(noise, f"{where}: strata.{name}", problems, older=older)
+        critical = _read_critical(data.get("critical", {}), f"{where}: critical", problems)
+        deepest = data.get("deepest_change")
+        if deepest is not None and (isinstance(deepest, bool) or not isinstance(deepest, int) or deepest < 0):
+            problems.append(f"{where}: deepest_change: {_shown(deepest)} is not an integer >= 0 or null")
+            deepest = None
         if problems:
             raise NoiseError(problems)
-        return cls(golden_version=str(version), runs=tuple(runs), core=core, strata=strata)
+        return cls(
+            golden_version=str(version),
+            runs=tuple(runs),
+            core=core,
+            strata=strata,
+            critical=critical,
+            deepest_change=deepest,
+        )
 
 
 def _scope_dict(noise: Mapping[str, MetricNoise]) -> dict[str, dict[str, float | int | None]]:
@@ -190,6 +246,26 @@ def _shown(value: object) -> str:
 
 def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _is_rank(value: object) -> bool:
+    return value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1)
+
+
+def _read_critical(data: object, where: str, problems: list[str]) -> dict[str, tuple[int | None, ...]]:
+    if not isinstance(data, Mapping):
+        problems.append(f"{where}: expected an object of query id -> ranks, got {_kind(data)}")
+        return {}
+    critical = {}
+    for query_id, ranks in data.items():
+        if not isinstance(ranks, list) or not all(map(_is_rank, ranks)):
+            problems.append(
+                f"{where}.{query_id}: expected a list of ranks (integers >= 1, null: not returned), got "
+                f"{_shown(ranks)}"
+            )
+            continue
+        critical[str(query_id)] = tuple(ranks)
+    return critical
 
 
 def _read_scope(data: object, where: str, problems: list[str], *, older: bool) -> dict[str, MetricNoise]:
@@ -267,6 +343,42 @@ class _Movement:
         return math.sqrt(self.squares / self.changes) if self.changes else None
 
 
+def _deepest_difference(one: Sequence[object], other: Sequence[object]) -> int:
+    """The deepest rank (1-based) at which two returned lists differ; 0 when they are the same."""
+    if one == other:
+        return 0
+    if len(one) != len(other):
+        return max(len(one), len(other))
+    return next((at + 1 for at in range(len(one) - 1, -1, -1) if one[at] != other[at]), 0)
+
+
+def _rank_movement(
+    reports: Sequence[Mapping[str, Any]], columns: Sequence[QueryColumns]
+) -> tuple[dict[str, tuple[int | None, ...]], int | None]:
+    """Each critical query's best document's rank in every run that answered it, and the deepest rank at
+    which two runs' lists of a query differ (None: no query's list was in two runs), over every query of
+    every tier answered in both. Two runs' lists differ that deep exactly when one of them differs that
+    deep from the first run that answered the query, so each list is compared with that one only."""
+    critical: dict[str, list[int | None]] = {}
+    first: dict[str, list[Any]] = {}
+    deepest: int | None = None
+    for report, rows in zip(reports, columns, strict=True):
+        errors = report.get("flags", {}).get("errors", [])
+        errored = {e.get("id") for e in errors if isinstance(e, Mapping)}
+        for entry in report["critical"]:
+            if entry["id"] not in errored:  # an errored query was not answered: its rank says nothing
+                critical.setdefault(entry["id"], []).append(entry["rank"])
+        for query_id, ids, error in zip(rows.ids, rows.field("ids"), rows.field("error"), strict=True):
+            if error is not None or not isinstance(ids, list):
+                continue
+            seen = first.get(query_id)
+            if seen is None:
+                first[query_id] = ids
+            else:
+                deepest = max(deepest or 0, _deepest_difference(ids, seen))
+    return {query_id: tuple(ranks) for query_id, ranks in critical.items()}, deepest
+
+
 def _floor(sd: float | None, n: int) -> float | None:
     return None if sd is None or not n else FLOOR_QUANTILE * sd / math.sqrt(n)
 
@@ -327,11 +439,14 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
             noise[metric] = MetricNoise(_floor(used, movement.n), own, movement.n or None)
         return noise
 
+    critical, deepest = _rank_movement(checked, columns)
     return NoiseFloor(
         golden_version=str(checked[0]["golden_version"]),
         runs=tuple(labels),
         core=measured(None),
         strata={name: measured(name) for name in strata},
+        critical=critical,
+        deepest_change=deepest,
     )
 
 
@@ -482,4 +597,17 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
     floors = [m.floor for _, _, noise in floor.scopes() for m in noise.values() if m.floor is not None]
     if floors and max(floors) == 0:
         lines.append("no query moved between the runs: no budget is below the floor")
+    if floor.critical:
+        ranks = "; ".join(
+            f"{query_id} {', '.join('not returned' if r is None else str(r) for r in seen)}"
+            for query_id, seen in sorted(floor.critical.items(), key=lambda item: natural_key(item[0]))
+        )
+        deepest = {
+            None: "no query's list was in two runs",
+            0: "no query's list changed between the runs",
+        }.get(floor.deepest_change, f"lists changed down to rank {floor.deepest_change}")
+        lines.append(
+            f"critical queries' best documents ranked, run by run: {ranks}; {deepest} "
+            '(docs/metrics.md, "The drift gate", item 6)'
+        )
     return "\n".join(lines) + "\n"
