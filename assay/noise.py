@@ -29,6 +29,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
+from itertools import compress
+from operator import ne
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -352,31 +354,56 @@ def _deepest_difference(one: Sequence[object], other: Sequence[object]) -> int:
     return next((at + 1 for at in range(len(one) - 1, -1, -1) if one[at] != other[at]), 0)
 
 
-def _rank_movement(
-    reports: Sequence[Mapping[str, Any]], columns: Sequence[QueryColumns]
-) -> tuple[dict[str, tuple[int | None, ...]], int | None]:
-    """Each critical query's best document's rank in every run that answered it, and the deepest rank at
-    which two runs' lists of a query differ (None: no query's list was in two runs), over every query of
-    every tier answered in both. Two runs' lists differ that deep exactly when one of them differs that
-    deep from the first run that answered the query, so each list is compared with that one only."""
-    critical: dict[str, list[int | None]] = {}
-    first: dict[str, list[Any]] = {}
+def _answered(rows: QueryColumns) -> list[list[Any] | None]:
+    """Each row's returned list (`ids`); None where the query errored or the row has no list."""
+    lists, errors = rows.field("ids"), rows.field("error")
+    if errors.count(None) == len(errors) and set(map(type, lists)) <= {list}:
+        return list(lists)
+    return [
+        ids if error is None and type(ids) is list else None for ids, error in zip(lists, errors, strict=True)
+    ]
+
+
+def _deepest_change(columns: Sequence[QueryColumns]) -> int | None:
+    """The deepest rank at which two runs' lists of a query answered in both differ (0: none differs;
+    None: no query's list is in two runs). Two runs' lists differ that deep exactly when one of them
+    differs that deep from the first run that answered the query, so each list is compared with that one
+    only, a run at a time (in the first run's query order, which runs of one golden version share)."""
+    order = columns[0].ids
+    reference = _answered(columns[0])
     deepest: int | None = None
+    for rows in columns[1:]:
+        lists = _answered(rows)
+        if rows.ids != order:  # other queries, or another order: each list put at its query's place
+            placed = dict(zip(rows.ids, lists, strict=True))
+            lists = [placed.get(query_id) for query_id in order]
+        if deepest is None and any(map(_both, lists, reference)):
+            deepest = 0
+        for at in compress(range(len(order)), map(ne, lists, reference)):  # the lists that differ
+            ids, seen = lists[at], reference[at]
+            if seen is None:
+                reference[at] = ids  # the first run that answered the query
+            elif ids is not None:
+                deepest = max(deepest or 0, _deepest_difference(ids, seen))
+    return deepest
+
+
+def _both(one: object, other: object) -> bool:
+    return one is not None and other is not None
+
+
+def _critical_ranks(
+    reports: Sequence[Mapping[str, Any]], columns: Sequence[QueryColumns]
+) -> dict[str, tuple[int | None, ...]]:
+    """Each critical query's best document's rank in every run that answered it (None: not returned)."""
+    critical: dict[str, list[int | None]] = {}
     for report, rows in zip(reports, columns, strict=True):
-        errors = report.get("flags", {}).get("errors", [])
-        errored = {e.get("id") for e in errors if isinstance(e, Mapping)}
+        errors = rows.field("error")
+        errored = {rows.ids[at] for at, error in enumerate(errors) if error is not None}
         for entry in report["critical"]:
             if entry["id"] not in errored:  # an errored query was not answered: its rank says nothing
                 critical.setdefault(entry["id"], []).append(entry["rank"])
-        for query_id, ids, error in zip(rows.ids, rows.field("ids"), rows.field("error"), strict=True):
-            if error is not None or not isinstance(ids, list):
-                continue
-            seen = first.get(query_id)
-            if seen is None:
-                first[query_id] = ids
-            else:
-                deepest = max(deepest or 0, _deepest_difference(ids, seen))
-    return {query_id: tuple(ranks) for query_id, ranks in critical.items()}, deepest
+    return {query_id: tuple(ranks) for query_id, ranks in critical.items()}
 
 
 def _floor(sd: float | None, n: int) -> float | None:
@@ -439,14 +466,13 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
             noise[metric] = MetricNoise(_floor(used, movement.n), own, movement.n or None)
         return noise
 
-    critical, deepest = _rank_movement(checked, columns)
     return NoiseFloor(
         golden_version=str(checked[0]["golden_version"]),
         runs=tuple(labels),
         core=measured(None),
         strata={name: measured(name) for name in strata},
-        critical=critical,
-        deepest_change=deepest,
+        critical=_critical_ranks(checked, columns),
+        deepest_change=_deepest_change(columns),
     )
 
 

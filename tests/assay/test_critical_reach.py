@@ -101,6 +101,17 @@ def test_an_errored_run_of_the_critical_query_says_nothing_of_its_rank() -> None
 
     assert floor.critical == {"nav": (1, 1)}
     assert floor.deepest_change == 0  # the errored list is compared with nothing
+    # Errored in the first run: its lists in the next two are compared with each other.
+    later = noise_floor([report(None, errored=True), report(1), report(2)])
+    assert (later.critical, later.deepest_change) == ({"nav": (1, 2)}, 2)
+
+
+def test_runs_whose_rows_are_in_another_order_are_compared_query_by_query() -> None:
+    moved = report(1, swapped_at=4)
+    moved["per_query"].reverse()
+
+    assert noise_floor([report(1), moved]).deepest_change == 4
+    assert noise_floor([report(1), moved, report(1)]).deepest_change == 4
 
 
 def test_lists_of_different_lengths_differ_down_to_the_longer() -> None:
