@@ -164,6 +164,39 @@ class StudySerializer(OnVersion):
         return {"page": request.build_absolute_uri(page), "results": request.build_absolute_uri(results)}
 
 
+class ExpectedIntervalSerializer(serializers.Serializer[Any]):
+    """`assay.sxs.Expectation.to_dict()`: how wide the study's interval will likely be at its size, and
+    whether that can decide (docs/sxs.md, "How wide the interval will likely be")."""
+
+    queries = serializers.IntegerField(help_text="the queries the study asks (identical lists are not asked)")
+    spread = serializers.FloatField(help_text="the spread of the query means assumed, on -3..3")
+    studies = serializers.IntegerField(
+        help_text="earlier studies of the set the spread was pooled over; 0: the stated default"
+    )
+    half_width = serializers.FloatField(help_text="the 95% interval will likely be the mean +- this")
+    needed = serializers.IntegerField(
+        allow_null=True,
+        help_text="queries at which a candidate as good as the baseline likely passes; null: none would",
+    )
+    warn = serializers.BooleanField(help_text="even a mean of 0 would likely leave the study inconclusive")
+    text = serializers.CharField(help_text="the line the form and the creation say")
+    warning = serializers.CharField(allow_blank=True, help_text='why the size cannot decide ("" unless warn)')
+
+
+class StudyCreatedSerializer(StudySerializer):
+    """The 201 of a created study: the study, and the interval its size will likely give."""
+
+    expected_interval = serializers.SerializerMethodField()
+
+    class Meta(StudySerializer.Meta):
+        fields = [*StudySerializer.Meta.fields, "expected_interval"]
+
+    @extend_schema_field(ExpectedIntervalSerializer)
+    def get_expected_interval(self, study: SxsStudy) -> dict[str, Any]:
+        # The page says the same when the study is made: docs/sxs.md, "How wide the interval will likely be".
+        return study_created_expectation(study).to_dict()
+
+
 class PendingStudySerializer(OnVersion):
     status = serializers.CharField(read_only=True, help_text="waiting (for runs), created or failed")
     links = serializers.SerializerMethodField()
@@ -215,7 +248,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
     @extend_schema(
         request=StudyCreateSerializer,
         responses={
-            201: StudySerializer,
+            201: StudyCreatedSerializer,
             202: OpenApiResponse(PendingStudySerializer, description="on targets: the pending study"),
             400: ProblemsSerializer,
             404: OpenApiResponse(ProblemsSerializer, description="no run by that id you can see"),
@@ -254,15 +287,9 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
             study = study_create(spec=spec, by=request.user)
         except StudyError as exc:
             return _problems("the study cannot be created", exc.problems)
-        body = StudySerializer(get_study(request.user, study.pk), context=self.get_serializer_context()).data
-        # The interval the study's size will likely give, and the warning when it cannot decide (the page
-        # says the same when the study is made): docs/sxs.md, "How wide the interval will likely be".
-        expected = study_created_expectation(study).to_dict()
-        return Response(
-            {**body, "expected_interval": expected},
-            status=status.HTTP_201_CREATED,
-            headers={"Location": body["links"]["page"]},
-        )
+        created = get_study(request.user, study.pk)
+        body = StudyCreatedSerializer(created, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
 
     def _on_targets(self, request: Request, values: dict[str, Any], raters: list[Any]) -> Response:
         """Start a run on each target and answer 202 with the pending study (it becomes a study when both
