@@ -14,6 +14,8 @@
   const note = document.getElementById("sxs-note");
   let revision = Number(root.dataset.revision);
   let answered = root.dataset.answered === "true";
+  // A closed study's page says so (data-closed holds the words); nothing is sent from it.
+  const closed = root.dataset.closed || "";
   let busy = false;
   const shownAt = performance.now();
 
@@ -60,6 +62,7 @@
   }
 
   function submit() {
+    if (closed) return say(closed, true);
     if (busy || answered) return;
     const chosen = form.querySelector("input[name=preference]:checked");
     if (!chosen) {
@@ -99,6 +102,7 @@
   }
 
   function undo() {
+    if (closed) return say(closed, true);
     if (busy || !answered) return;
     busy = true;
     post(root.dataset.undoUrl, { revision: revision })
