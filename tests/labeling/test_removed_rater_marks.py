@@ -1,0 +1,100 @@
+"""The reviewer's pages of labeling say whose work came from people no longer rating the set (the rule of
+labeling.roles: the raters list and the raters group): the set page's assignments, a query's grades, the
+agreement figures, the adjudication columns, the proposals and a calibration round's progress mark bob's
+work once he is taken off the list or out of the group, and alice's never; his work stays on every page
+and counts. Put back, he is unmarked again."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from labeling import services
+from labeling.models import Assignment, GoldenSet, LabelProposal, Query
+from labeling.roles import RATERS
+from tests import factories
+from tests.support.disputes import dual_graded
+
+pytestmark = pytest.mark.django_db
+
+MARK = '<span class="muted no-longer-rates">(no longer rates this set: work kept)</span>'
+
+
+def _pages(golden_set: GoldenSet, query: Query, round_pk: int) -> dict[str, tuple[str, str, str]]:
+    """Per page: its URL, what shows bob's work marked, and what shows alice's unmarked."""
+    slug = golden_set.slug
+    return {
+        "set page": (
+            reverse("labeling:set_detail", args=[slug]),
+            f'<div class="assignment">bob {MARK} <span class="badge">second',
+            '<div class="assignment">alice <span class="badge">primary',
+        ),
+        "query review": (
+            reverse("labeling:query_review", args=[slug, query.pk]),
+            f"<strong>bob {MARK}</strong> (second)",
+            "<strong>alice</strong> (primary)",
+        ),
+        "agreement": (
+            reverse("labeling:agreement", args=[slug]),
+            f'<tr data-rater="bob"><td>bob {MARK}</td>',
+            '<tr data-rater="alice"><td>alice</td>',
+        ),
+        "adjudication": (
+            reverse("labeling:adjudicate", args=[slug, query.pk]),
+            f"<th>Second rater {MARK}</th>",
+            "<th>First rater</th>",
+        ),
+        "proposals": (reverse("labeling:proposals", args=[slug]), f"by bob {MARK}", "by alice</span>"),
+        "calibration round": (
+            reverse("labeling:calibration_round", args=[slug, round_pk]),
+            f'<tr data-rater="bob"><td>bob {MARK}</td>',
+            '<tr data-rater="alice"><td>alice</td>',
+        ),
+    }
+
+
+@pytest.mark.parametrize("removal", ["off the list", "out of the raters group"])
+def test_reviewer_pages_mark_the_work_of_a_rater_no_longer_on_the_set(
+    removal: str, golden_set: GoldenSet, rita: User, alice: User, bob: User
+) -> None:
+    query, candidates = dual_graded(golden_set, (alice, [3, 2, 1]), (bob, [3, 2, 0]), external_id="q-1")
+    for rater, candidate in ((alice, candidates[0]), (bob, candidates[1])):
+        judgment = Assignment.objects.get(query=query, rater=rater).judgments.get(document=candidate.document)
+        LabelProposal.objects.create(
+            query=query,
+            document=candidate.document,
+            judgment=judgment,
+            rater=rater,
+            from_grade=0,
+            to_grade=judgment.grade,
+        )
+    pooled = factories.pooled_query(golden_set, 2, external_id="q-2")
+    round_ = services.calibration_round_start(
+        golden_set=golden_set, name="r1", queries=[pooled], raters=[alice, bob], by=rita
+    )
+    pages = _pages(golden_set, query, round_.pk)
+    client = Client()
+    client.force_login(rita)
+    for name, (url, _, alices) in pages.items():
+        html = client.get(url).content.decode()
+        assert MARK not in html and alices in html, name
+
+    if removal == "off the list":
+        golden_set.raters.remove(bob)
+    else:
+        bob.groups.remove(Group.objects.get(name=RATERS))
+
+    for name, (url, bobs, alices) in pages.items():
+        response = client.get(url)
+        html = response.content.decode()
+        assert response.status_code == 200 and bobs in html and alices in html, name
+    # His work still counts in the figures.
+    agreement = client.get(pages["agreement"][0]).content.decode()
+    assert "6 current grades on the active queries from 2 raters" in agreement
+
+    golden_set.raters.add(bob)
+    bob.groups.add(Group.objects.get(name=RATERS))
+    for name, (url, _, _) in pages.items():
+        assert MARK not in client.get(url).content.decode(), name
