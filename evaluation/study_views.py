@@ -189,38 +189,32 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@require_POST
-def study_close_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Close the study: its verdict read now and frozen, no answer or undo taken after."""
+def _study_act(request: HttpRequest, pk: int, act: Any, done: str) -> HttpResponse:
+    """A reviewer's act on the study (`study_close`, `study_reopen`) with the form's reason; `done` is
+    said on success (with `{pk}` and `{verdict}`), each refusal's words otherwise."""
     study = get_study(request.user, pk)
     try:
-        closed = study_close(study=study, by=request.user, why=request.POST.get("why", ""))
+        after = act(study=study, by=request.user, why=request.POST.get("why", ""))
     except StudyError as exc:
         for problem in exc.problems:
             messages.error(request, problem)
     else:
-        messages.success(
-            request,
-            f"Study {closed.pk} is closed: its verdict ({closed.verdict}) is frozen, and no answer or undo "
-            "is taken any more.",
-        )
+        messages.success(request, done.format(pk=after.pk, verdict=after.verdict))
     return redirect("evaluation:study_detail", pk=study.pk)
+
+
+@require_POST
+def study_close_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Close the study: its verdict read now and frozen, no answer or undo taken after."""
+    done = "Study {pk} is closed: its verdict ({verdict}) is frozen, and no answer or undo is taken any more."
+    return _study_act(request, pk, study_close, done)
 
 
 @require_POST
 def study_reopen_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Reopen the study, with a reason: answers are taken again and its verdict follows them."""
-    study = get_study(request.user, pk)
-    try:
-        study_reopen(study=study, by=request.user, why=request.POST.get("why", ""))
-    except StudyError as exc:
-        for problem in exc.problems:
-            messages.error(request, problem)
-    else:
-        messages.success(
-            request, f"Study {study.pk} is open again: answers and undos are taken, and its verdict follows."
-        )
-    return redirect("evaluation:study_detail", pk=study.pk)
+    done = "Study {pk} is open again: answers and undos are taken, and its verdict follows."
+    return _study_act(request, pk, study_reopen, done)
 
 
 def _download(study: SxsStudy, text: str, content_type: str, extension: str) -> HttpResponse:
