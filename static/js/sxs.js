@@ -155,8 +155,8 @@
       undo();
     } else if (key === "n") {
       window.location.href = root.dataset.nextUrl;
-    } else if (answered) {
-      if (/^[1-7jkc]$/.test(key) || tagKeys[key]) say("Answered already: undo (u) first to change it.", true);
+    } else if (answered || closed) {
+      if (/^[1-7jkc]$/.test(key) || tagKeys[key]) say(closed || "Answered already: undo (u) first to change it.", true);
     } else if (/^[1-7]$/.test(key)) {
       const radio = form.querySelectorAll("input[name=preference]")[Number(key) - 1];
       radio.checked = true;
