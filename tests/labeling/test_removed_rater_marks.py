@@ -2,7 +2,8 @@
 labeling.roles: the raters list and the raters group): the set page's assignments, a query's grades, the
 agreement figures, the adjudication columns, the proposals and a calibration round's progress mark bob's
 work once he is taken off the list or out of the group, and alice's never; his work stays on every page
-and counts. Put back, he is unmarked again."""
+and counts. Put back, he is unmarked again. And no new work goes to him: assigning, reassigning and a
+calibration round read the same rule."""
 
 from __future__ import annotations
 
@@ -98,3 +99,41 @@ def test_reviewer_pages_mark_the_work_of_a_rater_no_longer_on_the_set(
     bob.groups.add(Group.objects.get(name=RATERS))
     for name, (url, _, _) in pages.items():
         assert MARK not in client.get(url).content.decode(), name
+
+
+def _remove(removal: str, golden_set: GoldenSet, user: User) -> None:
+    if removal == "off the list":
+        golden_set.raters.remove(user)
+    else:
+        user.groups.remove(Group.objects.get(name=RATERS))
+
+
+@pytest.mark.parametrize("removal", ["off the list", "out of the raters group"])
+def test_new_work_goes_only_to_those_who_rate_the_set_now(
+    removal: str, golden_set: GoldenSet, rita: User, alice: User, bob: User
+) -> None:
+    """Assigning, reassigning and a calibration round read the same rule as the rater's pages: work given
+    to bob after his removal would wait where he cannot open it."""
+    queries = [factories.pooled_query(golden_set, 2, external_id=f"q-{n}") for n in range(4)]
+    _remove(removal, golden_set, bob)
+    client = Client()
+    client.force_login(rita)
+    page = client.get(reverse("labeling:set_detail", args=[golden_set.slug])).content.decode()
+    assert "Assign unassigned queries to 1 rater<" in page
+
+    services.assignments_create(golden_set=golden_set)
+
+    assert not Assignment.objects.filter(rater=bob).exists()
+    assert Assignment.objects.filter(rater=alice, kind="primary").count() == len(queries)
+    page = client.get(reverse("labeling:set_detail", args=[golden_set.slug])).content.decode()
+    assert f'<option value="{bob.pk}">' not in page
+    held = Assignment.objects.filter(rater=alice).first()
+    assert held is not None
+    refused = client.post(reverse("labeling:reassign", args=[held.pk]), {"rater": bob.pk}, follow=True)
+    assert "Choose one of the golden set&#x27;s raters." in refused.content.decode()
+    assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.OPEN
+    with pytest.raises(services.CalibrationError) as error:
+        services.calibration_round_start(
+            golden_set=golden_set, name="r1", queries=queries[:1], raters=[alice, bob], by=rita
+        )
+    assert "raters: bob is not a rater of golden set help-center" in error.value.problems
