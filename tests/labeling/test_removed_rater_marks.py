@@ -82,10 +82,7 @@ def test_reviewer_pages_mark_the_work_of_a_rater_no_longer_on_the_set(
         html = client.get(url).content.decode()
         assert MARK not in html and alices in html, name
 
-    if removal == "off the list":
-        golden_set.raters.remove(bob)
-    else:
-        bob.groups.remove(Group.objects.get(name=RATERS))
+    _remove(removal, golden_set, bob)
 
     for name, (url, bobs, alices) in pages.items():
         response = client.get(url)
