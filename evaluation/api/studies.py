@@ -249,7 +249,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> Any:
-        studies = studies_for(self.request.user).order_by("-created", "-id")
+        studies = studies_for(self.request.user).prefetch_related("events__by").order_by("-created", "-id")
         slug = self.request.query_params.get("golden_set")
         return studies.filter(golden_set__slug=slug) if slug else studies
 
