@@ -1,10 +1,12 @@
 """The side-by-side studies' API (docs/api.md, "Side-by-side studies"): create a study (from two finished
 runs, or on two targets searched now: a pending study until both runs finish), read its progress
-and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), and download its answers
-as CSV or JSONL with the sides undone and the study's seed.
+and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), download its answers
+as CSV or JSONL with the sides undone and the study's seed, and close or reopen it (docs/sxs.md,
+"Closing a study").
 
 Who: reviewers of the study's set, as on the pages (`evaluation.study_access`; anything else is 404).
-Scopes: `read` to read, `studies:write` to create. Raters answer on their page only, never here.
+Scopes: `read` to read, `studies:write` to create, close and reopen. Raters answer on their page only,
+never here.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ from evaluation.services.studies import (
     study_analysis,
     study_create,
 )
+from evaluation.services.study_close import WHY_MAX, StudyStateError, study_close, study_reopen
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
 from evaluation.services.study_planning import study_created_expectation
 from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, studies_for, study_progress
-from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, SxsStudy
+from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, StudyEvent, SxsStudy
 
 STUDIES_WRITE = "studies:write"
 ANSWER_FILES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
@@ -95,6 +98,35 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
     rule = RuleSerializer(required=False)
 
 
+class StudyEventSerializer(serializers.ModelSerializer[Any]):
+    kind = serializers.CharField(read_only=True, help_text="closed or reopened")
+    by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="who closed or reopened it (who promoted the run)"
+    )
+    verdict = serializers.CharField(
+        read_only=True, help_text="the verdict as it stood: at a close, the one frozen then"
+    )
+    baseline = serializers.PrimaryKeyRelatedField(  # type: ignore[var-annotated]
+        read_only=True, help_text="the baseline whose promotion closed it (null: a reviewer's close)"
+    )
+
+    class Meta:
+        model = StudyEvent
+        fields = ["kind", "by", "at", "why", "verdict", "baseline"]
+
+
+class WhySerializer(serializers.Serializer[Any]):
+    why = serializers.CharField(
+        max_length=WHY_MAX, required=False, default="", allow_blank=True, help_text="recorded with the act"
+    )
+
+
+class ReopenSerializer(serializers.Serializer[Any]):
+    why = serializers.CharField(
+        max_length=WHY_MAX, help_text="why the study opens again (required, recorded)"
+    )
+
+
 class OnVersion(serializers.ModelSerializer[Any]):
     """A study's (or pending study's) golden set by slug and golden version by name; FIELDS lead both."""
 
@@ -112,11 +144,18 @@ class StudySerializer(OnVersion):
     instructions = serializers.CharField(source="instructions.__str__", read_only=True)
     # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
     verdict = serializers.SerializerMethodField(
-        help_text='pass, fail or inconclusive (docs/sxs.md, "Verdict"), made from the answers as they stand'
+        help_text='pass, fail or inconclusive (docs/sxs.md, "Verdict"), made from the answers as they stand '
+        "(a closed study's: frozen when it closed, closed_at)"
     )
     selection = serializers.CharField(read_only=True, help_text="all, stratum, movers or sample")
     raters = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
+    closed_at = serializers.DateTimeField(
+        read_only=True,
+        help_text="when the study closed, its verdict read then and frozen (no answer or undo after); "
+        "null while open",
+    )
+    events = StudyEventSerializer(many=True, read_only=True, help_text="closes and reopenings, newest first")
     links = serializers.SerializerMethodField()
 
     class Meta:
@@ -134,6 +173,8 @@ class StudySerializer(OnVersion):
             "rule",
             "left_out",
             "verdict",
+            "closed_at",
+            "events",
             "progress",
             "created",
             "links",
@@ -241,7 +282,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> Any:
-        studies = studies_for(self.request.user).order_by("-created", "-id")
+        studies = studies_for(self.request.user).prefetch_related("events__by").order_by("-created", "-id")
         slug = self.request.query_params.get("golden_set")
         return studies.filter(golden_set__slug=slug) if slug else studies
 
@@ -379,3 +420,48 @@ class StudyAnswers(ApiView):
         response = HttpResponse(text, content_type=f"{ANSWER_FILES[fmt]}; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-answers.{fmt}"'
         return response
+
+
+class _StudyAct(ApiView):
+    """A reviewer's act on a study (close, reopen): the study as it is after, or the refusal in words."""
+
+    required_scopes = {"POST": STUDIES_WRITE}
+    serializer_class = StudySerializer
+
+    def _act(self, request: Request, pk: int, body: serializers.Serializer[Any], act: Any) -> Response:
+        study = get_study(request.user, pk)
+        body.is_valid(raise_exception=True)
+        try:
+            act(study=study, by=request.user, why=body.validated_data["why"])
+        except StudyStateError as exc:
+            return _problems("nothing changed", exc.problems, status.HTTP_409_CONFLICT)
+        except StudyError as exc:
+            return _problems("the study cannot be changed", exc.problems)
+        after = get_study(request.user, pk)
+        return Response(StudySerializer(after, context=self.get_serializer_context()).data)
+
+
+ACT_RESPONSES = {
+    200: StudySerializer,
+    400: ProblemsSerializer,
+    404: OpenApiResponse(ProblemsSerializer, description="no study by that id you review"),
+    409: OpenApiResponse(ProblemsSerializer, description="closed already (close) or open (reopen)"),
+}
+
+
+class StudyClose(_StudyAct):
+    """Close the study: its verdict read from the answers as they stand and frozen with the time
+    (`closed_at`); no answer or undo is taken after, until a reviewer reopens it. Recorded in `events`."""
+
+    @extend_schema(request=WhySerializer, responses=ACT_RESPONSES)
+    def post(self, request: Request, pk: int) -> Response:
+        return self._act(request, pk, WhySerializer(data=request.data), study_close)
+
+
+class StudyReopen(_StudyAct):
+    """Reopen a closed study, saying why (recorded in `events`): answers and undos are taken again and
+    its verdict follows them."""
+
+    @extend_schema(request=ReopenSerializer, responses=ACT_RESPONSES)
+    def post(self, request: Request, pk: int) -> Response:
+        return self._act(request, pk, ReopenSerializer(data=request.data), study_reopen)
