@@ -10,16 +10,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from django.conf import settings
 from kombu import Connection
 
 from config.broker_state import HEARTBEATS_KEY, FolderBroker, RedisBroker, broker, heartbeat_ttl
+from tests.support.workers import needs_redis_broker
 
-needs_redis = pytest.mark.skipif(
-    not settings.CELERY_BROKER_URL.startswith("redis://"),
-    reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
-)
+needs_redis = needs_redis_broker()
 
 
 def _publish(url: str, queue: str, priorities: list[int], **transport: Any) -> None:

@@ -63,11 +63,9 @@ def value(found: Found, name: str, **labels: str) -> float:
     return found[(name, frozenset(labels.items()))]
 
 
-def progress(found: Found, name: str, owner: str, pk: int) -> dict[str, float]:
+def progress(found: Found, name: str, owner: str, pk: int) -> tuple[float, ...]:
     """An active object's total, done and errors."""
-    return {
-        state: value(found, name, **{owner: str(pk)}, state=state) for state in ("total", "done", "errors")
-    }
+    return tuple(value(found, name, **{owner: str(pk)}, state=s) for s in ("total", "done", "errors"))
 
 
 # --- who may read it --------------------------------------------------------------------------------
@@ -224,7 +222,7 @@ def test_runs_by_status_their_phases_and_the_oldest_waiting(
     assert value(found, "assay_run_oldest_seconds", status="queued") == pytest.approx(30, abs=5)
     assert value(found, "assay_run_oldest_seconds", status="running") == pytest.approx(12, abs=5)
     assert value(found, "assay_run_oldest_seconds", status="finalizing") == 0
-    assert progress(found, "assay_run_queries", "run", running.pk) == {"total": 30, "done": 8, "errors": 1}
+    assert progress(found, "assay_run_queries", "run", running.pk) == (30, 8, 1)
     assert value(found, "assay_run_queries", run=str(queued.pk), state="total") == 0
     shown = {dict(labels).get("run") for name, labels in found if name == "assay_run_queries"}
     assert len(shown) == 3  # the active runs only
@@ -267,11 +265,7 @@ def test_chunks_waiting_leased_and_expired_and_their_losses(
     assert value(found, "assay_chunk_losses_total", owner="experiment") == 4
     assert value(found, "assay_experiments", status="running") == 1
     assert value(found, "assay_experiments", status="succeeded") == 0
-    assert progress(found, "assay_experiment_searches", "experiment", experiment.pk) == {
-        "total": 40,
-        "done": 10,
-        "errors": 2,
-    }
+    assert progress(found, "assay_experiment_searches", "experiment", experiment.pk) == (40, 10, 2)
 
 
 def test_grade_saves_of_the_last_minute(enabled: Any, assignment: Assignment) -> None:
@@ -324,11 +318,7 @@ def test_judge_jobs_by_status_and_the_running_ones_pairs(enabled: Any, golden_se
     assert value(found, "assay_judge_jobs", status="running") == 1
     assert value(found, "assay_judge_jobs", status="succeeded") == 1
     assert value(found, "assay_judge_jobs", status="queued") == 0
-    assert progress(found, "assay_judge_job_pairs", "job", running.pk) == {
-        "total": 24,
-        "done": 6,
-        "errors": 1,
-    }
+    assert progress(found, "assay_judge_job_pairs", "job", running.pk) == (24, 6, 1)
     # Counted in this process (no PROMETHEUS_MULTIPROC_DIR here): present from the start, at 0 here.
     assert value(found, "assay_judge_calls_total", outcome="failed") >= 0
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import User
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -29,15 +28,9 @@ from tests import factories
 from tests.support.judge_stub import chat_reply, graded, judge_settings, judge_stub
 from tests.support.runs import golden_file, make_target, make_version, run_finished
 from tests.support.stub_server import Reply, StubServer
-from tests.support.workers import StartWorker, wait_for
+from tests.support.workers import StartWorker, needs_redis_broker, wait_for
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        not settings.CELERY_BROKER_URL.startswith("redis://"),
-        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
-    ),
-]
+pytestmark = [pytest.mark.integration, needs_redis_broker()]
 
 TOKEN = "scraper-token-for-the-worker-test"
 Found = dict[tuple[str, frozenset[tuple[str, str]]], float]
