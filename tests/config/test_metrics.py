@@ -348,5 +348,8 @@ def test_every_family_shown_is_documented_and_every_documented_one_is_shown(enab
         for family in text_string_to_metric_families(scrape().text)
         if family.name.startswith("assay_")
     }
-    assert shown == _documented()
-    assert {name.removesuffix("_total") for name in shown} >= set(METRICS)
+    documented = _documented()
+    if not enabled.CELERY_BROKER_URL.startswith("redis://"):  # the filesystem broker has no acknowledgements
+        documented.discard("assay_celery_unacked_messages")
+    assert shown == documented
+    assert {name.removesuffix("_total") for name in _documented()} >= set(METRICS)
