@@ -81,6 +81,8 @@ PHASES = {
     "finalizing": ("finalizing_at", "finished_at"),
     "total": ("created", "finished_at"),
 }
+# What an active run, experiment or judge job has done: its rows' columns of these names.
+STATES = ("total", "done", "errors")
 # Where an active run's time in its status starts.
 ENTERED = {Run.QUEUED: "created", Run.RUNNING: "started_at", Run.FINALIZING: "finalizing_at"}
 
@@ -142,9 +144,6 @@ def runs(now: datetime) -> Iterator[Metric]:
 
     active = EvaluationRun.objects.filter(status__in=EvaluationRun.ACTIVE).order_by("pk")
     yield _progress("assay_run_queries", "run", active.values(*STATES, run=F("pk")), STATES)
-
-
-STATES = ("total", "done", "errors")
 
 
 def chunks(now: datetime) -> Iterator[Metric]:
