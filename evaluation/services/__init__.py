@@ -24,7 +24,8 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
 `experiments`, `experiment_chunks`, `experiment_adopt` and `experiment_coverage` (parameter sweeps on
-the workers, Use this configuration, the gaps and the re-score: docs/experiments.md), `studies`,
+the workers, Use this configuration and its revert, the gaps and the re-score: docs/experiments.md),
+`studies`,
 `study_export`, `study_planning` and `study_targets` (side-by-side studies, the interval a study's size
 will likely give, and one on two targets searched now:
 docs/sxs.md).
@@ -56,6 +57,9 @@ from evaluation.services.chunks import (
     stream,
 )
 from evaluation.services.experiment_adopt import (
+    adoptable_configurations,
+    adoption_revert,
+    adoption_runs,
     experiment_adopt,
 )
 from evaluation.services.experiment_chunks import (
@@ -274,6 +278,9 @@ __all__ = [
     "UnjudgedAsked",
     "UnjudgedQueued",
     "VerdictMessage",
+    "adoptable_configurations",
+    "adoption_revert",
+    "adoption_runs",
     "answer_problems",
     "baseline_promote",
     "baseline_rescore_auto",
