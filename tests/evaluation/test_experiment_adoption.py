@@ -24,7 +24,15 @@ from evaluation.services.studies import StudySpec, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories
-from tests.support.evaluation import html_text, logged_in, messages_text, victor_fixture  # noqa: F401
+from tests.support.evaluation import (  # noqa: F401
+    TokenFor,
+    bearer,
+    html_text,
+    logged_in,
+    messages_text,
+    token_for_fixture,
+    victor_fixture,
+)
 from tests.support.experiments import finished_experiment, tuned_answer
 from tests.support.runs import eager_celery, golden_file, make_target, make_version, stub_fixture  # noqa: F401
 from tests.support.stub_server import StubServer
@@ -56,7 +64,9 @@ def experiment(version: GoldenVersion, target: SearchTarget, rita: User) -> Expe
 
 def _rank_of(experiment: Experiment, title_weight: int) -> int:
     assert experiment.result is not None
-    return next(c["rank"] for c in experiment.result["configs"] if c["grid"] == {"title_weight": title_weight})
+    return next(
+        c["rank"] for c in experiment.result["configs"] if c["grid"] == {"title_weight": title_weight}
+    )
 
 
 def _use(client: Client, experiment: Experiment, rank: int | None, why: str = "held out better") -> Any:
@@ -136,7 +146,9 @@ def test_a_configuration_that_did_not_beat_the_baseline_or_was_not_confirmed_is_
     assert refused.value.problems == [f"rank 9: experiment {two.pk} ranks its configurations 1 to 4"]
     response = _use(logged_in(rita), experiment, None, why="x")
     assert response.status_code == 302
-    bad = logged_in(rita).post(f"/experiments/{experiment.pk}/use/", {"rationale": "x", "rank": "-1"}, follow=True)
+    bad = logged_in(rita).post(
+        f"/experiments/{experiment.pk}/use/", {"rationale": "x", "rank": "-1"}, follow=True
+    )
     assert "Not used: rank: '-1' is not a configuration's rank" in " ".join(messages_text(bad))
     assert ExperimentAdoption.objects.count() == 1 and _sent(target)["params"] != BEFORE["params"]
 
@@ -305,7 +317,13 @@ def test_the_experiment_its_adoption_the_confirming_run_and_a_study_on_it_link_b
 
 @pytest.mark.parametrize("who", ["alice", "charlie", "victor"])
 def test_who_does_not_review_the_set_cannot_adopt_or_revert(
-    who: str, rita: User, alice: User, charlie: User, victor: User, experiment: Experiment, target: SearchTarget
+    who: str,
+    rita: User,
+    alice: User,
+    charlie: User,
+    victor: User,
+    experiment: Experiment,
+    target: SearchTarget,
 ) -> None:
     adoption = experiment_adopt(experiment=experiment, by=rita, rationale="better")
     after = _sent(target)
@@ -323,7 +341,10 @@ def test_an_adoption_is_reverted_only_through_its_own_experiment(
     adoption = experiment_adopt(experiment=experiment, by=rita, rationale="better")
     other = finished_experiment(version, target, rita, grid={"params": {"k1": [3]}})
     client = logged_in(rita)
-    assert client.post(f"/experiments/{other.pk}/adoptions/{adoption.pk}/revert/", {"reason": "x"}).status_code == 404
+    assert (
+        client.post(f"/experiments/{other.pk}/adoptions/{adoption.pk}/revert/", {"reason": "x"}).status_code
+        == 404
+    )
     assert client.get(f"/experiments/{experiment.pk}/adoptions/{adoption.pk}/revert/").status_code == 405
     adoption.refresh_from_db()
     assert adoption.stands
@@ -337,3 +358,86 @@ def test_a_reviewer_who_does_not_review_every_set_of_the_target_adopts_and_rever
     adoption = experiment_adopt(experiment=experiment, by=rita, rationale="better")
     adoption_revert(adoption=adoption, by=rita, reason="slower")
     assert _sent(target) == BEFORE
+
+
+def _post(token: str, path: str, body: dict[str, Any]) -> Any:
+    return Client().post(path, body, content_type="application/json", **bearer(token))
+
+
+def test_the_api_adopts_any_configuration_that_beat_the_baseline_and_reverts_it_with_the_record(
+    rita: User, experiment: Experiment, target: SearchTarget, token_for: TokenFor
+) -> None:
+    token = token_for(rita, "read", "runs:write")
+    assert experiment.result is not None
+    rank = next(
+        r for r in (_rank_of(experiment, w) for w in (2, 3, 6)) if r != experiment.result["winner"]["rank"]
+    )
+    used = _post(token, f"/api/v1/experiments/{experiment.pk}/use/", {"rationale": "cheaper", "rank": rank})
+    assert used.status_code == 201, used.content
+    body = used.json()
+    adoption = ExperimentAdoption.objects.select_related("run").get()
+    assert adoption.run is not None
+    assert {
+        k: body[k] for k in ("id", "rank", "configuration", "params_before", "rationale", "adopted_by")
+    } == {
+        "id": adoption.pk,
+        "rank": rank,
+        "configuration": adoption.configuration,
+        "params_before": {"mode": "x", "rewrite": False},
+        "rationale": "cheaper",
+        "adopted_by": "rita",
+    }
+    assert (body["run"], body["run_label"], body["reverted_at"]) == (
+        adoption.run.pk,
+        adoption.run.label,
+        None,
+    )
+    assert body["runs_used"] == [adoption.run.pk]
+    run = Client().get(f"/api/v1/runs/{adoption.run.pk}/", **bearer(token)).json()
+    assert run["adopted_from"] == {
+        "experiment": experiment.pk,
+        "adoption": adoption.pk,
+        "rank": rank,
+        "configuration": adoption.configuration,
+        "reverted": False,
+        "link": f"http://testserver/api/v1/experiments/{experiment.pk}/",
+    }
+
+    again = _post(token, f"/api/v1/experiments/{experiment.pk}/use/", {"rationale": "again", "rank": rank})
+    assert again.status_code == 400 and "is already in use on staging" in again.json()["problems"][0]
+    path = f"/api/v1/experiments/{experiment.pk}/adoptions/{adoption.pk}/revert/"
+    assert _post(token, path, {}).status_code == 400  # the reason is required
+    reverted = _post(token, path, {"reason": "slower"})
+    assert reverted.status_code == 200, reverted.content
+    assert {k: reverted.json()[k] for k in ("reverted_by", "revert_reason", "runs_used")} == {
+        "reverted_by": "rita",
+        "revert_reason": "slower",
+        "runs_used": [adoption.run.pk],
+    }
+    assert _sent(target) == BEFORE
+    twice = _post(token, path, {"reason": "slower"})
+    assert twice.status_code == 400 and "nothing to revert" in twice.json()["problems"][0]
+    detail = Client().get(f"/api/v1/experiments/{experiment.pk}/", **bearer(token)).json()
+    assert [a["id"] for a in detail["adoptions"]] == [adoption.pk] and detail["adoptions"][0]["reverted_at"]
+    run = Client().get(f"/api/v1/runs/{adoption.run.pk}/", **bearer(token)).json()
+    assert run["adopted_from"]["reverted"] is True
+
+
+def test_the_api_refuses_adopt_and_revert_to_who_does_not_review_the_set_and_to_a_read_token(
+    rita: User, victor: User, experiment: Experiment, target: SearchTarget, token_for: TokenFor
+) -> None:
+    adoption = experiment_adopt(experiment=experiment, by=rita, rationale="better")
+    after = _sent(target)
+    path = f"/api/v1/experiments/{experiment.pk}/adoptions/{adoption.pk}/revert/"
+    other = token_for(victor, "read", "runs:write")
+    assert _post(other, path, {"reason": "x"}).status_code == 404
+    assert _post(other, f"/api/v1/experiments/{experiment.pk}/use/", {"rationale": "x"}).status_code == 404
+    assert Client().get(f"/api/v1/runs/{adoption.run_id}/", **bearer(other)).status_code == 404
+    reader = token_for(rita, "read")
+    assert _post(reader, path, {"reason": "x"}).status_code == 403
+    assert _post(reader, f"/api/v1/experiments/{experiment.pk}/use/", {"rationale": "x"}).status_code == 403
+    elsewhere = finished_experiment(experiment.golden_version, target, rita, grid={"params": {"k1": [3]}})
+    mine = token_for(rita, "read", "runs:write")
+    wrong = f"/api/v1/experiments/{elsewhere.pk}/adoptions/{adoption.pk}/revert/"
+    assert _post(mine, wrong, {"reason": "x"}).status_code == 404
+    assert _sent(target) == after and ExperimentAdoption.objects.get(pk=adoption.pk).stands
