@@ -43,7 +43,7 @@ pytestmark = pytest.mark.django_db
 # title_weight 3 and 6 answer the ideal list, 2 a better one than the baseline, 1 the baseline's own
 # (tests.support.experiments.tuned_answer): with all four confirmed, three beat the baseline.
 GRID = {"params": {"title_weight": [1, 2, 3, 6]}}
-BEFORE = {"params": {"mode": "x"}, "stages": {"rewrite": False}}
+BEFORE: dict[str, Any] = {"params": {"mode": "x"}, "stages": {"rewrite": False}}
 
 
 @pytest.fixture
