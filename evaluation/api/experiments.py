@@ -353,6 +353,28 @@ class ExperimentCancel(ApiView):
         return Response({"cancelled": cancelled, "experiment": row})
 
 
+def _managed(
+    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]], *, finished: bool = False
+) -> tuple[Experiment, dict[str, Any]] | Response:
+    """The experiment a reviewer of its set acts on (`finished`: only once it succeeded, else 409), and
+    the request's body validated."""
+    experiment = _experiment(request, pk)
+    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
+        return _problems("not allowed", [_read_only(what)], 403)
+    if finished and experiment.status != Experiment.Status.SUCCEEDED:
+        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
+        return _problems("not finished", [problem], 409)
+    data = body(data=request.data)
+    data.is_valid(raise_exception=True)
+    return experiment, data.validated_data
+
+
+def _finished(
+    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
+) -> tuple[Experiment, dict[str, Any]] | Response:
+    return _managed(request, pk, what, body, finished=True)
+
+
 class ExperimentAdopt(ApiView):
     """**Use this configuration**: a configuration that beat the baseline (`rank`, the winner by default)
     saved on the target (recorded with the rationale) and a full run started with it; it becomes the
@@ -366,17 +388,16 @@ class ExperimentAdopt(ApiView):
         responses={201: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        experiment = _experiment(request, pk)
-        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-            return _problems("not allowed", [_read_only("use an experiment's configuration")], 403)
-        data = AdoptSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        found = _managed(request, pk, "use an experiment's configuration", AdoptSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
         try:
             adoption = experiment_adopt(
                 experiment=experiment,
                 by=request.user,
-                rationale=data.validated_data["rationale"],
-                rank=data.validated_data.get("rank"),
+                rationale=values["rationale"],
+                rank=values.get("rank"),
                 trigger=EvaluationRun.Trigger.API,
             )
         except ExperimentError as exc:
@@ -398,18 +419,15 @@ class AdoptionRevert(ApiView):
         responses={200: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int, adoption_id: int) -> Response:
-        experiment = _experiment(request, pk)
+        found = _managed(request, pk, "revert an experiment's configuration", RevertSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
         adoption = ExperimentAdoption.objects.filter(experiment=experiment, pk=adoption_id).first()
         if adoption is None:
             raise Http404("no such adoption of this experiment")
-        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-            return _problems("not allowed", [_read_only("revert an experiment's configuration")], 403)
-        data = RevertSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
         try:
-            reverted = adoption_revert(
-                adoption=adoption, by=request.user, reason=data.validated_data["reason"]
-            )
+            reverted = adoption_revert(adoption=adoption, by=request.user, reason=values["reason"])
         except ExperimentError as exc:
             return _problems("not reverted", exc.problems)
         return Response(AdoptionSerializer(adoption_body(request, reverted)).data)
@@ -429,21 +447,6 @@ class GapsOutcomeSerializer(serializers.Serializer[Any]):
 
 class RescoreSerializer(serializers.Serializer[Any]):
     version = serializers.CharField(max_length=100, required=False, help_text="default: the set's newest")
-
-
-def _finished(
-    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
-) -> tuple[Experiment, dict[str, Any]] | Response:
-    """The finished experiment a reviewer of its set acts on, and the request's body validated."""
-    experiment = _experiment(request, pk)
-    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-        return _problems("not allowed", [_read_only(what)], 403)
-    if experiment.status != Experiment.Status.SUCCEEDED:
-        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
-        return _problems("not finished", [problem], 409)
-    data = body(data=request.data)
-    data.is_valid(raise_exception=True)
-    return experiment, data.validated_data
 
 
 class ExperimentGaps(ApiView):
