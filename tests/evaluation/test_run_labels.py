@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation.models import EvaluationRun, SxsStudy
+from evaluation.models import EvaluationRun, PendingStudy, SxsStudy
 from evaluation.services.studies import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.support.evaluation import TokenFor, bearer, html_text, logged_in, token_for_fixture  # noqa: F401
@@ -99,3 +99,24 @@ def test_the_api_run_representation_carries_the_label(
     assert {row["id"]: row["label"] for row in listed} == {run.pk: run.label for run in runs}
     one: dict[str, Any] = Client().get(f"/api/v1/runs/{runs[2].pk}/", **bearer(token)).json()
     assert one["label"] == runs[2].label and one["adopted_from"] is None
+
+
+def test_a_pending_studys_page_and_the_studies_list_name_its_runs_by_their_label(
+    runs: tuple[EvaluationRun, ...], rita: User, alice: User
+) -> None:
+    a, b, _ = runs
+    EvaluationRun.objects.filter(pk=b.pk).update(status=EvaluationRun.Status.RUNNING)  # still searching
+    pending = PendingStudy.objects.create(
+        name="on targets",
+        golden_set=a.golden_version.golden_set,
+        golden_version=a.golden_version,
+        run_a=a,
+        run_b=b,
+        options={"raters": [alice.pk], "seed": 1, "answers_per_query": 1},
+        created_by=rita,
+    )
+    client = logged_in(rita)
+    page = html_text(client.get(f"/studies/pending/{pending.pk}/").content.decode())
+    assert a.label in page and b.label in page
+    listed = html_text(client.get("/sets/help-center/studies/").content.decode())
+    assert f"{a.label} (succeeded)" in listed and f"{b.label} (running)" in listed
