@@ -263,6 +263,10 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# A run's columns no page here reads (megabytes on a large set).
+_HEAVY_RUN = ("report", "gate", "key_map", "keys")
+
+
 def _adoptable(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The choices of the **Use this configuration** form: each confirmed configuration that beat the
     baseline, best tuning rank first, with its held-out change and p (Holm)."""
@@ -302,10 +306,6 @@ def _adoptions(request: HttpRequest, experiment: Experiment) -> list[dict[str, A
         }
         for a in adoptions
     ]
-
-
-# A run's columns no page here reads (megabytes on a large set).
-_HEAVY_RUN = ("report", "gate", "key_map", "keys")
 
 
 def _verdict(result: dict[str, Any]) -> str:
@@ -462,7 +462,7 @@ def adoption_revert_view(request: HttpRequest, experiment_id: int, adoption_id: 
     except ExperimentError as exc:
         messages.error(request, "Not reverted: " + "; ".join(exc.problems))
     else:
-        messages.success(request, revert_text(reverted, _run_labels(request, reverted.revert_runs)))
+        messages.success(request, _revert_text(reverted, _run_labels(request, reverted.revert_runs)))
     return redirect(
         reverse("evaluation:experiment_detail", args=[experiment.pk]) + f"#adoption-{adoption.pk}"
     )
@@ -479,7 +479,7 @@ def _run_labels(request: HttpRequest, run_ids: list[int]) -> list[str]:
     return [labels[pk] for pk in run_ids if pk in labels]
 
 
-def revert_text(adoption: ExperimentAdoption, used: list[str]) -> str:
+def _revert_text(adoption: ExperimentAdoption, used: list[str]) -> str:
     """What a revert did, in words: what the target sends again and which runs sent the adopted params."""
     runs = "; ".join(used) if used else "none"
     return (
