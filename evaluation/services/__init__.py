@@ -24,9 +24,9 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
 `experiments`, `experiment_chunks`, `experiment_adopt` and `experiment_coverage` (parameter sweeps on
-the workers, Use this configuration, the gaps and the re-score: docs/experiments.md), `studies`,
-`study_close`, `study_export`, `study_planning` and `study_targets` (side-by-side studies, closing
-and reopening one, the interval a study's size will likely give, and one on two targets searched now:
+the workers, Use this configuration and its revert, the gaps and the re-score: docs/experiments.md),
+`studies`, `study_close`, `study_export`, `study_planning` and `study_targets` (side-by-side studies,
+closing and reopening one, the interval a study's size will likely give, and one on two targets searched now:
 docs/sxs.md).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
@@ -56,6 +56,9 @@ from evaluation.services.chunks import (
     stream,
 )
 from evaluation.services.experiment_adopt import (
+    adoptable_configurations,
+    adoption_revert,
+    adoption_runs,
     experiment_adopt,
 )
 from evaluation.services.experiment_chunks import (
@@ -286,6 +289,9 @@ __all__ = [
     "UnjudgedAsked",
     "UnjudgedQueued",
     "VerdictMessage",
+    "adoptable_configurations",
+    "adoption_revert",
+    "adoption_runs",
     "answer_problems",
     "baseline_promote",
     "baseline_rescore_auto",

@@ -686,11 +686,13 @@ def study_setting_set(*, golden_set: GoldenSet, require_passed_study: bool, by: 
 
 def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
     """The studies `run` is in (as run A or B), newest first, each with its verdict brought up to date
-    (`study_analysis`), the run's role and the other run's id."""
-    rows = []
+    (`study_analysis`), the run's role and the other run (its label's columns only)."""
+    rows: list[tuple[SxsStudy, str, int]] = []
     for study in SxsStudy.objects.filter(Q(run_a=run) | Q(run_b=run)).order_by("-created", "-id"):
         study_analysis(study)
         role = "run A (the baseline)" if study.run_a_id == run.pk else "run B (the candidate)"
-        other = study.run_b_id if study.run_a_id == run.pk else study.run_a_id
-        rows.append({"study": study, "role": role, "other": other})
-    return rows
+        rows.append((study, role, study.run_b_id if study.run_a_id == run.pk else study.run_a_id))
+    others = EvaluationRun.objects.filter(pk__in=[other for *_, other in rows]).select_related("target")
+    named = {other.pk: other for other in others.only(*EvaluationRun.LABEL_FIELDS)}
+    return [{"study": study, "role": role, "other": named[other]} for study, role, other in rows]
+
