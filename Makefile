@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # (tests/support/parallel.py). `make test PYTEST_XDIST=` runs it in one process.
 PYTEST_XDIST ?= -n 2 --dist worksteal
 
-.PHONY: install chromium services run test lint bench clean
+.PHONY: install chromium services node-tools run test lint bench clean
 
 install: $(STAMP)
 
@@ -56,8 +56,15 @@ chromium:
 services:
 	@scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"
 
-# A fresh machine needs nothing else: the services, Chromium, the venv are set up by their targets.
-test: install chromium services lint
+# The npm packages the tests run (a real OpenID provider for the single sign-on tests, ...): one folder
+# each under tests/node/, pinned by its package-lock.json and installed from the npm registry by `npm ci`.
+NODE_DIRS := $(wildcard tests/node/*/)
+node-tools:
+	@for dir in $(NODE_DIRS); do npm ci --prefix $$dir --no-audit --no-fund --loglevel=error || exit 1; done
+
+# A fresh machine needs nothing else: the services, Chromium, the venv, the npm packages are set up by
+# their targets.
+test: install chromium services node-tools lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Every section of docs/benchmarks.md in one run; `make bench SECTIONS="harness runs"` re-runs those only.
