@@ -14,6 +14,9 @@ pytestmark = pytest.mark.django_db
 
 # Open by design: the health check, the login page itself and the site's icon.
 PUBLIC = {"health/", "accounts/login/", "favicon.ico"}
+# Single sign-on's start and callback, open to a stranger who signs in: nothing while it is off (as here, the
+# default); on, they lead to the provider and back (tests/config/test_sso.py).
+SIGN_IN = {"oidc/authenticate/", "oidc/callback/"}
 SAMPLE = {"int": "1", "slug": "help-center", "str": "x", "path": "x"}
 
 
@@ -44,6 +47,9 @@ def test_the_walk_finds_the_pages_and_the_api() -> None:
 def test_a_stranger_gets_nothing_but_the_login_page(path: str) -> None:
     if path.lstrip("/") in PUBLIC:
         assert Client().get(path).status_code == 200
+        return
+    if path.lstrip("/") in SIGN_IN:
+        assert Client().get(path).status_code == 404
         return
     response = Client().get(path)
     if path.startswith("/api/") and path != "/api/docs/":
