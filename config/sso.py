@@ -25,6 +25,7 @@ import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
@@ -115,6 +116,11 @@ class SsoBackend(OIDCAuthenticationBackend):
             raise unreachable("the code exchange", _reply_text(exc.response) or exc) from exc
         except (requests.RequestException, ValueError) as exc:
             raise unreachable("the code exchange", exc) from exc
+
+    def get_user(self, user_id: Any) -> Any:
+        # Django's rule for the user of each request (the library's own skips it): a user an admin
+        # deactivated is signed out at their next request, as with a password login.
+        return ModelBackend.get_user(self, user_id)
 
     def verify_token(self, token: Any, **kwargs: Any) -> dict[str, Any]:
         """The ID token's claims once its signature, issuer, audience, times and (for the callback's

@@ -133,9 +133,13 @@ def test_someone_in_no_mapped_group_is_refused_in_words_and_no_user_is_made(
     assert not User.objects.filter(username="nell").exists() and signed_in_as(browser) is None
 
 
-def test_a_deactivated_user_is_refused_in_words(sso_stack: SsoStack, help_center: GoldenSet) -> None:
-    sso_stack.browser().sign_in("rhea")
+def test_a_deactivated_user_is_signed_out_and_refused_in_words(
+    sso_stack: SsoStack, help_center: GoldenSet
+) -> None:
+    signed_in = sso_stack.browser()
+    signed_in.sign_in("rhea")
     User.objects.filter(username="rhea").update(is_active=False)
+    assert signed_in_as(signed_in) is None  # the open session ends at its next request
     browser = sso_stack.browser()
     visit = browser.sign_in("rhea")
     assert visit.response.status_code == 403
