@@ -56,14 +56,19 @@ chromium:
 services:
 	@scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"
 
-# The npm packages the tests run (a real OpenID provider for the single sign-on tests, ...): one folder
-# each under tests/node/, pinned by its package-lock.json and installed from the npm registry by `npm ci`.
-NODE_DIRS := $(wildcard tests/node/*/)
-node-tools:
-	@for dir in $(NODE_DIRS); do npm ci --prefix $$dir --no-audit --no-fund --loglevel=error || exit 1; done
+# The Node tools some tests run, one folder each under tests/node/ (its package.json and package-lock.json,
+# versions pinned): installed exactly as locked (`npm ci`), again only when a lock file changes.
+NODE_TOOLS := $(patsubst %/package.json,%,$(wildcard tests/node/*/package.json))
 
-# A fresh machine needs nothing else: the services, Chromium, the venv, the npm packages are set up by
-# their targets.
+node-tools: $(NODE_TOOLS:%=%/node_modules/.package-lock.json)
+
+tests/node/%/node_modules/.package-lock.json: tests/node/%/package-lock.json tests/node/%/package.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: install Node.js 20 or newer (the suite runs tests/node/ tools)"; exit 1; }
+	npm ci --prefix tests/node/$* --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# A fresh machine needs nothing else: the services, Chromium, the Node tools, the venv are set up by their
+# targets.
 test: install chromium services node-tools lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 

@@ -6,9 +6,11 @@ services needed. Production and CI set DATABASE_URL (PostgreSQL) and REDIS_URL o
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import secrets
 from datetime import timedelta
+from pathlib import Path
 
 import environ
 from celery.schedules import crontab
@@ -404,6 +406,47 @@ if ASSAY_WEB_GOLDEN_MAX_JUDGMENTS < 1:
         f"ASSAY_WEB_GOLDEN_MAX_JUDGMENTS must be 1 or more, got {ASSAY_WEB_GOLDEN_MAX_JUDGMENTS}"
     )
 # ASSAY_GIT_EXPORT_ROOTS and ASSAY_SECRET_ENV_PREFIX are read where they are checked: assay/secrets.py.
+
+# --- Metrics for operators (docs/deployment.md, "Metrics") --------------------------------------------
+# /metrics is a 404 unless enabled, and enabled it answers only a scraper that shows the bearer token, or
+# comes from an allowed address, or both when both are set: never anyone on the way.
+ASSAY_METRICS_ENABLED = env.bool("ASSAY_METRICS_ENABLED", default=False)
+ASSAY_METRICS_TOKEN = env.str("ASSAY_METRICS_TOKEN", default="")
+METRICS_TOKEN_MIN = 16
+
+
+def _networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """A comma-separated list of addresses and networks (`10.0.0.0/8,127.0.0.1`), each read by ipaddress."""
+    networks = []
+    for entry in env.list(name, default=[]):
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise ValueError(
+                f"{name}: {entry!r} is neither an IP address nor a network (like 10.0.0.0/8)"
+            ) from None
+    return tuple(networks)
+
+
+ASSAY_METRICS_ALLOW_IPS = _networks("ASSAY_METRICS_ALLOW_IPS")
+if ASSAY_METRICS_TOKEN and len(ASSAY_METRICS_TOKEN) < METRICS_TOKEN_MIN:
+    raise ValueError(f"ASSAY_METRICS_TOKEN must be at least {METRICS_TOKEN_MIN} characters long")
+if ASSAY_METRICS_ENABLED and not (ASSAY_METRICS_TOKEN or ASSAY_METRICS_ALLOW_IPS):
+    raise ValueError(
+        "ASSAY_METRICS_ENABLED is true but neither ASSAY_METRICS_TOKEN nor ASSAY_METRICS_ALLOW_IPS is set: "
+        "/metrics is never public, so set a token, an address allow-list, or both"
+    )
+# Where prometheus-client's multiprocess mode keeps the counters the workers increment (judge calls):
+# the same directory for every web process and worker of a machine; /metrics adds them up.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+if PROMETHEUS_MULTIPROC_DIR:
+    # Made here, before any counter is: prometheus-client opens its file in it at the first one.
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# How often each Celery worker writes its heartbeat to the broker (config/heartbeats.py); a worker whose
+# heartbeat is older than three of these no longer counts as up.
+ASSAY_WORKER_HEARTBEAT_S = env.float("ASSAY_WORKER_HEARTBEAT_S", default=10.0)
+if ASSAY_WORKER_HEARTBEAT_S <= 0:
+    raise ValueError(f"ASSAY_WORKER_HEARTBEAT_S must be more than 0, got {ASSAY_WORKER_HEARTBEAT_S}")
 
 
 def _demo_url(name: str, default: str) -> str:

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import docs_pages, sso_views, views
+from config import docs_pages, metrics, sso_views, views
 
 # Swagger UI's script is served as a file by the split view (the Content-Security-Policy allows no inline
 # script); it styles elements inline, so this one page allows inline style.
@@ -26,6 +26,8 @@ handler500 = "config.views.server_error"
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/", views.health, name="health"),
+    # Prometheus' default path; a 404 unless enabled, then its own token or address check (config/metrics.py).
+    path("metrics", metrics.metrics, name="metrics"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/login/", sso_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", sso_views.LogoutView.as_view(), name="logout"),

@@ -413,7 +413,7 @@ class ApiToken(models.Model):
         "evaluation runs (status, report, verdict)",
         "golden:read": "read golden sets, their versions and version files only",
         "runs:write": "trigger and cancel evaluation runs and experiments, use an experiment's configuration",
-        "studies:write": "create side-by-side studies of runs (docs/sxs.md)",
+        "studies:write": "create, close and reopen side-by-side studies of runs (docs/sxs.md)",
     }
     # A scope that reads everything holds every narrower reading scope: a token made with `read` must
     # read every resource its user can see, whatever name the endpoint's own scope has.

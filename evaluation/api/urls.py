@@ -38,6 +38,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
     path("studies/pending/<int:pk>/", studies.PendingStudyDetail.as_view(), name="study-pending"),
     path("studies/<int:pk>/results/", studies.StudyResults.as_view(), name="study-results"),
+    path("studies/<int:pk>/close/", studies.StudyClose.as_view(), name="study-close"),
+    path("studies/<int:pk>/reopen/", studies.StudyReopen.as_view(), name="study-reopen"),
     path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
     re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),

@@ -112,6 +112,4 @@ def test_ci_runs_make_test_and_nothing_else() -> None:
     assert lines == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', "exec make test"]
     makefile = (REPO / "Makefile").read_text()
     assert "\ntest: install chromium services node-tools lint\n" in makefile
-    # Each npm tool of the tests installed as its lock file pins it.
-    assert "NODE_DIRS := $(wildcard tests/node/*/)" in makefile and "npm ci --prefix $$dir" in makefile
     assert 'scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"' in makefile

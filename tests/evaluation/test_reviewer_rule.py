@@ -230,6 +230,8 @@ PAGE_POSTS: dict[str, Callable[[World], dict[str, Any]]] = {
     },
     "experiment_adopt": lambda w: {"rationale": "the best held out"},
     "study_new": lambda w: _study_body(w, form=True),
+    "study_close": lambda w: {"why": "read"},
+    "study_reopen": lambda w: {"why": "more raters"},
 }
 PAGE_QUERIES: dict[str, Callable[[World], str]] = {
     "run_compare": lambda w: f"?a={w.scene.baseline.pk}&b={w.scene.current.pk}",
@@ -342,6 +344,7 @@ API_BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "/api/v1/experiments/{id}/use/": lambda w: {"rationale": "the best held out"},
     "/api/v1/experiments/{id}/gaps/": lambda w: {"to": "raters"},
     "/api/v1/studies/": _study_body,
+    "/api/v1/studies/{id}/reopen/": lambda w: {"why": "more raters"},
 }
 # The POSTs that create something answer 201; the rest 200.
 CREATED = ("/api/v1/runs/", "/api/v1/experiments/", "/api/v1/experiments/{id}/use/",

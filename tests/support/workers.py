@@ -18,6 +18,18 @@ from django.db import connection
 from tests.support.processes import REPO
 
 WAIT_S = 60.0
+
+
+def needs_redis_broker() -> pytest.MarkDecorator:
+    """The mark of a test that talks to Redis as the broker (CI and `make test` set REDIS_URL)."""
+    from django.conf import settings
+
+    return pytest.mark.skipif(
+        not settings.CELERY_BROKER_URL.startswith("redis://"),
+        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
+    )
+
+
 # Broadcast chatter between workers is of no use to these tests and costs a second at start.
 FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
 

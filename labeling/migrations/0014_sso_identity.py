@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0012_secret_grant'),
+        ('labeling', '0013_judgment_event_at'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
