@@ -695,4 +695,3 @@ def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
     others = EvaluationRun.objects.filter(pk__in=[other for *_, other in rows]).select_related("target")
     named = {other.pk: other for other in others.only(*EvaluationRun.LABEL_FIELDS)}
     return [{"study": study, "role": role, "other": named[other]} for study, role, other in rows]
-
