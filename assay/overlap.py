@@ -29,7 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from assay.report import bootstrap_interval
+from assay.display import counted
+from assay.metric_table import format_number
+from assay.report import bootstrap_intervals
 from assay.resampling import DEFAULT_SEED
 
 DEFAULT_P = 0.9
@@ -127,17 +129,28 @@ class Overlap:
         return asdict(self)
 
 
-def overlap(a: Sequence[str], b: Sequence[str], *, k: int, p: float = DEFAULT_P) -> Overlap:
-    """Both figures for one query, on each list's first k distinct ids (module docstring)."""
-    _checked_k(k)
-    p = _checked_p(p)
+_IDENTICAL, _DISJOINT = Overlap(1.0, 1.0, True), Overlap(0.0, 0.0, False)
+
+
+def _overlap(a: Sequence[str], b: Sequence[str], k: int, p: float) -> Overlap:
+    """`overlap` with k and p checked by the caller (a summary checks them once for every query)."""
+    if a == b:  # most queries of two runs of one system: no list to read
+        return _IDENTICAL
     first, second = distinct(a)[:k], distinct(b)[:k]
     if first == second:
-        return Overlap(1.0, 1.0, True)
+        return _IDENTICAL
     if not first or not second:
-        return Overlap(0.0, 0.0, False)
-    union = len(set(first) | set(second))
-    return Overlap(len(set(first) & set(second)) / union, _rbo_ext(first, second, p), False)
+        return _DISJOINT
+    top_a, top_b = set(first), set(second)
+    shared = len(top_a & top_b)
+    if not shared:
+        return _DISJOINT
+    return Overlap(shared / len(top_a | top_b), _rbo_ext(first, second, p), False)
+
+
+def overlap(a: Sequence[str], b: Sequence[str], *, k: int, p: float = DEFAULT_P) -> Overlap:
+    """Both figures for one query, on each list's first k distinct ids (module docstring)."""
+    return _overlap(a, b, _checked_k(k), _checked_p(p))
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,22 +196,21 @@ def summarize(
 ) -> OverlapSummary:
     """Each (query id, list A, list B) compared, and the means of Jaccard@k and RBO over the queries with
     their percentile bootstrap intervals (the same draws for both: one seed, one size)."""
-    per_query = [(qid, overlap(a, b, k=k, p=p)) for qid, a, b in pairs]
-    return OverlapSummary(
-        k=k,
-        p=_checked_p(p),
-        per_query=per_query,
-        jaccard=bootstrap_interval([o.jaccard for _, o in per_query], seed=seed),
-        rbo=bootstrap_interval([o.rbo for _, o in per_query], seed=seed),
+    k, p = _checked_k(k), _checked_p(p)
+    per_query = [(qid, _overlap(a, b, k, p)) for qid, a, b in pairs]
+    jaccard, rbo = bootstrap_intervals(
+        [[o.jaccard for _, o in per_query], [o.rbo for _, o in per_query]], seed=seed
     )
+    return OverlapSummary(k=k, p=p, per_query=per_query, jaccard=jaccard, rbo=rbo)
 
 
 def _answered_ids(row: Mapping[str, Any]) -> list[str] | None:
-    """A report row's returned top k, or None when the query errored or the row keeps no list."""
+    """A report row's returned top k (ids are strings in a valid report), or None when the query errored
+    or the row keeps no list."""
     ids = row.get("ids")
     if row.get("error") is not None or not isinstance(ids, list):
         return None
-    return [str(i) for i in ids]
+    return ids
 
 
 def report_pairs(
@@ -210,10 +222,10 @@ def report_pairs(
     for row in baseline.get("per_query") or []:
         found = _answered_ids(row)
         if found is not None:
-            then[str(row.get("id"))] = found
+            then[row.get("id")] = found
     pairs = []
     for row in current.get("per_query") or []:
-        qid, now = str(row.get("id")), _answered_ids(row)
+        qid, now = row.get("id"), _answered_ids(row)
         if now is not None and qid in then:
             pairs.append((qid, then[qid], now))
     return pairs
@@ -228,3 +240,26 @@ def report_overlap(
     if not pairs:
         return None
     return summarize(pairs, k=int(current["k"]), p=p, seed=seed)
+
+
+def formula_text(k: int, p: float) -> str:
+    """The two figures' names as every page and log states them: the depth, the formula and p."""
+    return f"Jaccard@{k} and RBO (extrapolated, eq. 32 of Webber et al. 2010, p = {p:g})"
+
+
+def _mean_text(figure: Mapping[str, Any]) -> str:
+    low, high = figure.get("low"), figure.get("high")
+    shown = format_number(figure.get("mean"))
+    return shown if low is None else f"{shown} [{format_number(low)}, {format_number(high)}]"
+
+
+def describe(summary: Mapping[str, Any], against: str = "the baseline") -> str:
+    """One sentence of a stored summary (`OverlapSummary.to_dict`): the gate's log and pull-request
+    comment, the pages' notes."""
+    k, p, n = summary["k"], summary["p"], summary["n"]
+    jaccard, rbo = summary["jaccard"], summary["rbo"]
+    return (
+        f"Overlap with {against} ({formula_text(k, p)}, means with 95% intervals over "
+        f"{counted(n, 'query', 'queries')} both answered): Jaccard@{k} {_mean_text(jaccard)}, "
+        f"RBO {_mean_text(rbo)}; {summary['identical']} identical"
+    )

@@ -278,6 +278,15 @@ def bootstrap_means(
     return _bootstrap([Sample(values, weights)], resamples, seed)[0]
 
 
+def bootstrap_means_of(
+    samples: Sequence[NDArray[np.float64]], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
+) -> list[NDArray[np.float64]]:
+    """`bootstrap_means` of several unweighted samples of one size from one set of draws: each sample's
+    means are the very ones it gets alone, for about the cost of one (two overlap figures of the same
+    queries, `assay.overlap`)."""
+    return _bootstrap([Sample(values, None) for values in samples], resamples, seed)
+
+
 def percentile_interval(means: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(means, [tail, 100.0 - tail])
