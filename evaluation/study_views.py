@@ -20,6 +20,7 @@ from assay.inputs import id_number
 from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.models import EvaluationRun
+from evaluation.overlap_page import study_overlap
 from evaluation.services.studies import (
     StudyError,
     study_analysis,
@@ -183,6 +184,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "texts": texts,
             "identical": study.queries.filter(identical=True).count(),
             "asked": study.queries.filter(identical=False).count(),
+            **dict(zip(("overlap", "overlap_rows"), study_overlap(study), strict=True)),
         },
     )
 

@@ -1,6 +1,7 @@
 """Overlap beside the comparisons of two runs (docs/metrics.md, "Overlap"; docs/runs.md): the compare page
 (the mean over the queries with its interval, each query's figures, a query's own line) and the run's
-report against its baseline, with the formula and p stated and a link to the docs' section.
+report against its baseline, and the study page (the lists raters saw; never the raters' own page), with the
+formula and p stated and a link to the docs' section.
 
 The scene (tests/support/evaluation.py): the baseline returned d1, d2, d3 for every query; the current run
 returned d3, d9, d2 for q-1 (Jaccard@10 2/4 = 0.5; RBO, eq. 32 with agreements 0, 0, 2/3 at p = 0.9:
@@ -15,7 +16,10 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
+from evaluation.services.studies import StudySpec, study_create
+from labeling.models import GoldenSet
 from tests.support.evaluation import Scene, html_text, logged_in, page_text, section_text
+from tests.support.studies import two_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +116,34 @@ def test_a_run_without_a_baseline_shows_no_overlap(scene: Scene, rita: User) -> 
     page = logged_in(rita).get(f"/runs/{scene.baseline.pk}/")
     assert 'id="baseline-overlap"' not in page.content.decode()
     assert "Overlap with" not in page_text(page)
+
+
+# --- side-by-side studies ------------------------------------------------------------------------------
+# two_runs (tests/support/studies.py): run A answers d1..d5 for every query, run B d5..d1, but q-2 as A.
+# A study shows the top 5: every query's two lists hold the same five documents (Jaccard@5 1), reversed but
+# for q-2 (identical). RBO of a reversed five, eq. 32 with agreements 0, 0, 1/3, 3/4, 1 at p = 0.9:
+# 0.1/0.9 * (0.729/3 + 0.6561 * 3/4 + 0.59049) + 0.59049 = 0.737775; the mean over 6: 0.781479.
+
+
+def test_the_study_page_shows_the_overlap_of_the_lists_raters_saw(
+    golden_set: GoldenSet, rita: User, alice: User
+) -> None:
+    run_a, run_b = two_runs(golden_set, 6, same=("q-2",))
+    study = study_create(
+        spec=StudySpec(run_a=run_a, run_b=run_b, raters=[alice], seed=3, answers_per_query=1), by=rita
+    )
+    page = logged_in(rita).get(f"/studies/{study.pk}/")
+    text = section_text(page, "study-overlap")
+    assert (
+        "Overlap with run A (the baseline) over 6 queries chosen, on the top results the raters saw" in text
+    )
+    assert "Jaccard@5 1.0000 [1.0000, 1.0000] · RBO 0.7815 [" in text and "1 identical" in text
+    assert "p = 0.9" in text and 'href="/docs/metrics/#overlap"' in page.content.decode()
+    markup = page.content.decode()
+    assert _cells(_row(markup, "q-1")) == {"jaccard": "1.0000", "rbo": "0.7378"}
+    assert _cells(_row(markup, "q-2")) == {"identical": "identical"}  # not asked, counted apart
+    # raters never see it: their page names no figure
+    task = study.tasks.first()
+    assert task is not None
+    rater_page = page_text(logged_in(alice).get(f"/sxs/{task.token}/"))
+    assert "Jaccard" not in rater_page and "RBO" not in rater_page and "overlap" not in rater_page.lower()
