@@ -33,6 +33,7 @@ from evaluation import access
 from evaluation.action_words import GAPS_ACTIONS
 from evaluation.forms import VersionChoiceField, version_and_target_choices
 from evaluation.models import Experiment, SearchTarget
+from evaluation.overlap_page import mean_cells, note
 from evaluation.services.experiment_adopt import experiment_adopt
 from evaluation.services.experiment_coverage import (
     experiment_gaps,
@@ -56,7 +57,7 @@ EXAMPLE_GRID = '{"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_matc
 METRIC_LABELS = {"ndcg": "nDCG@k", "mrr": "MRR", "precision_at_k": "P@k"}
 # The table's sorts: name -> what a row is sorted by (None last whichever the direction).
 SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "judged_at_k", "errors", "holdout",
-         "holdout_judged")  # fmt: skip
+         "holdout_judged", "rbo")  # fmt: skip
 
 
 class ExperimentForm(forms.Form):
@@ -203,7 +204,10 @@ def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str,
                     **{m: tuning.get(m) for m in (*_TABLE, "errors")},
                     "holdout": held.get(metric) if held else None,
                     "holdout_judged": held.get("judged_at_k") if held else None,
+                    "rbo": ((tuning.get("overlap") or {}).get("rbo") or {}).get("mean"),
                 },
+                # against the baseline's lists (docs/metrics.md, "Overlap")
+                "overlap": mean_cells(tuning.get("overlap"), recorded="overlap" in tuning),
                 "cells": [_cell(tuning.get(m)) for m in _TABLE],
                 "errors": tuning.get("errors", 0),
                 "holdout": _cell(held.get(metric)) if held else "",
@@ -248,6 +252,7 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "p": _cell(held.get("p_value")),
                 "p_adjusted": _cell(held.get("p_adjusted")),
                 "winner": _is_winner(result, config),
+                "overlap": mean_cells(held.get("overlap"), recorded="overlap" in held),
             }
         )
     return rows
@@ -325,6 +330,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                 "sort": sort,
                 "sorts": SORTS,
                 "confirmation": _confirmation(result),
+                "overlap_note": note(result["k"]),
                 "best": best,
                 "has_winner": result["winner"] is not None,
                 "no_winner": "" if result["winner"] is not None else no_winner_text(result),

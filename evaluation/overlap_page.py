@@ -58,14 +58,10 @@ def summary_shown(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A stored summary (`OverlapSummary.to_dict`) as `_overlap.html` shows it; None for none."""
     if not summary:
         return None
-    k, p = summary["k"], summary["p"]
     shown: dict[str, Any] = {
-        "k": k,
-        "p": p,
+        **note(summary["k"], summary["p"]),
         "n": summary["n"],
         "identical": summary["identical"],
-        "formula": formula_text(k, p),
-        "top_weight": f"{top_weight(p, 10):.0%}",
     }
     for figure in ("jaccard", "rbo"):
         data = summary[figure]
@@ -118,3 +114,26 @@ def study_overlap(study: SxsStudy) -> tuple[dict[str, Any] | None, list[dict[str
     each = dict(found.per_query)
     shown_rows = [{"id": qid, "text": text, "overlap": query_shown(each[qid])} for qid, text, _, _ in rows]
     return (summary_shown(found.to_dict()) if rows else None), shown_rows
+
+
+_NOT_RECORDED = "not recorded: the experiment concluded before overlap was"
+
+
+def mean_cells(summary: Mapping[str, Any] | None, *, recorded: bool = True) -> dict[str, Any]:
+    """A configuration's means against the baseline as a table's cells (`summary_shown`'s figures and
+    intervals, and these in words); `recorded` False when its result predates overlap."""
+    shown = summary_shown(summary)
+    if shown is None:
+        why = _NO_LISTS if recorded else _NOT_RECORDED
+        return {"jaccard": num(None, why=why), "rbo": num(None, why=why), "words": why, "intervals": {}}
+    intervals = {"jaccard": shown["jaccard_interval"], "rbo": shown["rbo_interval"]}
+    words = (
+        f"95% intervals: Jaccard@{shown['k']} {intervals['jaccard']}, RBO {intervals['rbo']}, over "
+        f"{shown['n']} queries both answered ({shown['identical']} identical)"
+    )
+    return {"jaccard": shown["jaccard"], "rbo": shown["rbo"], "intervals": intervals, "words": words}
+
+
+def note(k: int, p: float = DEFAULT_P) -> dict[str, Any]:
+    """The formula and p as the pages state them beside the figures (`_overlap.html`, a table's note)."""
+    return {"k": k, "p": p, "formula": formula_text(k, p), "top_weight": f"{top_weight(p, 10):.0%}"}
