@@ -34,7 +34,7 @@ import hashlib
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -234,15 +234,19 @@ def answers_overlap(
 
 
 def tuning_summaries(
-    part: GoldenColumns, answers: Sequence[Mapping[str, QueryResult]], *, k: int, seed: int
+    part: GoldenColumns, answers: Iterable[Mapping[str, QueryResult]], *, k: int, seed: int
 ) -> list[dict[str, Any]]:
-    """The tuning part's values of the baseline (`answers[0]`) and each configuration (`part_summary`),
-    each configuration's with its `overlap` with the baseline's answers."""
+    """The tuning part's values of the baseline (the first answers) and each configuration
+    (`part_summary`), each configuration's with its `overlap` with the baseline's answers. The answers are
+    read one configuration at a time (the app's come from the database so: only the baseline's are kept)."""
     summaries = []
-    for place, rows in enumerate(answers):
+    baseline: Mapping[str, QueryResult] | None = None
+    for rows in answers:
         summary = part_summary(part_report(part, rows, seed))
-        if place:
-            summary["overlap"] = answers_overlap(answers[0], rows, k=k, seed=seed)
+        if baseline is None:
+            baseline = rows
+        else:
+            summary["overlap"] = answers_overlap(baseline, rows, k=k, seed=seed)
         summaries.append(summary)
     return summaries
 

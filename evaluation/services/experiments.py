@@ -390,9 +390,9 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
     config = harness_config(spec, size=golden.k, redact=True)
     if experiment.phase == Phase.TUNING:
         part = part_columns(golden, experiment.split["tuning"])
-        summaries = tuning_summaries(
+        summaries = tuning_summaries(  # one configuration's answers at a time, the baseline's kept
             part,
-            [rows for _, rows in results_by_slot(experiment, experiment.split["tuning"])],
+            (rows for _, rows in results_by_slot(experiment, experiment.split["tuning"])),
             k=golden.k,
             seed=settings.seed,
         )

@@ -310,3 +310,13 @@ def test_two_reports_are_compared_on_the_queries_both_answered():
     assert (found.k, found.n, found.identical) == (3, 2, 1)
     assert found.jaccard["mean"] == pytest.approx((1.0 + 1 / 3) / 2)
     assert report_overlap(_report([{"id": "q9", "ids": ["a"], "error": None}]), baseline) is None
+
+
+@pytest.mark.parametrize("size", [1400, 3000])
+def test_both_figures_get_the_interval_each_gets_alone_whatever_the_size(size):
+    # one set of draws past a chunk of pairs (assay.resampling), each drawn alone below: the same intervals
+    rng = random.Random(size)
+    pairs = [(f"q{i}", *PAIRS[rng.randrange(len(PAIRS))][1:]) for i in range(size)]
+    found = summarize(pairs, k=10, seed=11)
+    assert found.jaccard == bootstrap_interval([o.jaccard for _, o in found.per_query], seed=11)
+    assert found.rbo == bootstrap_interval([o.rbo for _, o in found.per_query], seed=11)
