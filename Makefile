@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # (tests/support/parallel.py). `make test PYTEST_XDIST=` runs it in one process.
 PYTEST_XDIST ?= -n 2 --dist worksteal
 
-.PHONY: install chromium services run test lint bench clean
+.PHONY: install chromium services node-tools run test lint bench clean
 
 install: $(STAMP)
 
@@ -59,8 +59,20 @@ chromium:
 services:
 	@scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"
 
-# A fresh machine needs nothing else: the services, Chromium, the venv are set up by their targets.
-test: install chromium services lint
+# The Node tools some tests run, one folder each under tests/node/ (its package.json and package-lock.json,
+# versions pinned): installed exactly as locked (`npm ci`), again only when a lock file changes.
+NODE_TOOLS := $(patsubst %/package.json,%,$(wildcard tests/node/*/package.json))
+
+node-tools: $(NODE_TOOLS:%=%/node_modules/.package-lock.json)
+
+tests/node/%/node_modules/.package-lock.json: tests/node/%/package-lock.json tests/node/%/package.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: install Node.js 20 or newer (the suite runs tests/node/ tools)"; exit 1; }
+	npm ci --prefix tests/node/$* --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# A fresh machine needs nothing else: the services, Chromium, the Node tools, the venv are set up by their
+# targets.
+test: install chromium services node-tools lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Every section of docs/benchmarks.md in one run; `make bench SECTIONS="harness runs"` re-runs those only.

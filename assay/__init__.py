@@ -40,6 +40,8 @@ docs/architecture.md's table to the tree):
 - `assay.jsonin`, `assay.inputs`: what a person types or uploads, read one way (JSON bounded in depth and
   number length, whole numbers in ASCII digits within bounds, header names and values);
 - `assay.display`: how params, a dispute's grades, gate findings and numbers read on every page;
+- `assay.sso`: single sign-on's rules (the groups claim mapped to roles and set lists, a first sign-in's
+  username, the issuers taken);
 - `assay.cli`, `assay.remote`, `assay.options`, `assay.artifacts`, `assay.preload`: the `assay` command
   (one module per command group), its client for an Assay server, their shared option parsing, atomic
   artifact writing, and imports on a helper thread (so `assay run` loads its transport and its scoring

@@ -269,6 +269,20 @@ def beat(delta: float | None, p_adjusted: float | None, alpha: float) -> bool:
     return delta is not None and delta > 0 and p_adjusted is not None and p_adjusted < alpha
 
 
+def beat_baseline(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The confirmed configurations of a result (SWEEP.json's content) that beat the baseline on the
+    held-out queries (`beat`, under the result's alpha), best tuning rank first: the winner and any other
+    a reviewer may use (docs/experiments.md, "Use this configuration")."""
+    alpha = result.get("alpha", DEFAULT_ALPHA)
+    won = [
+        config
+        for config in result["configs"]
+        if config["holdout"] is not None
+        and beat(config["holdout"]["change"].get("delta"), config["holdout"].get("p_adjusted"), alpha)
+    ]
+    return sorted(won, key=lambda config: config["rank"])
+
+
 def _gain(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 

@@ -6,7 +6,8 @@ nDCG, MRR, P@k, a rise of empty_rate, lt3_rate) on the core tier's unweighted an
 and on each stratum, traffic band and failure mode the budgets name, against warn / fail budgets
 (`assay.budgets`); a budget trips AT its threshold; the shadow tier gates only on its empty_rate rise;
 errors on either side above `max_error_rate` (below it: a warning) and critical queries out of their top
-ranks fail whatever the means say; a hit on an expected-empty query warns (fails when it is critical).
+ranks fail whatever the means say (a warning at a rank the noise floor's A/A runs reached by moving alone:
+`NoiseFloor.critical_reach`); a hit on an expected-empty query warns (fails when it is critical).
 Every change is `assay.changes`' one computation over the queries both reports counted, with its interval
 and p-value. On a metric the noise floor says the engine moves between runs (`NoiseFloor.moves`), a change
 past its fail budget fails only on evidence: its one-sided p-value, Holm-adjusted over every change the
@@ -40,7 +41,7 @@ from assay.gate_check import ArtifactError, validated
 from assay.gate_check import validate_artifact as validate_artifact  # re-exported: callers name it here
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
-from assay.noise import NoiseFloor, noise_warnings
+from assay.noise import CriticalReach, NoiseFloor, noise_warnings
 from assay.overlap import report_overlap
 from assay.resampling import LEVEL, holm
 
@@ -535,24 +536,43 @@ def _check_unexpected_hits(gate: _Gate, current: Mapping[str, Any], columns: Que
 def _check_critical(gate: _Gate, current: Mapping[str, Any], columns: QueryColumns, budgets: Budgets) -> None:
     # Judged on the rank the report recorded, against the budgets' critical_rank; a rebaseline does not
     # excuse a critical query (the rule holds "whatever the means say"). A critical expected-empty query
-    # must return nothing instead: that is `_check_unexpected_hits`.
+    # must return nothing instead: that is `_check_unexpected_hits`. Out of its top ranks at a rank the
+    # noise floor's A/A runs reached by moving alone, it is a warning (docs/metrics.md, "The drift gate",
+    # item 6).
     expect_empty = {columns.ids[i] for i in np.flatnonzero(columns.expect_empty).tolist()}
+    top = budgets.critical_rank
     for entry in current["critical"]:
         if entry["id"] in expect_empty:
             continue
         rank = entry.get("rank")
-        if rank is not None and rank <= budgets.critical_rank:
+        if rank is not None and rank <= top:
             continue
         docs = ", ".join(str(d) for d in entry.get("best_docs") or []) or "no positively graded document"
         where = f"at rank {rank}" if rank is not None else "not returned"
-        gate.failures.append(
-            Finding(
-                "critical",
-                f"critical query {entry['id']}: best document ({docs}, grade {entry.get('best_grade')}) "
-                f"{where}, must be within the top {budgets.critical_rank}",
-                f"query {entry['id']}",
-            )
+        head = (
+            f"critical query {entry['id']}: best document ({docs}, grade {entry.get('best_grade')}) {where}"
         )
+        scope = f"query {entry['id']}"
+        reach = gate.noise_floor.critical_reach(entry["id"], top) if gate.noise_floor is not None else None
+        if reach is not None and reach.reaches(rank):
+            gate.warnings.append(
+                Finding(
+                    "critical",
+                    f"{head}, outside the top {top} within the A/A runs' reach ({_seen(reach)}): the engine "
+                    "is not deterministic for it; re-run, or make it deterministic",
+                    scope,
+                )
+            )
+            continue
+        past = f"; past the A/A runs' reach ({_seen(reach)})" if reach is not None else ""
+        gate.failures.append(Finding("critical", f"{head}, must be within the top {top}{past}", scope))
+
+
+def _seen(reach: CriticalReach) -> str:
+    """The A/A runs' ranks of a critical query and how deep they changed any list, in a finding's words."""
+    ranks = ", ".join("not returned" if rank is None else str(rank) for rank in reach.ranks)
+    deepest = reach.deepest_change
+    return f"its ranks there {ranks}" + (f"; lists changed down to rank {deepest}" if deepest else "")
 
 
 def _top_losers(pairs: ReportPairs, top_n: int) -> list[dict[str, Any]]:

@@ -14,7 +14,10 @@ interval and p-value, which decide a FAIL on a metric that moves (`moves`).
 `suggest_budgets` puts warn at the floor and fail at 1.5 times it, rounded up to a readable step and
 never below the metric table's defaults; `below_floor` lists the thresholds under the floor and
 `noise_warnings` words them for the gate, one warning per scope (`assay.gate.compare(noise_floor=...)`).
-A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
+The floor also records how the runs moved the critical queries: each one's best document's rank in every
+run, and the deepest rank at which two runs' lists of any query differed; `NoiseFloor.critical_reach` says
+how low the unchanged configuration was seen putting a critical query (docs/metrics.md, "The drift gate",
+item 6). A floor is stored as JSON (`NoiseFloor.to_dict`, read back by `NoiseFloor.from_dict`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
+from itertools import compress
+from operator import ne
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,10 +42,13 @@ from assay.gate_check import ArtifactError, validated
 from assay.golden.fields import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget, format_number
 
-NOISE_SPEC = "3"
+NOISE_SPEC = "4"
 # Spec "2" floors were the range of the runs' aggregate values, spec "1" ones also counted the bootstrap
 # half-width of each run's mean: read as their run-to-run figures (a floor without a per-query noise).
-OLDER_SPECS = ("1", "2")
+RANGE_SPECS = ("1", "2")
+# Spec "3" floors have the per-query noise but not the critical queries' ranks nor the deepest change: read
+# without them (the gate holds every critical query to its top ranks, as it did).
+OLDER_SPECS = (*RANGE_SPECS, "3")
 MIN_RUNS = 2
 # The floor: this many standard errors of an A/A change of a scope's mean, its two-sided 95% bound under
 # the normal approximation (a re-run exceeds it in the worse direction about 2.5% of the time).
@@ -82,6 +90,21 @@ class MetricNoise:
         return {"query_sd": self.query_sd, "n": self.n, "floor": self.floor}
 
 
+class CriticalReach(NamedTuple):
+    """How low the A/A runs were seen putting a critical query's best document, when they could put it out
+    of its top ranks at all: its `ranks` in the runs that answered it (None: not returned), and the `reach`
+    of their movement, the larger of its worst rank there and the floor's deepest change (None: beyond
+    every rank, an A/A run did not return it)."""
+
+    ranks: tuple[int | None, ...]
+    reach: int | None
+    deepest_change: int | None
+
+    def reaches(self, rank: int | None) -> bool:
+        """Whether `rank` (None: not returned) is within the reach."""
+        return self.reach is None or (rank is not None and rank <= self.reach)
+
+
 class BelowFloor(NamedTuple):
     """A budget threshold under the noise floor of its scope and metric."""
 
@@ -100,6 +123,11 @@ class NoiseFloor:
     runs: tuple[str, ...]  # how the caller names the runs measured: file names, run ids
     core: Mapping[str, MetricNoise]
     strata: Mapping[str, Mapping[str, MetricNoise]] = field(default_factory=dict)
+    # Each critical query's best document's rank in each run that answered it (None: not returned).
+    critical: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
+    # The deepest rank at which two of the runs returned different lists for a query (0: every list the same
+    # in every run); None: not measured (no query's list in two runs, or an older floor file).
+    deepest_change: int | None = None
 
     def moves(self, metric: str) -> bool:
         """Whether the engine moved `metric` between the runs: the core's per-query noise (the floor, for an
@@ -110,6 +138,21 @@ class NoiseFloor:
             return False
         figure = noise.query_sd if noise.query_sd is not None else noise.floor
         return figure is not None and figure > 0
+
+    def critical_reach(self, query_id: str, critical_rank: int) -> CriticalReach | None:
+        """How low the unchanged configuration was seen putting critical query `query_id`, when the runs show
+        it can be out of its top `critical_rank` by run-to-run movement alone: they had it within those
+        ranks at least once and the engine moved between them (its ranks differ, or the deepest change is
+        above 0). None otherwise: no record of it, a deterministic engine, or never within its top ranks
+        (docs/metrics.md, "The drift gate", item 6)."""
+        ranks = self.critical.get(query_id)
+        if not ranks or not any(rank is not None and rank <= critical_rank for rank in ranks):
+            return None
+        if len(set(ranks)) == 1 and not self.deepest_change:
+            return None
+        worst = None if None in ranks else max(rank for rank in ranks if rank is not None)
+        reach = None if worst is None else max(worst, self.deepest_change or 0)
+        return CriticalReach(tuple(ranks), reach, self.deepest_change)
 
     def scopes(self) -> list[tuple[str, str | None, Mapping[str, MetricNoise]]]:
         """(scope as the gate names it, stratum name or None for the core, metric -> noise)."""
@@ -125,6 +168,8 @@ class NoiseFloor:
             "runs": list(self.runs),
             "core": _scope_dict(self.core),
             "strata": {name: _scope_dict(noise) for name, noise in self.strata.items()},
+            "critical": {query_id: list(ranks) for query_id, ranks in self.critical.items()},
+            "deepest_change": self.deepest_change,
         }
 
     @classmethod
@@ -137,7 +182,7 @@ class NoiseFloor:
             raise NoiseError([f"{where}: not a noise floor (it has no noise_spec); {hint}"])
         problems: list[str] = []
         spec = data.get("noise_spec")
-        older = spec in OLDER_SPECS
+        older = spec in RANGE_SPECS
         allowed = (
             "noise_spec",
             "golden_version",
@@ -145,9 +190,10 @@ class NoiseFloor:
             "core",
             "strata",
             *(("bootstrap",) if older else ()),
+            *(("critical", "deepest_change") if spec not in OLDER_SPECS else ()),
         )
         problems += [f"{where}: {key}: unknown key" for key in data if key not in allowed]
-        if spec != NOISE_SPEC and not older:
+        if spec != NOISE_SPEC and spec not in OLDER_SPECS:
             problems.append(f"{where}: noise_spec: expected {NOISE_SPEC!r}, got {_shown(spec)}")
         version = data.get("golden_version")
         if not isinstance(version, str):
@@ -166,9 +212,21 @@ class NoiseFloor:
         else:
             for name, noise in raw_strata.items():
                 strata[str(name)] = _read_scope(noise, f"{where}: strata.{name}", problems, older=older)
+        critical = _read_critical(data.get("critical", {}), f"{where}: critical", problems)
+        deepest = data.get("deepest_change")
+        if deepest is not None and (isinstance(deepest, bool) or not isinstance(deepest, int) or deepest < 0):
+            problems.append(f"{where}: deepest_change: {_shown(deepest)} is not an integer >= 0 or null")
+            deepest = None
         if problems:
             raise NoiseError(problems)
-        return cls(golden_version=str(version), runs=tuple(runs), core=core, strata=strata)
+        return cls(
+            golden_version=str(version),
+            runs=tuple(runs),
+            core=core,
+            strata=strata,
+            critical=critical,
+            deepest_change=deepest,
+        )
 
 
 def _scope_dict(noise: Mapping[str, MetricNoise]) -> dict[str, dict[str, float | int | None]]:
@@ -190,6 +248,26 @@ def _shown(value: object) -> str:
 
 def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _is_rank(value: object) -> bool:
+    return value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1)
+
+
+def _read_critical(data: object, where: str, problems: list[str]) -> dict[str, tuple[int | None, ...]]:
+    if not isinstance(data, Mapping):
+        problems.append(f"{where}: expected an object of query id -> ranks, got {_kind(data)}")
+        return {}
+    critical = {}
+    for query_id, ranks in data.items():
+        if not isinstance(ranks, list) or not all(map(_is_rank, ranks)):
+            problems.append(
+                f"{where}.{query_id}: expected a list of ranks (integers >= 1, null: not returned), got "
+                f"{_shown(ranks)}"
+            )
+            continue
+        critical[str(query_id)] = tuple(ranks)
+    return critical
 
 
 def _read_scope(data: object, where: str, problems: list[str], *, older: bool) -> dict[str, MetricNoise]:
@@ -267,6 +345,67 @@ class _Movement:
         return math.sqrt(self.squares / self.changes) if self.changes else None
 
 
+def _deepest_difference(one: Sequence[object], other: Sequence[object]) -> int:
+    """The deepest rank (1-based) at which two returned lists differ; 0 when they are the same."""
+    if one == other:
+        return 0
+    if len(one) != len(other):
+        return max(len(one), len(other))
+    return next((at + 1 for at in range(len(one) - 1, -1, -1) if one[at] != other[at]), 0)
+
+
+def _answered(rows: QueryColumns) -> list[list[Any] | None]:
+    """Each row's returned list (`ids`); None where the query errored or the row has no list."""
+    lists, errors = rows.field("ids"), rows.field("error")
+    if errors.count(None) == len(errors) and set(map(type, lists)) <= {list}:
+        return list(lists)
+    return [
+        ids if error is None and type(ids) is list else None for ids, error in zip(lists, errors, strict=True)
+    ]
+
+
+def _deepest_change(columns: Sequence[QueryColumns]) -> int | None:
+    """The deepest rank at which two runs' lists of a query answered in both differ (0: none differs;
+    None: no query's list is in two runs). Two runs' lists differ that deep exactly when one of them
+    differs that deep from the first run that answered the query, so each list is compared with that one
+    only, a run at a time (in the first run's query order, which runs of one golden version share)."""
+    order = columns[0].ids
+    reference = _answered(columns[0])
+    deepest: int | None = None
+    for rows in columns[1:]:
+        lists = _answered(rows)
+        if rows.ids != order:  # other queries, or another order: each list put at its query's place
+            placed = dict(zip(rows.ids, lists, strict=True))
+            lists = [placed.get(query_id) for query_id in order]
+        if deepest is None and any(map(_both, lists, reference)):
+            deepest = 0
+        for at in compress(range(len(order)), map(ne, lists, reference)):  # the lists that differ
+            ids, seen = lists[at], reference[at]
+            if seen is None:
+                reference[at] = ids  # the first run that answered the query
+            elif ids is not None:
+                deepest = max(deepest or 0, _deepest_difference(ids, seen))
+    return deepest
+
+
+def _both(one: object, other: object) -> bool:
+    return one is not None and other is not None
+
+
+def _critical_ranks(
+    reports: Sequence[Mapping[str, Any]], columns: Sequence[QueryColumns]
+) -> dict[str, tuple[int | None, ...]]:
+    """Each critical query's best document's rank in every run that answered it (None: not returned)."""
+    critical: dict[str, list[int | None]] = {}
+    for report, rows in zip(reports, columns, strict=True):
+        errors = rows.field("error")
+        errored = {rows.ids[at] for at, error in enumerate(errors) if error is not None}
+        for entry in report["critical"]:
+            if entry["id"] not in errored:  # an errored query was not answered: its rank says nothing
+                critical.setdefault(entry["id"], []).append(entry["rank"])
+    return {query_id: tuple(ranks) for query_id, ranks in critical.items()}
+
+
 def _floor(sd: float | None, n: int) -> float | None:
     return None if sd is None or not n else FLOOR_QUANTILE * sd / math.sqrt(n)
 
@@ -332,6 +471,8 @@ def noise_floor(reports: Sequence[object], names: Sequence[str] | None = None) -
         runs=tuple(labels),
         core=measured(None),
         strata={name: measured(name) for name in strata},
+        critical=_critical_ranks(checked, columns),
+        deepest_change=_deepest_change(columns),
     )
 
 
@@ -482,4 +623,17 @@ def render_floor(floor: NoiseFloor, budgets: Budgets, suggested: Budgets) -> str
     floors = [m.floor for _, _, noise in floor.scopes() for m in noise.values() if m.floor is not None]
     if floors and max(floors) == 0:
         lines.append("no query moved between the runs: no budget is below the floor")
+    if floor.critical:
+        ranks = "; ".join(
+            f"{query_id} {', '.join('not returned' if r is None else str(r) for r in seen)}"
+            for query_id, seen in sorted(floor.critical.items(), key=lambda item: natural_key(item[0]))
+        )
+        deepest = {
+            None: "no query's list was in two runs",
+            0: "no query's list changed between the runs",
+        }.get(floor.deepest_change, f"lists changed down to rank {floor.deepest_change}")
+        lines.append(
+            f"critical queries' best documents ranked, run by run: {ranks}; {deepest} "
+            '(docs/metrics.md, "The drift gate", item 6)'
+        )
     return "\n".join(lines) + "\n"

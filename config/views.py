@@ -37,9 +37,9 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 def home(request: HttpRequest) -> HttpResponse:
     """The home page. Its side-by-side line is read here, in config, which may import every app:
     labeling's tags (the rest of the page) may not read evaluation's studies."""
-    from evaluation.study_models import StudyTask
+    from evaluation.services.studies import rater_open_tasks
 
-    open_sxs = StudyTask.objects.filter(rater_id=request.user.pk, answered_at__isnull=True).count()
+    open_sxs = rater_open_tasks(request.user).count()
     return render(request, "home.html", {"sxs_open": open_sxs})
 
 

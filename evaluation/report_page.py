@@ -418,7 +418,11 @@ def _baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str
     baseline_run_id = (run.gate or {}).get("baseline_run")
     if baseline_run_id is None:
         return None, None
-    base = EvaluationRun.objects.filter(pk=baseline_run_id).only("id", "report", "target", "golden_version")
+    base = (
+        EvaluationRun.objects.filter(pk=baseline_run_id)
+        .select_related("target")
+        .only("report", "golden_version", *EvaluationRun.LABEL_FIELDS)  # and what its label reads
+    )
     found = base.first()
     if found is not None and run.baseline_rescore is not None:
         return found, run.baseline_rescore.report

@@ -24,8 +24,7 @@ from labeling.models import GoldenSet
 class RunChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         run: EvaluationRun = obj
-        overrides = f" {run.overrides_text}" if run.params else ""
-        return f"run {run.pk}: {run.target.name}{overrides}, golden {run.golden_version.name}"
+        return f"{run.label}, golden {run.golden_version.name}"
 
 
 class RaterChoiceField(forms.ModelMultipleChoiceField):
@@ -112,7 +111,7 @@ class StudyForm(forms.Form):
                 golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
             )
             .select_related("target", "golden_version")
-            .defer("report", "gate", "key_map", "keys", "target_snapshot", "golden_version__content")
+            .defer("report", "gate", "key_map", "keys", "golden_version__content")
             .order_by("-created", "-id")
         )
         for field in ("run_a", "run_b"):

@@ -19,11 +19,13 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 __all__ = [
     "SHOWN_DEFAULT",
     "SHOWN_MAX",
     "PendingStudy",
+    "StudyEvent",
     "StudyInstructions",
     "StudyQuery",
     "StudySetting",
@@ -113,6 +115,10 @@ class SxsStudy(models.Model):
     analysis = models.JSONField(null=True, blank=True)
     analysed_key = models.CharField(max_length=100, blank=True)
     verdict = models.CharField(max_length=12, choices=Verdict.choices, default=Verdict.NONE, blank=True)
+    # When the study closed (null: open). Closing reads the verdict from the answers as they stand and
+    # freezes it, with this time: no answer or undo is taken after, and the analysis is not made again
+    # until a reviewer reopens the study (docs/sxs.md, "Closing a study"; who and why: `events`).
+    closed_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -136,6 +142,37 @@ class SxsStudy(models.Model):
         if self.selection == self.Selection.STRATUM:
             what = f"stratum {self.stratum}"
         return what + (f", {self.size} chosen" if self.size else "")
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+
+class StudyEvent(models.Model):
+    """A study closed or reopened: who, when, why, and the verdict as it stood then (at a close, the
+    verdict frozen). A close by a baseline's promotion names the baseline; its `by` is who promoted."""
+
+    class Kind(models.TextChoices):
+        CLOSED = "closed", "closed"
+        REOPENED = "reopened", "reopened"
+
+    study = models.ForeignKey(SxsStudy, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+    why = models.TextField(blank=True)
+    verdict = models.CharField(max_length=12, blank=True)
+    baseline = models.ForeignKey(
+        "evaluation.Baseline", on_delete=models.SET_NULL, null=True, blank=True, related_name="closed_studies"
+    )
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"study {self.study_id} {self.kind} at {self.at:%Y-%m-%d %H:%M}"
 
 
 class StudyQuery(models.Model):

@@ -21,7 +21,15 @@ from django.views.decorators.http import require_GET, require_POST
 from assay.inputs import id_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.sxs import REASON_LABELS, REASONS
-from evaluation.services.studies import AnswerRefused, answer_problems, rater_tasks, study_answer, study_undo
+from evaluation.services.studies import (
+    CLOSED,
+    AnswerRefused,
+    answer_problems,
+    rater_open_tasks,
+    rater_tasks,
+    study_answer,
+    study_undo,
+)
 from evaluation.study_models import TOKEN_SHAPE, StudyTask, SxsStudy
 from labeling.roles import rated_filter
 
@@ -56,12 +64,13 @@ def _own_task(request: HttpRequest, token: str) -> StudyTask:
 
 
 def _open_tasks(user: Any) -> Any:
-    return rater_tasks(user).filter(answered_at__isnull=True).order_by("token")
+    return rater_open_tasks(user).order_by("token")
 
 
 @require_GET
 def study_tasks(request: HttpRequest) -> HttpResponse:
-    """The rater's studies: per study, how many of their queries they answered, and where to go on."""
+    """The rater's studies: per study, how many of their queries they answered, and where to go on (a
+    closed study says so: nothing is left to answer there)."""
     studies = (
         SxsStudy.objects.filter(rated_filter(request.user), tasks__rater_id=request.user.pk)
         .select_related("golden_set")
@@ -125,6 +134,7 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
             "instructions": task.study.instructions,
             "mine": mine,
             "next_url": reverse("sxs:study_next") + f"?after={task.token}",
+            "closed": CLOSED if task.study.closed_at is not None else "",
         },
     )
 
@@ -149,8 +159,9 @@ def _state(task: StudyTask) -> dict[str, Any]:
 @require_POST
 def study_task_answer(request: HttpRequest, token: str) -> JsonResponse:
     """POST JSON {preference (-3 left much better .. 3 right much better), reasons, junk_left, junk_right,
-    note, revision}. 200 saved; 400 a body that cannot be read, in words; 404 not your task; 409 `stale`
-    (another tab answered or undid since this page was drawn) or `answered` (undo first)."""
+    note, revision}. 200 saved; 400 a body that cannot be read, in words; 404 not your task; 409 `closed`
+    (the study is closed), `stale` (another tab answered or undid since this page was drawn) or
+    `answered` (undo first)."""
     try:
         body = json_loads(request.body or b"null")
     except JsonInputError as exc:
@@ -167,7 +178,8 @@ def study_task_answer(request: HttpRequest, token: str) -> JsonResponse:
 
 @require_POST
 def study_task_undo(request: HttpRequest, token: str) -> JsonResponse:
-    """POST JSON {revision}: take the answer back. 200; 404; 409 `stale` or `open` (nothing to undo)."""
+    """POST JSON {revision}: take the answer back. 200; 404; 409 `closed`, `stale` or `open` (nothing to
+    undo)."""
     try:
         body = json_loads(request.body or b"null")
     except JsonInputError as exc:

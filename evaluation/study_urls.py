@@ -15,6 +15,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("sets/<slug:slug>/studies/setting/", views.study_setting, name="study_setting"),
     path("studies/<int:pk>/", views.study_detail, name="study_detail"),
+    path("studies/<int:pk>/close/", views.study_close_view, name="study_close"),
+    path("studies/<int:pk>/reopen/", views.study_reopen_view, name="study_reopen"),
     path("studies/pending/<int:pk>/", views.study_pending, name="study_pending"),
     path("studies/<int:pk>/answers.csv", views.study_answers_csv, name="study_answers_csv"),
     path("studies/<int:pk>/answers.jsonl", views.study_answers_jsonl, name="study_answers_jsonl"),

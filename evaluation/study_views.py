@@ -1,6 +1,6 @@
 """The reviewer's side of side-by-side studies (docs/sxs.md): a set's studies and its "a passed study
-before a baseline" setting, creating a study, a study's page (progress, verdict, results) and its
-answers as CSV and JSONL.
+before a baseline" setting, creating a study, a study's page (progress, verdict, results, closing and
+reopening it, and their record) and its answers as CSV and JSONL.
 
 Who: those who review the study's golden set (`labeling.roles`, read through `reviewed_filter`);
 everyone else gets 404, as for runs (evaluation.access).
@@ -27,6 +27,7 @@ from evaluation.services.studies import (
     study_create,
     study_setting_set,
 )
+from evaluation.services.study_close import study_close, study_reopen
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
 from evaluation.services.study_planning import study_created_expectation
 from evaluation.services.study_targets import pending_resolve, study_on_targets
@@ -184,9 +185,38 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "texts": texts,
             "identical": study.queries.filter(identical=True).count(),
             "asked": study.queries.filter(identical=False).count(),
+            "events": study.events.select_related("by", "baseline__target"),
             **dict(zip(("overlap", "overlap_rows"), study_overlap(study), strict=True)),
         },
     )
+
+
+def _study_act(request: HttpRequest, pk: int, act: Any, done: str) -> HttpResponse:
+    """A reviewer's act on the study (`study_close`, `study_reopen`) with the form's reason; `done` is
+    said on success (with `{pk}` and `{verdict}`), each refusal's words otherwise."""
+    study = get_study(request.user, pk)
+    try:
+        after = act(study=study, by=request.user, why=request.POST.get("why", ""))
+    except StudyError as exc:
+        for problem in exc.problems:
+            messages.error(request, problem)
+    else:
+        messages.success(request, done.format(pk=after.pk, verdict=after.verdict))
+    return redirect("evaluation:study_detail", pk=study.pk)
+
+
+@require_POST
+def study_close_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Close the study: its verdict read now and frozen, no answer or undo taken after."""
+    done = "Study {pk} is closed: its verdict ({verdict}) is frozen, and no answer or undo is taken any more."
+    return _study_act(request, pk, study_close, done)
+
+
+@require_POST
+def study_reopen_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Reopen the study, with a reason: answers are taken again and its verdict follows them."""
+    done = "Study {pk} is open again: answers and undos are taken, and its verdict follows."
+    return _study_act(request, pk, study_reopen, done)
 
 
 def _download(study: SxsStudy, text: str, content_type: str, extension: str) -> HttpResponse:

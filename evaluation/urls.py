@@ -48,6 +48,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="experiment_adopt",
     ),
     path(
+        "experiments/<int:experiment_id>/adoptions/<int:adoption_id>/revert/",
+        experiment_views.adoption_revert_view,
+        name="adoption_revert",
+    ),
+    path(
         "experiments/<int:experiment_id>/gaps/",
         experiment_views.experiment_gaps_view,
         {"to": "raters"},

@@ -121,6 +121,16 @@ def raters_of(golden_set: GoldenSet) -> QuerySet[Any]:
     return golden_set.raters.filter(groups__name=RATERS)
 
 
+def rater_names(golden_set: GoldenSet) -> frozenset[str]:
+    """The usernames of those who rate `golden_set` now (`raters_of`), fetched once per set object (per
+    request, as `group_names`): a reviewer's page marks every other name whose work it lists."""
+    cached: frozenset[str] | None = getattr(golden_set, "_assay_rater_names", None)
+    if cached is None:
+        cached = frozenset(raters_of(golden_set).values_list("username", flat=True))
+        golden_set._assay_rater_names = cached  # type: ignore[attr-defined]
+    return cached
+
+
 def reviewer_emails(golden_set: GoldenSet) -> list[str]:
     """The addresses of those on the set's reviewers list who review it (active, holding the reviewer
     role or admin) and have one, each once: whom a set's mail reaches. A name left on the list without

@@ -1,10 +1,12 @@
 """The side-by-side studies' API (docs/api.md, "Side-by-side studies"): create a study (from two finished
 runs, or on two targets searched now: a pending study until both runs finish), read its progress
-and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), and download its answers
-as CSV or JSONL with the sides undone and the study's seed.
+and results (the analysis, `assay.sxs.SxsAnalysis.to_dict()`, with the verdict), download its answers
+as CSV or JSONL with the sides undone and the study's seed, and close or reopen it (docs/sxs.md,
+"Closing a study").
 
 Who: reviewers of the study's set, as on the pages (`evaluation.study_access`; anything else is 404).
-Scopes: `read` to read, `studies:write` to create. Raters answer on their page only, never here.
+Scopes: `read` to read, `studies:write` to create, close and reopen. Raters answer on their page only,
+never here.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ from evaluation.services.studies import (
     study_analysis,
     study_create,
 )
+from evaluation.services.study_close import WHY_MAX, StudyStateError, study_close, study_reopen
 from evaluation.services.study_export import study_export_csv, study_export_jsonl
 from evaluation.services.study_planning import study_created_expectation
 from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, studies_for, study_progress
-from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, SxsStudy
+from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, StudyEvent, SxsStudy
 
 STUDIES_WRITE = "studies:write"
 ANSWER_FILES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
@@ -95,6 +98,35 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
     rule = RuleSerializer(required=False)
 
 
+class StudyEventSerializer(serializers.ModelSerializer[Any]):
+    kind = serializers.CharField(read_only=True, help_text="closed or reopened")
+    by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="who closed or reopened it (who promoted the run)"
+    )
+    verdict = serializers.CharField(
+        read_only=True, help_text="the verdict as it stood: at a close, the one frozen then"
+    )
+    baseline = serializers.PrimaryKeyRelatedField(  # type: ignore[var-annotated]
+        read_only=True, help_text="the baseline whose promotion closed it (null: a reviewer's close)"
+    )
+
+    class Meta:
+        model = StudyEvent
+        fields = ["kind", "by", "at", "why", "verdict", "baseline"]
+
+
+class WhySerializer(serializers.Serializer[Any]):
+    why = serializers.CharField(
+        max_length=WHY_MAX, required=False, default="", allow_blank=True, help_text="recorded with the act"
+    )
+
+
+class ReopenSerializer(serializers.Serializer[Any]):
+    why = serializers.CharField(
+        max_length=WHY_MAX, help_text="why the study opens again (required, recorded)"
+    )
+
+
 class OnVersion(serializers.ModelSerializer[Any]):
     """A study's (or pending study's) golden set by slug and golden version by name; FIELDS lead both."""
 
@@ -112,11 +144,18 @@ class StudySerializer(OnVersion):
     instructions = serializers.CharField(source="instructions.__str__", read_only=True)
     # Plain text, not the model's choices: a second "verdict" enum would collide with the runs' in the schema.
     verdict = serializers.SerializerMethodField(
-        help_text='pass, fail or inconclusive (docs/sxs.md, "Verdict"), made from the answers as they stand'
+        help_text='pass, fail or inconclusive (docs/sxs.md, "Verdict"), made from the answers as they stand '
+        "(a closed study's: frozen when it closed, closed_at)"
     )
     selection = serializers.CharField(read_only=True, help_text="all, stratum, movers or sample")
     raters = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
+    closed_at = serializers.DateTimeField(
+        read_only=True,
+        help_text="when the study closed, its verdict read then and frozen (no answer or undo after); "
+        "null while open",
+    )
+    events = StudyEventSerializer(many=True, read_only=True, help_text="closes and reopenings, newest first")
     links = serializers.SerializerMethodField()
 
     class Meta:
@@ -134,6 +173,8 @@ class StudySerializer(OnVersion):
             "rule",
             "left_out",
             "verdict",
+            "closed_at",
+            "events",
             "progress",
             "created",
             "links",
@@ -162,6 +203,39 @@ class StudySerializer(OnVersion):
         page = reverse("evaluation:study_detail", args=[study.pk])
         results = reverse("api:study-results", args=[study.pk])
         return {"page": request.build_absolute_uri(page), "results": request.build_absolute_uri(results)}
+
+
+class ExpectedIntervalSerializer(serializers.Serializer[Any]):
+    """`assay.sxs.Expectation.to_dict()`: how wide the study's interval will likely be at its size, and
+    whether that can decide (docs/sxs.md, "How wide the interval will likely be")."""
+
+    queries = serializers.IntegerField(help_text="the queries the study asks (identical lists are not asked)")
+    spread = serializers.FloatField(help_text="the spread of the query means assumed, on -3..3")
+    studies = serializers.IntegerField(
+        help_text="earlier studies of the set the spread was pooled over; 0: the stated default"
+    )
+    half_width = serializers.FloatField(help_text="the 95% interval will likely be the mean +- this")
+    needed = serializers.IntegerField(
+        allow_null=True,
+        help_text="queries at which a candidate as good as the baseline likely passes; null: none would",
+    )
+    warn = serializers.BooleanField(help_text="even a mean of 0 would likely leave the study inconclusive")
+    text = serializers.CharField(help_text="the line the form and the creation say")
+    warning = serializers.CharField(allow_blank=True, help_text='why the size cannot decide ("" unless warn)')
+
+
+class StudyCreatedSerializer(StudySerializer):
+    """The 201 of a created study: the study, and the interval its size will likely give."""
+
+    expected_interval = serializers.SerializerMethodField()
+
+    class Meta(StudySerializer.Meta):
+        fields = [*StudySerializer.Meta.fields, "expected_interval"]
+
+    @extend_schema_field(ExpectedIntervalSerializer)
+    def get_expected_interval(self, study: SxsStudy) -> dict[str, Any]:
+        # The page says the same when the study is made: docs/sxs.md, "How wide the interval will likely be".
+        return study_created_expectation(study).to_dict()
 
 
 class PendingStudySerializer(OnVersion):
@@ -208,14 +282,14 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> Any:
-        studies = studies_for(self.request.user).order_by("-created", "-id")
+        studies = studies_for(self.request.user).prefetch_related("events__by").order_by("-created", "-id")
         slug = self.request.query_params.get("golden_set")
         return studies.filter(golden_set__slug=slug) if slug else studies
 
     @extend_schema(
         request=StudyCreateSerializer,
         responses={
-            201: StudySerializer,
+            201: StudyCreatedSerializer,
             202: OpenApiResponse(PendingStudySerializer, description="on targets: the pending study"),
             400: ProblemsSerializer,
             404: OpenApiResponse(ProblemsSerializer, description="no run by that id you can see"),
@@ -254,15 +328,9 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
             study = study_create(spec=spec, by=request.user)
         except StudyError as exc:
             return _problems("the study cannot be created", exc.problems)
-        body = StudySerializer(get_study(request.user, study.pk), context=self.get_serializer_context()).data
-        # The interval the study's size will likely give, and the warning when it cannot decide (the page
-        # says the same when the study is made): docs/sxs.md, "How wide the interval will likely be".
-        expected = study_created_expectation(study).to_dict()
-        return Response(
-            {**body, "expected_interval": expected},
-            status=status.HTTP_201_CREATED,
-            headers={"Location": body["links"]["page"]},
-        )
+        created = get_study(request.user, study.pk)
+        body = StudyCreatedSerializer(created, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
 
     def _on_targets(self, request: Request, values: dict[str, Any], raters: list[Any]) -> Response:
         """Start a run on each target and answer 202 with the pending study (it becomes a study when both
@@ -352,3 +420,48 @@ class StudyAnswers(ApiView):
         response = HttpResponse(text, content_type=f"{ANSWER_FILES[fmt]}; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-answers.{fmt}"'
         return response
+
+
+class _StudyAct(ApiView):
+    """A reviewer's act on a study (close, reopen): the study as it is after, or the refusal in words."""
+
+    required_scopes = {"POST": STUDIES_WRITE}
+    serializer_class = StudySerializer
+
+    def _act(self, request: Request, pk: int, body: serializers.Serializer[Any], act: Any) -> Response:
+        study = get_study(request.user, pk)
+        body.is_valid(raise_exception=True)
+        try:
+            act(study=study, by=request.user, why=body.validated_data["why"])
+        except StudyStateError as exc:
+            return _problems("nothing changed", exc.problems, status.HTTP_409_CONFLICT)
+        except StudyError as exc:
+            return _problems("the study cannot be changed", exc.problems)
+        after = get_study(request.user, pk)
+        return Response(StudySerializer(after, context=self.get_serializer_context()).data)
+
+
+ACT_RESPONSES = {
+    200: StudySerializer,
+    400: ProblemsSerializer,
+    404: OpenApiResponse(ProblemsSerializer, description="no study by that id you review"),
+    409: OpenApiResponse(ProblemsSerializer, description="closed already (close) or open (reopen)"),
+}
+
+
+class StudyClose(_StudyAct):
+    """Close the study: its verdict read from the answers as they stand and frozen with the time
+    (`closed_at`); no answer or undo is taken after, until a reviewer reopens it. Recorded in `events`."""
+
+    @extend_schema(request=WhySerializer, responses=ACT_RESPONSES)
+    def post(self, request: Request, pk: int) -> Response:
+        return self._act(request, pk, WhySerializer(data=request.data), study_close)
+
+
+class StudyReopen(_StudyAct):
+    """Reopen a closed study, saying why (recorded in `events`): answers and undos are taken again and
+    its verdict follows them."""
+
+    @extend_schema(request=ReopenSerializer, responses=ACT_RESPONSES)
+    def post(self, request: Request, pk: int) -> Response:
+        return self._act(request, pk, ReopenSerializer(data=request.data), study_reopen)

@@ -28,6 +28,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("experiments/<int:pk>/", experiments.ExperimentDetail.as_view(), name="experiment-detail"),
     path("experiments/<int:pk>/cancel/", experiments.ExperimentCancel.as_view(), name="experiment-cancel"),
     path("experiments/<int:pk>/use/", experiments.ExperimentAdopt.as_view(), name="experiment-use"),
+    path(
+        "experiments/<int:pk>/adoptions/<int:adoption_id>/revert/",
+        experiments.AdoptionRevert.as_view(),
+        name="adoption-revert",
+    ),
     path("experiments/<int:pk>/gaps/", experiments.ExperimentGaps.as_view(), name="experiment-gaps"),
     path(
         "experiments/<int:pk>/rescore/",
@@ -38,6 +43,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("studies/<int:pk>/", studies.StudyDetail.as_view(), name="study-detail"),
     path("studies/pending/<int:pk>/", studies.PendingStudyDetail.as_view(), name="study-pending"),
     path("studies/<int:pk>/results/", studies.StudyResults.as_view(), name="study-results"),
+    path("studies/<int:pk>/close/", studies.StudyClose.as_view(), name="study-close"),
+    path("studies/<int:pk>/reopen/", studies.StudyReopen.as_view(), name="study-reopen"),
     path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
     re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),

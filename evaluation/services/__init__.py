@@ -24,9 +24,9 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 `schedules`, `unjudged`, `notifications` (a fail or warn verdict told by email and webhook), `rescore`
 (a baseline's lists re-scored on a new golden version; finalize's hook for opted-in nightly runs),
 `experiments`, `experiment_chunks`, `experiment_adopt` and `experiment_coverage` (parameter sweeps on
-the workers, Use this configuration, the gaps and the re-score: docs/experiments.md), `studies`,
-`study_export`, `study_planning` and `study_targets` (side-by-side studies, the interval a study's size
-will likely give, and one on two targets searched now:
+the workers, Use this configuration and its revert, the gaps and the re-score: docs/experiments.md),
+`studies`, `study_close`, `study_export`, `study_planning` and `study_targets` (side-by-side studies,
+closing and reopening one, the interval a study's size will likely give, and one on two targets searched now:
 docs/sxs.md).
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
@@ -56,6 +56,9 @@ from evaluation.services.chunks import (
     stream,
 )
 from evaluation.services.experiment_adopt import (
+    adoptable_configurations,
+    adoption_revert,
+    adoption_runs,
     experiment_adopt,
 )
 from evaluation.services.experiment_chunks import (
@@ -151,6 +154,7 @@ from evaluation.services.schedules import (
 from evaluation.services.studies import (
     ALREADY,
     ANSWER_FIELDS,
+    CLOSED,
     DEFAULT_EXAMPLES,
     DEFAULT_INSTRUCTIONS,
     MAX_SEED,
@@ -161,9 +165,9 @@ from evaluation.services.studies import (
     StudyError,
     StudySpec,
     answer_problems,
-    baseline_study_problems,
     instructions_get_or_create,
     option_problems,
+    rater_open_tasks,
     rater_tasks,
     run_studies,
     study_analysis,
@@ -173,6 +177,14 @@ from evaluation.services.studies import (
     study_setting_set,
     study_undo,
     sxs_inputs,
+)
+from evaluation.services.study_close import (
+    WHY_MAX,
+    StudyStateError,
+    baseline_studies_close,
+    baseline_study_problems,
+    study_close,
+    study_reopen,
 )
 from evaluation.services.study_export import (
     EXPORT_FIELDS,
@@ -224,6 +236,7 @@ __all__ = [
     "ANSWER_FIELDS",
     "CHUNKS_PER_RUN",
     "CHUNK_LEASE",
+    "CLOSED",
     "DEFAULT_EXAMPLES",
     "DEFAULT_INSTRUCTIONS",
     "EXPORT_FIELDS",
@@ -250,6 +263,7 @@ __all__ = [
     "TARGET_FIELDS",
     "TOUCH_EVERY_S",
     "WEBHOOK_REPLY_BYTES",
+    "WHY_MAX",
     "WRITE_BATCH",
     "WRITE_EVERY_S",
     "Answer",
@@ -270,14 +284,19 @@ __all__ = [
     "RunPlan",
     "StudyError",
     "StudySpec",
+    "StudyStateError",
     "SweepActions",
     "UnjudgedAsked",
     "UnjudgedQueued",
     "VerdictMessage",
+    "adoptable_configurations",
+    "adoption_revert",
+    "adoption_runs",
     "answer_problems",
     "baseline_promote",
     "baseline_rescore_auto",
     "baseline_rescore_get_or_create",
+    "baseline_studies_close",
     "baseline_study_problems",
     "budgets_set",
     "cancelled_text",
@@ -316,6 +335,7 @@ __all__ = [
     "plan_chunks",
     "plan_run",
     "plan_work",
+    "rater_open_tasks",
     "rater_tasks",
     "rebaseline_branch",
     "rebaseline_write",
@@ -348,6 +368,7 @@ __all__ = [
     "study_analysis",
     "study_answer",
     "study_answers",
+    "study_close",
     "study_create",
     "study_created_expectation",
     "study_expectation",
@@ -355,6 +376,7 @@ __all__ = [
     "study_export_jsonl",
     "study_export_rows",
     "study_on_targets",
+    "study_reopen",
     "study_setting_set",
     "study_undo",
     "sxs_inputs",

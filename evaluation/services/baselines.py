@@ -20,7 +20,7 @@ from evaluation.selectors import baseline_get, budgets_get
 from evaluation.services.finalize import run_gate
 from evaluation.services.rescore import baseline_rescore_get_or_create
 from evaluation.services.runs import RunError
-from evaluation.services.studies import baseline_study_problems
+from evaluation.services.study_close import baseline_studies_close, baseline_study_problems
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviews
@@ -32,7 +32,7 @@ class BaselineError(RunError):
     """A run that cannot become a baseline, or a promotion this user may not make."""
 
 
-def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str]:
+def _promotion_problems(run: EvaluationRun, by: Any, rationale: str, *, lock: bool = False) -> list[str]:
     problems = []
     golden_set = run.golden_version.golden_set
     if not reviews(by, golden_set):
@@ -49,7 +49,9 @@ def _promotion_problems(run: EvaluationRun, by: Any, rationale: str) -> list[str
             f"run {run.pk} has {run.errors} errored queries: a baseline must have seen every answer "
             "(rerun it when the engine is healthy)"
         )
-    problems += baseline_study_problems(run)  # the set's "a passed study first" setting (docs/sxs.md)
+    # The set's "a passed study first" setting (docs/sxs.md); with `lock`, no answer moves the studies'
+    # verdicts until the promotion commits.
+    problems += baseline_study_problems(run, lock=lock)
     return problems
 
 
@@ -60,9 +62,11 @@ def baseline_promote(
     """Make `run` the baseline of its (golden set, target), recording who approved it and why. The
     previous baseline stays as history (`previous`). Raises BaselineError naming every reason it cannot,
     among them a promotion that would change nothing: the run is the baseline in force already (through
-    git, `rebaseline_write`, it may be promoted again: that writes its artifact to the export)."""
+    git, `rebaseline_write`, it may be promoted again: that writes its artifact to the export). When the
+    set requires a passed study, the passed studies the promotion rests on are closed by it, their
+    verdict frozen as read here (docs/sxs.md, "Closing a study")."""
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
-    problems = _promotion_problems(run, by, rationale)
+    problems = _promotion_problems(run, by, rationale, lock=True)
     golden_set = GoldenSet.objects.select_for_update().get(pk=run.golden_version.golden_set_id)
     previous = baseline_get(golden_set=golden_set, target=run.target)
     if previous is not None and previous.run_id == run.pk and not git:
@@ -73,7 +77,7 @@ def baseline_promote(
     if problems:
         raise BaselineError(problems)
     git = git or {}
-    return Baseline.objects.create(
+    baseline = Baseline.objects.create(
         golden_set=golden_set,
         target=run.target,
         run=run,
@@ -86,6 +90,8 @@ def baseline_promote(
         git_pushed=bool(git.get("pushed", False)),
         git_push_error=git.get("push_error", ""),
     )
+    baseline_studies_close(baseline=baseline, by=by)
+    return baseline
 
 
 def relevance_notes(

@@ -40,6 +40,7 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from assay.display import counted
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
@@ -99,20 +100,21 @@ def run_url(run: EvaluationRun) -> str:
 
 
 def verdict_message(run: EvaluationRun) -> VerdictMessage:
-    """The announcement of a finished run's verdict: which run, the gate's failures and warnings (their
-    messages, as on the run page) and the run page's address."""
+    """The announcement of a finished run's verdict: which run (its label: the target and what it sent
+    beyond the defaults), the gate's failures and warnings (their messages, as on the run page) and the
+    run page's address."""
     version = run.golden_version
     golden_set = version.golden_set.slug
     url = run_url(run)
     gate = run.gate or {}
     failures = [f["message"] for f in gate.get("failures", [])]
     warnings = [w["message"] for w in gate.get("warnings", [])]
-    subject = f"[Assay] {run.verdict.upper()}: {golden_set} on {run.target.name} (run {run.pk})"
+    subject = f"[Assay] {run.verdict.upper()}: {run.label} on {golden_set}"
     findings = [f"FAIL  {m}" for m in failures] + [f"WARN  {m}" for m in warnings]
     finished = run.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if run.finished_at else "-"
     body = "\n".join(
         [
-            f"Run {run.pk} of {golden_set}@{version.name} on {run.target.name} finished with verdict "
+            f"{capfirst(run.label)} of {golden_set}@{version.name} finished with verdict "
             f"{run.verdict.upper()}.",
             f"Started by {run.triggered_by_label}; finished {finished}.",
             "",
@@ -130,6 +132,7 @@ def verdict_message(run: EvaluationRun) -> VerdictMessage:
         "text": text,
         "verdict": run.verdict,
         "run_id": run.pk,
+        "run": run.label,
         "url": url,
         "golden_set": golden_set,
         "golden_version": version.name,

@@ -1,6 +1,7 @@
 """Writes of side-by-side studies (docs/sxs.md): creating a study from two finished runs, a rater's
-answer and its undo, the analysis kept on the study, and the set's "a passed study before a baseline"
-setting.
+answer and its undo (refused once the study is closed), the analysis kept on the study (frozen while it
+is closed), and the set's "a passed study before a baseline" setting. Closing, reopening and what a
+promotion to baseline asks of a study: `evaluation.services.study_close`.
 
 Blindness is decided here, at creation: which run a rater sees on the left is drawn per (rater, query)
 and stored; the task's token is random (never derived from an id or an order); what the raters see of a
@@ -442,6 +443,10 @@ SECOND_TAB = (
     "saved. Reload the page to see your answer as it stands."
 )
 ALREADY = "You have answered this query already: undo (u) first to change your answer. Nothing was saved."
+CLOSED = (
+    "This study is closed: its reviewers have read its verdict from the answers as they stood, so no "
+    "answer is saved or undone any more. Nothing changed."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,20 +500,31 @@ def rater_tasks(rater: Any) -> QuerySet[StudyTask]:
     return StudyTask.objects.filter(rated_filter(rater, "study__golden_set"), rater_id=rater.pk)
 
 
+def rater_open_tasks(rater: Any) -> QuerySet[StudyTask]:
+    """The rater's tasks still to answer (`rater_tasks`, unanswered), of open studies only: a closed
+    study's tasks are in no queue and no count."""
+    return rater_tasks(rater).filter(answered_at__isnull=True, study__closed_at__isnull=True)
+
+
 def _locked_task(token: str, rater: Any) -> StudyTask:
     shaped = TOKEN_SHAPE.fullmatch(token) is not None
     # The rule is read in the same statement that takes the lock: a removal committed before it refuses.
     task = rater_tasks(rater).select_for_update(of=("self",)).filter(token=token).first() if shaped else None
     if task is None:
         raise AnswerRefused(404, "not_found", "No such study task of yours.")
+    # Read after the task's lock, in a statement of its own: a close holds every task of its study locked
+    # until it commits (study_close), so an answer either commits before the close reads the verdict or
+    # waits and then finds the study closed.
+    if SxsStudy.objects.filter(pk=task.study_id, closed_at__isnull=False).exists():
+        raise AnswerRefused(409, "closed", CLOSED)
     return task
 
 
 @transaction.atomic
 def study_answer(*, token: str, rater: Any, revision: int, answer: Answer) -> StudyTask:
     """Save the rater's answer to their task. Refused (AnswerRefused, nothing saved): not their task
-    (404), the page's revision behind the task's (409 `stale`: another tab answered or undid), answered
-    already (409 `answered`: undo first)."""
+    (404), the study closed (409 `closed`), the page's revision behind the task's (409 `stale`: another
+    tab answered or undid), answered already (409 `answered`: undo first)."""
     task = _locked_task(token, rater)
     if revision != task.revision:
         raise AnswerRefused(409, "stale", SECOND_TAB)
@@ -528,7 +544,7 @@ def study_answer(*, token: str, rater: Any, revision: int, answer: Answer) -> St
 @transaction.atomic
 def study_undo(*, token: str, rater: Any, revision: int) -> StudyTask:
     """Take the rater's answer back (it can then be answered again). Refused like an answer: 404, 409
-    `stale`, and 409 `open` when there is no answer to undo."""
+    `closed`, 409 `stale`, and 409 `open` when there is no answer to undo."""
     task = _locked_task(token, rater)
     if revision != task.revision:
         raise AnswerRefused(409, "stale", SECOND_TAB)
@@ -635,7 +651,10 @@ def _answers_key(study: SxsStudy) -> str:
 def study_analysis(study: SxsStudy) -> dict[str, Any]:
     """The study's analysis (`assay.sxs.analyse`), kept on the study and made again only when an answer
     changed since (every submit and undo moves the revisions' sum); its verdict goes on the study, where
-    the run pages read it."""
+    the run pages read it. A closed study's is frozen: the one read when it closed, whatever reads it
+    (a newer version of the analysis included) until a reviewer reopens it."""
+    if study.closed_at is not None and study.analysis is not None:
+        return study.analysis
     key = _answers_key(study)
     if study.analysis is not None and study.analysed_key == key:
         return study.analysis
@@ -667,35 +686,12 @@ def study_setting_set(*, golden_set: GoldenSet, require_passed_study: bool, by: 
 
 def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
     """The studies `run` is in (as run A or B), newest first, each with its verdict brought up to date
-    (`study_analysis`), the run's role and the other run's id."""
-    rows = []
+    (`study_analysis`), the run's role and the other run (its label's columns only)."""
+    rows: list[tuple[SxsStudy, str, int]] = []
     for study in SxsStudy.objects.filter(Q(run_a=run) | Q(run_b=run)).order_by("-created", "-id"):
         study_analysis(study)
         role = "run A (the baseline)" if study.run_a_id == run.pk else "run B (the candidate)"
-        other = study.run_b_id if study.run_a_id == run.pk else study.run_a_id
-        rows.append({"study": study, "role": role, "other": other})
-    return rows
-
-
-def baseline_study_problems(run: EvaluationRun) -> list[str]:
-    """Why `run` may not become the baseline under its set's study setting: when the set requires a
-    passed study, the run must be run B (the candidate) of a study whose verdict, made from the answers
-    as they stand, is pass (an inconclusive one never counts)."""
-    setting = StudySetting.objects.filter(golden_set_id=run.golden_version.golden_set_id).first()
-    if setting is None or not setting.require_passed_study:
-        return []
-    verdicts = {
-        s.pk: study_analysis(s)["verdict"]["result"]
-        for s in SxsStudy.objects.filter(run_b=run).order_by("id")
-    }
-    if SxsStudy.Verdict.PASS in verdicts.values():
-        return []
-    if verdicts:
-        listed = ", ".join(f"study {pk}: {verdict}" for pk, verdict in verdicts.items())
-        which = f"none of run {run.pk}'s studies as the candidate passed ({listed})"
-    else:
-        which = f"run {run.pk} is the candidate of none (create one from its page)"
-    return [
-        f"golden set {run.golden_version.golden_set.slug} requires a passed side-by-side study before a run "
-        f"becomes the baseline, and {which}"
-    ]
+        rows.append((study, role, study.run_b_id if study.run_a_id == run.pk else study.run_a_id))
+    others = EvaluationRun.objects.filter(pk__in=[other for *_, other in rows]).select_related("target")
+    named = {other.pk: other for other in others.only(*EvaluationRun.LABEL_FIELDS)}
+    return [{"study": study, "role": role, "other": named[other]} for study, role, other in rows]

@@ -159,6 +159,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "params": params_text(run.effective_params),
         "overrides": overrides_text(_target_sends(run), run.params),
         "deliveries": list(run.notifications.all()),  # who was told of its verdict (docs/runs.md)
+        # The experiment it confirms, when an adoption started it (docs/experiments.md).
+        "adopted_from": list(run.adoptions.select_related("adopted_by", "reverted_by", "target")),
     }
     if run.report is not None:
         context.update(report_context(run, show_all=request.GET.get("all", "")))

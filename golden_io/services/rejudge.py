@@ -17,6 +17,7 @@ from golden_io.models import (
 )
 from golden_io.services.freeze import REJUDGE_SYSTEM, FreezeError
 from labeling.models import Assignment, Document, Query
+from labeling.roles import raters_of
 from labeling.services import (
     PoolEntry,
     assignment_rejudge_create,
@@ -59,7 +60,7 @@ def stale_requeue(*, version: GoldenVersion, doc_ids: Sequence[str] | None = Non
         if s.live_doc_id is not None:
             for qid in s.queries:
                 by_query.setdefault(qid, []).append(s.live_doc_id)
-    raters = list(golden_set.raters.order_by("id"))
+    raters = list(raters_of(golden_set).order_by("id"))
     load = dict(
         Assignment.objects.filter(rater__in=raters, status=Assignment.Status.OPEN)
         .values_list("rater")

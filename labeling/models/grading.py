@@ -177,7 +177,11 @@ class JudgmentEvent(models.Model):
                 name="judgment_event_one_new_state",
             ),
         ]
-        indexes = [models.Index(fields=["rater", "at"], name="judgment_event_rater_at")]
+        indexes = [
+            models.Index(fields=["rater", "at"], name="judgment_event_rater_at"),
+            # /metrics counts the last minute's saves at every scrape (config/metrics_collector.py).
+            models.Index(fields=["at"], name="judgment_event_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.assignment_id}/{self.document_id}: {self.old_state} → {self.new_state}"

@@ -16,6 +16,7 @@ from assay.golden.model import Scale
 from assay.labels.agreement import AgreementInputError, Figure, PairAgreement, Rating
 from assay.labels.calibration import CalibrationReport, RaterCalibration, UnitMedian, calibration_compute
 from labeling.models import Assignment, CalibrationRound, Candidate, GoldenSet, Judgment, Query
+from labeling.roles import raters_of
 from labeling.selectors.grading import count_subquery
 
 PROMOTION_RULE = "median of the round's grades; a tie of an even count is left to a reviewer"
@@ -224,7 +225,9 @@ def calibration_round_choices(*, golden_set: GoldenSet) -> dict[str, Any]:
     )
     return {
         "queries": [(q.external_id, f"{q.external_id} · {q.text} ({q.n_pool} in pool)") for q in queries],
-        "raters": [(u, u) for u in golden_set.raters.order_by("username").values_list("username", flat=True)],
+        "raters": [
+            (u, u) for u in raters_of(golden_set).order_by("username").values_list("username", flat=True)
+        ],
     }
 
 

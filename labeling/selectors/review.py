@@ -30,6 +30,7 @@ from labeling.models import (
     Query,
     TierMove,
 )
+from labeling.roles import raters_of
 from labeling.selectors.labels import (
     FROZEN,
     Consolidated,
@@ -398,9 +399,15 @@ class AdjudicationRow:
 class AdjudicationPage:
     query: Query
     columns: list[str]  # "First rater", "Second rater", ...: roles, never names, systems or ranks
+    removed: list[bool]  # per column: its rater no longer rates the set (`labeling.roles.raters_of`)
     rows: list[AdjudicationRow]
     checks: list[DisputeCheck]  # newest first
     moves: list[TierMove]  # newest first
+
+    @property
+    def headers(self) -> list[tuple[str, bool]]:
+        """(column, whether its rater no longer rates the set), as the page heads its columns."""
+        return list(zip(self.columns, self.removed, strict=True))
 
 
 def adjudication_order(row: AdjudicationRow) -> tuple[bool, bool, bool, str]:
@@ -480,9 +487,11 @@ def adjudication_page_get(*, query: Query) -> AdjudicationPage:
         for d in wanted
     ]
     rows.sort(key=adjudication_order)
+    rating = set(raters_of(query.golden_set).values_list("pk", flat=True))
     return AdjudicationPage(
         query=query,
         columns=columns,
+        removed=[a.rater_id not in rating for a in assignments],
         rows=rows,
         checks=list(DisputeCheck.objects.filter(query=query).order_by("-at", "-id")),
         moves=list(TierMove.objects.filter(query=query).select_related("by").order_by("-at", "-id")),

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from assay.display import in_number
 from labeling.models import Assignment, Candidate, CantJudgeMark, GoldenSet, GoldItem, Judgment, Query
+from labeling.roles import raters_of
 from labeling.selectors import count_subquery
 from labeling.selectors.judge_scope import pregrade_first
 
@@ -56,7 +57,9 @@ def assignments_create(*, golden_set: GoldenSet, raters: Sequence[User] | None =
     from the frozen label, or a judge's broken answer) are assigned first, so they come first in the
     raters' queues (oldest first); nothing else of the judge reaches a rater.
     """
-    pool = list(raters) if raters is not None else list(golden_set.raters.order_by("id"))
+    # Those who rate the set now (labeling.roles): work given to someone off the list or out of the
+    # raters group would wait where they cannot open it.
+    pool = list(raters) if raters is not None else list(raters_of(golden_set).order_by("id"))
     report = AssignReport()
     if not pool:
         report.notes.append(f"golden set {golden_set.slug} has no raters: add some first")
@@ -226,7 +229,7 @@ def gold_distribute(*, golden_set: GoldenSet, query_ids: Sequence[int] | None = 
     by_query: dict[int, set[int]] = {}
     for query_id, document_id in gold.values_list("query_id", "document_id"):
         by_query.setdefault(query_id, set()).add(document_id)
-    raters = list(golden_set.raters.order_by("id"))
+    raters = list(raters_of(golden_set).order_by("id"))
     created = 0
     for query_id, document_ids in sorted(by_query.items()):
         candidates = list(Candidate.objects.filter(query_id=query_id, document_id__in=document_ids))

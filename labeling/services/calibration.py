@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from assay.labels.calibration import UnitMedian, calibration_promotion
 from labeling.models import Adjudication, Assignment, CalibrationRound, Document, GoldenSet, Query
+from labeling.roles import raters_of
 from labeling.selectors.calibration import calibration_round_queries, calibration_round_ratings
 from labeling.services.judge_qualification import drift_check_schedule
 from labeling.services.review import ReviewError, adjudication_create
@@ -65,7 +66,7 @@ def calibration_round_start(
             f"raters: a calibration round needs two or more raters, got {len(chosen_raters)}"
             " (agreement is between raters)"
         )
-    set_raters = set(golden_set.raters.values_list("pk", flat=True))
+    set_raters = set(raters_of(golden_set).values_list("pk", flat=True))
     problems += [
         f"raters: {r.username} is not a rater of golden set {golden_set.slug}"
         for r in sorted(chosen_raters, key=lambda r: r.username)

@@ -49,6 +49,7 @@ from assay.judge.prompt import (
 )
 from assay.loop_thread import LoopThread
 from assay.secrets import SecretEnvError
+from labeling.judge_metrics import judge_calls_count
 from labeling.models import (
     Candidate,
     Document,
@@ -411,6 +412,7 @@ def _settle(job: JudgeJob, settled: Sequence[tuple[JudgeJobItem, JudgeAnswer]], 
 def _store(job: JudgeJob, pairs: _Pairs, replies: Sequence[Reply]) -> None:
     """Replies as they arrive, a batch at a time: answers into the cache (the first stored wins) and each
     item's label; a failure onto the item."""
+    judge_calls_count(replies)
     items = [(pairs.items[int(str(reply.key))], reply) for reply in replies]
     failed = [(reply.failure or "no answer", item.pk) for item, reply in items if reply.answer is None]
     answered = [(item, reply, reply.answer) for item, reply in items if reply.answer is not None]

@@ -35,6 +35,7 @@ from labeling.models import (
     Query,
     TierMove,
 )
+from labeling.roles import raters_of
 from labeling.selectors import DUAL_KINDS
 from labeling.services.assignments import AssignmentError, _refresh_completion, gold_distribute
 from labeling.services.grading import MAX_NOTE
@@ -370,7 +371,7 @@ def _third_rater_assign(*, query: Query, candidate_ids: Sequence[int]) -> str:
             set(Assignment.objects.everyday().filter(query=query).values_list("rater_id", flat=True))
             - convertible
         )
-        raters = {r.pk: r for r in query.golden_set.raters.all()}
+        raters = {r.pk: r for r in raters_of(query.golden_set)}
         load = dict(
             Assignment.objects.filter(
                 query__golden_set_id=query.golden_set_id,

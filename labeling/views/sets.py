@@ -13,6 +13,7 @@ from labeling import selectors, services
 from labeling.forms import ReassignForm
 from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered, where
 from labeling.models import GoldenSet, Query
+from labeling.roles import raters_of
 from labeling.views.access import (
     get_assignment_for_reviewer,
     get_query_for_reviewer,
@@ -87,8 +88,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "golden_set": golden_set,
             "n_proposals": selectors.proposals_pending_count(golden_set=golden_set),
             "queries": queries,
-            "raters": golden_set.raters.order_by("username"),
-            "reassign_form": ReassignForm(raters=golden_set.raters.order_by("username")),
+            "raters": raters_of(golden_set).order_by("username"),
         },
     )
 
@@ -137,7 +137,7 @@ def assign(request: HttpRequest, slug: str) -> HttpResponse:
 def reassign(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = get_assignment_for_reviewer(request, pk)
     golden_set = assignment.query.golden_set
-    form = ReassignForm(request.POST, raters=golden_set.raters.all())
+    form = ReassignForm(request.POST, raters=raters_of(golden_set))
     target = reverse("labeling:set_detail", kwargs={"slug": golden_set.slug})
     if not form.is_valid():
         messages.error(request, "Choose one of the golden set's raters.")

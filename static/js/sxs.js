@@ -14,6 +14,8 @@
   const note = document.getElementById("sxs-note");
   let revision = Number(root.dataset.revision);
   let answered = root.dataset.answered === "true";
+  // A closed study's page says so (data-closed holds the words); nothing is sent from it.
+  const closed = root.dataset.closed || "";
   let busy = false;
   const shownAt = performance.now();
 
@@ -60,6 +62,7 @@
   }
 
   function submit() {
+    if (closed) return say(closed, true);
     if (busy || answered) return;
     const chosen = form.querySelector("input[name=preference]:checked");
     if (!chosen) {
@@ -99,6 +102,7 @@
   }
 
   function undo() {
+    if (closed) return say(closed, true);
     if (busy || !answered) return;
     busy = true;
     post(root.dataset.undoUrl, { revision: revision })
@@ -151,8 +155,8 @@
       undo();
     } else if (key === "n") {
       window.location.href = root.dataset.nextUrl;
-    } else if (answered) {
-      if (/^[1-7jkc]$/.test(key) || tagKeys[key]) say("Answered already: undo (u) first to change it.", true);
+    } else if (answered || closed) {
+      if (/^[1-7jkc]$/.test(key) || tagKeys[key]) say(closed || "Answered already: undo (u) first to change it.", true);
     } else if (/^[1-7]$/.test(key)) {
       const radio = form.querySelectorAll("input[name=preference]")[Number(key) - 1];
       radio.checked = true;

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from assay.budgets import Budgets, load_budgets
 from assay.noise import NoiseFloor, below_floor
 from tests.assay.test_cli import assay, no_traceback
 from tests.assay.test_cli_gate import artifact
+from tests.assay.test_critical_reach import report
 
 
 @pytest.fixture
@@ -167,3 +169,43 @@ def test_unusable_input_is_one_worded_line_and_exit_2(
     assert proc.stderr.startswith("assay gate: error: ") and expected in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "floor.json").exists()
+
+
+def test_a_critical_query_the_a_a_runs_moved_warns_within_their_reach_and_fails_past_it(
+    tmp_path: Path,
+) -> None:
+    """The floor file carries the critical queries' A/A ranks and the deepest change to `--noise`; the
+    gate's lines say which side of the reach a critical query is (docs/metrics.md, "The drift gate",
+    item 6)."""
+    files = []
+    for name, built in [("a", report(1)), ("b", report(2, swapped_at=5)), ("c", report(1))]:
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(built))
+    floor_file = tmp_path / "floor.json"
+    suggested = assay("gate", "--suggest-budgets", *map(str, files), "--noise-out", str(floor_file))
+    for rank in (5, 6):
+        (tmp_path / f"rank-{rank}.json").write_text(json.dumps(report(rank)))
+
+    def gated(rank: int) -> Any:
+        current = str(tmp_path / f"rank-{rank}.json")
+        return assay("gate", "--current", current, "--baseline", str(files[0]), "--noise", str(floor_file))
+
+    within, past = gated(5), gated(6)
+
+    assert suggested.returncode == 0, suggested.stderr
+    assert suggested.stderr.splitlines()[-1] == (
+        "critical queries' best documents ranked, run by run: nav 1, 2, 1; lists changed down to rank 5 "
+        '(docs/metrics.md, "The drift gate", item 6)'
+    )
+    assert json.loads(floor_file.read_text())["critical"] == {"nav": [1, 2, 1]}
+    seen = "(its ranks there 1, 2, 1; lists changed down to rank 5)"
+    assert within.returncode == 0 and within.stdout.startswith("Relevance gate: WARN"), within.stdout
+    assert (
+        "WARN  critical query nav: best document (best, grade 3) at rank 5, outside the top 3 within the A/A "
+        f"runs' reach {seen}: the engine is not deterministic for it; re-run, or make it deterministic"
+    ) in within.stdout.splitlines()
+    assert past.returncode == 1 and past.stdout.startswith("Relevance gate: FAIL"), past.stdout
+    assert (
+        "FAIL  critical query nav: best document (best, grade 3) at rank 6, must be within the top 3; past "
+        f"the A/A runs' reach {seen}"
+    ) in past.stdout.splitlines()

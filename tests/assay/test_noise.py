@@ -309,10 +309,15 @@ scopes = st.fixed_dictionaries(
         for metric in GATED_METRICS
     }
 )
+ranks = st.lists(st.none() | st.integers(1, 100), min_size=1, max_size=4).map(tuple)
 floors = st.builds(
-    lambda core, strata: NoiseFloor("2026-08-01", ("a", "b"), core, strata),
+    lambda core, strata, critical, deepest: NoiseFloor(
+        "2026-08-01", ("a", "b"), core, strata, critical=critical, deepest_change=deepest
+    ),
     scopes,
     st.dictionaries(st.sampled_from(STRATA), scopes, max_size=3),
+    st.dictionaries(st.sampled_from(("q-1", "q-10")), ranks, max_size=2),
+    st.none() | st.integers(0, 100),
 )
 budget_maps = st.fixed_dictionaries({m: st.builds(Budget, thresholds, thresholds) for m in GATED_METRICS})
 budget_sets = st.builds(
@@ -447,8 +452,8 @@ def test_a_floor_file_with_bad_values_names_every_problem() -> None:
         NoiseFloor.from_dict(Budgets().to_dict())
     with pytest.raises(NoiseError, match="expected a JSON object, got list"):
         NoiseFloor.from_dict([])
-    with pytest.raises(NoiseError, match="noise_spec: expected '3', got \"4\""):
-        NoiseFloor.from_dict({**floor_of({}).to_dict(), "noise_spec": "4"})
+    with pytest.raises(NoiseError, match="noise_spec: expected '4', got \"5\""):
+        NoiseFloor.from_dict({**floor_of({}).to_dict(), "noise_spec": "5"})
 
 
 def test_an_older_floor_file_is_read_as_its_run_to_run_figures() -> None:

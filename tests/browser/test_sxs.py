@@ -1,8 +1,9 @@
 """The side-by-side rater's page in Chromium against a real server, by keyboard alone: 1-7 choose the
 scale's point, the reason letters and j/k toggle, Enter submits, u undoes, n goes on; a second tab's
-submit is refused in words; at 390 px the lists stack, keep their letters and the page does not scroll
+submit is refused in words, and so is a page left open while the study closed; a closed study's page
+says so and sends nothing; at 390 px the lists stack, keep their letters and the page does not scroll
 sideways; axe-core finds no violation in either width, nor on the reviewer's study pages (a pending
-study's too)."""
+study's and a closed one's too)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, expect
 
 from evaluation.models import EvaluationRun, PendingStudy, StudyTask, SxsStudy
-from evaluation.services.studies import StudySpec, study_create
+from evaluation.services.studies import CLOSED, StudySpec, study_create
+from evaluation.services.study_close import study_close
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page
@@ -122,6 +124,40 @@ def test_a_second_tab_is_refused_in_words(
         context.close()
 
 
+def test_a_page_left_open_while_the_study_closed_is_refused_and_a_closed_page_sends_nothing(
+    browser: Browser, live_server: Any, session_for: Session, study: SxsStudy, rita: User
+) -> None:
+    context = browser.new_context()
+    session_for(context, "alice")
+    try:
+        task = _first_task(study)
+        page = context.new_page()
+        page.goto(f"{live_server.url}/sxs/{task.token}/")
+        study_close(study=study, by=rita)
+        page.keyboard.press("7")
+        page.locator("body").focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#sxs-message")).to_have_text(CLOSED)
+
+        page.reload()
+        expect(page.locator("#sxs-closed")).to_have_text(CLOSED)
+        expect(page.locator("#sxs-submit")).to_be_disabled()
+        expect(page.locator("input[name=preference]").first).to_be_disabled()
+        sent: list[str] = []
+        page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
+        page.locator("body").focus()
+        for key in ("7", "Enter", "u"):
+            page.keyboard.press(key)
+        expect(page.locator("#sxs-message")).to_have_text(CLOSED)
+        assert sent == []
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+        task.refresh_from_db()
+        assert task.answered_at is None and task.revision == 0
+    finally:
+        context.close()
+
+
 def _pending(study: SxsStudy, status: str, reason: str = "") -> PendingStudy:
     """A study on two targets beside `study`: waiting on two queued runs (never started: no worker
     here), or failed with a reason."""
@@ -165,6 +201,13 @@ def test_the_reviewer_s_study_pages_are_accessible_and_fit_390_px(
                     assert_fits(page)
                 violations = axe_violations(page)
                 assert not violations, f"{path}: {described(violations)}"
+            if width == 390:  # the study's page closed last: its close form, then its reopen form
+                page.goto(f"{live_server.url}/studies/{study.pk}/")
+                page.locator("#study-close-form button").click()
+                expect(page.locator("#study-frozen")).to_be_visible()
+                assert_fits(page)
+                violations = axe_violations(page)
+                assert not violations, f"closed: {described(violations)}"
         finally:
             page.context.close()
     rater = sized_page(browser, session_for, "alice", 390, 844)

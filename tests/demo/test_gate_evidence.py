@@ -6,7 +6,8 @@ gated by the real gate, as `assay gate --suggest-budgets ... --noise-out` and `a
 These are statistical properties held at fixed seeds, not timings: identical re-runs gated on the budgets
 their own A/A runs suggest never FAIL on a budget; a 10-query stratum gets a wider floor than the core;
 a fail budget that noise trips is a within-noise warning naming n; the p-value and interval each finding
-shows agree with its verdict; and a deterministic engine's outputs, the rewriter's FAIL on billing among
+shows agree with its verdict; a critical query that a swap takes out of its top ranks warns, and one moved
+past the A/A runs' reach fails; and a deterministic engine's outputs, the rewriter's FAIL on billing among
 them, are what they were.
 """
 
@@ -75,16 +76,34 @@ def gates(protocols: list[Protocol], budgets: str) -> Iterator[GateResult]:
             yield compare(rerun, found.baseline, chosen, noise_floor=found.floor)
 
 
-def test_identical_reruns_gated_on_their_suggested_budgets_never_fail_on_a_budget(
-    protocols: list[Protocol],
-) -> None:
+def test_identical_reruns_gated_on_their_suggested_budgets_never_fail(protocols: list[Protocol]) -> None:
     results = list(gates(protocols, "suggested"))
 
     assert len(results) == len(SEEDS) * RERUNS
-    assert [f.message for r in results for f in r.failures if f.kind == "budget"] == []
-    # What can still fail is a fact of the run, not a change: a swap that took a critical query's best
-    # document out of its top ranks (docs/metrics.md, "The drift gate", item 6).
-    assert {f.kind for r in results for f in r.failures} <= {"critical"}
+    assert [f.message for r in results for f in r.failures] == []
+    # A swap that took a critical query's best document out of its top 3 is within the reach of the A/A
+    # runs' movement (a swap within the top 5): a warning (docs/metrics.md, "The drift gate", item 6).
+    critical = [w.message for r in results for w in r.warnings if w.kind == "critical"]
+    assert critical != []
+    assert all("lists changed down to rank 5): the engine is not deterministic" in m for m in critical)
+
+
+def test_a_critical_query_moved_past_the_a_a_runs_reach_fails_on_the_jittered_engine(
+    protocols: list[Protocol],
+) -> None:
+    best = {e["id"]: e["best_docs"][0] for e in report_of(demo_lists(rewrite=False))["critical"]}
+    for seed, found in enumerate(protocols):
+        rng = np.random.default_rng(100 + seed)
+        lists = dict(jittered(demo_lists(rewrite=False), rng))
+        ids = [doc for doc in lists["q-0408"] if doc != best["q-0408"]]
+        lists["q-0408"] = (*ids[:5], best["q-0408"], *ids[5:])  # rank 6: deeper than any swap
+        result = compare(report_of(lists), found.baseline, found.suggested, noise_floor=found.floor)
+
+        assert found.floor.deepest_change == 5
+        critical = [f for f in result.failures if f.kind == "critical"]
+        assert [f.scope for f in critical] == ["query q-0408"]
+        assert "at rank 6, must be within the top 3; past the A/A runs' reach" in critical[0].message
+        assert [w for w in result.warnings if w.scope == "query q-0408"] == []
 
 
 def test_under_budgets_below_the_floor_noise_trips_fail_budgets_and_each_is_a_within_noise_warning(

@@ -4,12 +4,15 @@ set, a rater, a token without the scope) and the worded refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from assay.sxs import Expectation
 from evaluation.models import StudyTask, SxsStudy
 from evaluation.services.studies import Answer, study_answer
 from labeling.models import GoldenSet
@@ -77,6 +80,46 @@ def test_a_reviewer_creates_a_study_and_reads_its_progress_results_and_answers(
     )
     listed = client.get("/api/v1/studies/?golden_set=help-center", **bearer(token)).json()
     assert [s["id"] for s in listed["results"]] == [study.pk]
+
+
+# The JSON types of the OpenAPI schema, as the body's values are (a float may come as an integer).
+JSON_TYPES = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
+
+
+def _component(schema: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    """The component a `$ref` (or an `allOf` of one, as drf-spectacular writes a read-only nested one)
+    names."""
+    ref = ref["allOf"][0] if "allOf" in ref else ref
+    found: dict[str, Any] = schema["components"]["schemas"][ref["$ref"].removeprefix("#/components/schemas/")]
+    return found
+
+
+def test_the_schema_declares_the_201_of_a_created_study_as_it_answers(
+    golden_set: GoldenSet, rita: User, alice: User, bob: User, token_for: TokenFor
+) -> None:
+    token = token_for(rita, "read", "studies:write")
+    schema = Client().get("/api/schema/", {"format": "json"}, **bearer(token)).json()
+    run_a, run_b = two_runs(golden_set, 4)
+
+    created = _post(token, {"run_a": run_a.pk, "run_b": run_b.pk, "raters": ["alice", "bob"]})
+
+    answer = schema["paths"]["/api/v1/studies/"]["post"]["responses"]["201"]
+    shape = _component(schema, answer["content"]["application/json"]["schema"])
+    interval = _component(schema, shape["properties"]["expected_interval"])
+    # Every figure of `assay.sxs.Expectation`, each required, and nothing else.
+    fields = {field.name for field in dataclasses.fields(Expectation)}
+    assert set(interval["properties"]) == set(interval["required"]) == fields
+    assert "expected_interval" in shape["required"]
+    body = created.json()  # type: ignore[attr-defined]
+    assert created.status_code == 201, body  # type: ignore[attr-defined]
+    assert set(body) == set(shape["properties"])
+    for name, value in body["expected_interval"].items():
+        declared = interval["properties"][name]
+        kinds = JSON_TYPES[declared["type"]]
+        assert type(value) in kinds or (value is None and declared.get("nullable")), (name, value)
+    # The runs' own verdict enum is not reused, and the list of studies keeps its own shape.
+    listed = schema["paths"]["/api/v1/studies/"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert "expected_interval" not in json.dumps(_component(schema, listed["schema"]))
 
 
 def test_bad_studies_are_refused_in_words(

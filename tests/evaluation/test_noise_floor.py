@@ -225,6 +225,10 @@ def test_an_engine_that_moves_between_runs_has_a_floor_and_budgets_below_it_warn
     assert third.gate is not None and third.gate["noise_floor"] is not None
     assert third.verdict == "warn" and third.gate["failures"] == []
     held_to = NoiseFloor.from_dict(third.gate["noise_floor"])
+    # The critical queries' ranks in the A/A runs and how deep the lists changed (the service swaps the
+    # top two hits only): a swap cannot take a critical query out of its top 3, so no critical finding.
+    assert set(held_to.critical) == {"q-0304", "q-0408", "q-0471"} and held_to.deepest_change == 2
+    assert [f for f in [*third.gate["failures"], *third.gate["warnings"]] if f["kind"] == "critical"] == []
     scopes = list(dict.fromkeys(b.scope for b in below_floor(budgets, held_to)))
     noise = [w for w in third.gate["warnings"] if w["kind"] == "noise"]
     assert [w["scope"] for w in noise] == scopes and {"core", "stratum billing"} <= set(scopes)

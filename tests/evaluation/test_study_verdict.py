@@ -14,42 +14,12 @@ from django.test import Client
 
 from evaluation.models import EvaluationRun, StudyTask, SxsStudy
 from evaluation.services import BaselineError, baseline_promote
-from evaluation.services.studies import Answer, StudySpec, study_answer, study_create, study_setting_set
+from evaluation.services.studies import study_setting_set
 from labeling.models import GoldenSet
 from tests.support.evaluation import TokenFor, bearer, token_for_fixture  # noqa: F401  (fixture by name)
-from tests.support.studies import two_runs
+from tests.support.studies import answered_study, two_runs
 
 pytestmark = pytest.mark.django_db
-
-
-def _answered_study(
-    golden_set: GoldenSet,
-    rita: User,
-    raters: list[User],
-    *,
-    candidate: int | list[int],
-    runs: tuple[EvaluationRun, EvaluationRun] | None = None,
-) -> SxsStudy:
-    """A study of 6 queries, every rater answering every query `candidate` in the candidate's favour (or,
-    given a list, the n-th query its n-th value)."""
-    run_a, run_b = runs or two_runs(golden_set, 6)
-    study = study_create(
-        spec=StudySpec(
-            run_a=run_a,
-            run_b=run_b,
-            raters=raters,
-            seed=5,
-            answers_per_query=len(raters),
-            rule={"min_lower": -0.25, "min_queries": 4, "critical_junk_fails": True},
-        ),
-        by=rita,
-    )
-    items = list(study.queries.filter(identical=False).values_list("pk", flat=True))
-    for task in StudyTask.objects.filter(study=study).select_related("rater"):
-        value = candidate[items.index(task.item_id)] if isinstance(candidate, list) else candidate
-        shown = -value if task.candidate_left else value  # as the rater saw it
-        study_answer(token=task.token, rater=task.rater, revision=0, answer=Answer(preference=shown))
-    return study
 
 
 def _page(user: User, url: str) -> str:
@@ -63,7 +33,7 @@ def _page(user: User, url: str) -> str:
 def test_the_study_page_and_both_run_pages_say_pass(
     golden_set: GoldenSet, rita: User, alice: User, bob: User
 ) -> None:
-    study = _answered_study(golden_set, rita, [alice, bob], candidate=2)
+    study = answered_study(golden_set, rita, [alice, bob], candidate=2)
 
     page = _page(rita, f"/studies/{study.pk}/")
     assert '<span class="badge pass">pass</span>' in page and "Offline against people" in page
@@ -75,7 +45,7 @@ def test_the_study_page_and_both_run_pages_say_pass(
 def test_a_study_preferring_the_baseline_fails_and_one_without_answers_says_so(
     golden_set: GoldenSet, rita: User, alice: User
 ) -> None:
-    failing = _answered_study(golden_set, rita, [alice], candidate=-3)
+    failing = answered_study(golden_set, rita, [alice], candidate=-3)
     assert '<span class="badge fail">fail</span>' in _page(rita, f"/studies/{failing.pk}/")
 
     StudyTask.objects.filter(study=failing).update(answered_at=None, preference=None, revision=2)
@@ -92,7 +62,7 @@ STRADDLING = [3, -3, 2, -2, 1, -1]  # the mean 0, widely spread: the interval re
 def test_a_study_that_cannot_tell_is_inconclusive_everywhere_with_how_many_more_queries(
     golden_set: GoldenSet, rita: User, alice: User, token_for: TokenFor
 ) -> None:
-    study = _answered_study(golden_set, rita, [alice], candidate=STRADDLING)
+    study = answered_study(golden_set, rita, [alice], candidate=STRADDLING)
     badge = '<span class="badge warn">inconclusive</span>'
 
     page = _page(rita, f"/studies/{study.pk}/")
@@ -120,8 +90,8 @@ def test_an_inconclusive_study_never_counts_as_passed_before_a_baseline(
 ) -> None:
     run_a, run_b = two_runs(golden_set, 6)
     study_setting_set(golden_set=golden_set, require_passed_study=True, by=rita)
-    inconclusive = _answered_study(golden_set, rita, [alice], candidate=STRADDLING, runs=(run_a, run_b))
-    failed = _answered_study(golden_set, rita, [alice], candidate=-3, runs=(run_a, run_b))
+    inconclusive = answered_study(golden_set, rita, [alice], candidate=STRADDLING, runs=(run_a, run_b))
+    failed = answered_study(golden_set, rita, [alice], candidate=-3, runs=(run_a, run_b))
 
     with pytest.raises(BaselineError) as error:
         baseline_promote(run=run_b, by=rita, rationale="people could not tell")
@@ -135,7 +105,7 @@ def test_an_inconclusive_study_never_counts_as_passed_before_a_baseline(
 def test_a_study_stored_by_the_older_rule_reads_with_the_new_words(
     golden_set: GoldenSet, rita: User, alice: User
 ) -> None:
-    study = _answered_study(golden_set, rita, [alice], candidate=STRADDLING)
+    study = answered_study(golden_set, rita, [alice], candidate=STRADDLING)
     _page(rita, f"/studies/{study.pk}/")
     study.refresh_from_db()
     assert study.analysis is not None and study.analysed_key.startswith("v2:")
@@ -171,7 +141,7 @@ def test_a_set_may_require_a_passed_study_before_a_baseline(
         f"run {run_b.pk} is the candidate of none (create one from its page)"
     ]
 
-    passed = _answered_study(golden_set, rita, [alice, bob], candidate=3, runs=(run_a, run_b))
+    passed = answered_study(golden_set, rita, [alice, bob], candidate=3, runs=(run_a, run_b))
     baseline_promote(run=passed.run_b, by=rita, rationale="people prefer it")
     assert EvaluationRun.objects.get(pk=passed.run_b.pk).baselines.exists()
 

@@ -140,7 +140,7 @@ def test_use_this_configuration_saves_the_winner_on_the_target_and_starts_a_run(
     assert (adoption.adopted_by, adoption.rationale) == (rita, "held out +0.05")
     assert adoption.run.triggered_by == rita and adoption.run.effective_params == {"rewrite": True, **winner}
     page = html_text(client.get(f"/experiments/{experiment.pk}/").content.decode())
-    assert f"run #{adoption.run.pk}" in page and "held out +0.05" in page
+    assert adoption.run.label in page and "held out +0.05" in page
 
 
 def test_cancel_from_the_page(rita: User, version: GoldenVersion, target: SearchTarget) -> None:

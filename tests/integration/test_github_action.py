@@ -238,9 +238,9 @@ def test_the_documented_workflow_gives_the_action_inputs_it_declares() -> None:
 
 # --- the workflow and action files against GitHub's schemas --------------------------------------------
 #
-# actionlint cannot be installed here (docs/cli.md, "GitHub Action"): check-jsonschema (the dev extra)
-# validates the files offline against the schemas it ships (SchemaStore's workflow and action schemas),
-# which catches misspelt or misplaced keys, missing required ones and wrong value types.
+# check-jsonschema (the dev extra) validates the files offline against the schemas it ships (SchemaStore's
+# workflow and action schemas), which catches misspelt or misplaced keys, missing required ones and wrong
+# value types; actionlint checks them beside it (tests/integration/test_actionlint.py).
 
 
 def _docs_workflows() -> list[str]:

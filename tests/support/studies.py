@@ -1,13 +1,14 @@
 """Builders for the side-by-side study tests: two finished runs of one golden version with the result
 lists a test chooses, written straight to the database (no engine is called: the study reads only what a
-run stored), and the set's documents their cards show."""
+run stored), the set's documents their cards show, and a study answered through the rater's service."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
+from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget, StudyTask, SxsStudy
+from evaluation.services.studies import Answer, StudySpec, study_answer, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import Document, GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
@@ -116,3 +117,33 @@ def study_form(**changes: Any) -> dict[str, Any]:
         "min_queries": 20,
     }
     return {**form, **changes}
+
+
+def answered_study(
+    golden_set: GoldenSet,
+    rita: Any,
+    raters: Sequence[Any],
+    *,
+    candidate: int | list[int],
+    runs: tuple[EvaluationRun, EvaluationRun] | None = None,
+) -> SxsStudy:
+    """A study of 6 queries, every rater answering every query `candidate` in the candidate's favour (or,
+    given a list, the n-th query its n-th value)."""
+    run_a, run_b = runs or two_runs(golden_set, 6)
+    study = study_create(
+        spec=StudySpec(
+            run_a=run_a,
+            run_b=run_b,
+            raters=raters,
+            seed=5,
+            answers_per_query=len(raters),
+            rule={"min_lower": -0.25, "min_queries": 4, "critical_junk_fails": True},
+        ),
+        by=rita,
+    )
+    items = list(study.queries.filter(identical=False).values_list("pk", flat=True))
+    for task in StudyTask.objects.filter(study=study).select_related("rater"):
+        value = candidate[items.index(task.item_id)] if isinstance(candidate, list) else candidate
+        shown = -value if task.candidate_left else value  # as the rater saw it
+        study_answer(token=task.token, rater=task.rater, revision=0, answer=Answer(preference=shown))
+    return study

@@ -18,11 +18,24 @@ from django.db import connection
 from tests.support.processes import REPO
 
 WAIT_S = 60.0
+
+
+def needs_redis_broker() -> pytest.MarkDecorator:
+    """The mark of a test that talks to Redis as the broker (CI and `make test` set REDIS_URL)."""
+    from django.conf import settings
+
+    return pytest.mark.skipif(
+        not settings.CELERY_BROKER_URL.startswith("redis://"),
+        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
+    )
+
+
 # Broadcast chatter between workers is of no use to these tests and costs a second at start.
 FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """The test database pytest-django made, as DATABASE_URL for a process the tests start."""
     db = connection.settings_dict
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
@@ -146,7 +159,7 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
     def start(name: str, *, beat: bool = False, **env: str) -> Worker:
         environment = {
             **os.environ,
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": url,
             "CELERY_BROKER_URL": url,
             "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
