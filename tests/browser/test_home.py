@@ -34,7 +34,7 @@ def home_fixture(golden_set: GoldenSet, other_set: GoldenSet, rita: User, victor
 def test_the_home_page_lists_what_waits_and_each_link_opens_its_page(
     browser: Browser, live_server: Any, session_for: Session, home: Home, width: int
 ) -> None:
-    page = sized_page(browser, session_for, "rita", width, 900 if width > 390 else 844)
+    page = sized_page(browser, session_for, "rita", width, 844)
     try:
         page.goto(f"{live_server.url}/")
         expect(page.locator("#waiting-title")).to_have_text("What waits for you")

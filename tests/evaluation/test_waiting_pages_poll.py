@@ -17,7 +17,7 @@ from tests.support.studies import two_runs
 
 pytestmark = pytest.mark.django_db
 
-HX = {"HTTP_HX_REQUEST": "true"}
+HX = {"HX-Request": "true"}
 Status = EvaluationRun.Status
 
 
@@ -51,12 +51,12 @@ def test_a_pending_study_s_page_follows_its_runs_and_reloads_once_the_study_is_m
     assert _polls(page, status_url) and "Reload this page" not in page
     assert "This page follows the runs as they search" in page
 
-    waiting = client.get(status_url, **HX)
+    waiting = client.get(status_url, headers=HX)
     assert waiting.status_code == 200 and "HX-Refresh" not in waiting
     assert _polls(waiting.content.decode(), status_url) and "running" in waiting.content.decode()
 
     EvaluationRun.objects.filter(pk__in=[pending.run_a_id, pending.run_b_id]).update(status=Status.SUCCEEDED)
-    made = client.get(status_url, **HX)
+    made = client.get(status_url, headers=HX)
     study = SxsStudy.objects.get()
     assert made["HX-Refresh"] == "true" and not _polls(made.content.decode(), status_url)
     assert f'href="/studies/{study.pk}/"' in made.content.decode()
@@ -71,7 +71,7 @@ def test_a_pending_study_whose_run_failed_stops_polling_and_says_why(
     client = logged_in(rita)
     status_url = f"/studies/pending/{pending.pk}/status/"
     EvaluationRun.objects.filter(pk=pending.run_b_id).update(status=Status.FAILED, error_message="HTTP 500")
-    failed = client.get(status_url, **HX)
+    failed = client.get(status_url, headers=HX)
     assert failed["HX-Refresh"] == "true"
     page = client.get(f"/studies/pending/{pending.pk}/").content.decode()
     assert not _polls(page, status_url) and 'id="pending-reason"' in page and "HTTP 500" in page
@@ -86,10 +86,10 @@ def test_a_pending_row_on_the_study_list_polls_until_the_study_is_made(
     row_url = f"/studies/pending/{pending.pk}/row/"
     listing = client.get("/sets/help-center/studies/").content.decode()
     assert _polls(listing, row_url)
-    assert _polls(client.get(row_url, **HX).content.decode(), row_url)
+    assert _polls(client.get(row_url, headers=HX).content.decode(), row_url)
 
     EvaluationRun.objects.filter(pk__in=[pending.run_a_id, pending.run_b_id]).update(status=Status.SUCCEEDED)
-    row = client.get(row_url, **HX).content.decode()
+    row = client.get(row_url, headers=HX).content.decode()
     study = SxsStudy.objects.get()
     assert not _polls(row, row_url) and f'made: <a href="/studies/{study.pk}/">the study</a>' in row
 
@@ -105,7 +105,7 @@ def test_an_experiment_s_row_polls_while_it_is_queued_or_running(
     assert not _polls(listing, f"/experiments/{home.finished_lately.pk}/row/")
 
     Experiment.objects.filter(pk=home.running.pk).update(status=Experiment.Status.SUCCEEDED, done=4)
-    row = client.get(running_url, **HX).content.decode()
+    row = client.get(running_url, headers=HX).content.decode()
     assert not _polls(row, running_url) and "succeeded" in row and "4/4" in row
 
 
@@ -114,6 +114,6 @@ def test_the_polled_fragments_are_the_set_s_reviewers_only(
     pending: PendingStudy, alice: User, victor: User, path: str, other_set: Any
 ) -> None:
     for user in (alice, victor):
-        assert logged_in(user).get(path.format(pk=pending.pk), **HX).status_code == 404
+        assert logged_in(user).get(path.format(pk=pending.pk), headers=HX).status_code == 404
     pending.refresh_from_db()
     assert pending.status == PendingStudy.Status.WAITING
