@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evaluation.home_models import VISIT_GAP, HomeSeen
 from evaluation.home_selectors import SHOWN
-from evaluation.models import EvaluationRun, PendingStudy
+from evaluation.models import EvaluationRun, Experiment, PendingStudy
 from labeling.models import GoldenSet
 from tests.support.evaluation import logged_in, page_text, section_text
-from tests.support.home import DAY, HOUR, Home, _failed_run, home_world
+from tests.support.home import (
+    DAY,
+    HOUR,
+    Home,
+    answer,
+    experiment_of,
+    failed_run_at,
+    home_world,
+    study_of,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -151,7 +163,7 @@ def test_a_pending_study_whose_run_failed_is_settled_by_the_visit(home: Home, ri
 
 def test_a_long_list_shows_the_first_ones_and_counts_the_rest(home: Home, rita: User) -> None:
     for _ in range(SHOWN + 2):
-        _failed_run(home.waiting, DAY, "HTTP 503")
+        failed_run_at(home.waiting, DAY, "HTTP 503")
     page = logged_in(rita).get("/")
     failed = section_text(page, "home-failed")
     assert failed.count("HTTP 503") == SHOWN and "and 3 more: every failed run" in failed
@@ -179,3 +191,19 @@ def test_a_view_after_a_quiet_half_hour_begins_a_new_visit() -> None:
 def test_an_anonymous_request_goes_to_the_login_page_and_records_no_visit(db: None) -> None:
     assert Client().get("/").status_code == 302
     assert not HomeSeen.objects.exists()
+
+
+def test_the_lists_read_the_same_number_of_queries_however_many_rows_they_show(
+    home: Home, rita: User, django_assert_num_queries: Any
+) -> None:
+    client = logged_in(rita)
+    client.get("/")
+    with CaptureQueriesContext(connection) as few:
+        client.get("/")
+    for _ in range(5):
+        failed_run_at(home.waiting, DAY, "HTTP 503")
+        experiment_of(home.waiting, Experiment.Status.CANCELLED, HOUR)
+        answer(study_of(home.waiting.golden_set, rita, home.waiting.raters.get(), "another"), 1)
+    with django_assert_num_queries(len(few)):
+        page = client.get("/")
+    assert section_text(page, "home-failed").count("HTTP 503") == 5

@@ -41,13 +41,13 @@ def answer(study: SxsStudy, count: int) -> None:
         StudyTask.objects.filter(pk=task.pk).update(answered_at=timezone.now(), preference=1, revision=1)
 
 
-def _study(golden_set: GoldenSet, by: User, rater: User, name: str) -> SxsStudy:
+def study_of(golden_set: GoldenSet, by: User, rater: User, name: str) -> SxsStudy:
     run_a, run_b = two_runs(golden_set, 3)
     spec = StudySpec(run_a=run_a, run_b=run_b, raters=[rater], seed=1, answers_per_query=1, name=name)
     return study_create(spec=spec, by=by)
 
 
-def _pending(study: SxsStudy, name: str, status: str = PendingStudy.Status.WAITING) -> PendingStudy:
+def pending_study(study: SxsStudy, name: str, status: str = PendingStudy.Status.WAITING) -> PendingStudy:
     runs = [
         EvaluationRun.objects.create(golden_version=study.golden_version, target=study.run_a.target)
         for _ in range(2)
@@ -65,7 +65,7 @@ def _pending(study: SxsStudy, name: str, status: str = PendingStudy.Status.WAITI
     )
 
 
-def _experiment(study: SxsStudy, status: str, ago: timedelta | None) -> Experiment:
+def experiment_of(study: SxsStudy, status: str, ago: timedelta | None) -> Experiment:
     final = status in Experiment.FINAL
     return Experiment.objects.create(
         golden_version=study.golden_version,
@@ -80,7 +80,7 @@ def _experiment(study: SxsStudy, status: str, ago: timedelta | None) -> Experime
     )
 
 
-def _failed_run(study: SxsStudy, ago: timedelta, message: str) -> EvaluationRun:
+def failed_run_at(study: SxsStudy, ago: timedelta, message: str) -> EvaluationRun:
     return EvaluationRun.objects.create(
         golden_version=study.golden_version,
         target=study.run_a.target,
@@ -93,25 +93,25 @@ def _failed_run(study: SxsStudy, ago: timedelta, message: str) -> EvaluationRun:
 
 def home_world(golden_set: GoldenSet, other_set: GoldenSet, rita: User, victor: User, alice: User) -> Home:
     other_set.raters.add(alice)
-    waiting = _study(golden_set, rita, alice, "ranker v2 against the baseline")
+    waiting = study_of(golden_set, rita, alice, "ranker v2 against the baseline")
     answer(waiting, 1)
-    answered = _study(golden_set, rita, alice, "synonyms on")
+    answered = study_of(golden_set, rita, alice, "synonyms on")
     answer(answered, 3)
-    elsewhere_study = _study(other_set, victor, alice, "docs ranker")
+    elsewhere_study = study_of(other_set, victor, alice, "docs ranker")
     return Home(
         waiting=waiting,
         answered=answered,
-        pending=_pending(waiting, "msm1 on targets"),
-        pending_failed=_pending(waiting, "broken on targets", PendingStudy.Status.FAILED),
-        finished_lately=_experiment(waiting, Experiment.Status.SUCCEEDED, HOUR),
-        finished_before=_experiment(waiting, Experiment.Status.FAILED, 3 * DAY),
-        running=_experiment(waiting, Experiment.Status.RUNNING, None),
-        failed_lately=_failed_run(waiting, 2 * DAY, "every one of the 3 queries errored: HTTP 500"),
-        failed_long_ago=_failed_run(waiting, 10 * DAY, "connection refused"),
+        pending=pending_study(waiting, "msm1 on targets"),
+        pending_failed=pending_study(waiting, "broken on targets", PendingStudy.Status.FAILED),
+        finished_lately=experiment_of(waiting, Experiment.Status.SUCCEEDED, HOUR),
+        finished_before=experiment_of(waiting, Experiment.Status.FAILED, 3 * DAY),
+        running=experiment_of(waiting, Experiment.Status.RUNNING, None),
+        failed_lately=failed_run_at(waiting, 2 * DAY, "every one of the 3 queries errored: HTTP 500"),
+        failed_long_ago=failed_run_at(waiting, 10 * DAY, "connection refused"),
         elsewhere={
             "study": elsewhere_study,
-            "pending": _pending(elsewhere_study, "docs on targets"),
-            "experiment": _experiment(elsewhere_study, Experiment.Status.SUCCEEDED, HOUR),
-            "run": _failed_run(elsewhere_study, DAY, "timed out"),
+            "pending": pending_study(elsewhere_study, "docs on targets"),
+            "experiment": experiment_of(elsewhere_study, Experiment.Status.SUCCEEDED, HOUR),
+            "run": failed_run_at(elsewhere_study, DAY, "timed out"),
         },
     )
