@@ -59,6 +59,7 @@ from evaluation.services.experiments import (
     no_winner_text,
 )
 from evaluation.services.unjudged import gaps_judge_offer
+from evaluation.views.access_helpers import settled
 from evaluation.views.runs import query_link, say
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
@@ -110,6 +111,14 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
         raise Http404("nothing here")
     experiments = access.experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
     return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
+
+
+@require_GET
+def experiment_row(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """One row of the experiment list, polled while the experiment is queued or running (htmx swaps the
+    row; a settled one stops asking)."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    return render(request, "evaluation/_experiment_row.html", {"e": experiment})
 
 
 @require_http_methods(["GET", "POST"])
@@ -168,9 +177,7 @@ def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpRespons
     response = render(
         request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
     )
-    if progress["final"] and request.headers.get("HX-Request"):
-        response["HX-Refresh"] = "true"
-    return response
+    return settled(request, response, progress["final"])
 
 
 def _cell(value: Any, *, signed: bool = False) -> str:

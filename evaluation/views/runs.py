@@ -47,7 +47,7 @@ from evaluation.report_page import (
     rescore_context,
     run_snapshot,
 )
-from evaluation.views.access_helpers import get_run, problems_message, require_evaluation_user
+from evaluation.views.access_helpers import get_run, problems_message, require_evaluation_user, settled
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.lists import list_page
 from labeling.roles import reviews
@@ -87,9 +87,7 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_run(request, run_id)
     progress = selectors.run_progress(run=run)
     response = render(request, "evaluation/_progress.html", {"run": run, "progress": progress})
-    if progress["final"] and request.headers.get("HX-Request"):
-        response["HX-Refresh"] = "true"
-    return response
+    return settled(request, response, progress["final"])
 
 
 # ------------------------------------------------------------------------------------- runs: trigger
