@@ -18,6 +18,8 @@ docs/architecture.md's table to the tree):
 - `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the
   budgeted gate;
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
+- `assay.overlap`: how much two result lists overlap (Jaccard@k, rank-biased overlap), per query and as a
+  mean with its interval;
 - `assay.experiment`: parameter sweeps ranked on tuning queries and confirmed on held-out ones;
 - `assay.sxs`: side-by-side studies' analysis and verdict (docs/sxs.md);
 - `assay.sweep_charts`: an experiment's line chart and heat map;

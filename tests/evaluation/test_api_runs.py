@@ -18,6 +18,8 @@ from django.test import Client
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
+from assay.changes import report_seed
+from assay.overlap import report_overlap
 from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.services import target_create
@@ -205,6 +207,12 @@ def test_the_verdict_names_what_tripped_it_with_top_losers_and_markdown(
     assert markdown.startswith("### Relevance gate: **FAIL**")
     assert "| q-3 |" in markdown
     assert f"[Full report](http://testserver/runs/{scene.current.pk}/)" in markdown
+    # how much the lists moved, beside the verdict (docs/metrics.md, "Overlap")
+    expected = report_overlap(
+        scene.current.report, scene.baseline.report, seed=report_seed(scene.current.report)
+    )
+    assert expected is not None and verdict["overlap"] == expected.to_dict()
+    assert "Overlap with the baseline (Jaccard@" in markdown
 
 
 def test_the_verdict_of_a_run_without_a_baseline_says_so(
@@ -213,6 +221,7 @@ def test_the_verdict_of_a_run_without_a_baseline_says_so(
     run = finished()
     verdict = Client().get(f"/api/v1/runs/{run.pk}/verdict/", **bearer(token_for(rita))).json()
     assert verdict["verdict"] == "none" and verdict["baseline_run"] is None
+    assert verdict["overlap"] is None
     assert verdict["summary_markdown"].startswith("### Relevance gate: **no baseline**")
     assert "| nDCG@k | " in verdict["summary_markdown"]
 
