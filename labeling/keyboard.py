@@ -73,7 +73,13 @@ KEYS: tuple[Key, ...] = (
         },
     ),
     *(
-        Key((REASON_KEYS[tag],), "reason", f"reason: {REASON_LABELS[tag]}", {SXS: "tick or untick it"}, tag)
+        Key(
+            (REASON_KEYS[tag],),
+            "reason",
+            f"reason: {REASON_LABELS[tag]}",
+            {SXS: "tick or untick the reason"},
+            tag,
+        )
         for tag in REASONS
     ),
     Key(("h",), "junk_left", "junk in L", {SXS: "tick or untick junk in L's top three"}),

@@ -87,6 +87,7 @@
       const words = options.unsaved(how);
       if (!words || warned) return true;
       warned = true;
+      toggleHelp(false); // the words show on the page, not behind the help
       options.say(words);
       return false;
     }

@@ -77,15 +77,21 @@ def _keymap(body: str) -> dict[str, list[object]]:
     return dict(json.loads(found.group(1)))
 
 
-def _help_rows(body: str) -> list[tuple[str, str]]:
+def _help_rows(body: str) -> list[tuple[str, str, str]]:
     dialog = body.split('<dialog class="keys-help" id="help"', 1)[1].split("</dialog>", 1)[0]
-    rows = re.findall(r'<tr data-action="([^"]+)"><td class="keys-cell">.*?</td><td>(.*?)</td></tr>', dialog)
-    return [(action, html.unescape(does)) for action, does in rows]
+    rows = re.findall(
+        r'<tr data-action="([^"]+)"><td class="keys-cell">.*?</td>'
+        r"<td><strong>(.*?)</strong>: (.*?)</td></tr>",
+        dialog,
+    )
+    return [(action, html.unescape(name), html.unescape(does)) for action, name, does in rows]
 
 
-def _expected(page: str, digits: list[int]) -> tuple[dict[str, list[object]], list[tuple[str, str]]]:
+def _expected(page: str, digits: list[int]) -> tuple[dict[str, list[object]], list[tuple[str, str, str]]]:
     keys = page_keys(page, digits)
-    return {k: list(v) for k, v in keys.keymap.items()}, [(row.action, row.does) for row in keys.rows]
+    return {k: list(v) for k, v in keys.keymap.items()}, [
+        (row.action, row.name, row.does) for row in keys.rows
+    ]
 
 
 @pytest.mark.django_db
