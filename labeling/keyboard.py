@@ -171,6 +171,12 @@ def page_keys(page: str, digits: list[int]) -> PageKeys:
     return PageKeys(tuple(rows), keymap, first)
 
 
+def key_of(action: str) -> str:
+    """An action's first key as shown, for words that name it ("undo (u) first")."""
+    key = next(key for key in KEYS if key.action == action)
+    return SHOWN.get(key.keys[0], key.keys[0])
+
+
 def keys_markdown() -> str:
     """The table of docs/labeling.md, "Keyboard": every key, its meaning and what it does on each page."""
     head = ["key", "means", *(f"on {title}" for title in PAGES.values())]

@@ -14,9 +14,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from assay.sxs import REASONS
-from evaluation.services.studies import StudySpec, study_create
+from evaluation.services.studies import ALREADY, StudySpec, study_create
 from evaluation.study_models import StudyTask
-from labeling.keyboard import GRADING, KEYS, PAGES, REASON_KEYS, SXS, keys_markdown, page_keys
+from labeling.keyboard import GRADING, KEYS, PAGES, REASON_KEYS, SXS, key_of, keys_markdown, page_keys
 from labeling.models import Assignment, GoldenSet
 from tests.conftest import REPO
 from tests.support.studies import two_runs
@@ -69,6 +69,11 @@ def test_a_page_gets_its_own_rows_and_its_scale_as_digits() -> None:
     assert [row.action for row in sxs.rows] == [key.action for key in KEYS if SXS in key.does]
     with pytest.raises(ValueError, match="no page 'queue' has keys"):
         page_keys("queue", [])
+
+
+def test_words_that_name_a_key_name_the_table_s() -> None:
+    assert (key_of("undo"), key_of("close"), key_of("next_item")) == ("u", "Esc", "j")
+    assert f"undo ({key_of('undo')}) first" in ALREADY
 
 
 def _keymap(body: str) -> dict[str, list[object]]:
