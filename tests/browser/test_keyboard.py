@@ -8,7 +8,7 @@ for the same meaning on both), and a key the page does not use changes nothing (
 grades, focus, words, address and the database stay as they were). `?` opens the help, which lists
 exactly the page's keys; axe-core finds no violation with it open; `Esc` closes it. Leaving each page
 with an unsaved choice, by its next-query key, by a link and by closing the tab, warns once; the second
-attempt goes."""
+attempt goes. On a phone the line of keys rests and the help fits the screen."""
 
 from __future__ import annotations
 
@@ -473,5 +473,25 @@ def test_nothing_unsaved_leaves_at_once(
         page.locator("header.topbar a", has_text="My queue").click()
         page.wait_for_url(f"{live_server.url}/queue/")
         assert asked == []
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("kind", ["everyday grading", "side by side"])
+def test_on_a_phone_the_line_of_keys_rests_and_the_help_fits(
+    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
+) -> None:
+    rp = _open(browser, live_server, session_for, work, kind)
+    page = rp.page
+    try:
+        expect(page.locator("#keys-line")).to_be_visible()
+        page.set_viewport_size({"width": 390, "height": 844})
+        expect(page.locator("#keys-line")).to_be_hidden()
+        page.keyboard.press("?")
+        box = page.locator("#help").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        expect(page.locator("#help-close")).to_be_focused()
+        violations = axe_violations(page)
+        assert not violations, described(violations)
     finally:
         page.context.close()
