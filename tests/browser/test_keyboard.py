@@ -13,7 +13,7 @@ attempt goes. On a phone the line of keys rests and the help fits the screen."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,16 @@ def _open(
         opened.assignment = assignment
     opened.reopen()
     return opened
+
+
+@pytest.fixture
+def rater_page(
+    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
+) -> Iterator[RaterPage]:
+    """alice's page of the test's kind, in a browser context of its own (closed after the test)."""
+    rp = _open(browser, live_server, session_for, work, kind)
+    yield rp
+    rp.page.context.close()
 
 
 # --- what the page shows and holds, for "changes nothing" ------------------------------------------------
@@ -348,30 +358,27 @@ def test_every_action_of_the_table_has_its_check() -> None:
 
 @pytest.mark.parametrize("kind", PAGE_KINDS)
 def test_every_key_means_what_the_table_says_on_every_rater_page(
-    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
+    rater_page: RaterPage, live_server: Any, kind: str
 ) -> None:
-    rp = _open(browser, live_server, session_for, work, kind)
+    rp = rater_page
     page_name = SXS if rp.task is not None else GRADING
-    try:
-        helped = [row.action for row in rp.keys.rows]
-        assert helped == [key.action for key in KEYS if page_name in key.does]
-        pressed: set[str] = set()
-        for key in KEYS:
-            used = page_name in key.does
-            for k in _pressed(key, rp.keys):
-                if used:
-                    action, arg = rp.keys.keymap[k]
-                    MEANINGS[action](rp, k, arg)
-                    pressed.add(k)
-                else:
-                    _blur(rp.page)
-                    before = _snapshot(rp)
-                    rp.page.keyboard.press(k)
-                    rp.page.wait_for_timeout(150)  # a key that did act would have shown by now
-                    assert _snapshot(rp) == before, f"{k!r} is not used on the {kind} page, yet it acted"
-        assert pressed == set(rp.keys.keymap)
-    finally:
-        rp.page.context.close()
+    helped = [row.action for row in rp.keys.rows]
+    assert helped == [key.action for key in KEYS if page_name in key.does]
+    pressed: set[str] = set()
+    for key in KEYS:
+        used = page_name in key.does
+        for k in _pressed(key, rp.keys):
+            if used:
+                action, arg = rp.keys.keymap[k]
+                MEANINGS[action](rp, k, arg)
+                pressed.add(k)
+            else:
+                _blur(rp.page)
+                before = _snapshot(rp)
+                rp.page.keyboard.press(k)
+                rp.page.wait_for_timeout(150)  # a key that did act would have shown by now
+                assert _snapshot(rp) == before, f"{k!r} is not used on the {kind} page, yet it acted"
+    assert pressed == set(rp.keys.keymap)
 
 
 # --- leaving with an unsaved choice ------------------------------------------------------------------------
@@ -409,89 +416,78 @@ def _said(rp: RaterPage):
 
 @pytest.mark.parametrize("kind", PAGE_KINDS)
 def test_leaving_with_an_unsaved_choice_warns_once_by_key_link_or_closing_the_tab(
-    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
+    rater_page: RaterPage, live_server: Any, kind: str
 ) -> None:
-    rp = _open(browser, live_server, session_for, work, kind)
+    rp = rater_page
     page = rp.page
-    try:
-        # By the next-query key: warned, still here; again: gone.
-        _unsaved_choice(rp)
-        _blur(page)
-        page.keyboard.press("n")
-        expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
-        assert page.url == rp.url
-        page.keyboard.press("n")
-        page.wait_for_url(lambda url: url != rp.url)
-        if rp.assignment is not None:  # the query comes back for the rest
-            Query.objects.filter(pk=rp.assignment.query_id).update(status=Query.Status.ACTIVE)
+    # By the next-query key: warned, still here; again: gone.
+    _unsaved_choice(rp)
+    _blur(page)
+    page.keyboard.press("n")
+    expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
+    assert page.url == rp.url
+    page.keyboard.press("n")
+    page.wait_for_url(lambda url: url != rp.url)
+    if rp.assignment is not None:  # the query comes back for the rest
+        Query.objects.filter(pk=rp.assignment.query_id).update(status=Query.Status.ACTIVE)
 
-        # By a link (the top bar's "My queue"): warned once, then gone.
-        rp.reopen()
-        _unsaved_choice(rp)
-        link = page.locator("header.topbar a", has_text="My queue")
-        link.click()
-        expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
-        assert page.url == rp.url
-        link.click()
-        page.wait_for_url(f"{live_server.url}/queue/")
-        if rp.assignment is not None:
-            Query.objects.filter(pk=rp.assignment.query_id).update(status=Query.Status.ACTIVE)
+    # By a link (the top bar's "My queue"): warned once, then gone.
+    rp.reopen()
+    _unsaved_choice(rp)
+    link = page.locator("header.topbar a", has_text="My queue")
+    link.click()
+    expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
+    assert page.url == rp.url
+    link.click()
+    page.wait_for_url(f"{live_server.url}/queue/")
+    if rp.assignment is not None:
+        Query.objects.filter(pk=rp.assignment.query_id).update(status=Query.Status.ACTIVE)
 
-        # Closing the tab: the browser asks once (beforeunload); kept, the page says why; closing again goes.
-        rp.reopen()
-        _unsaved_choice(rp)
-        asked = _dialogs(page)
-        with page.expect_event("dialog"):
-            page.close(run_before_unload=True)
-        expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
-        assert asked == ["beforeunload"] and not page.is_closed()
-        with page.expect_event("close"):
-            page.close(run_before_unload=True)
-        assert asked == ["beforeunload"]
-    finally:
-        page.context.close()
+    # Closing the tab: the browser asks once (beforeunload); kept, the page says why; closing again goes.
+    rp.reopen()
+    _unsaved_choice(rp)
+    asked = _dialogs(page)
+    with page.expect_event("dialog"):
+        page.close(run_before_unload=True)
+    expect(_said(rp)).to_contain_text("not submitted" if rp.task else "not saved")
+    assert asked == ["beforeunload"] and not page.is_closed()
+    with page.expect_event("close"):
+        page.close(run_before_unload=True)
+    assert asked == ["beforeunload"]
 
 
 @pytest.mark.parametrize("kind", PAGE_KINDS)
-def test_nothing_unsaved_leaves_at_once(
-    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
-) -> None:
+def test_nothing_unsaved_leaves_at_once(rater_page: RaterPage, live_server: Any, kind: str) -> None:
     """No warning where nothing would be lost: an answer submitted, a grading page whose grades are saved
     (the grading page's next-query key still says once that the query is not marked done)."""
-    rp = _open(browser, live_server, session_for, work, kind)
+    rp = rater_page
     page = rp.page
-    try:
-        if rp.task is not None:
-            page.keyboard.press("3")
-            _blur(page)
-            page.keyboard.press("Enter")
-            expect(_said(rp)).to_contain_text("Answered.")
-        else:
-            page.keyboard.press("1")
-            expect(_focused(rp).locator(".save-state")).to_have_text("Saved")
-        asked = _dialogs(page)
-        page.locator("header.topbar a", has_text="My queue").click()
-        page.wait_for_url(f"{live_server.url}/queue/")
-        assert asked == []
-    finally:
-        page.context.close()
+    if rp.task is not None:
+        page.keyboard.press("3")
+        _blur(page)
+        page.keyboard.press("Enter")
+        expect(_said(rp)).to_contain_text("Answered.")
+    else:
+        page.keyboard.press("1")
+        expect(_focused(rp).locator(".save-state")).to_have_text("Saved")
+    asked = _dialogs(page)
+    page.locator("header.topbar a", has_text="My queue").click()
+    page.wait_for_url(f"{live_server.url}/queue/")
+    assert asked == []
 
 
 @pytest.mark.parametrize("kind", ["everyday grading", "side by side"])
 def test_on_a_phone_the_line_of_keys_rests_and_the_help_fits(
-    browser: Browser, live_server: Any, session_for: Session, work: dict[str, Any], kind: str
+    rater_page: RaterPage, live_server: Any, kind: str
 ) -> None:
-    rp = _open(browser, live_server, session_for, work, kind)
+    rp = rater_page
     page = rp.page
-    try:
-        expect(page.locator("#keys-line")).to_be_visible()
-        page.set_viewport_size({"width": 390, "height": 844})
-        expect(page.locator("#keys-line")).to_be_hidden()
-        page.keyboard.press("?")
-        box = page.locator("#help").bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
-        expect(page.locator("#help-close")).to_be_focused()
-        violations = axe_violations(page)
-        assert not violations, described(violations)
-    finally:
-        page.context.close()
+    expect(page.locator("#keys-line")).to_be_visible()
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator("#keys-line")).to_be_hidden()
+    page.keyboard.press("?")
+    box = page.locator("#help").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    expect(page.locator("#help-close")).to_be_focused()
+    violations = axe_violations(page)
+    assert not violations, described(violations)
