@@ -31,6 +31,7 @@ from evaluation.services.studies import (
     study_undo,
 )
 from evaluation.study_models import TOKEN_SHAPE, StudyTask, SxsStudy
+from labeling.keyboard import REASON_KEYS, SXS, page_keys
 from labeling.roles import rated_filter
 
 # The seven points as the rater reads them, left to right (the stored value is the position minus 4).
@@ -43,16 +44,6 @@ SCALE = (
     (2, "R better"),
     (3, "R much better"),
 )
-# The reason tags' keys (the digits 1-7 are the scale's).
-REASON_KEYS = {
-    "relevance": "r",
-    "snippet": "t",
-    "duplicates": "d",
-    "surface": "v",
-    "missing": "m",
-    "freshness": "f",
-    "other": "o",
-}
 
 
 def _own_task(request: HttpRequest, token: str) -> StudyTask:
@@ -121,7 +112,9 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
     mine = StudyTask.objects.filter(study_id=task.study_id, rater_id=request.user.pk).aggregate(
         total=Count("id"), done=Count("id", filter=Q(answered_at__isnull=False))
     )
-    reasons = [(tag, REASON_LABELS.get(tag, tag), REASON_KEYS.get(tag, "")) for tag in REASONS]
+    reasons = [(tag, REASON_LABELS.get(tag, tag), REASON_KEYS[tag]) for tag in REASONS]
+    # The seven points are keyed 1-7, left to right.
+    keyboard = page_keys(SXS, list(range(1, len(SCALE) + 1)))
     return render(
         request,
         "evaluation/study_task.html",
@@ -130,8 +123,9 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
             "item": task.item,
             "filters": sorted(task.item.filters.items()),
             "sides": [("Left", "L", left), ("Right", "R", right)],
-            "scale": [(value, label, value + 4) for value, label in SCALE],
+            "scale": [(v, label, key) for (v, label), key in zip(SCALE, keyboard.digits, strict=True)],
             "reasons": reasons,
+            "keyboard": keyboard,
             "chosen_reasons": set(task.reasons),
             "instructions": task.study.instructions,
             "mine": mine,

@@ -47,6 +47,7 @@ from evaluation.study_models import (
     SxsStudy,
     sides_undone,
 )
+from labeling.keyboard import key_of
 from labeling.models import Document, GoldenSet
 from labeling.roles import is_rater, rated_filter, reviews
 
@@ -491,7 +492,10 @@ SECOND_TAB = (
     "This query was answered or undone in another tab or window since this page was drawn: nothing was "
     "saved. Reload the page to see your answer as it stands."
 )
-ALREADY = "You have answered this query already: undo (u) first to change your answer. Nothing was saved."
+ALREADY = (
+    f"You have answered this query already: undo ({key_of('undo')}) first to change your answer. "
+    "Nothing was saved."
+)
 CLOSED = (
     "This study is closed: its reviewers have read its verdict from the answers as they stood, so no "
     "answer is saved or undone any more. Nothing changed."

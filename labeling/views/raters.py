@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.inputs import MAX_DB_INT, id_number
 from assay.jsonin import JsonInputError, json_loads
 from labeling import selectors, services
+from labeling.keyboard import GRADING, page_keys
 from labeling.lists import Filter, ListSpec, Sort, contains, equals, list_page, ordered
 from labeling.models import Assignment, CantJudgeMark, Query
 from labeling.views.access import get_assignment_for_rater, require_rater
@@ -115,6 +116,7 @@ def grade(request: HttpRequest, pk: int) -> HttpResponse:
             "query": page.query,
             "rubric": rubric,
             "scale": list(rubric.scale),
+            "keyboard": page_keys(GRADING, list(rubric.scale)),
             "filters": sorted(page.query.filters.items()),
             "done": done,
             # Only once the rater has marked the query done: until then nothing here reads a label.

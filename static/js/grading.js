@@ -1,7 +1,8 @@
 // The grading page: keyboard grading, saving each grade at once, can't judge, undo, notes, marking the
-// query done, time per item, the progress strip. Keys: scale digits grade the highlighted document,
-// x marks it can't judge (with a reason), u undoes the last change on this page, c (or m) opens its note,
-// j/k (or arrows) move, d marks the query done, p and n go to the previous and next query, ? help. What
+// query done, time per item, the progress strip. Its keys are the rows of labeling/keyboard.py that it
+// uses (static/js/keys.js reads them; the help lists them): the scale's digits grade the highlighted
+// document, x marks it can't judge (with a reason), u undoes the last change on this page, c opens its
+// note, j/k (or arrows) move, d marks the query done, p and n go to the previous and next query. What
 // happened is announced in a live region for screen readers. Nothing a save answers depends on earlier
 // labels: the grades that overturn one are listed only once the query is marked done (and locked).
 (function () {
@@ -16,10 +17,8 @@
   const done = root.dataset.done === "true";
   const flow = document.getElementById("flow-message");
   const announcer = document.getElementById("announcer");
-  let warnedUnfinished = false;
   const scale = root.dataset.scale.split(",").filter(Boolean).map(Number);
   const items = Array.from(root.querySelectorAll(".candidate"));
-  const help = document.getElementById("help");
   const progress = document.getElementById("progress");
   const progressText = document.getElementById("progress-text");
   const todayCount = document.getElementById("today-count");
@@ -27,7 +26,9 @@
   (items[0] ? items[0].querySelectorAll(".cj-form input[name=reason]") : []).forEach(function (input) {
     reasons[input.value] = input.parentElement.textContent.trim();
   });
+  const keyFor = window.AssayKeys.keyFor;
   const undoStack = []; // {item, before: {grade, cantJudge, note}}: this page's changes, newest last
+  const unsaved = new Set(); // documents whose last save has not (yet) succeeded
 
   // Said once to screen readers (the region is polite and atomic); cleared first so a repeat is heard.
   function announce(text) {
@@ -37,18 +38,41 @@
     }, 30);
   }
 
-  // What the page says about the query as a whole (a refusal of d, n's warning, nothing to undo) shows in
-  // the status line fixed at the bottom of the screen, where it is seen whatever the scroll, and is
-  // announced. It stands until a save changes the page (`clearFlow`): then what it said may be stale
-  // ("0 of 5 graded"), and n warns again before leaving.
+  // What the page says about the query as a whole (a refusal of d, the warning before leaving, nothing
+  // to undo) shows in the status line fixed at the bottom of the screen, where it is seen whatever the
+  // scroll, and is announced. It stands until a save changes the page (`clearFlow`): then what it said
+  // may be stale ("0 of 5 graded"), and leaving warns again.
   function say(text) {
     flow.textContent = text;
     announce(text);
   }
 
+  // Leaving (n, p, a link, closing the tab) warns once while a grade is not saved or a note or can't
+  // judge is open; n (and the next-query link) also while the query is not marked done.
+  function unsavedWords(how) {
+    if (unsaved.size) {
+      return "A grade of yours is not saved (" + Array.from(unsaved).map(titleOf).join(", ") + "). " +
+        "Grade it again to save it, or leave again to go without it.";
+    }
+    const open = items.find(function (item) {
+      return !item.querySelector(".note-form").hidden || !item.querySelector(".cj-form").hidden;
+    });
+    if (open) {
+      return "Your note or can't judge on " + titleOf(open) + " is not saved: Enter saves it, Esc cancels. " +
+        "Leave again to go without it.";
+    }
+    if (how === "next" && !done && items.length) {
+      return "This query is not marked done yet. Press " + keyFor("done") + " to mark it done, or " + keyFor("next_query") +
+        " again to leave it unfinished for now.";
+    }
+    return "";
+  }
+
+  const guard = window.AssayKeys.guard({ unsaved: unsavedWords, say: say });
+
   function clearFlow() {
     flow.textContent = "";
-    warnedUnfinished = false;
+    guard.rearm();
   }
 
   function titleOf(item) {
@@ -155,7 +179,7 @@
     progress.value = handled;
     progressText.textContent =
       graded + " of " + total + " graded" + (cantJudged ? ", " + cantJudged + " can't judge" : "") +
-      (total && handled >= total ? (done ? "" : " — every document done: press d to mark the query done") : "");
+      (total && handled >= total ? (done ? "" : " — every document done: press " + keyFor("done") + " to mark the query done") : "");
   }
 
   function countToday(item) {
@@ -247,6 +271,7 @@
       return;
     }
     setState(item, "saving", undo ? "Undoing…" : "Saving…");
+    unsaved.add(item);
     const body = { candidate: item.dataset.candidate, grade: grade, time_spent_ms: takeTime(item) };
     if (state.cantJudge) body.cant_judge = state.cantJudge;
     if (state.note !== undefined) body.note = state.note;
@@ -289,6 +314,7 @@
       return;
     }
     if (response.ok) {
+      unsaved.delete(item);
       showGrade(item, data.grade);
       showMark(item, data.cant_judge || "");
       showNote(item, data.note);
@@ -386,13 +412,7 @@
 
   function moveOn() {
     if (current >= 0) banked(items[current]);
-    if (!done && !warnedUnfinished && items.length) {
-      warnedUnfinished = true;
-      say("This query is not marked done yet. Press d to mark it done, or n again to leave it unfinished for now.");
-      return;
-    }
-    announce("Opening the next query");
-    window.location.href = nextUrl;
+    guard.go(nextUrl, "next");
   }
 
   function moveBack() {
@@ -401,8 +421,7 @@
       say("No open query before this one in your queue.");
       return;
     }
-    announce("Opening the previous query");
-    window.location.href = previousUrl;
+    guard.go(previousUrl, "link");
   }
 
   document.querySelectorAll(".overturn-form").forEach(function (form) {
@@ -453,16 +472,6 @@
 
   const doneButton = document.getElementById("mark-done");
   if (doneButton) doneButton.addEventListener("click", markDone);
-  document.getElementById("next-query").addEventListener("click", function (event) {
-    if (!done && !warnedUnfinished && items.length) {
-      event.preventDefault();
-      moveOn();
-    }
-  });
-
-  function toggleHelp(show) {
-    help.hidden = show === undefined ? !help.hidden : !show;
-  }
 
   items.forEach(function (item, index) {
     item.addEventListener("click", function (event) {
@@ -516,15 +525,12 @@
     announce("Cancelled");
   }
 
-  document.getElementById("help-close").addEventListener("click", function () {
-    toggleHelp(false);
-  });
-
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+  // The prompts and the overturns' notes take their own keys: Enter (submit) saves, Shift+Enter starts a
+  // new line, Esc (close) cancels a prompt or goes back to the list from an overturn's note.
+  function intercept(event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return true;
     const overturn = event.target.closest && event.target.closest(".overturn-form");
     if (overturn) {
-      // As in the c prompt: Enter saves the note, Shift+Enter starts a new line, Esc goes back to the list.
       if (event.key === "Enter" && !event.shiftKey) {
         event.preventDefault();
         overturn.requestSubmit();
@@ -532,7 +538,7 @@
         event.preventDefault();
         focusItem(current);
       }
-      return;
+      return true;
     }
     const inNote = event.target.closest && event.target.closest(".note-form, .cj-form");
     if (inNote) {
@@ -544,51 +550,47 @@
         event.preventDefault();
         inNote.requestSubmit();
       }
-      return;
+      return true;
     }
-    if (event.target.matches && event.target.matches("input, textarea, select")) return;
-    const key = event.key;
-    if (key === "?") {
+    if (event.target.matches && event.target.matches("input, textarea, select")) return true;
+    // A focused link's, button's or summary's own Enter and space.
+    return Boolean(event.target.closest && event.target.closest("a, button, summary") && (event.key === "Enter" || event.key === " "));
+  }
+
+  // Each key's action (labeling/keyboard.py names them); a key prevents the browser's own use of it.
+  function onFocused(run) {
+    return function (arg, event) {
       event.preventDefault();
-      toggleHelp();
-      return;
-    }
-    if (key === "Escape") {
-      toggleHelp(false);
-      return;
-    }
-    if (!help.hidden) return;
-    if (event.target.closest && event.target.closest("a, button, summary")) {
-      if (key === "Enter" || key === " ") return; // a focused control's own key
-    }
-    if (key === "j" || key === "ArrowDown") {
+      if (current >= 0) run(items[current], arg);
+    };
+  }
+
+  function always(run) {
+    return function (arg, event) {
       event.preventDefault();
-      moveFocus(current + 1);
-    } else if (key === "k" || key === "ArrowUp") {
-      event.preventDefault();
-      moveFocus(current - 1);
-    } else if (key === "n") {
-      event.preventDefault();
-      moveOn();
-    } else if (key === "p") {
-      event.preventDefault();
-      moveBack();
-    } else if (key === "d") {
-      event.preventDefault();
-      markDone();
-    } else if (key === "u") {
-      event.preventDefault();
-      undoLast();
-    } else if ((key === "c" || key === "m") && current >= 0) {
-      event.preventDefault();
-      openNotePrompt(items[current]);
-    } else if (key === "x" && current >= 0) {
-      event.preventDefault();
-      openMarkPrompt(items[current]);
-    } else if (/^[0-9]$/.test(key) && scale.includes(Number(key)) && current >= 0) {
-      event.preventDefault();
-      save(items[current], Number(key));
-    }
+      run();
+    };
+  }
+
+  window.AssayKeys.listen({
+    intercept: intercept,
+    actions: {
+      answer: onFocused(function (item, grade) {
+        if (scale.includes(grade)) save(item, grade);
+      }),
+      next_item: always(function () {
+        moveFocus(current + 1);
+      }),
+      previous_item: always(function () {
+        moveFocus(current - 1);
+      }),
+      cant_judge: onFocused(openMarkPrompt),
+      note: onFocused(openNotePrompt),
+      undo: always(undoLast),
+      done: always(markDone),
+      previous_query: always(moveBack),
+      next_query: always(moveOn),
+    },
   });
 
   document.addEventListener("visibilitychange", function () {

@@ -1,7 +1,9 @@
-// The side-by-side rater's page (templates/evaluation/study_task.html): keyboard-first. 1-7 choose the
-// point of the scale (L much better ... R much better), the reason tags' letters toggle them, j and k flag
-// junk in L's and R's top three, c goes to the note, Enter submits, u undoes, n goes to the next query.
-// Every submit and undo carries the revision the page was drawn at, so a second tab is refused in words.
+// The side-by-side rater's page (templates/evaluation/study_task.html): keyboard-first, in the keys of
+// labeling/keyboard.py (static/js/keys.js reads them; the help lists them). 1-7 choose the point of the
+// scale (L much better ... R much better), the reason tags' letters toggle them, h and l flag junk in
+// L's and R's top three, c goes to the note, Enter submits, u undoes, n goes to the next query (warning
+// once while a choice is not submitted). Every submit and undo carries the revision the page was drawn
+// at, so a second tab is refused in words.
 (function () {
   "use strict";
 
@@ -17,6 +19,7 @@
   // A closed study's page says so (data-closed holds the words); nothing is sent from it.
   const closed = root.dataset.closed || "";
   let busy = false;
+  const keyFor = window.AssayKeys.keyFor;
   const shownAt = performance.now();
 
   // The page's CSRF token, as base.html gives it to htmx.
@@ -87,7 +90,7 @@
         if (result.ok) {
           revision = result.data.revision;
           setAnswered(true);
-          say("Answered. Next query (n), or undo (u) to change it.");
+          say("Answered. Next query (" + keyFor("next_query") + "), or undo (" + keyFor("undo") + ") to change it.");
           document.getElementById("sxs-next").focus();
         } else {
           say(result.data.message || "Not saved.", true);
@@ -131,44 +134,93 @@
   });
   undoButton.addEventListener("click", undo);
 
-  const tagKeys = {};
+  // A choice made and not submitted: leaving (n, a link, closing the tab) warns once.
+  function unsavedWords() {
+    if (answered || closed) return "";
+    const chosen = inputs().some(function (input) {
+      return input.tagName === "TEXTAREA" ? input.value.trim() !== "" : input.checked;
+    });
+    if (!chosen) return "";
+    return "Your answer is not submitted: " + keyFor("submit") + " submits it, or leave again (" + keyFor("next_query") + ") to go on without it.";
+  }
+
+  const guard = window.AssayKeys.guard({
+    unsaved: unsavedWords,
+    say: function (words) {
+      say(words, true);
+    },
+  });
+  form.addEventListener("input", guard.rearm);
+  form.addEventListener("change", guard.rearm);
+
+  const tags = {};
   form.querySelectorAll("input[name=reasons]").forEach(function (input) {
-    tagKeys[input.dataset.key] = input;
+    tags[input.value] = input;
   });
 
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) {
-      if (event.target === note && event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
-      return;
-    }
+  // The note takes its own keys (Esc leaves it, Ctrl+Enter submits from it), as does any text box; a
+  // focused link or button keeps its Enter.
+  function intercept(event) {
     if (event.target === note) {
-      if (event.key === "Escape") note.blur();
-      return;
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
+      else if (event.key === "Escape") note.blur();
+      return true;
     }
-    if (event.target.tagName === "TEXTAREA" || (event.target.tagName === "INPUT" && event.target.type === "text")) return;
-    const key = event.key;
-    if (key === "Enter") {
-      if (event.target.tagName === "A" || (event.target.tagName === "BUTTON" && event.target.type !== "submit")) return;
-      event.preventDefault();
-      submit();
-    } else if (key === "u") {
-      undo();
-    } else if (key === "n") {
-      window.location.href = root.dataset.nextUrl;
-    } else if (answered || closed) {
-      if (/^[1-7jkc]$/.test(key) || tagKeys[key]) say(closed || "Answered already: undo (u) first to change it.", true);
-    } else if (/^[1-7]$/.test(key)) {
-      const radio = form.querySelectorAll("input[name=preference]")[Number(key) - 1];
-      radio.checked = true;
-      radio.focus();
-    } else if (tagKeys[key]) {
-      tagKeys[key].checked = !tagKeys[key].checked;
-    } else if (key === "j" || key === "k") {
-      const box = document.getElementById(key === "j" ? "junk-left" : "junk-right");
-      box.checked = !box.checked;
-    } else if (key === "c") {
-      event.preventDefault();
-      note.focus();
+    if (event.ctrlKey || event.metaKey || event.altKey) return true;
+    if (event.target.tagName === "TEXTAREA" || (event.target.tagName === "INPUT" && event.target.type === "text")) return true;
+    if (event.key === "Enter") {
+      return event.target.tagName === "A" || (event.target.tagName === "BUTTON" && event.target.type !== "submit");
     }
+    return false;
+  }
+
+  // A key that would change the answer, on a page that takes none now, says why.
+  function changing(run) {
+    return function (arg, event) {
+      if (answered || closed) {
+        say(closed || "Answered already: undo (" + keyFor("undo") + ") first to change it.", true);
+        return;
+      }
+      run(arg, event);
+    };
+  }
+
+  function toggle(box) {
+    box.checked = !box.checked;
+    guard.rearm();
+  }
+
+  window.AssayKeys.listen({
+    intercept: intercept,
+    actions: {
+      answer: changing(function (digit) {
+        const radio = form.querySelectorAll("input[name=preference]")[digit - 1];
+        if (!radio) return;
+        radio.checked = true;
+        radio.focus();
+        guard.rearm();
+      }),
+      reason: changing(function (tag) {
+        if (tags[tag]) toggle(tags[tag]);
+      }),
+      junk_left: changing(function () {
+        toggle(document.getElementById("junk-left"));
+      }),
+      junk_right: changing(function () {
+        toggle(document.getElementById("junk-right"));
+      }),
+      note: changing(function (arg, event) {
+        event.preventDefault();
+        note.focus();
+      }),
+      submit: function (arg, event) {
+        event.preventDefault();
+        submit();
+      },
+      undo: undo,
+      next_query: function () {
+        guard.go(root.dataset.nextUrl, "next");
+      },
+    },
   });
 })();

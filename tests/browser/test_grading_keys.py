@@ -234,7 +234,7 @@ def test_the_help_and_the_page_name_every_key(
     page.keyboard.press("?")
     help_ = page.locator("#help")
     expect(help_).to_be_visible()
-    for text in ("can't judge", "undo your last change", "open the note", "previous query", "warns once"):
+    for text in ("can't judge", "undo your last", "open the note", "previous open query", "warns once"):
         expect(help_).to_contain_text(text)
     page.keyboard.press("Escape")
     expect(help_).to_be_hidden()

@@ -1,5 +1,5 @@
 """The side-by-side rater's page in Chromium against a real server, by keyboard alone: 1-7 choose the
-scale's point, the reason letters and j/k toggle, Enter submits, u undoes, n goes on; a second tab's
+scale's point, the reason letters and h/l toggle, Enter submits, u undoes, n goes on; a second tab's
 submit is refused in words, and so is a page left open while the study closed; a closed study's page
 says so and sends nothing; at 390 px the lists stack, keep their letters and the page does not scroll
 sideways; axe-core finds no violation in either width, nor on the reviewer's study pages (a pending
@@ -67,7 +67,7 @@ def test_a_rater_answers_undoes_and_moves_on_by_keyboard(
         expect(page.locator("#sxs-message")).to_contain_text("Choose a point of the scale first")
         page.keyboard.press("6")  # R better
         page.locator("body").focus()
-        for key in ("r", "d", "k"):
+        for key in ("r", "s", "l"):  # relevance, duplicates, junk in R
             page.keyboard.press(key)
         page.keyboard.press("c")
         page.keyboard.type("R has the refund page first")
