@@ -19,14 +19,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import Experiment, ExperimentResult, StudyTask, SxsStudy
-from evaluation.services.studies import Answer, StudySpec, study_answer, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import Scene, html_text, logged_in, section_text
 from tests.support.experiments import finished_experiment, tuned_answer
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer
-from tests.support.studies import two_runs
+from tests.support.studies import one_query_answered
 
 pytestmark = pytest.mark.django_db
 
@@ -48,17 +47,7 @@ def _labels(markup: str, side: str) -> list[tuple[str, str, str]]:
 
 @pytest.fixture
 def study(golden_set: GoldenSet, rita: User, alice: User, bob: User) -> SxsStudy:
-    run_a, run_b = two_runs(golden_set, 6, same=("q-2",))
-    made = study_create(
-        spec=StudySpec(run_a=run_a, run_b=run_b, raters=[alice, bob], seed=3, answers_per_query=2), by=rita
-    )
-    for task in StudyTask.objects.filter(study=made, item__query_id="q-1").select_related("rater"):
-        if task.rater == alice:
-            answer = Answer(preference=2, reasons=("other",), junk_left=True, note="B hides the refund page")
-        else:
-            answer = Answer(preference=-1, reasons=("relevance",))
-        study_answer(token=task.token, rater=task.rater, revision=0, answer=answer)
-    return made
+    return one_query_answered(golden_set, rita, alice, bob)
 
 
 def test_the_study_results_link_each_query_to_its_evidence_and_back(study: SxsStudy, rita: User) -> None:
