@@ -16,7 +16,7 @@ from evaluation.models import SxsStudy
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page
-from tests.browser.test_narrow_screens import assert_fits
+from tests.browser.test_narrow_screens import assert_two_columns
 from tests.support.studies import one_query_answered
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -47,13 +47,7 @@ def test_a_reviewer_walks_from_the_study_to_a_querys_evidence_and_back(
         expect(page.locator("tr[data-rater='alice']")).to_contain_text("B hides the refund page")
         expect(page.locator("tr[data-rater='alice']")).to_contain_text("something else (see the note)")
         expect(page.locator("tr[data-rater='bob']")).to_contain_text("relevance at the top")
-        a, b = (page.locator(f"#evidence-side-{s}").bounding_box() for s in ("a", "b"))
-        assert a is not None and b is not None
-        if width == 390:
-            assert b["y"] >= a["y"] + a["height"] - 1  # stacked, A first
-            assert_fits(page)
-        else:
-            assert abs(a["y"] - b["y"]) < 1 and b["x"] > a["x"]  # side by side
+        assert_two_columns(page, "#evidence-side-a", "#evidence-side-b", narrow=width == 390)
         violations = axe_violations(page)
         assert not violations, described(violations)
 
