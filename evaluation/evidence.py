@@ -65,15 +65,12 @@ def grades_of(golden: GoldenFile, query_id: str) -> dict[str, int]:
     return found.grades if found is not None else {}
 
 
-def ndcg_of(golden: GoldenFile, query: GoldenQuery, side: EvidenceList) -> float | None:
-    """The query's nDCG@k for one side's list on `golden`'s labels (the report's arithmetic); None when
-    the search failed."""
-    if side.error is not None:
+def ndcg_of(golden: GoldenFile, query: GoldenQuery, ids: Sequence[str], error: str | None) -> float | None:
+    """The query's nDCG@k for a list on `golden`'s labels (the report's arithmetic); None when the search
+    failed (`error`)."""
+    if error is not None:
         return None
-    scores = score_query(
-        query.grades, list(side.ids), k=golden.k, relevant_min_grade=golden.relevant_min_grade
-    )
-    return scores.ndcg
+    return score_query(query.grades, list(ids), k=golden.k, relevant_min_grade=golden.relevant_min_grade).ndcg
 
 
 def evidence_context(

@@ -211,8 +211,7 @@ def experiment_config_queries(request: HttpRequest, experiment_id: int, slot: in
         base, mine = lists.get((0, query.id)), lists.get((slot, query.id))
         if base is None or mine is None:
             continue
-        sides = [_experiment_side(r, "", "", "", query.grades) for r in (base, mine)]
-        values = [ndcg_of(golden, query, side) for side in sides]
+        values = [ndcg_of(golden, query, row.ids, row.error) for row in (base, mine)]
         change = None if None in values else values[1] - values[0]  # type: ignore[operator]
         answered = base.error is None and mine.error is None
         rows.append(
@@ -268,7 +267,7 @@ def experiment_query_evidence(request: HttpRequest, experiment_id: int, slot: in
         queries_url,
         query.grades,
     )
-    values = [ndcg_of(golden, query, side) for side in (a, b)]
+    values = [ndcg_of(golden, query, side.ids, side.error) for side in (a, b)]
     context = evidence_context(
         query=query,
         a=a,
