@@ -22,13 +22,15 @@ from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.evidence import EvidenceList, evidence_context, golden_query, grades_of, ndcg_of
 from evaluation.experiment_models import Experiment, ExperimentResult
+from evaluation.list_specs import picker_spec
 from evaluation.models import EvaluationRun, QueryRunResult
-from evaluation.overlap_page import note, query_shown
-from evaluation.report_page import baseline_report, delta_css, num
+from evaluation.overlap_page import note, query_shown, with_rbo
+from evaluation.report_page import baseline_report, compare_choice_shown
 from evaluation.selectors import golden_of, resolved_golden
 from evaluation.services.experiment_coverage import experiment_result_current
 from evaluation.study_access import get_study
 from evaluation.study_models import StudyTask, SxsStudy
+from labeling.lists import list_page
 
 
 def _query_id(request: HttpRequest) -> str:
@@ -206,37 +208,37 @@ def experiment_config_queries(request: HttpRequest, experiment_id: int, slot: in
     config, golden = _config(experiment, slot)
     lists = _slot_lists(experiment, slot)
     holdout = set((experiment.split or {}).get("holdout", []))
-    rows = []
+    rows, overlaps = [], {}
     for query in golden.queries:
         base, mine = lists.get((0, query.id)), lists.get((slot, query.id))
         if base is None or mine is None:
             continue
         values = [ndcg_of(golden, query, row.ids, row.error) for row in (base, mine)]
-        change = None if None in values else values[1] - values[0]  # type: ignore[operator]
-        answered = base.error is None and mine.error is None
+        if base.error is None and mine.error is None:
+            overlaps[query.id] = overlap(list(base.ids), list(mine.ids), k=golden.k)
         rows.append(
             {
                 "id": query.id,
                 "text": query.text,
+                "stratum": query.stratum or "",
                 "part": "held-out" if query.id in holdout else "tuning",
-                "change_value": change,
-                "base": num(values[0], why="errored", metric="ndcg"),
-                "mine": num(values[1], why="errored", metric="ndcg"),
-                "change": num(
-                    change, signed=True, why="a search failed", css=delta_css("ndcg", change), metric="ndcg"
-                ),
-                "overlap": query_shown(
-                    overlap(list(base.ids), list(mine.ids), k=golden.k) if answered else None
-                ),
+                "a_value": values[0],
+                "b_value": values[1],
+                "change_value": None if values[0] is None or values[1] is None else values[1] - values[0],
             }
         )
-    rows.sort(key=lambda r: (r["change_value"] if r["change_value"] is not None else 0.0, r["id"]))
+    with_rbo(rows, overlaps)
+    choices = list_page(request, rows, picker_spec(rows))  # the compare page's picker: same filters, sorts
+    choices.items = [
+        {**compare_choice_shown(row), "overlap": query_shown(overlaps.get(row["id"]))}
+        for row in choices.items
+    ]
     context = {
         "experiment": experiment,
         "slot": slot,
         "config": config,
         "params": params_text(config["grid"]),
-        "rows": rows,
+        "choices": choices,
         "overlap_note": note(golden.k),
     }
     return render(request, "evaluation/experiment_queries.html", context)

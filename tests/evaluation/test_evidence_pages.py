@@ -216,6 +216,9 @@ def test_each_configuration_opens_its_queries_against_the_baseline(
     row = html_text(re.search(r'<tr data-query="q-1">(.*?)</tr>', markup, flags=re.S).group(1))  # type: ignore[union-attr]
     assert "+" in row and "identical" not in row
     assert f'href="/experiments/{experiment.pk}/configs/{slot}/evidence/?query=q-1"' in markup
+    # searched, filtered and sorted as the compare page's picker
+    found = client.get(f"{queries_url}?q=query 1&sort=overlap").content.decode()
+    assert re.findall(r'<tr data-query="([^"]+)">', found) == ["q-1", "q-10", "q-11", "q-12"]
 
 
 def test_an_experiment_query_shows_the_configurations_list_beside_the_baselines(
