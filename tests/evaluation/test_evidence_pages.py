@@ -19,11 +19,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import Experiment, ExperimentResult, StudyTask, SxsStudy
+from evaluation.services import baseline_promote, run_regate_rescored
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from tests.evaluation.test_services_rescore import relabeled
 from tests.support.evaluation import Scene, html_text, logged_in, section_text
 from tests.support.experiments import finished_experiment, tuned_answer
-from tests.support.runs import golden_file, make_target, make_version
+from tests.support.runs import RunFactory, golden_file, make_target, make_version
 from tests.support.stub_server import StubServer
 from tests.support.studies import one_query_answered
 
@@ -257,3 +259,20 @@ def test_experiment_evidence_is_for_the_sets_reviewers_only(
     client = logged_in(rita)
     for bad in ("configs/0/", "configs/99/", "configs/1/evidence/?query=nope", "configs/1/evidence/"):
         assert client.get(f"/experiments/{experiment.pk}/{bad}").status_code == 404, bad
+
+
+def test_a_baseline_rescored_by_the_gate_shows_the_labels_it_was_rescored_on(
+    finished: RunFactory, rita: User, golden_set: GoldenSet
+) -> None:
+    """The gate re-scored the baseline (version 2026-08-01) on the run's version (q-1: d1 1, d2 retired, d3
+    3): both lists show the run's version's labels, as the gate compared them; before the re-score the
+    baseline shows its own."""
+    baseline_promote(run=finished(), by=rita, rationale="the launch floor")
+    run = finished(golden_version=make_version(golden_set, relabeled()))
+    client = logged_in(rita)
+    own = client.get(f"/runs/{run.pk}/evidence/?query=q-1").content.decode()
+    assert _labels(own, "a") == [("1", "d1", "3"), ("2", "d2", "2"), ("3", "d3", "unjudged")]
+    run_regate_rescored(run=run, by=rita)
+    rescored = client.get(f"/runs/{run.pk}/evidence/?query=q-1").content.decode()
+    assert _labels(rescored, "a") == [("1", "d1", "1"), ("2", "d2", "unjudged"), ("3", "d3", "3")]
+    assert _labels(rescored, "b") == _labels(rescored, "a")  # the stub answered d1, d2, d3 both times
