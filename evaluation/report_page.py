@@ -412,7 +412,7 @@ def capped(name: str, rows: Sequence[Any], show_all: str) -> Capped:
     return Capped(name, shown, len(rows))
 
 
-def _baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str, Any] | None]:
+def baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str, Any] | None]:
     """The run the gate compared with and the report it compared (None when it had no baseline): the
     baseline run's own, or its lists re-scored on this run's golden version."""
     baseline_run_id = (run.gate or {}).get("baseline_run")
@@ -454,7 +454,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
     """Everything the report page shows of a finished run, from its stored report and gate JSON."""
     report = run.report or {}
     gate = run.gate or {}
-    baseline_run, baseline_report = _baseline_report(run)
+    baseline_run, base_report = baseline_report(run)
     errors = list(
         QueryRunResult.objects.filter(run=run, error__isnull=False)
         .only("query_id", "error", "http_status", "attempts", "latency_ms")
@@ -479,11 +479,11 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "report": report,
         "gate": gate,
         "baseline_run": baseline_run,
-        "metrics": _noise_marked(metric_rows(run, baseline_report), gate),
+        "metrics": _noise_marked(metric_rows(run, base_report), gate),
         "ci": interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
         "left_out": _left_out_rows(gate),
-        "tiers": tier_rows(run, baseline_report),
-        "slices": _noise_marked_strata(slice_tables(run, baseline_report), gate),
+        "tiers": tier_rows(run, base_report),
+        "slices": _noise_marked_strata(slice_tables(run, base_report), gate),
         "noise_advice": _noise_advice(gate),
         "slice_labels": [LABELS[m] for m in SLICED_METRICS],
         "losers": top_losers(gate),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
+from evaluation import evidence_views
 from evaluation import study_views as views
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -15,6 +16,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("sets/<slug:slug>/studies/setting/", views.study_setting, name="study_setting"),
     path("studies/<int:pk>/", views.study_detail, name="study_detail"),
+    path("studies/<int:pk>/evidence/", evidence_views.study_query_evidence, name="study_query_evidence"),
     path("studies/<int:pk>/close/", views.study_close_view, name="study_close"),
     path("studies/<int:pk>/reopen/", views.study_reopen_view, name="study_reopen"),
     path("studies/pending/<int:pk>/", views.study_pending, name="study_pending"),

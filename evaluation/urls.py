@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from evaluation import experiment_views, study_urls, views
+from evaluation import evidence_views, experiment_views, study_urls, views
 
 app_name = "evaluation"
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -11,6 +11,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/new/plan/", views.run_new_plan, name="run_new_plan"),
     path("runs/compare/", views.run_compare, name="run_compare"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/evidence/", evidence_views.run_query_evidence, name="run_query_evidence"),
     path("runs/<int:run_id>/row/", views.run_row, name="run_row"),
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("runs/<int:run_id>/report.json", views.run_report_download, name="run_report_download"),
@@ -42,6 +43,16 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "experiments/<int:experiment_id>/cancel/",
         experiment_views.experiment_cancel_view,
         name="experiment_cancel",
+    ),
+    path(
+        "experiments/<int:experiment_id>/configs/<int:slot>/",
+        evidence_views.experiment_config_queries,
+        name="experiment_config_queries",
+    ),
+    path(
+        "experiments/<int:experiment_id>/configs/<int:slot>/evidence/",
+        evidence_views.experiment_query_evidence,
+        name="experiment_query_evidence",
     ),
     path(
         "experiments/<int:experiment_id>/use/",

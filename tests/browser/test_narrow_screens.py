@@ -42,6 +42,18 @@ def assert_fits(page: Page) -> None:
         assert inside, f"{item.inner_text()!r} is not inside the screen: {box}"
 
 
+def assert_two_columns(page: Page, first: str, second: str, *, narrow: bool) -> None:
+    """Two boxes side by side, `first` on the left; on a narrow screen stacked, `first` above, and the
+    page fitting it (`assert_fits`)."""
+    one, two = page.locator(first).bounding_box(), page.locator(second).bounding_box()
+    assert one is not None and two is not None
+    if narrow:
+        assert two["y"] >= one["y"] + one["height"] - 1, (one, two)  # stacked, the first above
+        assert_fits(page)
+    else:
+        assert abs(two["y"] - one["y"]) < 1 and two["x"] > one["x"], (one, two)  # side by side
+
+
 @pytest.mark.parametrize(
     ("role", "name"),
     [

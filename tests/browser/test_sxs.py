@@ -20,7 +20,7 @@ from evaluation.services.study_close import study_close
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page
-from tests.browser.test_narrow_screens import assert_fits
+from tests.browser.test_narrow_screens import assert_fits, assert_two_columns
 from tests.support.studies import two_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -52,13 +52,7 @@ def test_a_rater_answers_undoes_and_moves_on_by_keyboard(
         page.goto(f"{live_server.url}/sxs/{task.token}/")
         expect(page.locator("#list-L")).to_contain_text("L")
         expect(page.locator("#list-R")).to_contain_text("R")
-        left, right = page.locator("#side-L").bounding_box(), page.locator("#side-R").bounding_box()
-        assert left is not None and right is not None
-        if width == 390:
-            assert right["y"] >= left["y"] + left["height"] - 1  # stacked, L first
-            assert_fits(page)
-        else:
-            assert abs(right["y"] - left["y"]) < 1 and right["x"] > left["x"]  # side by side
+        assert_two_columns(page, "#side-L", "#side-R", narrow=width == 390)  # stacked at 390, L first
         violations = axe_violations(page)
         assert not violations, described(violations)
 

@@ -147,3 +147,19 @@ def answered_study(
         shown = -value if task.candidate_left else value  # as the rater saw it
         study_answer(token=task.token, rater=task.rater, revision=0, answer=Answer(preference=shown))
     return study
+
+
+def one_query_answered(golden_set: GoldenSet, rita: Any, alice: Any, bob: Any) -> SxsStudy:
+    """A study of 6 queries (q-2 identical, not asked) by alice and bob, only q-1 answered: alice +2 as
+    shown with "something else" and a note, junk on her left list; bob -1 for relevance."""
+    run_a, run_b = two_runs(golden_set, 6, same=("q-2",))
+    study = study_create(
+        spec=StudySpec(run_a=run_a, run_b=run_b, raters=[alice, bob], seed=3, answers_per_query=2), by=rita
+    )
+    for task in StudyTask.objects.filter(study=study, item__query_id="q-1").select_related("rater"):
+        if task.rater == alice:
+            answer = Answer(preference=2, reasons=("other",), junk_left=True, note="B hides the refund page")
+        else:
+            answer = Answer(preference=-1, reasons=("relevance",))
+        study_answer(token=task.token, rater=task.rater, revision=0, answer=answer)
+    return study
