@@ -116,7 +116,8 @@ class Client:
             # may carry a secret, and CI logs are read widely.
             why = url_free(str(exc), [url, self.server])
             raise RemoteError(
-                f"{what}: cannot reach the Assay server (--server): {type(exc).__name__}: {why}", transient=True
+                f"{what}: cannot reach the Assay server (--server): {type(exc).__name__}: {why}",
+                transient=True,
             ) from None
         return _check(response, what)
 
