@@ -151,6 +151,7 @@ class Band:
 @dataclass(frozen=True, slots=True)
 class BaselineLine:
     run_id: int
+    label: str  # the run's label (`assay.display.run_label`)
     y: float
     value: str
 
@@ -215,15 +216,16 @@ def trend_charts(
     baseline: Mapping[str, Any] | None = None,
     budgets: Mapping[str, tuple[float | None, float | None]] | None = None,
 ) -> list[TrendChart]:
-    """One inline SVG chart per metric over a target's finished runs, oldest first. The line breaks where
-    the golden version changes (values under two versions are not comparable) and at undefined values;
-    each point is coloured by the run's verdict, links to its run and is labelled with its value (all of
-    them up to LABEL_ALL_POINTS_UP_TO runs, else the last and the extremes).
+    """One inline SVG chart per metric over a target's finished runs, oldest first (each point: `run_id`,
+    `label` as `assay.display.run_label` names the run, `golden_version`, `verdict` and each series' value).
+    The line breaks where the golden version changes (values under two versions are not comparable) and
+    at undefined values; each point is coloured by the run's verdict, links to its run and is labelled
+    with its value (all of them up to LABEL_ALL_POINTS_UP_TO runs, else the last and the extremes).
 
-    `baseline` (the baseline in force: `run_id` and each series' value) is drawn as a dashed line, and
-    `budgets` (series -> (warn, fail), the set's) as the bands where the gate would warn and fail against
-    it (measured from its mean: the gate compares over the queries both runs counted). The y axis starts
-    at a round floor below what it shows, and `axis_note` says where."""
+    `baseline` (the baseline in force: its point, `run_id`, `label` and each series' value) is drawn as
+    a dashed line, and `budgets` (series -> (warn, fail), the set's) as the bands where the gate would
+    warn and fail against it (measured from its mean: the gate compares over the queries both runs
+    counted). The y axis starts at a round floor below what it shows, and `axis_note` says where."""
     c = TREND_CHART
     pad = 24  # keeps the first and last value labels clear of the axis labels
     inner_w = c["width"] - c["left"] - c["right"] - 2 * pad
@@ -283,7 +285,7 @@ def trend_charts(
                     value=show(value),
                     label=n <= LABEL_ALL_POINTS_UP_TO or i in labelled,
                     colour=VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["none"]),
-                    title=f"run {point['run_id']}{', the baseline' if is_base else ''} (golden {version},"
+                    title=f"{point['label']}{', the baseline' if is_base else ''} (golden {version},"
                     f" verdict {verdict}): {show(value)}",
                     baseline=is_base,
                 )
@@ -307,8 +309,8 @@ def trend_charts(
                 )
                 drawn_bands.append(Band(kind, round(top, 1), round(bottom - top, 1), title))
         line = None
-        if base is not None and isinstance(base_run, int):
-            line = BaselineLine(base_run, round(y_of(base), 1), show(base))
+        if baseline is not None and base is not None and isinstance(base_run, int):
+            line = BaselineLine(base_run, str(baseline["label"]), round(y_of(base), 1), show(base))
         note = f"y axis from {show(low)}, not 0" if low > 0 else "y axis from 0"
         charts.append(
             TrendChart(metric, label, lines, chart_points, ticks, x_labels, "", drawn_bands, line, note)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.artifacts import write_atomic
 from assay.options import UsageError, parse_params, positive_float
+from assay.urls import url_free
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNUSABLE = 0, 1, 2
 TOKEN_ENV = "ASSAY_TOKEN"  # noqa: S105  (the name of the variable, not a token)
@@ -111,8 +112,12 @@ class Client:
         try:
             response = self.http.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
+            # Named by its option, never quoted (docs/deployment.md, "No error quotes a URL"): a server URL
+            # may carry a secret, and CI logs are read widely.
+            why = url_free(str(exc), [url, self.server])
             raise RemoteError(
-                f"{what}: cannot reach {url}: {type(exc).__name__}: {exc}", transient=True
+                f"{what}: cannot reach the Assay server (--server): {type(exc).__name__}: {why}",
+                transient=True,
             ) from None
         return _check(response, what)
 

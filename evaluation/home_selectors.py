@@ -91,7 +91,7 @@ def home_waiting(*, user: Any, since: datetime | None, now: datetime | None = No
         access.runs_for(user)
         .filter(status=EvaluationRun.Status.FAILED, finished_at__gt=recent)
         .select_related("golden_version__golden_set", "target")
-        .defer(*GOLDEN_FILE, "report", "gate", "key_map", "keys", "target_snapshot")
+        .defer(*GOLDEN_FILE, "report", "gate", "key_map", "keys")  # the snapshot: the label reads it
         .order_by("-finished_at", "-id")
     )
     return HomeWaiting(

@@ -176,13 +176,14 @@ def run_trend(
     *, target: SearchTarget, golden_set: GoldenSet, metrics: tuple[str, ...] = TREND_METRICS
 ) -> list[dict[str, Any]]:
     """Each finished run of `target` on `golden_set`, oldest first: its core-tier means (docs/metrics.md's
-    unweighted values, the gate's, and the traffic-weighted ones for product review), the golden version (a
-    trend line breaks where it changes: values under two versions are not comparable) and the verdict."""
+    unweighted values, the gate's, and the traffic-weighted ones for product review), its label, the golden
+    version (a trend line breaks where it changes: values under two versions are not comparable) and the
+    verdict."""
     runs = (
         EvaluationRun.objects.filter(
             target=target, golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
         )
-        .select_related("golden_version")
+        .select_related("golden_version", "target")
         .order_by("finished_at", "id")
     )
     points = []
@@ -192,6 +193,7 @@ def run_trend(
         points.append(
             {
                 "run_id": run.pk,
+                "label": run.label,
                 "finished_at": run.finished_at,
                 "golden_version": run.golden_version.name,
                 "verdict": run.verdict,
@@ -395,7 +397,8 @@ def near_duplicate_titles(
 
 
 # A baseline's run without its report-sized JSON (tens of megabytes on a large set) nor its golden
-# version's file: most readers of a baseline want its run's id, version name and parameters;
+# version's file, with its target (`run.label` reads the name): most readers of a baseline want its run's
+# label, version name and parameters;
 # `baseline.run.report` reads the report on first use (once: the instance keeps it), which only the gate,
 # the noise floor and a promotion do.
 _RUN_DOCUMENTS = (
@@ -411,7 +414,7 @@ def baseline_get(*, golden_set: GoldenSet, target: SearchTarget) -> Baseline | N
     """The baseline in force for (set, target): the newest promotion (its run's report read on use)."""
     return (
         Baseline.objects.filter(golden_set=golden_set, target=target)
-        .select_related("run__golden_version", "approved_by")
+        .select_related("run__golden_version", "run__target", "approved_by")
         .defer(*_RUN_DOCUMENTS)
         .order_by("-approved_at", "-id")
         .first()
@@ -424,7 +427,7 @@ def baseline_list(*, golden_set: GoldenSet, target: SearchTarget | None = None) 
     if target is not None:
         rows = rows.filter(target=target)
     return (
-        rows.select_related("run__golden_version", "target", "approved_by")
+        rows.select_related("run__golden_version", "run__target", "target", "approved_by")
         .defer(*_RUN_DOCUMENTS)
         .order_by("-approved_at", "-id")
     )
@@ -457,7 +460,7 @@ def baselines_in_force(*, golden_set: GoldenSet) -> list[Baseline]:
     """The baseline in force of each target of the set that has one, by target name."""
     rows = (
         Baseline.objects.filter(golden_set=golden_set)
-        .select_related("target", "run__golden_version")
+        .select_related("target", "run__golden_version", "run__target")
         .defer(*_RUN_DOCUMENTS)
         .order_by("target__name", "target_id", "-approved_at", "-id")
     )
@@ -549,15 +552,15 @@ class GatePlan:
             )
         run, base_version = self.baseline.run, self.baseline.run.golden_version.name
         if not self.other_version:
-            return f"Gated against the baseline, run {run.pk} on version {version}."
+            return f"Gated against the baseline, {run.label}, on version {version}."
         if self.rescore_problem is None:
             return (
-                f"The baseline, run {run.pk}, is on version {base_version}, not {version}: the gate refuses "
+                f"The baseline, {run.label}, is on version {base_version}, not {version}: the gate refuses "
                 f"to compare unless its stored lists are re-scored on {version}'s labels ({words.rescore}), "
                 f"or the run is gated as a rebaseline ({words.rebaseline}); or pick {base_version}."
             )
         return (
-            f"The baseline, run {run.pk}, is on version {base_version}, not {version}, and cannot be "
+            f"The baseline, {run.label}, is on version {base_version}, not {version}, and cannot be "
             f"re-scored on it ({self.rescore_problem}): pick {base_version}, or gate the run as a rebaseline "
             f"({words.rebaseline})."
         )
@@ -599,7 +602,7 @@ def gate_plan(*, golden_version: GoldenVersion, target: SearchTarget) -> GatePla
     )
     problem = None
     if not scored:
-        problem = f"run {baseline.run_id} has no report"
+        problem = f"{baseline.run.label} has no report"
     elif scored[0] != golden_version.k:
         problem = (
             f"it was scored at k={scored[0]} and version {golden_version.name} scores at k={golden_version.k}"

@@ -209,7 +209,9 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "texts": texts,
             "identical": study.queries.filter(identical=True).count(),
             "asked": study.queries.filter(identical=False).count(),
-            "events": study.events.select_related("by", "baseline__target"),
+            "events": study.events.select_related("by", "baseline__target", "baseline__run__target").defer(
+                "baseline__run__report", "baseline__run__gate", "baseline__run__key_map"
+            ),
             **dict(zip(("overlap", "overlap_rows"), study_overlap(study), strict=True)),
         },
     )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.text import capfirst
+
+from assay.display import params_text
 from assay.drift import Finding, GateResult, load_budgets, render_markdown
 from assay.metric_table import METRICS
 from evaluation.models import EvaluationRun
@@ -44,8 +47,8 @@ def core_means(report: dict[str, Any] | None) -> dict[str, dict[str, float | Non
 def _run_line(run: EvaluationRun, page_url: str) -> str:
     version = run.golden_version
     return (
-        f"Run {run.pk}: `{version.golden_set.slug}@{version.name}` on `{run.target.name}`, "
-        f"params `{run.effective_params}`. [Full report]({page_url})"
+        f"{capfirst(run.label)} on `{version.golden_set.slug}@{version.name}`, params "
+        f"`{params_text(run.effective_params)}`. [Full report]({page_url})"
     )
 
 

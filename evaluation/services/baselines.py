@@ -43,10 +43,10 @@ def _promotion_problems(run: EvaluationRun, by: Any, rationale: str, *, lock: bo
     elif unstorable:
         problems.append(f"rationale: {unstorable}")
     if run.status != Status.SUCCEEDED or run.report is None:
-        problems.append(f"run {run.pk} is {run.status}: only a finished run with a report can be a baseline")
+        problems.append(f"{run.label} is {run.status}: only a finished run with a report can be a baseline")
     elif run.errors:
         problems.append(
-            f"run {run.pk} has {run.errors} errored queries: a baseline must have seen every answer "
+            f"{run.label} has {run.errors} errored queries: a baseline must have seen every answer "
             "(rerun it when the engine is healthy)"
         )
     # The set's "a passed study first" setting (docs/sxs.md); with `lock`, no answer moves the studies'
@@ -71,7 +71,7 @@ def baseline_promote(
     previous = baseline_get(golden_set=golden_set, target=run.target)
     if previous is not None and previous.run_id == run.pk and not git:
         problems.append(
-            f"run {run.pk} is already the baseline of {golden_set.slug} on {run.target.name} (approved by "
+            f"{run.label} is already the baseline of {golden_set.slug} (approved by "
             f"{previous.approved_by.get_username()} on {_iso(previous.approved_at)}): nothing to promote",
         )
     if problems:
@@ -150,7 +150,7 @@ def _previous_text(previous: Baseline | None) -> str:
     if previous is None:
         return "nothing (first baseline)"
     return (
-        f"run {previous.run_id}, golden `{previous.run.golden_version.name}`, approved by "
+        f"{previous.run.label}, golden `{previous.run.golden_version.name}`, approved by "
         f"{previous.approved_by.get_username()} on {_iso(previous.approved_at)}"
     )
 

@@ -126,9 +126,9 @@ def _passed_studies(run: EvaluationRun, *, lock: bool) -> tuple[list[str], list[
         return [], passed
     if verdicts:
         listed = ", ".join(f"study {s.pk}: {verdict}" for s, verdict in verdicts.items())
-        which = f"none of run {run.pk}'s studies as the candidate passed ({listed})"
+        which = f"none of {run.label}'s studies as the candidate passed ({listed})"
     else:
-        which = f"run {run.pk} is the candidate of none (create one from its page)"
+        which = f"{run.label} is the candidate of none (create one from its page)"
     problem = (
         f"golden set {run.golden_version.golden_set.slug} requires a passed side-by-side study before a run "
         f"becomes the baseline, and {which}"
@@ -151,7 +151,7 @@ def baseline_studies_close(*, baseline: Baseline, by: Any) -> list[SxsStudy]:
     run = baseline.run
     _, passed = _passed_studies(run, lock=True)
     why = (
-        f"run {run.pk} became the baseline of {baseline.golden_set.slug} on {baseline.target.name} on this "
+        f"{run.label} became the baseline of {baseline.golden_set.slug} on this "
         "study's pass (the set requires a passed study before a baseline)"
     )
     closed = [s for s in passed if s.closed_at is None]

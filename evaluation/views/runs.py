@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.display import overrides_text, params_text
@@ -114,7 +115,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
             for problem in exc.problems:
                 form.add_error(None, problem)
         else:
-            messages.success(request, f"Run {run.pk} queued.")
+            messages.success(request, f"{capfirst(run.label)} queued.")
             return redirect("evaluation:run_detail", run_id=run.pk)
     status = 422 if request.method == "POST" else 200
     return render(request, "evaluation/run_new.html", {"form": form, "plan": form.plan()}, status=status)
@@ -192,9 +193,9 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     if not access.may_manage_run(request.user, run):
         raise PermissionDenied("only the set's reviewers and admins cancel a run")
     if services.run_cancel(run=run, by=request.user):
-        messages.success(request, f"Run {run.pk} cancelled.")
+        messages.success(request, f"{capfirst(run.label)} cancelled.")
     else:
-        messages.warning(request, f"Run {run.pk} had already finished ({run.status}).")
+        messages.warning(request, f"{capfirst(run.label)} had already finished ({run.status}).")
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
@@ -212,16 +213,14 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
     except services.BaselineError as exc:
         problems_message(request, "Not promoted", exc.problems)
     else:
-        text = (
-            f"Run {run.pk} is now the baseline of {run.golden_version.golden_set.slug} on {run.target.name}"
-        )
+        text = f"{capfirst(run.label)} is now the baseline of {run.golden_version.golden_set.slug}"
         previous = baseline.previous
         if previous is None:
             text += " (its first baseline)"
         elif previous.run_id == run.pk:
             text += " again, with this rationale"
         else:
-            text += f", replacing run {previous.run_id}"
+            text += f", replacing {previous.run.label}"
         if baseline.git_commit:
             text += f"; branch {baseline.git_branch} at {baseline.git_commit[:10]}"
             if baseline.git_push_error:

@@ -72,7 +72,7 @@ def test_a_reviewer_s_home_lists_what_waits_each_linking_to_its_page(home: Home,
     assert "msm1 on targets" in pending and "broken on targets" not in pending
     assert "docs on targets" not in pending
     failed = section_text(page, "home-failed")
-    assert f"run {home.failed_lately.pk} engine rewrite=true" in failed
+    assert f"run {home.failed_lately.pk} engine (rewrite=true) on help-center@" in failed
     assert "every one of the 3 queries errored: HTTP 500" in failed
     assert f"run {home.failed_long_ago.pk} " not in failed and "timed out" not in failed
 

@@ -114,7 +114,7 @@ def test_a_run_with_errors_or_unfinished_cannot_be_a_baseline(
         baseline_promote(run=errored, by=rita, rationale="")
     assert error.value.problems == [
         "rationale: say why this run becomes the baseline",
-        f"run {errored.pk} has 1 errored queries: a baseline must have seen every answer "
+        f"{errored.label} has 1 errored queries: a baseline must have seen every answer "
         "(rerun it when the engine is healthy)",
     ]
     with pytest.raises(BaselineError, match="is queued: only a finished run with a report"):

@@ -228,7 +228,7 @@ def test_a_promotion_resting_on_a_passed_study_closes_it(
     event = StudyEvent.objects.get(study=passed)
     assert (event.kind, event.by, event.baseline, event.verdict) == ("closed", rita, baseline, "pass")
     assert event.why == (
-        f"run {run_b.pk} became the baseline of help-center on engine on this study's pass (the set "
+        f"run {run_b.pk} engine became the baseline of help-center on this study's pass (the set "
         "requires a passed study before a baseline)"
     )
     task = StudyTask.objects.filter(study=passed, rater=alice).first()
@@ -237,7 +237,7 @@ def test_a_promotion_resting_on_a_passed_study_closes_it(
         study_undo(token=task.token, rater=alice, revision=task.revision)
     assert refused.value.code == "closed"
     page = logged_in(rita).get(f"/studies/{passed.pk}/").content.decode()
-    assert f"(the promotion of run {run_b.pk} to" in page
+    assert f"(the promotion of run {run_b.pk} engine to" in page
     # The frozen pass still counts before a baseline.
     assert baseline_study_problems(run_b) == []
 

@@ -97,8 +97,8 @@ def test_an_inconclusive_study_never_counts_as_passed_before_a_baseline(
         baseline_promote(run=run_b, by=rita, rationale="people could not tell")
     assert error.value.problems == [
         "golden set help-center requires a passed side-by-side study before a run becomes the baseline, and "
-        f"none of run {run_b.pk}'s studies as the candidate passed (study {inconclusive.pk}: inconclusive, "
-        f"study {failed.pk}: fail)"
+        f"none of run {run_b.pk} engine's studies as the candidate passed (study {inconclusive.pk}: "
+        f"inconclusive, study {failed.pk}: fail)"
     ]
 
 
@@ -138,7 +138,7 @@ def test_a_set_may_require_a_passed_study_before_a_baseline(
         baseline_promote(run=run_b, by=rita, rationale="better")
     assert error.value.problems == [
         "golden set help-center requires a passed side-by-side study before a run becomes the baseline, and "
-        f"run {run_b.pk} is the candidate of none (create one from its page)"
+        f"run {run_b.pk} engine is the candidate of none (create one from its page)"
     ]
 
     passed = answered_study(golden_set, rita, [alice, bob], candidate=3, runs=(run_a, run_b))

@@ -19,7 +19,15 @@ from tests.support.evaluation import (
 
 
 def _point(run_id: int, value: float | None, verdict: str = "pass", **series: float) -> dict[str, Any]:
-    return {"run_id": run_id, "golden_version": "v1", "verdict": verdict, "ndcg": value, **series}
+    label = f"run {run_id} engine"
+    return {
+        "run_id": run_id,
+        "label": label,
+        "golden_version": "v1",
+        "verdict": verdict,
+        "ndcg": value,
+        **series,
+    }
 
 
 POINTS = [_point(1, 0.85, "none", empty_rate=0.0), _point(2, 0.80, "fail", empty_rate=0.10), _point(3, 0.835)]
@@ -29,7 +37,7 @@ def test_the_bands_lie_where_the_gate_warns_and_fails_against_the_baseline() -> 
     (ndcg, empty) = trend_charts(
         POINTS,
         ["ndcg", "empty_rate"],
-        baseline={"run_id": 1, "ndcg": 0.85, "empty_rate": 0.0},
+        baseline={"run_id": 1, "label": "run 1 engine", "ndcg": 0.85, "empty_rate": 0.0},
         budgets={"ndcg": (0.01, 0.025), "empty_rate": (0.005, 0.015)},
     )
     warn, fail = ndcg.bands
@@ -54,11 +62,17 @@ def test_without_a_baseline_or_a_budget_nothing_is_drawn_but_the_points() -> Non
     (chart,) = trend_charts(POINTS, ["ndcg"])
     assert chart.bands == [] and chart.baseline is None
     (chart,) = trend_charts(
-        POINTS, ["ndcg"], baseline={"run_id": 1, "ndcg": 0.85}, budgets={"ndcg": (None, None)}
+        POINTS,
+        ["ndcg"],
+        baseline={"run_id": 1, "label": "run 1 engine", "ndcg": 0.85},
+        budgets={"ndcg": (None, None)},
     )
     assert chart.bands == [] and chart.baseline is not None
     (chart,) = trend_charts(
-        POINTS, ["ndcg"], baseline={"run_id": 1, "ndcg": 0.85}, budgets={"ndcg": (None, 0.1)}
+        POINTS,
+        ["ndcg"],
+        baseline={"run_id": 1, "label": "run 1 engine", "ndcg": 0.85},
+        budgets={"ndcg": (None, 0.1)},
     )
     assert [b.kind for b in chart.bands] == ["fail"]
 

@@ -38,7 +38,13 @@ def test_undefined_values_show_a_dash_with_the_reason(value: Any) -> None:
 
 
 def _point(run_id: int, version: str, value: float | None, verdict: str = "pass") -> dict[str, Any]:
-    return {"run_id": run_id, "golden_version": version, "verdict": verdict, "ndcg": value}
+    return {
+        "run_id": run_id,
+        "label": f"run {run_id} engine",
+        "golden_version": version,
+        "verdict": verdict,
+        "ndcg": value,
+    }
 
 
 def test_a_trend_line_breaks_at_a_new_golden_version_and_at_undefined_values() -> None:

@@ -372,8 +372,8 @@ def test_promotion_needs_a_rationale_and_records_who_and_why(
     )
     approved = Baseline.objects.get().approved_at.strftime("%Y-%m-%d %H:%M UTC")
     assert messages_text(again) == [
-        f"Not promoted: run {scene.baseline.pk} is already the baseline of help-center on "
-        f"{scene.target.name} (approved by rita on {approved}): nothing to promote"
+        f"Not promoted: run {scene.baseline.pk} staging is already the baseline of help-center "
+        f"(approved by rita on {approved}): nothing to promote"
     ]
     assert Baseline.objects.count() == 1
 
@@ -389,8 +389,8 @@ def test_promotion_needs_a_rationale_and_records_who_and_why(
         "on purpose",
     )
     assert (
-        f"Run {newer.pk} is now the baseline of help-center on {scene.target.name}, replacing run "
-        f"{scene.baseline.pk}."
+        f"{newer.label.replace('run', 'Run', 1)} is now the baseline of help-center, replacing run "
+        f"{scene.baseline.pk} staging."
     ) in messages_text(promoted)
     page = page_text(client.get(f"/runs/{newer.pk}/"))
     assert "This run is the baseline in force" in page and "“on purpose”" in page
@@ -427,7 +427,7 @@ def test_cancel_from_the_page(version: GoldenVersion, target: SearchTarget, rita
     assert f'action="/runs/{run.pk}/cancel/"' in client.get(f"/runs/{run.pk}/").content.decode()
     response = client.post(f"/runs/{run.pk}/cancel/", follow=True)
     run.refresh_from_db()
-    assert run.status == "cancelled" and f"Run {run.pk} cancelled." in page_text(response)
+    assert run.status == "cancelled" and f"Run {run.pk} staging cancelled." in page_text(response)
     again = client.post(f"/runs/{run.pk}/cancel/", follow=True)
     assert "had already finished (cancelled)" in page_text(again)
 

@@ -388,7 +388,7 @@ def test_the_trend_draws_each_metric_with_readable_numbers(scene: Scene, rita: U
     assert len(re.findall(r"<polyline ", chart)) == 1
     assert 'fill="#cf222e"' in chart  # the failing run's point is red
     table = section_text(page, "trend-table") if 'id="trend-table"' in markup else page_text(page)
-    assert f"#{scene.current.pk}" in table and "rewrite=true" in table
+    assert f"run {scene.current.pk} staging (rewrite=true)" in table
 
 
 def test_the_trend_line_breaks_where_the_golden_version_changes(
@@ -449,7 +449,7 @@ def test_resetting_budgets_stores_the_defaults(golden_set: GoldenSet, rita: User
 
 def test_the_baseline_history_lists_every_promotion(scene: Scene, rita: User) -> None:
     text = section_text(logged_in(rita).get("/sets/help-center/baselines/"), "baselines")
-    assert f"staging #{scene.baseline.pk} 2026-08-01 rita" in text and "the first good run" in text
+    assert f"staging run {scene.baseline.pk} staging 2026-08-01 rita" in text and "the first good run" in text
 
 
 # --- tokens -----------------------------------------------------------------------------------------

@@ -85,6 +85,7 @@ def failed_run_at(study: SxsStudy, ago: timedelta, message: str) -> EvaluationRu
         golden_version=study.golden_version,
         target=study.run_a.target,
         params={"rewrite": True},
+        effective_params={"rewrite": True},  # as run_create records it
         status=EvaluationRun.Status.FAILED,
         finished_at=timezone.now() - ago,
         error_message=message,
