@@ -348,10 +348,10 @@ def compare(
     interval: dict[str, Any] | None = None
     left_out = LeftOut()
     overlap: dict[str, Any] | None = None
-    if baseline is not current:  # a report checked alone has nothing to overlap with
-        found = report_overlap(current, baseline, seed=gate.seed)
-        overlap = found.to_dict() if found is not None else None
     if not refused:
+        if baseline is not current:  # a report checked alone has nothing to overlap with
+            found = report_overlap(current, baseline, seed=gate.seed)
+            overlap = found.to_dict() if found is not None else None
         left_out = _compare_scopes(gate, comparison, current, baseline, budgets, pairs)
         gate.judge()
         if gate.untested_fail:

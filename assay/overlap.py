@@ -208,8 +208,8 @@ def _answered_ids(row: Mapping[str, Any]) -> list[str] | None:
     """A report row's returned top k (ids are strings in a valid report), or None when the query errored
     or the row keeps no list."""
     ids = row.get("ids")
-    if row.get("error") is not None or not isinstance(ids, list):
-        return None
+    if row.get("error") is not None or not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return None  # a damaged row (the gate refuses the report for it) has no list to compare
     return ids
 
 

@@ -95,7 +95,7 @@ def test_a_failing_run_on_a_worker_mails_once_and_posts_once_after_a_retry(
     assert posts[1].json["url"] == f"https://assay.example.org/runs/{run.pk}/"
     [written] = list(outbox.iterdir())
     message = written.read_text()
-    assert f"Subject: [Assay] FAIL: help-center on staging (run {run.pk})" in message
+    assert f"Subject: [Assay] FAIL: {run.label} on help-center" in message
     assert "To: rita@example.org" in message
     assert f"The run: https://assay.example.org/runs/{run.pk}/" in message
 
