@@ -33,6 +33,7 @@ from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, pending_for, studies_for, study_progress
 from evaluation.study_forms import StudyForm, form_expectation
 from evaluation.study_models import PendingStudy, StudySetting, SxsStudy
+from labeling.forms import problems_to_form
 
 
 @require_GET
@@ -105,8 +106,7 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
                     trigger=EvaluationRun.Trigger.WEB,
                 )
             except StudyError as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
+                problems_to_form(form, exc.problems, StudyForm.PROBLEM_FIELDS)
             else:
                 messages.success(
                     request,
@@ -118,8 +118,7 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
             try:
                 study = study_create(spec=form.spec(), by=request.user)
             except StudyError as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
+                problems_to_form(form, exc.problems, StudyForm.PROBLEM_FIELDS)
             else:
                 expectation = study_created_expectation(study)
                 collect = f"{study.tasks.count()} answers to collect"
