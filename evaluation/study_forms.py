@@ -96,6 +96,8 @@ class StudyForm(forms.Form):
         label="Junk in the candidate's top three on a critical query fails",
     )
 
+    # The form's own errors are about which runs or targets: the summary's link goes to run A.
+    error_anchors = {"__all__": "id_run_a"}
     # Where a service's problem goes (`problems_to_form`): beside the field it names, by these beginnings.
     PROBLEM_FIELDS = {
         "results shown": "shown",
