@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import BrowserContext, Page, expect
 
 from labeling.models import GoldenSet
+from tests.browser.test_accessibility import axe_violations, described
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -43,6 +44,7 @@ def test_the_summary_takes_focus_and_each_link_takes_it_to_its_field(
     summary = page.locator("#error-summary")
     expect(summary).to_be_focused()
     expect(summary.locator("h2")).to_have_text("2 problems to fix")
+    assert not (found := axe_violations(page)), described(found)  # the summary, the marked fields
     summary.get_by_role("link", name="Raters: This field is required.").click()
     assert _focused_id(page) == "id_raters_0"
     summary.get_by_role("link", name="choose run A and run B").click()
@@ -57,5 +59,6 @@ def test_the_login_page_says_what_is_wrong_and_where(page: Page, live_server: An
     page.keyboard.press("Enter")
     summary = page.locator("#error-summary")
     expect(summary).to_be_focused()
+    assert not (found := axe_violations(page)), described(found)
     summary.locator("a").click()
     assert _focused_id(page) == "id_username"
