@@ -56,6 +56,10 @@ FORMS: dict[str, Post] = {
         reverse("labeling:calibration_list", args=[_slug(s)]),
         {"name": "", "raters": ["alice"]},
     ),
+    "agreement thresholds": lambda s: (
+        reverse("labeling:thresholds", args=[_slug(s)]),
+        {"hard_diff": "0", "min_exact": "1.5", "reliable_min": "0.8", "tentative_min": "0.9"},
+    ),
     "new judge": lambda s: (
         reverse("labeling:judge_new", args=[_slug(s)]),
         {"name": "j", "base_url": "", "temperature": "hot", "action": "save"},
@@ -122,15 +126,14 @@ def test_a_form_shown_first_has_no_summary(light_scene: Scene, rita: User, clien
     slug = _slug(light_scene)
     assert read_page(client.get(reverse("login")))[0] == []
     client.force_login(rita)
-    for url in [
-        *(
-            FORMS[name](light_scene)[0]
-            for name in FORMS
-            if name != "nightly schedule" and "import" not in name
+    shown_on = {  # forms posted to an address of their own, shown on another page
+        "nightly schedule": reverse("evaluation:target_detail", args=[light_scene.target.pk]),
+        "agreement thresholds": reverse("labeling:agreement", args=[slug]),
+        **dict.fromkeys(
+            [name for name in FORMS if name.startswith("import")], reverse("labeling:import", args=[slug])
         ),
-        reverse("evaluation:target_detail", args=[light_scene.target.pk]),
-        reverse("labeling:import", args=[slug]),
-    ]:
+    }
+    for url in {shown_on.get(name) or FORMS[name](light_scene)[0] for name in FORMS}:
         page = client.get(url)
         assert page.status_code == 200, url
         assert read_page(page)[0] == [], url
