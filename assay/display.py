@@ -6,6 +6,8 @@ grades in a dispute, a gate finding's scope, numbers. Every page formats through
 The vocabulary:
 - params and stage toggles: `rewrite=true size=10`, each value as JSON (what a person types into the run
   and nightly forms, `--param rewrite=true` on the command line); `none` for no params;
+- a run: `run 4 demo-search (min_should_match=1)`, its number, its target and what it sent that differs
+  from the defaults (`run_label`);
 - grades in a dispute: lowest first, `1 vs 3` (the same pair reads the same whoever graded first);
 - numbers: `assay.metric_table.format_number` (4 decimals, a sign on a change, `—` for undefined).
 """
@@ -54,6 +56,25 @@ def overrides_text(target: Mapping[str, Any] | None, overrides: Mapping[str, Any
         f"{key} (target: {param_value(target[key]) if key in target else 'not set'})"
         for key in overrides or {}
     )
+
+
+def sent_text(sent: Mapping[str, Any] | None, stages: Mapping[str, Any] | None) -> str:
+    """What a run sent that differs from its target's defaults, as typed: every engine param (an engine's
+    own default is what it does when nothing is sent, so a param sent is a choice), and a stage toggle
+    (a name in `stages`, the target's toggles as the run recorded them) only when it is not off
+    (`rewrite=true`; a stage's default is off, `false`). "" when nothing differs."""
+    toggles = stages or {}
+    shown = {k: v for k, v in (sent or {}).items() if not (k in toggles and v is False)}
+    return params_text(shown) if shown else ""
+
+
+def run_label(
+    run_id: int | None, target: str, sent: Mapping[str, Any] | None, stages: Mapping[str, Any] | None
+) -> str:
+    """How a run is named wherever it is named: `run 4 demo-search-msm1 (min_should_match=1)`, `run 1
+    demo-search` when it sent nothing but the defaults (`sent_text`)."""
+    differs = sent_text(sent, stages)
+    return f"run {run_id} {target}" + (f" ({differs})" if differs else "")
 
 
 def grades_text(grades: Iterable[int]) -> str:

@@ -9,12 +9,16 @@ None for anything else, so a caller words its own refusal.
 A header value with a line break is refused by the HTTP client only when the request is made (a run that
 fails at its first call); any other control character is garbage at best. `header_name_problem` and
 `header_value_problem` refuse both when the header is saved or given on the command line.
+
+`http_url` reads an address a setting names (a demo stand-in's, the identity provider's).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from assay.urls import SplitUrl, UrlError, split_url
 
 # What a signed 64-bit column (PostgreSQL bigint, SQLite's integer) holds: also the largest primary key.
 MAX_DB_INT = 2**63 - 1
@@ -67,3 +71,15 @@ def header_value_problem(value: str) -> str | None:
     if found.group() in "\r\n":
         return "a header value cannot contain a line break"
     return f"a header value cannot contain the control character \\u{ord(found.group()):04x}"
+
+
+def http_url(url: str) -> SplitUrl | None:
+    """`url`'s parts (`assay.urls.split_url`) when it is an http or https URL with a host and, when one
+    is written, a port in 1..65535; else None (never raises)."""
+    try:
+        parts = split_url(url)
+    except UrlError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.host:
+        return None
+    return parts

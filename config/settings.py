@@ -11,13 +11,14 @@ import logging
 import secrets
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import environ
 from celery.schedules import crontab
 from csp.constants import NONE, SELF
 
+from assay.inputs import http_url
 from assay.paths import BASE_DIR, var_dir
+from assay.sso import SIGN_ALGORITHMS, GroupMap, issuer_problem, origin, parse_group_map
 
 VAR_DIR = var_dir()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -206,6 +207,47 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The address a lockout counts by: REMOTE_ADDR, or behind a proxy the header it sets (config/auth.py).
 ASSAY_CLIENT_IP_HEADER = env.str("ASSAY_CLIENT_IP_HEADER", default="")
 AXES_CLIENT_IP_CALLABLE = "config.auth.client_ip"
+
+# --- Single sign-on (OpenID Connect by mozilla-django-oidc, docs/deployment.md "Single sign-on") ----
+# Off unless ASSAY_OIDC_ISSUER is set; local accounts sign in beside it (config/sso.py, config/sso_views.py).
+ASSAY_OIDC_ISSUER = env.str("ASSAY_OIDC_ISSUER", default="")
+ASSAY_OIDC_NAME = env.str("ASSAY_OIDC_NAME", default="single sign-on")  # "Log in with <name>"
+ASSAY_OIDC_GROUPS_CLAIM = env.str("ASSAY_OIDC_GROUPS_CLAIM", default="groups")
+ASSAY_OIDC_GROUP_MAP = GroupMap()
+ASSAY_OIDC_SESSION_HOURS = env.float("ASSAY_OIDC_SESSION_HOURS", default=12.0)
+OIDC_TIMEOUT = env.float("ASSAY_OIDC_TIMEOUT", default=10.0)
+if ASSAY_OIDC_ISSUER:
+    if _problem := issuer_problem(ASSAY_OIDC_ISSUER):
+        raise ValueError(f"ASSAY_OIDC_ISSUER {_problem}")
+    # The secret comes from the environment only: never a file in the repository, never the database.
+    OIDC_RP_CLIENT_ID = env.str("ASSAY_OIDC_CLIENT_ID", default="")
+    OIDC_RP_CLIENT_SECRET = env.str("ASSAY_OIDC_CLIENT_SECRET", default="")
+    if not OIDC_RP_CLIENT_ID or not OIDC_RP_CLIENT_SECRET:
+        raise ValueError(
+            "ASSAY_OIDC_ISSUER is set: set ASSAY_OIDC_CLIENT_ID and ASSAY_OIDC_CLIENT_SECRET too"
+        )
+    OIDC_RP_SCOPES = env.str("ASSAY_OIDC_SCOPES", default="openid email profile")
+    if "openid" not in OIDC_RP_SCOPES.split():
+        raise ValueError(f"ASSAY_OIDC_SCOPES must include openid, got {OIDC_RP_SCOPES!r}")
+    OIDC_RP_SIGN_ALGO = env.str("ASSAY_OIDC_SIGN_ALGO", default="RS256")
+    if OIDC_RP_SIGN_ALGO not in SIGN_ALGORITHMS:
+        raise ValueError(
+            f"ASSAY_OIDC_SIGN_ALGO must be one of {', '.join(SIGN_ALGORITHMS)}, got {OIDC_RP_SIGN_ALGO!r}"
+        )
+    # How the client proves itself at the token endpoint: HTTP Basic (client_secret_basic, the default of
+    # OpenID Connect) or form fields (client_secret_post), as the client is registered at the provider.
+    _client_auth = env.str("ASSAY_OIDC_TOKEN_AUTH", default="basic")
+    if _client_auth not in ("basic", "post"):
+        raise ValueError(f"ASSAY_OIDC_TOKEN_AUTH must be basic or post, got {_client_auth!r}")
+    OIDC_TOKEN_USE_BASIC_AUTH = _client_auth == "basic"
+    ASSAY_OIDC_GROUP_MAP = parse_group_map(env.str("ASSAY_OIDC_GROUP_MAP", default=""))
+    if ASSAY_OIDC_SESSION_HOURS <= 0:
+        raise ValueError(f"ASSAY_OIDC_SESSION_HOURS must be more than 0, got {ASSAY_OIDC_SESSION_HOURS}")
+    OIDC_USE_PKCE = True
+    OIDC_STORE_ID_TOKEN = True  # sent back as id_token_hint when the user logs out
+    AUTHENTICATION_BACKENDS.append("config.sso.SsoBackend")
+    # The logout form's redirect to the provider's end-session endpoint is a form's action too.
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(origin(ASSAY_OIDC_ISSUER))
 
 # --- Celery -------------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -411,12 +453,7 @@ def _demo_url(name: str, default: str) -> str:
     """A demo stand-in's address (`make run` starts it on this URL's port, on loopback): an http URL with
     a host, and a port when one is written."""
     url = env.str(name, default=default)
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a port that is not a number in 0..65535 raises here)
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    if http_url(url) is None:
         raise ValueError(f"{name} must be an http URL with a host, like {default}, got {url!r}")
     return url
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from config import docs_pages, metrics, views
+from config import docs_pages, metrics, sso_views, views
+from config.schema import SchemaView
 
 # Swagger UI's script is served as a file by the split view (the Content-Security-Policy allows no inline
 # script); it styles elements inline, so this one page allows inline style.
@@ -30,13 +30,17 @@ urlpatterns = [
     # Prometheus' default path; a 404 unless enabled, then its own token or address check (config/metrics.py).
     path("metrics", metrics.metrics, name="metrics"),
     path("favicon.ico", views.favicon, name="favicon"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", sso_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", sso_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (docs/deployment.md, "Single sign-on"): a 404 while it is off. The callback is the
+    # redirect URI to register at the provider; the names are mozilla-django-oidc's.
+    path("oidc/authenticate/", sso_views.SsoStartView.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", sso_views.SsoCallbackView.as_view(), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("evaluation.api.urls")),
-    # The schema answers a token as well as a session (DRF authenticates it: SERVE_PERMISSIONS); Swagger UI
-    # is a page for signed-in users like every other.
-    path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
+    # The schema answers a token as well as a session (DRF authenticates it: SERVE_PERMISSIONS), built one
+    # at a time (config/schema.py); Swagger UI is a page for signed-in users like every other.
+    path("api/schema/", login_not_required(SchemaView.as_view()), name="api-schema"),
     path("api/docs/", login_required(swagger_ui), name="api-docs"),
     path("docs/<str:name>/", docs_pages.doc_page, name="doc_page"),
     path("", include("labeling.urls")),

@@ -40,7 +40,8 @@ def runs_for(user: Any) -> QuerySet[EvaluationRun]:
 
 
 def run_rows(runs: QuerySet[EvaluationRun]) -> QuerySet[EvaluationRun]:
-    """Runs for a list: newest first, related rows in the same query, the JSON blobs left behind; each
+    """Runs for a list: newest first, related rows in the same query, the JSON blobs left behind (not the
+    target's snapshot, which each run's label reads); each
     says whether it is its (golden set, target)'s baseline in force (`is_baseline`: the newest promotion)
     or was one before (`was_baseline`)."""
     in_force = (
@@ -59,7 +60,6 @@ def run_rows(runs: QuerySet[EvaluationRun]) -> QuerySet[EvaluationRun]:
             "gate",
             "key_map",
             "keys",
-            "target_snapshot",
             "golden_version__content",
             "golden_version__documents",
         )

@@ -201,27 +201,82 @@ class ExperimentRescore(models.Model):
 
 
 class ExperimentAdoption(models.Model):
-    """**Use this configuration**: an experiment's winner saved on its target, by whom and why, with the
-    target's params before and after and the full run it started (which becomes the baseline only
-    through the usual review, docs/runs.md)."""
+    """**Use this configuration**: a configuration of an experiment that beat the baseline saved on its
+    target, by whom, when and why, with the target's params before and after and the full run it started
+    (which becomes the baseline only through the usual review, docs/runs.md); and, once reverted, who
+    reverted it, when and why, and the runs that sent the adopted params (docs/experiments.md, "Revert").
+
+    `params_before` and `params_after` are what the target sends (params and stage toggles together);
+    `stages_before` and `stages_after` say which of those names are stage toggles, so a revert writes
+    the target's params and stages back exactly as they were."""
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="adoptions")
     target = models.ForeignKey("evaluation.SearchTarget", on_delete=models.CASCADE, related_name="adoptions")
+    configuration = models.JSONField(default=dict, help_text="the configuration's own grid values")
+    rank = models.PositiveIntegerField(null=True, blank=True, help_text="its tuning rank in the experiment")
     params_before = models.JSONField(default=dict)
     params_after = models.JSONField(default=dict)
+    stages_before = models.JSONField(default=dict, help_text="the target's stage toggles before")
+    stages_after = models.JSONField(default=dict, help_text="the target's stage toggles after")
     rationale = models.TextField()
     adopted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     adopted_at = models.DateTimeField(auto_now_add=True)
     run = models.ForeignKey(
-        "evaluation.EvaluationRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "evaluation.EvaluationRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="adoptions",
+        help_text="the confirming run it started",
+    )
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    revert_reason = models.TextField(blank=True)
+    revert_runs = models.JSONField(
+        default=list, blank=True, help_text="the runs that sent the adopted params, as the revert found them"
     )
 
     class Meta:
         ordering = ["-adopted_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reverted_at__isnull=True, reverted_by__isnull=True)
+                | Q(reverted_at__isnull=False, reverted_by__isnull=False),
+                name="adoption_reverted_by_whom",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"experiment {self.experiment_id} adopted on {self.target_id}"
 
     @property
+    def stands(self) -> bool:
+        """Not reverted: the target was set to send `params_after` (unless edited since)."""
+        return self.reverted_at is None
+
+    @property
     def params_text(self) -> str:
         return params_text(self.params_after)
+
+    @property
+    def before_text(self) -> str:
+        return params_text(self.params_before)
+
+    @property
+    def configuration_text(self) -> str:
+        """`rank 2: title_weight=3 min_should_match=1` (the rank left out for a record made before ranks
+        were kept)."""
+        values = params_text(self.configuration)
+        return f"rank {self.rank}: {values}" if self.rank is not None else values
+
+    def target_fields(self, *, before: bool) -> dict[str, dict[str, Any]]:
+        """The target's `params` and `stages` as they were before the adoption (or after it)."""
+        sent, stages = (
+            (self.params_before, self.stages_before) if before else (self.params_after, self.stages_after)
+        )
+        return {
+            "params": {k: v for k, v in sent.items() if k not in stages},
+            "stages": dict(stages),
+        }

@@ -1,20 +1,24 @@
 """Experiment pages (docs/experiments.md, "In the app"): the list, the form that starts one (a target, a
 golden version, a grid), the page (progress while it runs; then the configurations x metrics table,
 sortable, with their tuning values, the line chart or heat map, the held-out confirmation with its
-intervals, the optimism and the winner's strata), cancel, and **Use this configuration**.
+intervals, the optimism and the winner's strata), cancel, **Use this configuration** (any confirmed
+configuration that beat the baseline) and **Revert**.
 
 Who sees what is the runs' rule (`evaluation.access`): those who review the experiment's golden set;
 everyone else gets 404."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import conditional_escape
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -27,13 +31,20 @@ from assay.experiment import (
     MAX_CONFIGS,
     RANKING_METRICS,
 )
+from assay.inputs import id_number
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
 from evaluation import access
 from evaluation.action_words import GAPS_ACTIONS
 from evaluation.forms import VersionChoiceField, version_and_target_choices
-from evaluation.models import Experiment, SearchTarget
-from evaluation.services.experiment_adopt import experiment_adopt
+from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget, SxsStudy
+from evaluation.overlap_page import mean_cells, note
+from evaluation.services.experiment_adopt import (
+    adoptable_configurations,
+    adoption_revert,
+    adoption_runs,
+    experiment_adopt,
+)
 from evaluation.services.experiment_coverage import (
     experiment_gaps,
     experiment_rescore,
@@ -48,6 +59,7 @@ from evaluation.services.experiments import (
     no_winner_text,
 )
 from evaluation.services.unjudged import gaps_judge_offer
+from evaluation.views.access_helpers import settled
 from evaluation.views.runs import query_link, say
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
@@ -56,7 +68,7 @@ EXAMPLE_GRID = '{"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_matc
 METRIC_LABELS = {"ndcg": "nDCG@k", "mrr": "MRR", "precision_at_k": "P@k"}
 # The table's sorts: name -> what a row is sorted by (None last whichever the direction).
 SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "judged_at_k", "errors", "holdout",
-         "holdout_judged")  # fmt: skip
+         "holdout_judged", "rbo")  # fmt: skip
 
 
 class ExperimentForm(forms.Form):
@@ -99,6 +111,14 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
         raise Http404("nothing here")
     experiments = access.experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
     return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
+
+
+@require_GET
+def experiment_row(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """One row of the experiment list, polled while the experiment is queued or running (htmx swaps the
+    row; a settled one stops asking)."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    return render(request, "evaluation/_experiment_row.html", {"e": experiment})
 
 
 @require_http_methods(["GET", "POST"])
@@ -157,9 +177,7 @@ def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpRespons
     response = render(
         request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
     )
-    if progress["final"] and request.headers.get("HX-Request"):
-        response["HX-Refresh"] = "true"
-    return response
+    return settled(request, response, progress["final"])
 
 
 def _cell(value: Any, *, signed: bool = False) -> str:
@@ -203,7 +221,10 @@ def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str,
                     **{m: tuning.get(m) for m in (*_TABLE, "errors")},
                     "holdout": held.get(metric) if held else None,
                     "holdout_judged": held.get("judged_at_k") if held else None,
+                    "rbo": ((tuning.get("overlap") or {}).get("rbo") or {}).get("mean"),
                 },
+                # against the baseline's lists (docs/metrics.md, "Overlap")
+                "overlap": mean_cells(tuning.get("overlap"), recorded="overlap" in tuning),
                 "cells": [_cell(tuning.get(m)) for m in _TABLE],
                 "errors": tuning.get("errors", 0),
                 "holdout": _cell(held.get(metric)) if held else "",
@@ -248,9 +269,55 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "p": _cell(held.get("p_value")),
                 "p_adjusted": _cell(held.get("p_adjusted")),
                 "winner": _is_winner(result, config),
+                "overlap": mean_cells(held.get("overlap"), recorded="overlap" in held),
             }
         )
     return rows
+
+
+# A run's columns no page here reads (megabytes on a large set).
+_HEAVY_RUN = ("report", "gate", "key_map", "keys")
+
+
+def _adoptable(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of the **Use this configuration** form: each confirmed configuration that beat the
+    baseline, best tuning rank first, with its held-out change and p (Holm)."""
+    return [
+        {
+            "rank": config["rank"],
+            "text": f"rank {config['rank']}{' (the winner)' if _is_winner(result, config) else ''}: "
+            f"{params_text(config['grid'])}, {_cell(config['holdout']['change'].get('delta'), signed=True)} "
+            f"held out, p (Holm) {_cell(config['holdout'].get('p_adjusted'))}",
+        }
+        for config in adoptable_configurations(result)
+    ]
+
+
+def _adoptions(request: HttpRequest, experiment: Experiment) -> list[dict[str, Any]]:
+    """The experiment's adoptions, newest first, each with its confirming run, the side-by-side studies
+    on that run and the runs that sent the adopted params (those the user sees: `access.runs_for`)."""
+    adoptions = list(
+        experiment.adoptions.select_related("adopted_by", "reverted_by", "target", "run__target").defer(
+            *(f"run__{name}" for name in _HEAVY_RUN)
+        )
+    )
+    used = {a.pk: adoption_runs(a) for a in adoptions}
+    visible = {run.pk: run for run in _named_runs(request, {pk for pks in used.values() for pk in pks})}
+    studies: dict[int, list[SxsStudy]] = {}
+    runs = [a.run_id for a in adoptions if a.run_id is not None]
+    for study in SxsStudy.objects.filter(Q(run_a_id__in=runs) | Q(run_b_id__in=runs)).order_by(
+        "-created", "-id"
+    ):
+        for run_id in {study.run_a_id, study.run_b_id} & set(runs):
+            studies.setdefault(run_id, []).append(study)
+    return [
+        {
+            "adoption": a,
+            "studies": studies.get(a.run_id, []) if a.run_id is not None else [],
+            "used": [visible[pk] for pk in used[a.pk] if pk in visible],
+        }
+        for a in adoptions
+    ]
 
 
 def _verdict(result: dict[str, Any]) -> str:
@@ -299,13 +366,15 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
     golden_set = experiment.golden_version.golden_set
     result, rescore = experiment_result_current(experiment)
     may_manage = reviews(request.user, golden_set)
+    adoptions = _adoptions(request, experiment)
     context: dict[str, Any] = {
         "experiment": experiment,
         "golden_set": golden_set,
         "progress": _progress(experiment),
         "may_manage": may_manage,
         "rescore": rescore,
-        "adoptions": list(experiment.adoptions.select_related("adopted_by", "run")),
+        "adoptions": adoptions,
+        "standing": next((row for row in adoptions if row["adoption"].stands), None),
         "chart": SWEEP_CHART,
         "fixed": params_text(experiment.fixed_params),
     }
@@ -325,8 +394,10 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                 "sort": sort,
                 "sorts": SORTS,
                 "confirmation": _confirmation(result),
+                "overlap_note": note(result["k"]),
                 "best": best,
                 "has_winner": result["winner"] is not None,
+                "adoptable": _adoptable(result) if may_manage else [],
                 "no_winner": "" if result["winner"] is not None else no_winner_text(result),
                 "best_params": params_text(best["grid"]),
                 "tuning_gain": _cell(best["tuning_gain"], signed=True),
@@ -368,11 +439,16 @@ def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResp
 
 @require_POST
 def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
-    """**Use this configuration**: the winner's params on the target, then a full run (its page next)."""
+    """**Use this configuration**: the chosen configuration's params on the target (`rank`, the winner
+    when not given), then a full run (its page next)."""
     experiment = access.get_experiment(request.user, experiment_id)
+    given = request.POST.get("rank", "")
+    rank = id_number(given) if given else None
     try:
+        if given and rank is None:
+            raise ExperimentError([f"rank: {given[:20]!r} is not a configuration's rank (1, 2, ...)"])
         adoption = experiment_adopt(
-            experiment=experiment, by=request.user, rationale=request.POST.get("rationale", "")
+            experiment=experiment, by=request.user, rationale=request.POST.get("rationale", ""), rank=rank
         )
     except ExperimentError as exc:
         messages.error(request, "Not used: " + "; ".join(exc.problems))
@@ -380,10 +456,49 @@ def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpRespo
     assert adoption.run is not None
     messages.success(
         request,
-        f"{experiment.target.name} now sends {adoption.params_text}; run {adoption.run.pk} started with it. "
-        "Promote it as the baseline through the usual review once it has finished.",
+        f"{experiment.target.name} now sends {adoption.params_text}; {adoption.run.label} started with it. "
+        "Promote it as the baseline through the usual review once it has finished; Revert on the "
+        "experiment's page puts the params before back.",
     )
     return redirect("evaluation:run_detail", run_id=adoption.run.pk)
+
+
+@require_POST
+def adoption_revert_view(request: HttpRequest, experiment_id: int, adoption_id: int) -> HttpResponse:
+    """**Revert**: the target's params before the adoption written back, recorded with the reason."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    adoption = ExperimentAdoption.objects.filter(experiment=experiment, pk=adoption_id).first()
+    if adoption is None:
+        raise Http404("no such adoption of this experiment")
+    try:
+        reverted = adoption_revert(adoption=adoption, by=request.user, reason=request.POST.get("reason", ""))
+    except ExperimentError as exc:
+        messages.error(request, "Not reverted: " + "; ".join(exc.problems))
+    else:
+        messages.success(request, _revert_text(reverted, _run_labels(request, reverted.revert_runs)))
+    return redirect(
+        reverse("evaluation:experiment_detail", args=[experiment.pk]) + f"#adoption-{adoption.pk}"
+    )
+
+
+def _named_runs(request: HttpRequest, run_ids: Iterable[int]) -> QuerySet[EvaluationRun]:
+    """Those of the runs the user sees, with what their labels read only."""
+    runs = access.runs_for(request.user).filter(pk__in=list(run_ids))
+    return runs.select_related("target").only(*EvaluationRun.LABEL_FIELDS)
+
+
+def _run_labels(request: HttpRequest, run_ids: list[int]) -> list[str]:
+    labels = {run.pk: run.label for run in _named_runs(request, run_ids)}
+    return [labels[pk] for pk in run_ids if pk in labels]
+
+
+def _revert_text(adoption: ExperimentAdoption, used: list[str]) -> str:
+    """What a revert did, in words: what the target sends again and which runs sent the adopted params."""
+    runs = "; ".join(used) if used else "none"
+    return (
+        f"{adoption.target.name} sends {adoption.before_text} again (as before adoption {adoption.pk}). "
+        f"Runs that sent the adopted {adoption.params_text}: {runs}."
+    )
 
 
 def _managed(request: HttpRequest, experiment_id: int, what: str) -> Experiment:

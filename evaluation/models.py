@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Q
 
 from assay.adapters import ADAPTER_CHOICES, ADAPTER_NAMES, DEFAULT_ADAPTER
-from assay.display import params_text
+from assay.display import params_text, run_label
 from assay.targets import TargetSpec, target_spec
 from evaluation.fields import LargeJSONField
 
@@ -108,6 +108,8 @@ class EvaluationRun(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.FINALIZING)
     FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    # What `label` reads: `.select_related("target").only(*LABEL_FIELDS)` names runs in one light query.
+    LABEL_FIELDS = ("pk", "target", "target__name", "effective_params", "target_snapshot")
 
     golden_version = models.ForeignKey(
         "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="evaluation_runs"
@@ -186,6 +188,14 @@ class EvaluationRun(models.Model):
     @property
     def overrides_text(self) -> str:
         return params_text(self.params)
+
+    @property
+    def label(self) -> str:
+        """The run as every page, notification and API reply names it: `run 4 demo-search-msm1
+        (min_should_match=1)`, what it sent (`effective_params`) that differs from its target's defaults
+        (`assay.display.run_label`; the target's stage toggles as its snapshot recorded them)."""
+        stages = (self.target_snapshot or {}).get("stages")
+        return run_label(self.pk, self.target.name, self.effective_params, stages)
 
     @property
     def triggered_by_label(self) -> str:
@@ -454,4 +464,5 @@ from evaluation.experiment_models import (  # noqa: E402, F401
     ExperimentRescore,
     ExperimentResult,
 )
+from evaluation.home_models import HomeSeen  # noqa: E402, F401  (the home page's visits: docs/runs.md)
 from evaluation.study_models import *  # noqa: E402, F403  (side-by-side studies: docs/sxs.md)

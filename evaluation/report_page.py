@@ -89,7 +89,7 @@ def _aggregate_value(aggregate: Mapping[str, Any] | None, metric: str) -> tuple[
     return float(value), ""
 
 
-def _interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
+def interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
     """An interval as shown: of a change, with signs; of an absolute value (`signed=False`), without."""
     if not interval or interval.get("low") is None:
         return Num(UNDEFINED, why)
@@ -123,7 +123,7 @@ def change_cells(metric: str, row: Mapping[str, Any] | None, why: str) -> Change
         baseline=num(row.get("baseline"), why=no_pair, metric=metric),
         current=num(row.get("current"), why=no_pair, metric=metric),
         delta=num(delta, signed=True, why=no_pair, css=delta_css(metric, delta), metric=metric),
-        interval=_interval_text(row.get("interval"), no_pair),
+        interval=interval_text(row.get("interval"), no_pair),
         p_value=format_p_value(p_value),
         n=row.get("n"),
     )
@@ -418,7 +418,11 @@ def _baseline_report(run: EvaluationRun) -> tuple[EvaluationRun | None, dict[str
     baseline_run_id = (run.gate or {}).get("baseline_run")
     if baseline_run_id is None:
         return None, None
-    base = EvaluationRun.objects.filter(pk=baseline_run_id).only("id", "report", "target", "golden_version")
+    base = (
+        EvaluationRun.objects.filter(pk=baseline_run_id)
+        .select_related("target")
+        .only("report", "golden_version", *EvaluationRun.LABEL_FIELDS)  # and what its label reads
+    )
     found = base.first()
     if found is not None and run.baseline_rescore is not None:
         return found, run.baseline_rescore.report
@@ -477,7 +481,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "gate": gate,
         "baseline_run": baseline_run,
         "metrics": _noise_marked(metric_rows(run, baseline_report), gate),
-        "ci": _interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
+        "ci": interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
         "left_out": _left_out_rows(gate),
         "tiers": tier_rows(run, baseline_report),
         "slices": _noise_marked_strata(slice_tables(run, baseline_report), gate),

@@ -25,8 +25,7 @@ from labeling.selectors.sets import golden_set_strata
 class RunChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         run: EvaluationRun = obj
-        overrides = f" {run.overrides_text}" if run.params else ""
-        return f"run {run.pk}: {run.target.name}{overrides}, golden {run.golden_version.name}"
+        return f"{run.label}, golden {run.golden_version.name}"
 
 
 class RaterChoiceField(forms.ModelMultipleChoiceField):
@@ -36,6 +35,12 @@ class RaterChoiceField(forms.ModelMultipleChoiceField):
 
 class StudyForm(forms.Form):
     name = forms.CharField(required=False, max_length=200, help_text="for reviewers; raters never see it")
+    rater_name = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Name raters see",
+        help_text='empty: the name above when it names no target, parameter or run, else "Study of <today>"',
+    )
     run_a = RunChoiceField(
         queryset=EvaluationRun.objects.none(), required=False, label="Run A (the baseline)"
     )
@@ -100,6 +105,7 @@ class StudyForm(forms.Form):
     error_anchors = {"__all__": "id_run_a"}
     # Where a service's problem goes (`problems_to_form`): beside the field it names, by these beginnings.
     PROBLEM_FIELDS = {
+        "name raters see": "rater_name",
         "results shown": "shown",
         "answers per query": "answers_per_query",
         "queries": "selection",
@@ -129,7 +135,7 @@ class StudyForm(forms.Form):
                 golden_version__golden_set=golden_set, status=EvaluationRun.Status.SUCCEEDED
             )
             .select_related("target", "golden_version")
-            .defer("report", "gate", "key_map", "keys", "target_snapshot", "golden_version__content")
+            .defer("report", "gate", "key_map", "keys", "golden_version__content")
             .order_by("-created", "-id")
         )
         for field in ("run_a", "run_b"):

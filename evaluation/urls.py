@@ -37,6 +37,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         experiment_views.experiment_progress,
         name="experiment_progress",
     ),
+    path("experiments/<int:experiment_id>/row/", experiment_views.experiment_row, name="experiment_row"),
     path(
         "experiments/<int:experiment_id>/cancel/",
         experiment_views.experiment_cancel_view,
@@ -46,6 +47,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "experiments/<int:experiment_id>/use/",
         experiment_views.experiment_adopt_view,
         name="experiment_adopt",
+    ),
+    path(
+        "experiments/<int:experiment_id>/adoptions/<int:adoption_id>/revert/",
+        experiment_views.adoption_revert_view,
+        name="adoption_revert",
     ),
     path(
         "experiments/<int:experiment_id>/gaps/",

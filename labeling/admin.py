@@ -92,6 +92,18 @@ class SecretGrantAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+@admin.register(models.SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Which identity provider account signs in as which user (docs/deployment.md, "Single sign-on"): made
+    at a first sign-in. Added by hand, it links an existing account to its provider account (the next
+    sign-in uses that user and brings its roles in step); deleted, it cuts the link and the user stays."""
+
+    list_display = ("user", "subject", "issuer", "groups", "created")
+    search_fields = ("user__username", "subject")
+    fields = ("user", "issuer", "subject", "groups", "created")
+    readonly_fields = ("groups", "created")
+
+
 @admin.register(models.Document)
 class DocumentAdmin(admin.ModelAdmin):
     formfield_overrides = JSON_FIELD_OVERRIDES

@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.support.fixtures",
     "tests.support.golden_sets",
     "tests.support.workers",
+    "tests.support.oidc",
 ]
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,7 +1,8 @@
 """API endpoints of experiments (docs/api.md, "Experiments"), like the runs': list and start
-(`/experiments/`), status with the result (`/experiments/<id>/`), cancel, and **Use this configuration**
-(`/experiments/<id>/use/`). Objects are looked up through `evaluation.access` (the runs' rule: those who
-review the golden set; others get 404); reading needs the `read` scope, the rest `runs:write`."""
+(`/experiments/`), status with the result and the adoptions (`/experiments/<id>/`), cancel, **Use this
+configuration** (`/experiments/<id>/use/`) and its revert (`/experiments/<id>/adoptions/<id>/revert/`).
+Objects are looked up through `evaluation.access` (the runs' rule: those who review the golden set; others
+get 404); reading needs the `read` scope, the rest `runs:write`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,8 +39,8 @@ from evaluation.api.views import (
     _version,
     set_target_status,
 )
-from evaluation.models import EvaluationRun, Experiment
-from evaluation.services.experiment_adopt import experiment_adopt
+from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption
+from evaluation.services.experiment_adopt import adoption_revert, adoption_runs, experiment_adopt
 from evaluation.services.experiment_coverage import experiment_gaps, experiment_rescore
 from evaluation.services.experiments import (
     ExperimentError,
@@ -48,6 +49,71 @@ from evaluation.services.experiments import (
     experiment_echoes,
 )
 from golden_io import selectors as golden_selectors
+
+
+class AdoptSerializer(serializers.Serializer[Any]):
+    rationale = serializers.CharField(max_length=5000, help_text="why this configuration (recorded)")
+    rank = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_CONFIGS,
+        help_text="the configuration's tuning rank (default: the winner); any confirmed configuration that "
+        "beat the baseline",
+    )
+
+
+class RevertSerializer(serializers.Serializer[Any]):
+    reason = serializers.CharField(max_length=5000, help_text="why it is reverted (recorded)")
+
+
+class AdoptionSerializer(serializers.Serializer[Any]):
+    """An adoption's record (docs/experiments.md, "Use this configuration" and "Revert")."""
+
+    id = serializers.IntegerField()
+    experiment = serializers.IntegerField()
+    target = serializers.CharField()
+    rank = serializers.IntegerField(allow_null=True, help_text="the configuration's tuning rank")
+    configuration = serializers.DictField(help_text="the configuration's own grid values")
+    params_before = serializers.DictField(help_text="what the target sent before: params and stage toggles")
+    params_after = serializers.DictField(help_text="what it sent after")
+    rationale = serializers.CharField()
+    adopted_by = serializers.CharField()
+    adopted_at = serializers.DateTimeField()
+    run = serializers.IntegerField(allow_null=True, help_text="the confirming run it started")
+    run_label = serializers.CharField(allow_null=True)
+    run_link = serializers.CharField(allow_null=True)
+    reverted_at = serializers.DateTimeField(allow_null=True)
+    reverted_by = serializers.CharField(allow_null=True)
+    revert_reason = serializers.CharField(allow_blank=True)
+    runs_used = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="the runs (you can see) that sent the adopted params: so far, or until the revert",
+    )
+
+
+def adoption_body(request: Request, adoption: ExperimentAdoption) -> dict[str, Any]:
+    run = adoption.run
+    used = adoption_runs(adoption)
+    visible = set(access.runs_for(request.user).filter(pk__in=used).values_list("pk", flat=True))
+    return {
+        "id": adoption.pk,
+        "experiment": adoption.experiment_id,
+        "target": adoption.target.name,
+        "rank": adoption.rank,
+        "configuration": adoption.configuration,
+        "params_before": adoption.params_before,
+        "params_after": adoption.params_after,
+        "rationale": adoption.rationale,
+        "adopted_by": adoption.adopted_by.get_username(),
+        "adopted_at": adoption.adopted_at,
+        "run": run.pk if run is not None else None,
+        "run_label": run.label if run is not None else None,
+        "run_link": request.build_absolute_uri(reverse("api:run-detail", args=[run.pk])) if run else None,
+        "reverted_at": adoption.reverted_at,
+        "reverted_by": adoption.reverted_by.get_username() if adoption.reverted_by else None,
+        "revert_reason": adoption.revert_reason,
+        "runs_used": [pk for pk in used if pk in visible],
+    }
 
 
 class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
@@ -63,6 +129,7 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
     configurations = serializers.SerializerMethodField()
     echoes = serializers.SerializerMethodField()
     rescores = serializers.SerializerMethodField()
+    adoptions = serializers.SerializerMethodField()
     final = serializers.SerializerMethodField()
     page = serializers.SerializerMethodField()
 
@@ -95,6 +162,7 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             "finished_at",
             "result",
             "rescores",
+            "adoptions",
             "page",
         )
         read_only_fields: tuple[str, ...] = fields
@@ -121,6 +189,13 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
             for r in obj.rescores.select_related("golden_version", "created_by")
         ]
 
+    @extend_schema_field(AdoptionSerializer(many=True))
+    def get_adoptions(self, obj: Experiment) -> list[dict[str, Any]]:
+        """Its configurations used on the target, newest first, each with its revert once reverted."""
+        request = self.context["request"]
+        rows = obj.adoptions.select_related("target", "adopted_by", "reverted_by", "run__target")
+        return [adoption_body(request, a) for a in rows.defer("run__report", "run__gate", "run__key_map")]
+
     def get_final(self, obj: Experiment) -> bool:
         return obj.status in Experiment.FINAL
 
@@ -135,7 +210,9 @@ class ExperimentListSerializer(ExperimentSerializer):
 
     class Meta(ExperimentSerializer.Meta):
         fields = tuple(
-            f for f in ExperimentSerializer.Meta.fields if f not in ("grid", "result", "echoes", "rescores")
+            f
+            for f in ExperimentSerializer.Meta.fields
+            if f not in ("grid", "result", "echoes", "rescores", "adoptions")
         )
         read_only_fields = fields
 
@@ -166,22 +243,6 @@ class ExperimentCreateSerializer(serializers.Serializer[Any]):
         default=DEFAULT_COVERAGE_MARGIN,
         help_text="warn when the best's judged@k is below the baseline's by more than this",
     )
-
-
-class AdoptSerializer(serializers.Serializer[Any]):
-    rationale = serializers.CharField(max_length=5000, help_text="why this configuration (recorded)")
-
-
-class AdoptionSerializer(serializers.Serializer[Any]):
-    experiment = serializers.IntegerField()
-    target = serializers.CharField()
-    params_before = serializers.DictField()
-    params_after = serializers.DictField()
-    rationale = serializers.CharField()
-    adopted_by = serializers.CharField()
-    adopted_at = serializers.DateTimeField()
-    run = serializers.IntegerField()
-    run_link = serializers.CharField()
 
 
 class ExperimentCancelSerializer(serializers.Serializer[Any]):
@@ -292,9 +353,32 @@ class ExperimentCancel(ApiView):
         return Response({"cancelled": cancelled, "experiment": row})
 
 
+def _managed(
+    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]], *, finished: bool = False
+) -> tuple[Experiment, dict[str, Any]] | Response:
+    """The experiment a reviewer of its set acts on (`finished`: only once it succeeded, else 409), and
+    the request's body validated."""
+    experiment = _experiment(request, pk)
+    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
+        return _problems("not allowed", [_read_only(what)], 403)
+    if finished and experiment.status != Experiment.Status.SUCCEEDED:
+        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
+        return _problems("not finished", [problem], 409)
+    data = body(data=request.data)
+    data.is_valid(raise_exception=True)
+    return experiment, data.validated_data
+
+
+def _finished(
+    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
+) -> tuple[Experiment, dict[str, Any]] | Response:
+    return _managed(request, pk, what, body, finished=True)
+
+
 class ExperimentAdopt(ApiView):
-    """**Use this configuration**: the winner's params saved on the target (recorded with the rationale)
-    and a full run started with them; it becomes the baseline only through the usual review."""
+    """**Use this configuration**: a configuration that beat the baseline (`rank`, the winner by default)
+    saved on the target (recorded with the rationale) and a full run started with it; it becomes the
+    baseline only through the usual review."""
 
     required_scopes = {"POST": RUNS_WRITE}
     serializer_class = AdoptSerializer
@@ -304,33 +388,49 @@ class ExperimentAdopt(ApiView):
         responses={201: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        experiment = _experiment(request, pk)
-        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-            return _problems("not allowed", [_read_only("use an experiment's configuration")], 403)
-        data = AdoptSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        found = _managed(request, pk, "use an experiment's configuration", AdoptSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
         try:
             adoption = experiment_adopt(
                 experiment=experiment,
                 by=request.user,
-                rationale=data.validated_data["rationale"],
+                rationale=values["rationale"],
+                rank=values.get("rank"),
                 trigger=EvaluationRun.Trigger.API,
             )
         except ExperimentError as exc:
             return _problems("the configuration was not used", exc.problems)
-        assert adoption.run is not None
-        body = {
-            "experiment": experiment.pk,
-            "target": adoption.target.name,
-            "params_before": adoption.params_before,
-            "params_after": adoption.params_after,
-            "rationale": adoption.rationale,
-            "adopted_by": request.user.get_username(),
-            "adopted_at": adoption.adopted_at,
-            "run": adoption.run.pk,
-            "run_link": request.build_absolute_uri(reverse("api:run-detail", args=[adoption.run.pk])),
-        }
-        return Response(AdoptionSerializer(body).data, status=status.HTTP_201_CREATED)
+        return Response(
+            AdoptionSerializer(adoption_body(request, adoption)).data, status=status.HTTP_201_CREATED
+        )
+
+
+class AdoptionRevert(ApiView):
+    """**Revert**: the target's params and stage toggles before the adoption written back exactly,
+    recorded with the reason; the reply names the runs that sent the adopted ones."""
+
+    required_scopes = {"POST": RUNS_WRITE}
+    serializer_class = RevertSerializer
+
+    @extend_schema(
+        request=RevertSerializer,
+        responses={200: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
+    )
+    def post(self, request: Request, pk: int, adoption_id: int) -> Response:
+        found = _managed(request, pk, "revert an experiment's configuration", RevertSerializer)
+        if isinstance(found, Response):
+            return found
+        experiment, values = found
+        adoption = ExperimentAdoption.objects.filter(experiment=experiment, pk=adoption_id).first()
+        if adoption is None:
+            raise Http404("no such adoption of this experiment")
+        try:
+            reverted = adoption_revert(adoption=adoption, by=request.user, reason=values["reason"])
+        except ExperimentError as exc:
+            return _problems("not reverted", exc.problems)
+        return Response(AdoptionSerializer(adoption_body(request, reverted)).data)
 
 
 class GapsSerializer(serializers.Serializer[Any]):
@@ -347,21 +447,6 @@ class GapsOutcomeSerializer(serializers.Serializer[Any]):
 
 class RescoreSerializer(serializers.Serializer[Any]):
     version = serializers.CharField(max_length=100, required=False, help_text="default: the set's newest")
-
-
-def _finished(
-    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
-) -> tuple[Experiment, dict[str, Any]] | Response:
-    """The finished experiment a reviewer of its set acts on, and the request's body validated."""
-    experiment = _experiment(request, pk)
-    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-        return _problems("not allowed", [_read_only(what)], 403)
-    if experiment.status != Experiment.Status.SUCCEEDED:
-        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
-        return _problems("not finished", [problem], 409)
-    data = body(data=request.data)
-    data.is_valid(raise_exception=True)
-    return experiment, data.validated_data
 
 
 class ExperimentGaps(ApiView):

@@ -223,8 +223,28 @@ class RunReceiptSerializer(serializers.ModelSerializer[EvaluationRun]):
         }
 
 
+class AdoptedFromSerializer(serializers.Serializer[Any]):
+    """The experiment a run confirms, when an adoption started it (docs/experiments.md)."""
+
+    experiment = serializers.IntegerField()
+    adoption = serializers.IntegerField()
+    rank = serializers.IntegerField(allow_null=True, help_text="the configuration's tuning rank")
+    configuration = serializers.DictField(help_text="the configuration's own grid values")
+    reverted = serializers.BooleanField(help_text="the target's params before were put back since")
+    link = serializers.URLField(help_text="the experiment in the API (its `adoptions` hold the record)")
+
+
 class RunSerializer(RunReceiptSerializer):
     """A run as `read` shows it: the receipt's fields and what the run did."""
+
+    # A field named `label` shadows Field.label (a str) in the stubs only: DRF collects declared fields
+    # off the class before any instance sets its own `label`.
+    label = serializers.CharField(  # type: ignore[assignment]
+        read_only=True,
+        help_text="how the pages name it: `run 4 demo-search (min_should_match=1)`, what it sent beyond "
+        'the defaults (docs/runs.md, "What a run\'s label shows")',
+    )
+    adopted_from = serializers.SerializerMethodField()
 
     triggered_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
@@ -241,6 +261,7 @@ class RunSerializer(RunReceiptSerializer):
         model = EvaluationRun
         fields = (
             "id",
+            "label",
             "golden_set",
             "golden_version",
             "target",
@@ -256,6 +277,7 @@ class RunSerializer(RunReceiptSerializer):
             "rescore_baseline",
             "baseline_run",
             "baseline_rescore",
+            "adopted_from",
             "error_message",
             "created",
             "started_at",
@@ -266,6 +288,20 @@ class RunSerializer(RunReceiptSerializer):
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, obj: EvaluationRun) -> dict[str, Any]:
         return {"done": obj.done, "total": obj.total, "errored": obj.errors, "percent": round(obj.percent, 2)}
+
+    @extend_schema_field(AdoptedFromSerializer(allow_null=True))
+    def get_adopted_from(self, obj: EvaluationRun) -> dict[str, Any] | None:
+        adoption = next(iter(obj.adoptions.all()), None)  # prefetched by the list
+        if adoption is None:
+            return None
+        return {
+            "experiment": adoption.experiment_id,
+            "adoption": adoption.pk,
+            "rank": adoption.rank,
+            "configuration": adoption.configuration,
+            "reverted": not adoption.stands,
+            "link": _absolute(self.context, "api:experiment-detail", adoption.experiment_id),
+        }
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_baseline_run(self, obj: EvaluationRun) -> int | None:
@@ -335,6 +371,12 @@ class VerdictSerializer(serializers.Serializer[Any]):
         allow_null=True,
         help_text="core queries no change counts, by reason: errored_baseline, errored_current, "
         "errored_both, new, retired",
+    )
+    overlap = serializers.DictField(
+        allow_null=True,
+        help_text="how much this run's lists overlap the baseline's (docs/metrics.md, \"Overlap\"): k, p, "
+        "n, identical, jaccard and rbo (each mean, low, high, level, resamples, seed, n); null without a "
+        "baseline",
     )
     means = serializers.DictField(
         child=serializers.DictField(child=serializers.FloatField(allow_null=True)),

@@ -28,6 +28,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("experiments/<int:pk>/", experiments.ExperimentDetail.as_view(), name="experiment-detail"),
     path("experiments/<int:pk>/cancel/", experiments.ExperimentCancel.as_view(), name="experiment-cancel"),
     path("experiments/<int:pk>/use/", experiments.ExperimentAdopt.as_view(), name="experiment-use"),
+    path(
+        "experiments/<int:pk>/adoptions/<int:adoption_id>/revert/",
+        experiments.AdoptionRevert.as_view(),
+        name="adoption-revert",
+    ),
     path("experiments/<int:pk>/gaps/", experiments.ExperimentGaps.as_view(), name="experiment-gaps"),
     path(
         "experiments/<int:pk>/rescore/",

@@ -277,7 +277,8 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
-        return access.run_rows(set_target_status(access.runs_for(self.request.user), self.request))
+        rows = access.run_rows(set_target_status(access.runs_for(self.request.user), self.request))
+        return rows.prefetch_related("adoptions")  # each row's `adopted_from`
 
     @extend_schema(
         request=RunCreateSerializer,
@@ -391,6 +392,7 @@ class RunVerdict(ApiView):
             "delta_interval": gate.get("delta_interval"),
             "comparison": gate.get("comparison"),
             "left_out": gate.get("left_out"),
+            "overlap": gate.get("overlap"),
             "means": core_means(run.report),
             "summary_markdown": gate_markdown(run, page_url=page),
             "page": page,

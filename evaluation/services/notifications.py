@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -40,12 +39,14 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from assay.display import counted
 from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url_problem
 from assay.problems import size_text
 from assay.replies import ReplyError, content_length, read_capped_sync, until
 from assay.secrets import SecretEnvError, mask_secrets
+from assay.urls import UrlError, split_url, url_free
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
 from labeling.roles import reviewer_emails
@@ -99,20 +100,21 @@ def run_url(run: EvaluationRun) -> str:
 
 
 def verdict_message(run: EvaluationRun) -> VerdictMessage:
-    """The announcement of a finished run's verdict: which run, the gate's failures and warnings (their
-    messages, as on the run page) and the run page's address."""
+    """The announcement of a finished run's verdict: which run (its label: the target and what it sent
+    beyond the defaults), the gate's failures and warnings (their messages, as on the run page) and the
+    run page's address."""
     version = run.golden_version
     golden_set = version.golden_set.slug
     url = run_url(run)
     gate = run.gate or {}
     failures = [f["message"] for f in gate.get("failures", [])]
     warnings = [w["message"] for w in gate.get("warnings", [])]
-    subject = f"[Assay] {run.verdict.upper()}: {golden_set} on {run.target.name} (run {run.pk})"
+    subject = f"[Assay] {run.verdict.upper()}: {run.label} on {golden_set}"
     findings = [f"FAIL  {m}" for m in failures] + [f"WARN  {m}" for m in warnings]
     finished = run.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if run.finished_at else "-"
     body = "\n".join(
         [
-            f"Run {run.pk} of {golden_set}@{version.name} on {run.target.name} finished with verdict "
+            f"{capfirst(run.label)} of {golden_set}@{version.name} finished with verdict "
             f"{run.verdict.upper()}.",
             f"Started by {run.triggered_by_label}; finished {finished}.",
             "",
@@ -130,6 +132,7 @@ def verdict_message(run: EvaluationRun) -> VerdictMessage:
         "text": text,
         "verdict": run.verdict,
         "run_id": run.pk,
+        "run": run.label,
         "url": url,
         "golden_set": golden_set,
         "golden_version": version.name,
@@ -205,9 +208,10 @@ def notification_deliver(*, notification_id: int, attempt: int) -> str:
         except _Refused as exc:
             row.status, row.last_error = Status.FAILED, str(exc)
         except Exception as exc:
-            # A bug or something unforeseen: recorded on the row (never left pending without a word).
+            # A bug or something unforeseen: recorded on the row (never left pending without a word), with no
+            # URL in it (the webhook's is a secret).
             logger.exception("notification %s (%s of run %s) failed", row.pk, row.channel, row.run_id)
-            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {exc}"
+            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {url_free(str(exc))}"
         else:
             row.status, row.sent_at = Status.SENT, timezone.now()
         row.save(update_fields=["attempts", "status", "last_error", "sent_at"])
@@ -242,8 +246,11 @@ def webhook_url_problem(url: str, variable: str) -> str | None:
     """Why a webhook URL (the value of `variable`) may not be posted to: not http(s), or an address the
     network policy refuses, judged as httpx will read the host (assay.netpolicy). The words name the
     variable, never the URL, which is a secret."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = split_url(url)
+    except UrlError as exc:
+        return f"the value of {variable}: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.host:
         return f"the value of {variable} is not an http(s) URL"
     return url_problem(url, clients=("httpx",), shown=f"the host of the URL in {variable}")
 
@@ -302,8 +309,8 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
     url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
-    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
-        return mask_secrets(text, [url], mask=f"${variable}")
+    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it, or a part
+        return url_free(mask_secrets(text, [url], mask=f"${variable}"), [url])
 
     try:
         with _webhook_client(timeout) as client:

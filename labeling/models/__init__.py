@@ -8,16 +8,17 @@ golden_io writes every `FrozenLabel` (the golden-file import and the golden-vers
 grouped by (query, document) and creates `kind=third` assignments scoped to the disagreeing candidates
 (docs/agreement.md).
 
-One module per part: `sets` (rubrics, sets, secret grants, documents, queries, frozen labels,
-candidates), `grading` (assignments, judgments, can't-judge marks, judgment events), `review`
-(tier moves, adjudications, dispute checks, gold items, proposals, calibration rounds), `judges`
-(machine judges, their jobs, answers, items, labels and qualifications). Every model is imported
-here (Django finds an app's models in `<app>.models`), with every other public name, so callers write
+One module per part: `accounts` (single sign-on's identities), `sets` (rubrics, sets, secret grants,
+documents, queries, frozen labels, candidates), `grading` (assignments, judgments, can't-judge marks,
+judgment events), `review` (tier moves, adjudications, dispute checks, gold items, proposals, calibration
+rounds), `judges` (machine judges, their jobs, answers, items, labels and qualifications). Every model is
+imported here (Django finds an app's models in `<app>.models`), with every other public name, so callers write
 `from labeling.models import Judgment` whichever module it lives in.
 """
 
 from __future__ import annotations
 
+from labeling.models.accounts import SsoIdentity
 from labeling.models.grading import Assignment, AssignmentQuerySet, CantJudgeMark, Judgment, JudgmentEvent
 from labeling.models.judges import Judge, JudgeAnswer, JudgeJob, JudgeJobItem, JudgeLabel, JudgeQualification
 from labeling.models.review import (
@@ -65,6 +66,7 @@ __all__ = [
     "Query",
     "Rubric",
     "SecretGrant",
+    "SsoIdentity",
     "TierMove",
     "content_hash",
 ]

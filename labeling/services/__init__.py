@@ -10,7 +10,8 @@
 - `calibration`: calibration rounds, started and promoted;
 - `judges`: machine judges (settings, the prompt tried, judge jobs and their chunks, the sweeper);
 - `judge_qualification`: a judge qualified per scope against human labels, and its drift check;
-- `secrets`: a set's grants of secret environment variables.
+- `secrets`: a set's grants of secret environment variables;
+- `accounts`: the users single sign-on makes and keeps in step with the identity provider's groups.
 
 Every public name of every module (each function and class, each constant in capitals) is re-exported
 here, so callers write `from labeling import services` and `services.judgment_submit(...)` whichever
@@ -20,6 +21,7 @@ app").
 
 from __future__ import annotations
 
+from labeling.services.accounts import PROFILE_CLAIMS, sso_user_sync
 from labeling.services.assignments import (
     SCOPED_KINDS,
     AssignmentError,
@@ -187,6 +189,7 @@ __all__ = [
     "NOT_IN_ASSIGNMENT",
     "ON_RECORD_MESSAGE",
     "POOL_DEPTH",
+    "PROFILE_CLAIMS",
     "REASSIGNED_MESSAGE",
     "REQUEST_TIMEOUT_S",
     "RETIRED_MESSAGE",
@@ -295,6 +298,7 @@ __all__ = [
     "secret_grant_create",
     "secret_grant_withdraw",
     "single_rater",
+    "sso_user_sync",
     "suspended_recently",
     "thresholds_of",
 ]

@@ -99,3 +99,24 @@ def test_a_count_takes_its_noun_in_the_right_number() -> None:
     assert display.in_number(2, "user") == "users"
     assert display.in_number(1, "goes", "go") == "goes"
     assert display.in_number(3, "goes", "go") == "go"
+
+
+@pytest.mark.parametrize(
+    ("sent", "stages", "label"),
+    [
+        ({}, {}, "run 1 demo-search"),
+        ({"rewrite": False}, {"rewrite": False}, "run 1 demo-search"),  # a stage off is its default
+        ({"rewrite": True}, {"rewrite": False}, "run 1 demo-search (rewrite=true)"),  # flipped by the run
+        ({"rewrite": True}, {"rewrite": True}, "run 1 demo-search (rewrite=true)"),  # on by the target
+        (
+            {"min_should_match": 1, "rewrite": False},
+            {"rewrite": False},
+            "run 1 demo-search (min_should_match=1)",
+        ),
+        ({"fuzzy": False}, {}, "run 1 demo-search (fuzzy=false)"),  # a param, not a stage: sent, so shown
+        ({"mode": "fast", "w": 3}, None, 'run 1 demo-search (mode="fast" w=3)'),
+        (None, None, "run 1 demo-search"),
+    ],
+)
+def test_a_run_is_named_with_what_it_sent_beyond_the_defaults(sent: Any, stages: Any, label: str) -> None:
+    assert display.run_label(1, "demo-search", sent, stages) == label

@@ -15,6 +15,9 @@ pytestmark = pytest.mark.django_db
 # Open by design: the health check, the login page itself and the site's icon. /metrics has a token or
 # an address list instead, tests/config/test_metrics.py.
 PUBLIC = {"health/", "accounts/login/", "favicon.ico"}
+# Single sign-on's start and callback, open to a stranger who signs in: nothing while it is off (as here, the
+# default); on, they lead to the provider and back (tests/config/test_sso.py).
+SIGN_IN = {"oidc/authenticate/", "oidc/callback/"}
 SAMPLE = {"int": "1", "slug": "help-center", "str": "x", "path": "x"}
 
 
@@ -46,8 +49,9 @@ def test_a_stranger_gets_nothing_but_the_login_page(path: str) -> None:
     if path.lstrip("/") in PUBLIC:
         assert Client().get(path).status_code == 200
         return
-    if path == "/metrics":
-        # Its own check instead of the login (config/metrics.py): off by default, a 404.
+    if path == "/metrics" or path.lstrip("/") in SIGN_IN:
+        # /metrics: its own check instead of the login (config/metrics.py); single sign-on's pages: the
+        # provider's. Both off by default, a 404.
         assert Client().get(path).status_code == 404
         return
     response = Client().get(path)

@@ -111,5 +111,5 @@ def test_ci_runs_make_test_and_nothing_else() -> None:
     ]
     assert lines == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', "exec make test"]
     makefile = (REPO / "Makefile").read_text()
-    assert "\ntest: install chromium services lint\n" in makefile
+    assert "\ntest: install chromium services node-tools lint\n" in makefile
     assert 'scripts/services-up "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"' in makefile

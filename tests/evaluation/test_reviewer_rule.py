@@ -27,8 +27,17 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
-from evaluation.models import ApiToken, EvaluationRun, Experiment, PendingStudy, SearchTarget, SxsStudy
+from evaluation.models import (
+    ApiToken,
+    EvaluationRun,
+    Experiment,
+    ExperimentAdoption,
+    PendingStudy,
+    SearchTarget,
+    SxsStudy,
+)
 from evaluation.services import run_create
+from evaluation.services.experiment_adopt import experiment_adopt
 from evaluation.services.experiments import experiment_create
 from evaluation.services.studies import StudySpec, study_create
 from evaluation.tokens import api_token_create
@@ -64,6 +73,7 @@ class World:
     queued_experiment: Experiment  # one still queued: what a cancel would change
     study: SxsStudy  # a side-by-side study of the scene's two runs
     pending: PendingStudy  # a study on two targets, waiting for its runs (one of them the queued run)
+    adoption: ExperimentAdoption  # the experiment's winner in use on the target: what a revert would undo
 
     @property
     def golden_set(self) -> GoldenSet:
@@ -125,7 +135,12 @@ def world_fixture(scene: Scene, stub: StubServer, rita: User, alice: User, charl
     queued_experiment = experiment_create(
         golden_version=scene.version, target=scene.target, grid={"configs": [{"w": 1}]}, created_by=rita
     )
-    return World(scene, queued, users, tokens, dora_token, experiment, queued_experiment, study, pending)
+    # In use: the experiment's Use-this-configuration refuses while it stands (the reviewer's walk reverts
+    # it first on the API, whose paths come in alphabetical order; the pages' adopt is refused in words).
+    adoption = experiment_adopt(experiment=experiment, by=rita, rationale="the best held out")
+    return World(
+        scene, queued, users, tokens, dora_token, experiment, queued_experiment, study, pending, adoption
+    )
 
 
 # --- the database, all of it that these apps hold ------------------------------------------------------
@@ -175,11 +190,13 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
         elif param == "experiment_id":
             experiment = w.queued_experiment if name == "experiment_cancel" else w.experiment
             values[param] = experiment.pk
+        elif param == "adoption_id":
+            values[param] = w.adoption.pk
         elif param == "slug":
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
             values[param] = w.dora_token.pk
-        elif param == "pk" and name == "study_pending":
+        elif param == "pk" and name.startswith("study_pending"):
             values[param] = w.pending.pk
         elif param == "pk" and name.startswith("study"):
             values[param] = w.study.pk
@@ -229,6 +246,7 @@ PAGE_POSTS: dict[str, Callable[[World], dict[str, Any]]] = {
         "seed": "0",
     },
     "experiment_adopt": lambda w: {"rationale": "the best held out"},
+    "adoption_revert": lambda w: {"reason": "slower"},
     "study_new": lambda w: _study_body(w, form=True),
     "study_close": lambda w: {"why": "read"},
     "study_reopen": lambda w: {"why": "more raters"},
@@ -327,6 +345,8 @@ def _api_url(method: str, template: str, w: World) -> str:
             return str(w.queued.pk if template.endswith("/cancel/") else w.scene.current.pk)
         if param == "id" and template.startswith("/api/v1/targets/"):
             return str(w.target.pk)
+        if param == "adoption_id":
+            return str(w.adoption.pk)
         if param == "id" and template.startswith("/api/v1/experiments/"):
             return str((w.queued_experiment if template.endswith("/cancel/") else w.experiment).pk)
         raise AssertionError(f"{method.upper()} {template}: say which object {{{param}}} names")
@@ -342,6 +362,7 @@ API_BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
         "grid": {"configs": [{"w": 1}]},
     },
     "/api/v1/experiments/{id}/use/": lambda w: {"rationale": "the best held out"},
+    "/api/v1/experiments/{id}/adoptions/{adoption_id}/revert/": lambda w: {"reason": "slower"},
     "/api/v1/experiments/{id}/gaps/": lambda w: {"to": "raters"},
     "/api/v1/studies/": _study_body,
     "/api/v1/studies/{id}/reopen/": lambda w: {"why": "more raters"},

@@ -113,10 +113,10 @@ def _granted(target: SearchTarget) -> None:
     factories.grant_secrets(target.golden_sets.get(), HOOK_VAR)
 
 
-def _failing(finished: RunFactory, stub: StubServer) -> EvaluationRun:
+def _failing(finished: RunFactory, stub: StubServer, **options: Any) -> EvaluationRun:
     """A run whose verdict is fail: one query errors (no retries on the target), so the gate fails closed."""
     stub.on("query 2", Reply(status=503, text="overloaded"))
-    run = finished()
+    run = finished(**options)
     assert run.verdict == EvaluationRun.Verdict.FAIL, run.gate
     return run
 
@@ -133,27 +133,33 @@ def test_a_failing_run_mails_the_reviewers_once_and_posts_to_the_webhook_after_a
 ) -> None:
     hook.on("/hook", Reply(status=500, text="upstream down"), Reply(status=200, text="ok"))
 
-    run = _failing(finished, stub)
+    run = _failing(finished, stub, params={"mode": "fast"})
 
     url = f"https://assay.example.org/runs/{run.pk}/"
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
-    assert message.subject == f"[Assay] FAIL: help-center on staging (run {run.pk})"
+    # The run named by its label: the target and what it sent beyond the defaults (docs/runs.md).
+    assert message.subject == f'[Assay] FAIL: run {run.pk} staging (mode="fast") on help-center'
+    assert message.subject == f"[Assay] FAIL: {run.label} on help-center"
     assert message.to == ["rita@example.org"]  # the set's reviewer; alice and bob only rate it
     assert run.gate is not None
     failures = [f["message"] for f in run.gate["failures"]]
     assert failures and all(f"FAIL  {m}" in message.body for m in failures)
     assert "failed: q-2" in failures[0]
     assert f"The run: {url}" in message.body
-    assert f"Run {run.pk} of help-center@2026-08-01 on staging finished with verdict FAIL." in message.body
+    assert (
+        f'Run {run.pk} staging (mode="fast") of help-center@2026-08-01 finished with verdict FAIL.'
+        in message.body
+    )
 
     posts = hook.requests_for("/hook")
     assert len(posts) == 2 and posts[0].body == posts[1].body  # retried after the 500
     body = posts[1].json
     assert body["text"].splitlines() == [message.subject, *(f"FAIL  {m}" for m in failures), url]
-    assert {k: body[k] for k in ("verdict", "run_id", "url", "golden_set", "target", "trigger")} == {
+    assert {k: body[k] for k in ("verdict", "run_id", "run", "url", "golden_set", "target", "trigger")} == {
         "verdict": "fail",
         "run_id": run.pk,
+        "run": f'run {run.pk} staging (mode="fast")',
         "url": url,
         "golden_set": "help-center",
         "target": "staging",
@@ -233,7 +239,7 @@ def test_a_warning_run_is_told_as_a_warning(
     warnings = [w["message"] for w in run.gate["warnings"]]
     assert warnings and not run.gate["failures"]
     [message] = mail.outbox
-    assert message.subject == f"[Assay] WARN: help-center on staging (run {run.pk})"
+    assert message.subject == f"[Assay] WARN: run {run.pk} staging on help-center"
     assert "0 failures, " in message.body
     assert all(f"WARN  {w}" in message.body for w in warnings)
     [post] = hook.requests
@@ -277,7 +283,7 @@ def test_a_re_gate_tells_a_run_it_first_makes_warn_or_fail_and_never_tells_a_run
     verdict = regate().verdict
     assert verdict in (EvaluationRun.Verdict.WARN, EvaluationRun.Verdict.FAIL)
     [message] = mail.outbox
-    assert message.subject == f"[Assay] {verdict.upper()}: help-center on staging (run {run.pk})"
+    assert message.subject == f"[Assay] {verdict.upper()}: run {run.pk} staging on help-center"
 
     with pytest.raises(BaselineError, match="gating again would change nothing"):
         regate()  # the same budgets: nothing gated again, nothing told

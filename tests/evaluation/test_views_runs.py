@@ -76,7 +76,7 @@ def test_a_reviewer_of_another_set_sees_none_of_this_sets_runs_or_targets(
     scene: Scene, victor: User, other_set: GoldenSet
 ) -> None:
     client = logged_in(victor)
-    assert f"#{scene.current.pk}" not in page_text(client.get("/runs/"))
+    assert f"run {scene.current.pk} " not in page_text(client.get("/runs/"))
     assert scene.target.name not in page_text(client.get("/targets/"))
 
 
@@ -98,7 +98,7 @@ def test_having_started_a_run_opens_nothing_to_who_does_not_review_its_set(
         assert client.get(f"/runs/{run.pk}/").status_code == 404
         assert client.get(f"/runs/{run.pk}/report.json").status_code == 404
     assert logged_in(charlie).get("/runs/").status_code == 404  # no role, no list
-    assert f"#{run.pk}" not in page_text(logged_in(victor).get("/runs/"))
+    assert f"run {run.pk} " not in page_text(logged_in(victor).get("/runs/"))
 
 
 # --- list and progress ----------------------------------------------------------------------------
@@ -117,7 +117,8 @@ def test_the_list_shows_each_run_and_polls_only_the_active_ones(
     assert done_row is not None and "hx-get" not in done_row.group(0)
     text = page_text(page)
     assert "help-center@2026-08-01" in text and "rewrite=true" in text
-    assert re.search(rf"#{scene.current.pk} .*? succeeded .*? 6/6 1 fail", text)
+    # Each run named by its label: the target and what it sent beyond the defaults (docs/runs.md).
+    assert re.search(rf"run {scene.current.pk} staging \(rewrite=true\) .*? succeeded .*? 6/6 1 fail", text)
 
 
 def test_the_list_filters_by_status(
@@ -125,7 +126,7 @@ def test_the_list_filters_by_status(
 ) -> None:
     queued = run_create(golden_version=version, target=target, triggered_by=rita)
     text = page_text(logged_in(rita).get("/runs/?status=queued"))
-    assert f"#{queued.pk}" in text and f"#{scene.current.pk} " not in text
+    assert f"run {queued.pk} staging " in text and f"run {scene.current.pk} " not in text
 
 
 def test_a_polled_row_shows_fresh_progress(version: GoldenVersion, target: SearchTarget, rita: User) -> None:
@@ -231,7 +232,7 @@ def test_the_report_shows_the_verdict_and_exactly_what_tripped_it(scene: Scene, 
     page = logged_in(rita).get(f"/runs/{scene.current.pk}/")
     verdict = section_text(page, "verdict-card")
     assert "fail" in verdict.split("Gated", 1)[0]
-    assert f"run #{scene.baseline.pk}" in verdict
+    assert f"Gated against the baseline: run {scene.baseline.pk} staging with" in verdict
     failures = re.findall(r'<li data-scope="([^"]*)" data-metric="([^"]*)">', page.content.decode())
     assert ("all", "error_rate") in failures and ("core", "ndcg") in failures
     assert (

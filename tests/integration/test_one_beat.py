@@ -15,7 +15,7 @@ from django.db import connection
 
 from config.beat_lock import ADVISORY_KEY, _file_lock
 from tests.support.processes import REPO
-from tests.support.workers import WAIT_S, _database_url  # a wait returns once its condition holds
+from tests.support.workers import WAIT_S, database_url  # a wait returns once its condition holds
 
 
 def _beat(tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -24,7 +24,7 @@ def _beat(tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / f"{name}.log"
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "REDIS_URL": str(app.conf.broker_url),
         "CELERY_BROKER_URL": str(app.conf.broker_url),
         "ASSAY_VAR_DIR": str(tmp_path / "var"),

@@ -213,6 +213,7 @@ def world(
         models.SecretGrant.objects.create(
             golden_set=golden_set, variable="ASSAY_SECRET_WALK", granted_by=root
         ),
+        models.SsoIdentity.objects.create(user=bob, issuer="https://id.example.org", subject="bob-1"),
         judge,
         job,
         answer,

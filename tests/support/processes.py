@@ -53,14 +53,19 @@ def refused_url() -> str:
 
 @contextmanager
 def serving(
-    args: Sequence[str], *, timeout: float = 60.0, env: dict[str, str] | None = None
+    args: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+    program: str = sys.executable,
 ) -> Iterator[str]:
-    """Run `python args...` from the repository root until it prints `listening on URL`; yield URL.
+    """Run `program args...` (Python by default; `node` for the npm tools under tests/node/) from the
+    repository root until it prints `listening on URL`; yield URL.
 
     The process is killed on exit; the tail of its stderr is kept for the error message if it dies early.
     """
     proc = subprocess.Popen(
-        [sys.executable, *args],
+        [program, *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

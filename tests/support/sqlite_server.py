@@ -3,8 +3,7 @@
 `python -m tests.support.sqlite_server DIR [N]` migrates `DIR/assay.sqlite3` (DATABASE_URL and
 ASSAY_VAR_DIR must point there: settings read them at import), gives N raters (default none) one
 assignment each, writes `DIR/raters.json` (per rater: session cookie, assignment id, candidate ids) and
-serves the project on a free loopback port with Django's threaded server, announcing `listening on URL`
-(tests.support.processes).
+serves the project on a free loopback port (tests.support.web_server).
 """
 
 from __future__ import annotations
@@ -22,11 +21,10 @@ def main(directory: Path, n: int) -> None:
     django.setup()
     from django.conf import settings
     from django.core.management import call_command
-    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
-    from django.core.wsgi import get_wsgi_application
     from django.test import Client
 
     from tests import factories
+    from tests.support.web_server import serve
 
     call_command("migrate", verbosity=0)
     # As in tests/conftest.py: PBKDF2's rounds for N users would be most of the start-up.
@@ -49,10 +47,7 @@ def main(directory: Path, n: int) -> None:
             }
         )
     (directory / "raters.json").write_text(json.dumps(found))
-    server = ThreadedWSGIServer(("127.0.0.1", 0), WSGIRequestHandler)
-    server.set_app(get_wsgi_application())
-    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
-    server.serve_forever()
+    serve(0)
 
 
 if __name__ == "__main__":

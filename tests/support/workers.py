@@ -34,7 +34,8 @@ def needs_redis_broker() -> pytest.MarkDecorator:
 FAST_START = ("--without-mingle", "--without-gossip", "--without-heartbeat")
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """The test database pytest-django made, as DATABASE_URL for a process the tests start."""
     db = connection.settings_dict
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
@@ -158,7 +159,7 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[StartWorker
     def start(name: str, *, beat: bool = False, **env: str) -> Worker:
         environment = {
             **os.environ,
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": url,
             "CELERY_BROKER_URL": url,
             "CELERY_RESULT_BACKEND": str(app.conf.result_backend),
