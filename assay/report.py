@@ -521,6 +521,20 @@ def _title_similarity(a: list[str], b: list[str]) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
+def _alike(a: list[str], b: list[str], similarity: float) -> bool:
+    """`_title_similarity(a, b) >= similarity`, most pairs refused by the matcher's cheap upper bounds
+    (the titles' lengths, then the words they share in any order) before the full comparison: a run
+    page checks every pair of the top k of every query, and few pairs are alike."""
+    if not a or not b:
+        return False
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return (
+        matcher.real_quick_ratio() >= similarity
+        and matcher.quick_ratio() >= similarity
+        and matcher.ratio() >= similarity
+    )
+
+
 def near_duplicate_groups(
     ids: Sequence[str], titles: Sequence[str | None], *, similarity: float = NEAR_DUPLICATE_SIMILARITY
 ) -> list[list[dict[str, Any]]]:
@@ -542,7 +556,7 @@ def near_duplicate_groups(
             continue
         group = [i]
         for j in range(i + 1, len(hits)):
-            if j not in placed and _title_similarity(words[i], words[j]) >= similarity:
+            if j not in placed and _alike(words[i], words[j], similarity):
                 group.append(j)
         if len(group) > 1:
             placed.update(group)

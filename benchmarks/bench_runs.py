@@ -170,6 +170,7 @@ def finalize_steps(run: Any) -> dict[str, float]:
     from evaluation import selectors
     from evaluation.models import EvaluationRun
     from evaluation.services.finalize import run_report_build
+    from golden_io import models as golden_models
     from golden_io.models import GoldenVersion
 
     steps: dict[str, float] = {}
@@ -181,7 +182,7 @@ def finalize_steps(run: Any) -> dict[str, float]:
         return value
 
     version = GoldenVersion.objects.get(pk=run.golden_version_id)
-    selectors._GOLDEN_CACHE.clear()  # a worker parses the version once per process
+    golden_models._PARSED.clear()  # a worker parses the version once per process
     golden = step("golden file parsed", lambda: selectors.golden_of(version))
     results = step("result rows read", lambda: selectors.run_results(run=run))
     resolved = step("durable keys resolved", lambda: resolve_keys(golden, run.key_map or {}))

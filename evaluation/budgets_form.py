@@ -85,6 +85,7 @@ class BudgetsGrid:
     max_error_rate: str
     critical_rank: str
     errors: list[str] = field(default_factory=list)  # every problem, worded with its cell
+    anchors: dict[str, str] = field(default_factory=dict)  # a problem -> the id of its input on the page
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -207,7 +208,9 @@ def budgets_grid(budgets: Budgets, names: Mapping[str, list[str]]) -> BudgetsGri
     )
 
 
-def _threshold(raw: str, cell: Cell, problems: list[str]) -> tuple[bool, float | None]:
+def _threshold(
+    raw: str, cell: Cell, problems: list[str], anchors: dict[str, str]
+) -> tuple[bool, float | None]:
     """(given, value): not given when empty; None when `off`; else a positive finite number."""
     text = raw.strip()
     if not text:
@@ -225,6 +228,7 @@ def _threshold(raw: str, cell: Cell, problems: list[str]) -> tuple[bool, float |
             f"{text} is not above 0: a budget of 0 trips on an unchanged metric (type {OFF} to turn it off)"
         )
     problems.append(f"{cell.label}: {cell.error}")
+    anchors[problems[-1]] = cell.name  # the page's cell inputs have their names as ids
     return False, None
 
 
@@ -235,6 +239,7 @@ def budgets_from_post(
     again with what was typed and each mistake in its cell."""
     grid = budgets_grid(Budgets(), names)
     problems: list[str] = []
+    anchors = grid.anchors
     data: dict[str, Any] = {}
     slices: dict[str, dict[str, Any]] = {key: {} for key in SLICE_KEYS}
     for row in grid.rows:
@@ -246,7 +251,7 @@ def budgets_from_post(
                 continue
             cell.value = post.get(cell.name, "")
             _, metric, level = cell.name.rsplit(".", 2)
-            given, value = _threshold(cell.value, cell, problems)
+            given, value = _threshold(cell.value, cell, problems, anchors)
             if given:
                 levels.setdefault(metric, {})[level] = value
         for metric, pair in levels.items():
@@ -257,6 +262,7 @@ def budgets_from_post(
                     f" {display.threshold(fail)}: the fail level would trip first"
                 )
                 problems.append(f"{row.label}, {row.error}")
+                anchors[problems[-1]] = _field(row.key, metric, "warn")
         if row.key == "core":
             data.update(levels)
         elif row.key == "weighted":
@@ -278,12 +284,14 @@ def budgets_from_post(
             problems.append(
                 f"error budget: {grid.max_error_rate!r} is not a share of the queries from 0 to 1 (0.02 = 2%)"
             )
+            anchors[problems[-1]] = "max_error_rate"
     if grid.critical_rank:
         rank = whole_number(grid.critical_rank, low=1)
         if rank is not None:
             data["critical_rank"] = rank
         else:
             problems.append(f"critical rank: {grid.critical_rank!r} is not a whole number from 1 up")
+            anchors[problems[-1]] = "critical_rank"
     data.update({key: value for key, value in slices.items() if value})
     grid.errors = problems
     return grid, (None if problems else data)

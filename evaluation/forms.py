@@ -1,6 +1,6 @@
 """Evaluation's page forms: a run to start, a target's settings, a nightly schedule, an API token, and
 the KEY=VALUE parameter lines they share. Forms check shape; the services check meaning, and their
-problems go back to the field they name (`problems_to_form`).
+problems go back to the field they name (`labeling.forms.problems_to_form`).
 """
 
 from __future__ import annotations
@@ -160,10 +160,11 @@ class RunForm(ParamLinesForm):
         return cleaned
 
 
-def _json_field(label: str) -> forms.CharField:
+def _json_field(label: str, help_text: str = "") -> forms.CharField:
     return forms.CharField(
         required=False,
         label=label,
+        help_text=help_text,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "json"}),
     )
 
@@ -177,9 +178,16 @@ class TargetForm(forms.Form):
     url = forms.CharField(
         max_length=1000, label="URL", help_text="search endpoint, index URL or Solr core URL"
     )
-    headers = _json_field("Headers (JSON)")
+    headers = _json_field(
+        "Headers (JSON)",
+        '{"X-Tenant": "acme", "Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}}: a secret is given as '
+        "the name of an environment variable of the workers (starting with ASSAY_SECRET_), never as a value.",
+    )
     params = _json_field("Params (JSON)")
-    stages = _json_field("Stage toggles (JSON)")
+    stages = _json_field(
+        "Stage toggles (JSON)",
+        '{"rewrite": false, "rerank": true}: sent like params; a run may flip them (rewrite=true).',
+    )
     cache_bypass_header = forms.CharField(required=False, max_length=300, label="Cache-bypass header")
     timeout = forms.FloatField(min_value=0.001, initial=10.0, help_text="seconds")
     concurrency = forms.IntegerField(min_value=1, initial=8, help_text="requests in flight per chunk task")
@@ -240,15 +248,6 @@ class TargetForm(forms.Form):
             initial[name] = "" if value in (None, {}) else json.dumps(value, indent=2, sort_keys=True)
         initial["golden_sets"] = list(target.golden_sets.all())
         return initial
-
-
-def problems_to_form(form: forms.Form, problems: Sequence[str], aliases: Mapping[str, str]) -> None:
-    """Service problems start with the field they are about (`headers.X: ...`, `hour: ...`); `aliases`
-    maps other beginnings to a field (`search URL ...` -> url). The rest go above the form."""
-    for problem in problems:
-        head = problem.split(":", 1)[0].split(".", 1)[0].strip()
-        head = next((name for start, name in aliases.items() if head.startswith(start)), head)
-        form.add_error(head if head in form.fields else None, problem)
 
 
 TARGET_PROBLEM_FIELDS = {"search URL": "url", "concurrency": "concurrency"}

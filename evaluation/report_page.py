@@ -475,6 +475,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         for row in report.get("per_query", [])
     ]
     meta = report.get("run") or {}
+    unjudged = selectors.unjudged_in_top_k(run=run)
     return {
         "report": report,
         "gate": gate,
@@ -488,16 +489,27 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "slice_labels": [LABELS[m] for m in SLICED_METRICS],
         "losers": top_losers(gate),
         "no_losers": no_losers_why(gate, baseline_run),
-        "duplicates": capped("duplicates", selectors.near_duplicate_titles(run=run), show_all),
+        "duplicates": capped("duplicates", _near_duplicates(run, report), show_all),
         "errors": capped("errors", [(row, texts.get(row.query_id, "")) for row in errors], show_all),
         "unresolved": capped("unresolved", (report.get("keys") or {}).get("unresolved", []), show_all),
-        "unjudged": capped("unjudged", selectors.unjudged_in_top_k(run=run), show_all),
+        "unjudged": capped("unjudged", unjudged, show_all),
+        "unjudged_rows": unjudged,  # all of them, for the judge's offer (`unjudged` shows the first few)
         "judge_effect": judge_effect_get(run),
         "critical": report.get("critical", []),
         "flags": report.get("flags", {}),
         "per_query_rows": per_query,  # the page lists them (evaluation.list_specs.per_query_spec)
         "meta": meta,
     }
+
+
+def _near_duplicates(run: EvaluationRun, report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The near-duplicate titles the report holds (found at finalize from the same result rows,
+    `assay.report.build_report`); found again from the rows only for a report written before it held
+    them."""
+    stored = report.get("near_duplicates")
+    if stored is None:
+        return selectors.near_duplicate_titles(run=run)
+    return [{"query_id": row["id"], "groups": row["groups"]} for row in stored]
 
 
 def judge_effect_get(run: EvaluationRun) -> dict[str, Any] | None:

@@ -80,8 +80,15 @@ def run_get(*, user: Any, run_id: int) -> EvaluationRun | None:
         runs_visible(user=user)
         .select_related("golden_version__golden_set", "target", "triggered_by", "baseline__run")
         # The golden file and its document map (megabytes on a large set) load only when a page reads them
-        # (`golden_of` parses a version once per process).
-        .defer("golden_version__content", "golden_version__documents")
+        # (`golden_of` parses a version once per process); the baseline's run is read for its id and
+        # version, its report once by the report page (`report_page._baseline_report`), not twice.
+        .defer(
+            "golden_version__content",
+            "golden_version__documents",
+            "baseline__run__report",
+            "baseline__run__gate",
+            "baseline__run__key_map",
+        )
         .filter(pk=run_id)
         .first()
     )
@@ -103,21 +110,9 @@ def run_progress(*, run: EvaluationRun) -> dict[str, Any]:
     return row
 
 
-# --- golden files, parsed once per process (versions are immutable, so a cached parse never goes stale)
-
-_GOLDEN_CACHE: dict[tuple[int, str], GoldenFile] = {}
-_GOLDEN_CACHE_SIZE = 8
-
-
 def golden_of(version: GoldenVersion) -> GoldenFile:
-    key = (version.pk, version.sha256)
-    golden = _GOLDEN_CACHE.get(key)
-    if golden is None:
-        golden = version.golden()
-        if len(_GOLDEN_CACHE) >= _GOLDEN_CACHE_SIZE:
-            _GOLDEN_CACHE.pop(next(iter(_GOLDEN_CACHE)))
-        _GOLDEN_CACHE[key] = golden
-    return golden
+    """The version's golden file, parsed once per process (`GoldenVersion.golden`)."""
+    return version.golden()
 
 
 def resolved_golden(run: EvaluationRun) -> ResolvedGolden:

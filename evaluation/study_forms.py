@@ -19,6 +19,7 @@ from evaluation.services.study_planning import study_expectation
 from evaluation.study_models import SHOWN_DEFAULT, SHOWN_MAX, StudyInstructions, SxsStudy
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+from labeling.selectors.sets import golden_set_strata
 
 
 class RunChoiceField(forms.ModelChoiceField):
@@ -62,7 +63,10 @@ class StudyForm(forms.Form):
         help_text="empty: the set's newest",
     )
     selection = forms.ChoiceField(choices=SxsStudy.Selection.choices, label="Queries", initial="all")
-    stratum = forms.CharField(required=False, max_length=100, help_text="for one stratum")
+    # The set's strata (`__init__`); "every stratum" unless the queries are one stratum's.
+    stratum = forms.ChoiceField(
+        required=False, help_text="the stratum whose queries to ask, with Queries: one stratum"
+    )
     size = forms.IntegerField(
         required=False,
         min_value=1,
@@ -97,6 +101,20 @@ class StudyForm(forms.Form):
         label="Junk in the candidate's top three on a critical query fails",
     )
 
+    # The form's own errors are about which runs or targets: the summary's link goes to run A.
+    error_anchors = {"__all__": "id_run_a"}
+    # Where a service's problem goes (`problems_to_form`): beside the field it names, by these beginnings.
+    PROBLEM_FIELDS = {
+        "name raters see": "rater_name",
+        "results shown": "shown",
+        "answers per query": "answers_per_query",
+        "queries": "selection",
+        "stratum ": "stratum",
+        "rule": "min_lower",
+        "golden version": "golden_version",
+        "target ": "target_b",
+    }
+
     def __init__(self, *args: Any, golden_set: GoldenSet, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The set's targets the reviewer sees (as the Start-a-run form offers them) and the set's versions.
@@ -124,9 +142,14 @@ class StudyForm(forms.Form):
             choice = self.fields[field]
             assert isinstance(choice, forms.ModelChoiceField)
             choice.queryset = runs
+        stratum = self.fields["stratum"]
+        assert isinstance(stratum, forms.ChoiceField)
+        stratum.choices = [("", "every stratum"), *((s, s) for s in golden_set_strata(golden_set=golden_set))]
         raters = self.fields["raters"]
         assert isinstance(raters, forms.ModelMultipleChoiceField)
         raters.queryset = golden_set.raters.filter(groups__name="raters").order_by("username")
+        # The set's raters are who a study asks, nearly always: every one ticked, untick who should not.
+        self.initial.setdefault("raters", list(raters.queryset))
         newest = StudyInstructions.objects.filter(name="default").order_by("-version").first()
         self.initial.setdefault("instructions", newest.text if newest else DEFAULT_INSTRUCTIONS)
         self.initial.setdefault("examples", newest.examples if newest else DEFAULT_EXAMPLES)

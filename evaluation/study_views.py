@@ -35,6 +35,7 @@ from evaluation.study_access import get_pending, get_study, pending_for, studies
 from evaluation.study_forms import StudyForm, form_expectation
 from evaluation.study_models import PendingStudy, StudySetting, SxsStudy
 from evaluation.views.access_helpers import settled
+from labeling.forms import problems_to_form
 from labeling.selectors.progress import poll_ms
 
 
@@ -108,8 +109,7 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
                     trigger=EvaluationRun.Trigger.WEB,
                 )
             except StudyError as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
+                problems_to_form(form, exc.problems, StudyForm.PROBLEM_FIELDS)
             else:
                 messages.success(
                     request,
@@ -121,8 +121,7 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
             try:
                 study = study_create(spec=form.spec(), by=request.user)
             except StudyError as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
+                problems_to_form(form, exc.problems, StudyForm.PROBLEM_FIELDS)
             else:
                 expectation = study_created_expectation(study)
                 collect = f"{study.tasks.count()} answers to collect"

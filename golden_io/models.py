@@ -12,6 +12,7 @@ from it PROTECTs, and on the database a trigger refuses UPDATE (and on PostgreSQ
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 from django.conf import settings
@@ -67,6 +68,12 @@ class GoldenVersionQuerySet(models.QuerySet["GoldenVersion"]):
         if kwargs.get("update_conflicts"):
             raise ImmutableVersionError("QuerySet.bulk_create(update_conflicts=True)")
         return super().bulk_create(objs, *args, **kwargs)
+
+
+# Parsed golden files by (version row, sha256): `GoldenVersion.golden`. Frozen: callers share them.
+_PARSED: dict[tuple[int, str], GoldenFile] = {}
+_PARSED_SIZE = 8
+_PARSED_LOCK = threading.Lock()
 
 
 class GoldenVersion(models.Model):
@@ -136,8 +143,20 @@ class GoldenVersion(models.Model):
         return bytes(self.content)
 
     def golden(self) -> GoldenFile:
-        """The frozen golden file (parsed from the stored bytes, so it is exactly what was frozen)."""
-        return parse_json(self.content_bytes)
+        """The frozen golden file (parsed from the stored bytes, so it is exactly what was frozen), once
+        per process: a saved version never changes, so the parse of (its row, its hash) never goes stale,
+        and a page, a chunk of a run and the next run against it share it (the last few are kept)."""
+        if self.pk is None:
+            return parse_json(self.content_bytes)
+        key = (self.pk, self.sha256)
+        found = _PARSED.get(key)
+        if found is None:
+            found = parse_json(self.content_bytes)  # outside the lock: two threads may both parse
+            with _PARSED_LOCK:
+                while len(_PARSED) >= _PARSED_SIZE:
+                    del _PARSED[next(iter(_PARSED))]
+                _PARSED[key] = found
+        return found
 
     @property
     def tag(self) -> str:

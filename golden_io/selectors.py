@@ -45,8 +45,10 @@ def version_get(*, golden_set: GoldenSet, name: str) -> GoldenVersion | None:
 
 
 def version_latest(*, golden_set: GoldenSet) -> GoldenVersion | None:
-    """The newest version of the set (the next freeze's parent), or None before the first freeze."""
-    return GoldenVersion.objects.filter(golden_set=golden_set).order_by("-created", "-id").first()
+    """The newest version of the set (the next freeze's parent), or None before the first freeze. Its file
+    is read when parsed, once per process (`GoldenVersion.golden`)."""
+    newest = GoldenVersion.objects.filter(golden_set=golden_set).defer("content")
+    return newest.order_by("-created", "-id").first()
 
 
 _JSON = "application/json"

@@ -8,6 +8,7 @@ Thin: check access, call one service or selector, render.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -25,6 +26,7 @@ from assay.secrets import ROOTS_VARIABLE, git_export_roots
 from golden_io import selectors, services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from labeling import selectors as labeling_selectors
+from labeling.forms import problems_to_form, secret_choices
 from labeling.lists import Filter, ListSpec, Sort, contains, list_page, ordered, where
 from labeling.models import GoldenSet
 from labeling.roles import is_reviewer, reviewed_sets
@@ -67,6 +69,8 @@ class FreezeForm(forms.Form):
         upcoming = services.version_name_next(golden_set=golden_set, on=timezone.localdate())
         self.fields["name"].help_text = f"leave empty for {upcoming} (today's date, then .2, .3…)"
 
+    PROBLEM_FIELDS = {"version name": "name", "golden set": "name"}  # "golden set X already has a version"
+
 
 class ExportConfigForm(forms.ModelForm):
     # The formats by their names ("JSON", not the choices' generated "Json"), said as the export writes them.
@@ -85,6 +89,15 @@ class ExportConfigForm(forms.ModelForm):
             "username_env",
             "password_env",
         ]
+        # Choices of the variables granted to the set (`__init__`); the service words a refusal.
+        widgets = {"username_env": forms.Select, "password_env": forms.Select}
+
+    def __init__(self, *args: Any, secrets: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, none in (("username_env", "none"), ("password_env", "none: no password or token")):
+            widget = self.fields[name].widget
+            assert isinstance(widget, forms.Select)
+            widget.choices = secret_choices(secrets, self, name, none)
 
 
 # --- pages --------------------------------------------------------------------------------------
@@ -234,7 +247,8 @@ def freeze(request: HttpRequest, slug: str) -> HttpResponse:
         except services.FreezeBlocked as exc:
             context.update(blocked=exc.unresolved, problems=exc.problems[:1])
         except services.FreezeError as exc:
-            context["problems"] = exc.problems
+            # A name refused goes beside the name; the rest above the form.
+            problems_to_form(form, exc.problems, FreezeForm.PROBLEM_FIELDS)
         else:
             messages.success(request, f"Froze {version} ({version.counts.get('total_queries', 0)} queries).")
             if not_done := version.counts.get(selectors.NOT_DONE_COUNT):
@@ -279,7 +293,11 @@ def requeue(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 def export_config(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set(request, slug)
     instance = _config(golden_set)
-    form = ExportConfigForm(request.POST or None, instance=instance)
+    form = ExportConfigForm(
+        request.POST or None,
+        instance=instance,
+        secrets=labeling_selectors.secret_grants(golden_set=golden_set),
+    )
     if request.method == "POST" and form.is_valid():
         try:
             services.git_export_configure(golden_set=golden_set, **form.cleaned_data)

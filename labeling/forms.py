@@ -1,7 +1,10 @@
-"""Upload forms for the reviewers' import page, and the reassignment form."""
+"""Upload forms for the reviewers' import page, the reassignment form, the reviewer actions, calibration
+rounds and machine judges; and how a service's problems go back to the fields they name
+(`problems_to_form`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
@@ -23,6 +26,12 @@ class UploadForm(forms.Form):
     of its subclasses, so every upload has the one limit, ASSAY_MAX_UPLOAD_MB."""
 
     file = forms.FileField()
+    # The import page shows four upload forms at once: each its own ids (`id_golden_file`), one name.
+    ID_PREFIX = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", f"id_{self.ID_PREFIX}%s")
+        super().__init__(*args, **kwargs)
 
     def clean_file(self) -> Any:
         return _within_upload_limit(self.cleaned_data["file"], "file")
@@ -43,6 +52,7 @@ class GoldenUploadForm(UploadForm):
     table: the formats read from one file) with how to read their ratings (docs/cli.md, "`assay
     convert`"). The page posts it to golden_io, which converts and imports."""
 
+    ID_PREFIX = "golden_"
     # Merge unless replacing is chosen (docs/labeling.md, "Imports"); a post without it merges.
     mode = forms.ChoiceField(
         required=False,
@@ -131,10 +141,11 @@ class GoldenUploadForm(UploadForm):
 
 
 class DocumentsUploadForm(UploadForm):
-    pass
+    ID_PREFIX = "documents_"
 
 
 class QueryLogUploadForm(UploadForm):
+    ID_PREFIX = "query_log_"
     cap = forms.IntegerField(min_value=1, initial=500, help_text="the most active queries the set may hold")
     reserve_share = forms.FloatField(
         min_value=0,
@@ -152,6 +163,7 @@ class QueryLogUploadForm(UploadForm):
 
 
 class RunUploadForm(UploadForm):
+    ID_PREFIX = "run_"
     system = forms.SlugField(
         max_length=100, help_text="the system this TREC run comes from (never shown to raters)"
     )
@@ -245,6 +257,26 @@ def form_errors(form: forms.Form) -> str:
     )
 
 
+def problems_to_form(form: forms.Form, problems: Sequence[str], aliases: Mapping[str, str]) -> None:
+    """Service problems start with the field they are about (`headers.X: ...`, `hour: ...`); `aliases`
+    maps other beginnings to a field (`search URL ...` -> url). The rest go above the form."""
+    for problem in problems:
+        head = problem.split(":", 1)[0].split(".", 1)[0].strip()
+        head = next((name for start, name in aliases.items() if head.startswith(start)), head)
+        form.add_error(head if head in form.fields else None, problem)
+
+
+def secret_choices(
+    secrets: Sequence[str], form: forms.BaseForm, name: str, none: str
+) -> list[tuple[str, str]]:
+    """A secret-name field's choices: none, then the variables granted to the set, and the one the form
+    holds (given or stored) when it is not among them, so it shows as it is and the service words its
+    refusal."""
+    held = str((form.data.get(form.add_prefix(name)) if form.is_bound else form.initial.get(name)) or "")
+    names = sorted({*secrets, *([held] if held else [])})
+    return [("", none), *((n, n if n in secrets else f"{n} (not granted to this set)") for n in names)]
+
+
 # --- calibration rounds -------------------------------------------------------------------------------
 
 
@@ -274,6 +306,9 @@ class CalibrationRoundForm(forms.Form):
         help_text="two or more of the set's raters; they grade blind",
     )
 
+    # The queries are drawn by the page's picker (templates/labeling/calibration_list.html), not the field.
+    error_anchors = {"queries": "query-picker"}
+
     def __init__(self, *args: Any, choices: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["queries"].choices = choices["queries"]  # type: ignore[attr-defined]
@@ -291,12 +326,15 @@ class JudgeForm(forms.Form):
         label="Base URL", max_length=1000, help_text="OpenAI-compatible, e.g. https://api.openai.com/v1"
     )
     model = forms.CharField(max_length=200)
+    # A choice of the variables granted to the set (`__init__`); any name posted goes on to the service,
+    # which says in its own words why one not granted is refused.
     api_key_env = forms.CharField(
         label="API key variable",
         required=False,
         max_length=100,
-        help_text="the NAME of the workers' environment variable holding the key (ASSAY_SECRET_..., "
-        "granted to this set by an administrator); empty for a server without a key",
+        widget=forms.Select,
+        help_text="the workers' environment variable holding the key, among those an administrator granted "
+        "this set (ASSAY_SECRET_...)",
     )
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
     concurrency = forms.IntegerField(
@@ -316,9 +354,17 @@ class JudgeForm(forms.Form):
         required=False, label="Try on", help_text="the first three candidates of this query"
     )
 
-    def __init__(self, *args: Any, queries: list[tuple[str, str]], **kwargs: Any) -> None:
+    # Where a service's problem goes (`problems_to_form`), by how it begins.
+    PROBLEM_FIELDS = {"base URL": "base_url", "API key variable": "api_key_env"}
+
+    def __init__(
+        self, *args: Any, queries: list[tuple[str, str]], secrets: Sequence[str] = (), **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["try_query"].choices = [("", "choose a query"), *queries]  # type: ignore[attr-defined]
+        key = self.fields["api_key_env"].widget
+        assert isinstance(key, forms.Select)
+        key.choices = secret_choices(secrets, self, "api_key_env", "none: a server without a key")
 
 
 class JudgeJobForm(forms.Form):

@@ -415,10 +415,13 @@ def judge_agreement(
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
+    humans_by_scope: dict[tuple[str, str], HumanFigures] | None = None,
 ) -> JudgeAgreement:
     """The judge against the human consensus, and the humans against each other, overall, per stratum
     and per locale (docs/judge-qualification.md). The result does not depend on the order of the rows.
-    Raises AgreementInputError listing every bad input."""
+    Raises AgreementInputError listing every bad input. `humans_by_scope`: the humans' figures of these
+    same pairs and options by (scope kind, name), used where present and filled where not, so that
+    several judges compared on one set of pairs (`judges_compare`) share them."""
     item_rows = list(items)
     pair_rows = list(human_pairs)
     errors = options_errors(scale, n_resamples, confidence)
@@ -448,11 +451,14 @@ def judge_agreement(
             return [kind == "overall" or value == name for value in values]
 
         field = "stratum" if kind == "stratum" else "locale"
+        shared = {} if humans_by_scope is None else humans_by_scope
+        if (kind, name) not in shared:
+            shared[(kind, name)] = _human_figures(humans.where(keep(humans, field)), scale, **options)
         return ScopeFigures(
             kind,
             name,
             _judge_figures(judged.where(keep(judged, field)), sum(keep(failed, field)), scale, **options),
-            _human_figures(humans.where(keep(humans, field)), scale, **options),
+            shared[(kind, name)],
         )
 
     strata = sorted({i.stratum for i in item_rows})
@@ -485,12 +491,13 @@ def judges_compare(
         for i, key in zip(rows, keys, strict=True)
         if all(grades.get(key) is not None for grades in judges.values())
     ]
+    humans: dict[tuple[str, str], HumanFigures] = {}  # the same pairs for every judge: computed once
     compared = tuple(
         ComparedJudge(
             name=name,
             n_errors=sum(1 for key in keys if key in grades and grades[key] is None),
             n_missing=sum(1 for key in keys if key not in grades),
-            figures=judge_agreement(judged_items(common, grades), pairs, **options),
+            figures=judge_agreement(judged_items(common, grades), pairs, humans_by_scope=humans, **options),
         )
         for name, grades in sorted(judges.items())
     )

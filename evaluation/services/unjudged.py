@@ -27,8 +27,10 @@ class Gaps:
     system: str
 
 
-def run_gaps(run: EvaluationRun) -> Gaps:
-    return Gaps(run.golden_version.golden_set, unjudged_in_top_k(run=run), f"run:{run.pk}")
+def run_gaps(run: EvaluationRun, rows: list[UnjudgedRow] | None = None) -> Gaps:
+    """The run's unjudged top-k documents (`rows`, when the caller has read them already)."""
+    found = unjudged_in_top_k(run=run) if rows is None else rows
+    return Gaps(run.golden_version.golden_set, found, f"run:{run.pk}")
 
 
 @dataclass
@@ -238,9 +240,9 @@ def gaps_ask_judge(*, gaps: Gaps, by: Any = None) -> UnjudgedAsked:
     return outcome
 
 
-def unjudged_judge_offer(*, run: EvaluationRun) -> JudgeOffer:
-    """`gaps_judge_offer` of the run's unjudged top-k documents."""
-    return gaps_judge_offer(gaps=run_gaps(run))
+def unjudged_judge_offer(*, run: EvaluationRun, rows: list[UnjudgedRow] | None = None) -> JudgeOffer:
+    """`gaps_judge_offer` of the run's unjudged top-k documents (`rows`, when read already)."""
+    return gaps_judge_offer(gaps=run_gaps(run, rows))
 
 
 def gaps_judge_offer(*, gaps: Gaps) -> JudgeOffer:

@@ -164,13 +164,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     if run.report is not None:
         context.update(report_context(run, show_all=request.GET.get("all", "")))
         rows = context.pop("per_query_rows")
+        unjudged = context.pop("unjudged_rows")
         per_query = list_page(request, rows, per_query_spec(rows))
         per_query.items = [per_query_shown(row) for row in per_query.items]  # the page's rows only
         context["per_query"] = per_query
         context.update(rescore_context(run))
         context["overlap"] = run_overlap(run, context["baseline_run"])
-        if may_review and context["unjudged"].rows:
-            context["judge_offer"] = services.unjudged_judge_offer(run=run)
+        if may_review and unjudged:
+            context["judge_offer"] = services.unjudged_judge_offer(run=run, rows=unjudged)
     return render(request, "evaluation/run_detail.html", context)
 
 

@@ -103,6 +103,7 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
             "golden_set": golden_set,
             "grid": grid,
             "problems": problems,
+            "anchors": grid.anchors,
             "stored": stored,
             "noise": noise,
             "filled": filled,

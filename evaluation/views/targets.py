@@ -20,18 +20,14 @@ from assay.metric_table import WEIGHTED_PREFIX, series_label
 from assay.run_meta import redact_url
 from assay.targets import TargetError, shown_headers
 from evaluation import access, selectors, services
-from evaluation.forms import (
-    TARGET_PROBLEM_FIELDS,
-    ScheduleForm,
-    TargetForm,
-    problems_to_form,
-)
+from evaluation.forms import TARGET_PROBLEM_FIELDS, ScheduleForm, TargetForm
 from evaluation.list_specs import targets_spec
 from evaluation.models import SearchTarget
 from evaluation.report_page import (
     num,
 )
 from evaluation.views.access_helpers import get_set, get_target, require_evaluation_user
+from labeling.forms import problems_to_form
 from labeling.lists import list_page
 from labeling.models import GoldenSet
 

@@ -133,6 +133,7 @@ from labeling.selectors.sets import (
     ReviewRow,
     golden_set_list,
     golden_set_queries,
+    golden_set_strata,
     query_review_get,
 )
 
@@ -209,6 +210,7 @@ __all__ = [
     "dispute_next",
     "golden_set_list",
     "golden_set_queries",
+    "golden_set_strata",
     "grade_counts",
     "grades_get",
     "grading_page_get",

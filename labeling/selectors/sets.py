@@ -58,6 +58,13 @@ def golden_set_queries(*, golden_set: GoldenSet) -> QuerySet[Query]:
     )
 
 
+def golden_set_strata(*, golden_set: GoldenSet) -> list[str]:
+    """The strata the set's active queries name, in order (a query without one names none): what a form
+    offers where a stratum is chosen."""
+    strata = golden_set.queries.filter(status=Query.Status.ACTIVE).exclude(stratum="")
+    return list(strata.order_by("stratum").values_list("stratum", flat=True).distinct())
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewRow:
     candidate: Candidate

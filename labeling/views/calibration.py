@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from assay.display import grades_text
 from labeling import selectors, services
-from labeling.forms import CalibrationRoundForm, form_errors
+from labeling.forms import CalibrationRoundForm, problems_to_form
 from labeling.models import CalibrationRound, GoldenSet
 from labeling.views.access import back, get_round_for_reviewer, get_set_for_reviewer
 
@@ -66,10 +66,8 @@ def calibration_list(request: HttpRequest, slug: str) -> HttpResponse:
                         f"{'y' if len(queries) == 1 else 'ies'}, in each rater's queue now.",
                     )
                     return back(_round_url(started))
-        else:
-            problems = [form_errors(form)]
-        for problem in problems:
-            messages.error(request, f"Round not started: {problem}")
+        # Each problem beside the field it names ("raters: ..."), all of them in the summary at the top.
+        problems_to_form(form, problems, {})
         status = 400
     return render(
         request,

@@ -13,11 +13,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from assay.inputs import MAX_DB_INT, id_number
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
-from labeling.forms import JudgeForm, JudgeJobForm, form_errors
+from labeling.forms import JudgeForm, JudgeJobForm, form_errors, problems_to_form
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import FrozenLabel, GoldenSet, Judge, JudgeJob, Query
 from labeling.selectors import judges as judge_selectors
 from labeling.selectors.progress import poll_ms
+from labeling.selectors.secrets import secret_grants
 from labeling.services import judges as judge_services
 from labeling.views.access import back, get_judge_for_reviewer, get_set_for_reviewer
 
@@ -86,17 +87,17 @@ def _with_labels(
     return [(pair, labels.get((pair.query.pk, pair.document.pk))) for pair in tried]
 
 
-def _try(request: HttpRequest, golden_set: GoldenSet, form: JudgeForm) -> list[judge_services.TriedPair]:
+def _try(golden_set: GoldenSet, form: JudgeForm) -> list[judge_services.TriedPair]:
+    """The prompt tried on up to three pairs; what stops it goes on the form."""
     query = Query.objects.filter(golden_set=golden_set, pk=form.cleaned_data.get("try_query") or 0).first()
     if query is None:
-        messages.error(request, "Not tried: choose a query of the set to try the prompt on.")
+        form.add_error("try_query", "choose a query of the set to try the prompt on")
         return []
     pairs = [(query, c.document) for c in query.candidates.select_related("document").order_by("id")[:3]]
     try:
         return judge_services.judge_try(golden_set=golden_set, settings=_settings(form), pairs=pairs)
     except judge_services.JudgeError as exc:
-        for problem in exc.problems:
-            messages.error(request, f"Not tried: {problem}")
+        problems_to_form(form, exc.problems, JudgeForm.PROBLEM_FIELDS)
         return []
 
 
@@ -116,15 +117,21 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     previous = Judge.objects.filter(golden_set=golden_set, pk=previous_id).first() if previous_id else None
     queries = judge_selectors.judge_query_choices(golden_set=golden_set)
     bound = request.method == "POST"
-    form = JudgeForm(request.POST if bound else None, initial=_initial(previous), queries=queries)
+    form = JudgeForm(
+        request.POST if bound else None,
+        initial=_initial(previous),
+        queries=queries,
+        secrets=secret_grants(golden_set=golden_set),
+    )
     tried: list[judge_services.TriedPair] = []
     status = 200
+    trying = request.POST.get("action") == "try"
     if bound:
         if not form.is_valid():
-            messages.error(request, f"Not saved: {form_errors(form)}")
             status = 400
-        elif request.POST.get("action") == "try":
-            tried = _try(request, golden_set, form)
+        elif trying:
+            tried = _try(golden_set, form)
+            status = 400 if form.errors else 200
         else:
             try:
                 judge, created = judge_services.judge_save(
@@ -134,8 +141,7 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
                     previous=previous,
                 )
             except judge_services.JudgeError as exc:
-                for problem in exc.problems:
-                    messages.error(request, f"Not saved: {problem}")
+                problems_to_form(form, exc.problems, JudgeForm.PROBLEM_FIELDS)
                 status = 400
             else:
                 if created and previous is not None:
@@ -146,7 +152,13 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "labeling/judge_form.html",
-        {"golden_set": golden_set, "form": form, "previous": previous, "tried": _with_labels(tried)},
+        {
+            "golden_set": golden_set,
+            "form": form,
+            "previous": previous,
+            "tried": _with_labels(tried),
+            "refused": "Not tried" if trying else "Not saved",
+        },
         status=status,
     )
 

@@ -22,6 +22,7 @@ from labeling.forms import (
     ThresholdsForm,
     TierMoveForm,
     form_errors,
+    problems_to_form,
 )
 from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered, where
 from labeling.models import GoldenSet, LabelProposal, Query
@@ -30,7 +31,14 @@ from labeling.views.access import back, get_document_of_query, get_query_for_rev
 
 @require_GET
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = get_set_for_reviewer(request, slug)
+    return _agreement_page(request, get_set_for_reviewer(request, slug))
+
+
+def _agreement_page(
+    request: HttpRequest, golden_set: GoldenSet, thresholds_form: ThresholdsForm | None = None
+) -> HttpResponse:
+    """The agreement page; with `thresholds_form`, the thresholds as sent, each mistake beside its field
+    and all of them at the top of the form (400)."""
     dashboard = selectors.agreement_dashboard_get(golden_set=golden_set)
     return render(
         request,
@@ -38,10 +46,11 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "golden_set": golden_set,
             "d": dashboard,
-            "thresholds_form": ThresholdsForm(initial=dashboard.thresholds),
+            "thresholds_form": thresholds_form or ThresholdsForm(initial=dashboard.thresholds),
             "scale": list(golden_set.rubric.scale),
             "rounds": selectors.calibration_round_list(golden_set=golden_set),
         },
+        status=200 if thresholds_form is None else 400,
     )
 
 
@@ -51,13 +60,12 @@ def thresholds(request: HttpRequest, slug: str) -> HttpResponse:
     target = reverse("labeling:agreement", kwargs={"slug": slug})
     form = ThresholdsForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Thresholds not changed: {form_errors(form)}")
-        return back(target)
+        return _agreement_page(request, golden_set, form)
     try:
         services.golden_set_thresholds_set(golden_set=golden_set, thresholds=form.cleaned_data)
     except services.ReviewError as exc:
-        messages.error(request, f"Thresholds not changed: {exc}")
-        return back(target)
+        problems_to_form(form, str(exc).split("; "), {})
+        return _agreement_page(request, golden_set, form)
     messages.success(
         request,
         "Thresholds saved: the dispute thresholds apply to the checks from now on, the reading thresholds to"

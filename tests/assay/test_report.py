@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
-from assay.report import bootstrap_interval, build_report, near_duplicate_groups
+from assay.report import _alike, _title_similarity, bootstrap_interval, build_report, near_duplicate_groups
 from assay.results import QueryResult
 
 LOG2_3 = math.log2(3)
@@ -324,6 +324,30 @@ def test_titles_with_the_same_words_in_another_order_are_not_near_duplicates() -
     assert [[hit["doc_id"] for hit in group] for group in near_duplicate_groups(["a", "b"], copies)] == [
         ["a", "b"]
     ]
+
+
+def test_the_cheap_bounds_refuse_only_pairs_the_full_comparison_refuses() -> None:
+    """`_alike` skips the full comparison where the matcher's upper bounds already fall short: the same
+    answer as comparing every pair in full, on titles drawn from a small vocabulary (many near pairs)."""
+    rng = np.random.default_rng(7)
+    vocabulary = [
+        "refund",
+        "policy",
+        "for",
+        "annual",
+        "plans",
+        "billing",
+        "switch",
+        "from",
+        "monthly",
+        "to",
+        "the",
+        "copy",
+    ]
+    titles = [list(rng.choice(vocabulary, size=rng.integers(1, 8))) for _ in range(300)]
+    for similarity in (0.5, 0.8, 0.95):
+        for a, b in zip(titles[::2], titles[1::2], strict=True):
+            assert _alike(a, b, similarity) == (_title_similarity(a, b) >= similarity), (a, b)
 
 
 @pytest.mark.parametrize("compact_ranks", [False, True])

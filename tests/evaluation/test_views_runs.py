@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
@@ -329,6 +331,29 @@ def test_the_report_lists_errors_near_duplicates_unjudged_documents_and_keys(
     assert "q-1 query 1" in unjudged and "d3 (1), d9 (2)" in unjudged
     assert 'id="queue-unjudged"' in page.content.decode()
     assert "Every judged document's key resolved" in section_text(page, "unresolved")
+
+
+def test_a_report_from_before_it_held_near_duplicates_still_lists_them(scene: Scene, rita: User) -> None:
+    """The page reads the near-duplicate titles the report found at finalize; a report written before it
+    held them has them found again from the run's result rows, the same rows."""
+    run = scene.current
+    held = logged_in(rita).get(f"/runs/{run.pk}/")
+    report = dict(run.report or {})
+    assert report.pop("near_duplicates")
+    EvaluationRun.objects.filter(pk=run.pk).update(report=report)
+    older = logged_in(rita).get(f"/runs/{run.pk}/")
+    assert section_text(older, "duplicates") == section_text(held, "duplicates")
+    assert "1: Refund policy for annual plans" in section_text(older, "duplicates")
+
+
+def test_the_report_page_reads_in_a_bounded_number_of_statements(scene: Scene, rita: User) -> None:
+    """Nothing on the page reads per query or per document: the statements stay few as the set grows
+    (the demo's report page: 18)."""
+    client = logged_in(rita)
+    client.get(f"/runs/{scene.current.pk}/")
+    with CaptureQueriesContext(connection) as statements:
+        assert client.get(f"/runs/{scene.current.pk}/").status_code == 200
+    assert len(statements) <= 22, [q["sql"][:100] for q in statements.captured_queries]
 
 
 def test_queueing_unjudged_documents_adds_them_to_the_pools(scene: Scene, rita: User) -> None:

@@ -14,11 +14,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from golden_io.models import GoldenImport
-from labeling.models import FrozenLabel, GoldenSet
+from golden_io.services.import_undo import import_undo_plan
+from labeling.models import FrozenLabel, GoldenSet, Query
 from tests import factories
 from tests.support.evaluation import page_text
 from tests.support.rich_set import dump, rich_set
@@ -213,3 +216,24 @@ def test_the_command_names_its_options_in_its_problems(gset: GoldenSet, tmp_path
     path.write_bytes(b"query,docid,rating\nx,d1,0.5\n")
     with pytest.raises(CommandError, match=r"--scale MIN\.\.MAX or --map FROM=TO says how to read it"):
         call_command("import_golden", "hc", str(path), "--from", "quepid-csv", "--yes", stdout=StringIO())
+
+
+def test_the_undo_page_reads_the_created_queries_work_at_once(reviewer: Client, gset: GoldenSet) -> None:
+    """An import that made 30 queries, one of them graded since: the undo page says which stays (retired)
+    and which go, in a bounded number of SQL statements (it was one more per query made)."""
+    rows = "".join(f"new question {i},d1,2\n" for i in range(30))
+    action, digest = _confirm_form(
+        _preview(reviewer, gset, f"query,docid,rating\n{rows}".encode()).content.decode()
+    )
+    assert reviewer.post(action, {"digest": digest}).status_code == 200
+    graded = Query.objects.get(golden_set=gset, text="new question 7")
+    factories.JudgmentFactory.create(assignment=factories.AssignmentFactory.create(query=graded))
+    record = GoldenImport.objects.get()
+
+    with CaptureQueriesContext(connection) as statements:
+        shown = reviewer.get(reverse("golden_io:import_undo", args=[gset.slug, record.pk]))
+
+    assert shown.status_code == 200
+    plan = import_undo_plan(record=record)
+    assert plan.kept == [graded.external_id] and len(plan.changes.queries_removed) == 29
+    assert len(statements) <= 15, [q["sql"][:120] for q in statements.captured_queries]

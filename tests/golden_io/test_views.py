@@ -17,6 +17,7 @@ from golden_io.models import GitExport, GitExportConfig, GoldenVersion
 from golden_io.selectors import VERSION_FILES
 from labeling.models import Assignment, Document, GoldenSet
 from tests import factories
+from tests.support.forms import error_summary
 from tests.support.golden_sets import (
     Built,
     ConsolidatedStub,
@@ -268,10 +269,10 @@ def test_a_freeze_identical_to_the_last_version_is_refused_on_the_form(
 
     page = response.content.decode()
     assert response.status_code == 422
-    assert (
-        '<ul class="error" id="problems"><li>nothing changed since version 2026-08-01: not frozen</li>'
-        in page
-    )
+    summary = error_summary(response)
+    assert summary.id == "problems" and summary.heading == "Not frozen: 1 problem to fix"
+    assert summary.texts == ["nothing changed since version 2026-08-01: not frozen"]
+    assert "nothing changed since version" in page
     assert list(GoldenVersion.objects.all()) == [v1]
 
 

@@ -13,6 +13,7 @@ from django.test import Client
 from labeling.models import Assignment, GoldenSet, Judge, JudgeJob, JudgeLabel
 from labeling.services import judges
 from tests import factories
+from tests.support.forms import error_summary
 from tests.support.judge_stub import chat_reply, graded
 from tests.support.stub_server import StubServer
 
@@ -192,9 +193,11 @@ def test_trying_a_judge_on_a_disguised_loopback_address_sends_nothing(
         assignment, f"http://１２７.０.０.１:{stub.port}/v1", api_key_env="ASSAY_SECRET_NET_JUDGE_KEY"
     )
     tried = client.post(f"/sets/{golden_set.slug}/judges/new/", form)
-    assert "Not tried: base URL: host １２７.０.０.１ (read as 127.0.0.1) is a loopback address" in (
-        tried.content.decode()
-    )
+    summary = error_summary(tried)
+    assert tried.status_code == 400 and summary.heading == "Not tried: 1 problem to fix"
+    [(text, anchor)] = summary.entries
+    assert text.startswith("base URL: host １２７.０.０.１ (read as 127.0.0.1) is a loopback address")
+    assert anchor == "id_base_url"  # the link goes to the field it names
     saved = client.post(f"/sets/{golden_set.slug}/judges/new/", form | {"action": "save"})
     assert saved.status_code == 400 and "(read as 127.0.0.1) is a loopback address" in saved.content.decode()
     assert stub.requests == [] and not Judge.objects.exists()

@@ -141,7 +141,15 @@ CASES = [
         "post",
         lambda a: reverse("labeling:thresholds", args=[_slug(a)]),
         REVIEWER_ONLY_POST,
-        data=lambda a: {"hard_diff": 2, "min_dual_docs": 5, "min_exact": 0.6, "max_mad": 0.45},
+        data=lambda a: {
+            "hard_diff": 2,
+            "min_dual_docs": 5,
+            "min_exact": 0.6,
+            "max_mad": 0.45,
+            "reliable_min": 0.8,
+            "tentative_min": 0.667,
+            "min_pairable_units": 10,
+        },
     ),
     Case(
         "review queue",

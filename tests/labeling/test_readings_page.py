@@ -18,6 +18,7 @@ from labeling.forms import ThresholdsForm
 from labeling.models import Assignment, GoldenSet
 from labeling.selectors import agreement_dashboard_get
 from tests import factories
+from tests.support.forms import error_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -204,14 +205,14 @@ def test_the_thresholds_form_takes_the_reading_thresholds_and_words_every_bad_on
 
 def test_bad_reading_thresholds_are_named_and_change_nothing(golden_set: GoldenSet, reviewer: Client) -> None:
     url = reverse("labeling:thresholds", args=[golden_set.slug])
-    bad = reviewer.post(
-        url, {**GOOD, "hard_diff": 3, "tentative_min": 0.9, "min_pairable_units": 1}, follow=True
-    )
-    assert bad.status_code == 200
-    text = _text(bad.content.decode())
-    assert "Thresholds not changed:" in text
-    assert "tentative_min: 0.9 must not be above reliable_min (0.8)" in text
-    assert "min_pairable_units: 1 must be a whole number of at least 2" in text
+    bad = reviewer.post(url, {**GOOD, "hard_diff": 3, "tentative_min": 0.9, "min_pairable_units": 1})
+    assert bad.status_code == 400  # the page again, the thresholds as sent, each mistake at its field
+    summary = error_summary(bad)
+    assert summary.heading == "Thresholds not changed: 2 problems to fix"
+    assert [anchor for _, anchor in summary.entries] == ["id_tentative_min", "id_min_pairable_units"]
+    text = " ".join(summary.texts)
+    assert "0.9 must not be above reliable_min (0.8)" in text
+    assert "1 must be a whole number of at least 2" in text
     golden_set.refresh_from_db()
     assert (golden_set.hard_diff, golden_set.tentative_min, golden_set.min_pairable_units) == (2, 0.667, 10)
 

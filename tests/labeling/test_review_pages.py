@@ -28,6 +28,7 @@ from labeling.models import (
 )
 from labeling.selectors import labels_consolidated
 from tests import factories
+from tests.support.forms import error_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -281,8 +282,11 @@ def test_thresholds_are_saved_from_the_dashboard_and_bad_ones_named(
         0.6,
         0.4,
     )
-    bad = reviewer.post(url, {**good, "min_exact": 1.5}, follow=True)
-    assert "min_exact: Ensure this value is less than or equal to 1" in _text(bad.content)
+    bad = reviewer.post(url, {**good, "min_exact": 1.5})
+    assert bad.status_code == 400
+    assert error_summary(bad).entries == [
+        ("Exact at least: Ensure this value is less than or equal to 1.", "id_min_exact")
+    ]
     golden_set.refresh_from_db()
     assert golden_set.min_exact == 0.6
 

@@ -30,6 +30,7 @@ from labeling import selectors, services
 from labeling.models import Adjudication, Assignment, CalibrationRound, Candidate, GoldenSet, Judgment, Query
 from labeling.selectors import agreement_dashboard_get, labels_consolidated, ratings_list
 from tests import factories
+from tests.support.forms import error_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -381,14 +382,20 @@ def test_a_reviewer_starts_a_round_from_the_page_and_sees_it_measured(
 
     refused = client.post(url, {"name": "", "queries": ["q-1", "q-4"], "raters": ["alice"]})
     assert refused.status_code == 400
-    text = _text(refused.content)
-    assert "Round not started: name: give the round a name" in text
-    assert "Round not started: raters: a calibration round needs two or more raters, got 1" in text
-    assert "Round not started: queries: q-4 has no candidate pool yet" in text
+    summary = error_summary(refused)  # each problem linked to its field: the name, the picker, the boxes
+    assert summary.heading == "Round not started: 3 problems to fix"
+    assert sorted(summary.entries) == [
+        ("name: give the round a name (it is quoted in every grade it promotes)", "id_name"),
+        ("queries: q-4 has no candidate pool yet: nothing to grade", "query-picker"),
+        (
+            "raters: a calibration round needs two or more raters, got 1 (agreement is between raters)",
+            "id_raters_0",
+        ),
+    ]
     assert not CalibrationRound.objects.exists()
     tampered = client.post(url, {"name": "x", "queries": ["nope"], "raters": ["alice", "ghost"]})
     assert tampered.status_code == 400
-    assert "queries: nope is not a query of golden set help-center" in _text(tampered.content)
+    assert "queries: nope is not a query of golden set help-center" in error_summary(tampered).texts
     assert "raters: there is no user ghost" in _text(tampered.content)
 
     started = client.post(
