@@ -30,6 +30,7 @@ from evaluation.models import EvaluationRun
 from evaluation.report_page import (
     compare_choice_shown,
     compare_choices,
+    compare_lists,
     compare_rows,
     movement,
     per_query_shown,
@@ -334,6 +335,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
         except KeyError:
             raise Http404(f"neither run has the query {query_id}") from None
         context["rows"] = compare_rows(context["data"])
+        context["lists"] = compare_lists(context["rows"])
         context["values"] = {side: query_values(context["data"][side]["metrics"]) for side in ("a", "b")}
         context["changes"] = [
             {**d, "moved_text": moved, "css": css}
