@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# (setuptools' notice on every editable install, about folders named like the package: here they are it)
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[server,dev]'
+	# A test oracle (tests/assay/test_overlap.py) whose metadata pins numpy<2: installed without its
+	# dependencies, which the line above already gave it (numpy, tqdm), so numpy stays at 2 (pyproject.toml).
+	$(PY) -m pip install --quiet --no-deps 'rbo==0.1.3'
 	touch $(STAMP)
 
 # The demo's search service listens on loopback, which targets may reach only when allowed

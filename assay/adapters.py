@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit, urlunsplit
+
+from assay.urls import split_url
 
 
 class AdapterError(ValueError):
@@ -280,11 +281,11 @@ def _endpoint(url: str, suffix: str) -> str:
 
     Only the path grows: a query string on the URL (`/idx?routing=x`) stays a query string.
     """
-    parts = urlsplit(url)
+    parts = split_url(url)
     path = parts.path.rstrip("/")
     if not path.endswith(suffix):
         path += suffix
-    return urlunsplit(parts._replace(path=path))
+    return parts.joined(path=path)
 
 
 def _query_value(value: Any) -> str:

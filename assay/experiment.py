@@ -17,7 +17,10 @@ docs/experiments.md explains the method; in short:
 - the configurations that returned the baseline's results on every query they searched (`echoes`): a
   parameter the target does not read;
 - the **optimism**: the best configuration's tuning gain over the baseline minus its held-out gain,
-  what choosing the best of many on the same queries adds to the gain.
+  what choosing the best of many on the same queries adds to the gain;
+- each configuration's **overlap** with the baseline's lists (`assay.overlap`: Jaccard@k and RBO, means
+  with intervals) on the tuning queries both answered (`tuning_summaries`) and, for the confirmed ones,
+  on the held-out queries (`conclude`).
 
 Each configuration's values on a part are those of the report `assay run` would write for a golden file
 of that part's queries (`assay.report.build_report`): an errored query counts in the error rate only,
@@ -31,7 +34,7 @@ import hashlib
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +44,7 @@ from assay.display import counted
 from assay.golden.columns import GoldenColumns
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.harness import HarnessConfig, SharedSearch, params_problem
+from assay.overlap import report_overlap, summarize
 from assay.report import build_report
 from assay.resampling import holm
 from assay.results import QueryResult
@@ -216,6 +220,37 @@ def part_summary(report: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def answers_overlap(
+    baseline: Mapping[str, QueryResult], rows: Mapping[str, QueryResult], *, k: int, seed: int
+) -> dict[str, Any] | None:
+    """A configuration's answers against the baseline's on the queries both answered, in query id order
+    (`assay.overlap`, docs/metrics.md "Overlap"); None when no query was answered by both."""
+    pairs = []
+    for qid in sorted(rows):
+        row, base = rows[qid], baseline.get(qid)
+        if base is not None and base.error is None and row.error is None:
+            pairs.append((qid, base.ids, row.ids))
+    return summarize(pairs, k=k, seed=seed).to_dict() if pairs else None
+
+
+def tuning_summaries(
+    part: GoldenColumns, answers: Iterable[Mapping[str, QueryResult]], *, k: int, seed: int
+) -> list[dict[str, Any]]:
+    """The tuning part's values of the baseline (the first answers) and each configuration
+    (`part_summary`), each configuration's with its `overlap` with the baseline's answers. The answers are
+    read one configuration at a time (the app's come from the database so: only the baseline's are kept)."""
+    summaries = []
+    baseline: Mapping[str, QueryResult] | None = None
+    for rows in answers:
+        summary = part_summary(part_report(part, rows, seed))
+        if baseline is None:
+            baseline = rows
+        else:
+            summary["overlap"] = answers_overlap(baseline, rows, k=k, seed=seed)
+        summaries.append(summary)
+    return summaries
+
+
 def _order(values: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
     """Indices best first: configurations without an errored query before those with one (their mean
     covers fewer queries: an errored query is never a zero), then by the metric, None last, then by
@@ -265,14 +300,12 @@ def settings_problem(settings: SweepSettings) -> str | None:
     return None
 
 
-def rank(
-    baseline_tuning: Mapping[str, Any], tuning: Sequence[Mapping[str, Any]], metric: str, url: str
-) -> list[int]:
+def rank(baseline_tuning: Mapping[str, Any], tuning: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
     """The configurations' indices by their tuning values, best first (docs/experiments.md, "The
     selection"). Raises SweepError when no tuning query got an answer in any configuration."""
     if all(part["errors"] == part["n"] for part in (baseline_tuning, *tuning)):
         raise SweepError(
-            f"no tuning query got an answer from {redact_url(url)} in any configuration "
+            "no tuning query got an answer from the search URL in any configuration "
             "(a wrong URL, a service that is down, or one that refuses every request); nothing written"
         )
     return _order(tuning, metric)
@@ -316,11 +349,13 @@ def conclude(
         for i, params in enumerate(grid)
     ]
     for place, i in enumerate(confirmed):
+        overlap = report_overlap(confirmed_reports[place], baseline_report, seed=settings.seed)
         entries[i]["holdout"] = {
             **holdout[place],
             "change": changes[place].to_dict(),
             "p_value": changes[place].p_value,
             "p_adjusted": adjusted[place],
+            "overlap": overlap.to_dict() if overlap is not None else None,
         }
     won = [place for place, c in enumerate(changes) if beat(c.delta, adjusted[place], settings.alpha)]
     order = _order(holdout, metric)
@@ -495,8 +530,8 @@ async def sweep(
         async def phase(
             name: str, indices: Sequence[int], part: GoldenColumns, keep: Callable[[Any], Any]
         ) -> list[Any]:
-            """Search `part` with the baseline and the configurations at `indices`; of each one's report,
-            what `keep` keeps (the tuning phase keeps summaries only, so a large grid holds no report per
+            """Search `part` with the baseline and the configurations at `indices`; of their answers, what
+            `keep` makes (the tuning phase keeps summaries only, so a large grid holds no report per
             configuration). Each configuration's answers are compared with the baseline's (`echoes`)."""
             nonlocal asked
             jobs = [(p, part.queries) for p in [{}, *(grid[i] for i in indices)]]
@@ -509,13 +544,23 @@ async def sweep(
                 compared, same = same_answers(answers[0], rows)
                 before = echo_counts.get(index, (0, 0))
                 echo_counts[index] = (before[0] + compared, before[1] + same)
-            return [keep(part_report(part, rows, settings.seed)) for rows in answers]
+            return keep(answers)
 
         # The baseline is searched first among equals: a configuration equal to it shares its answers.
-        baseline_tuning, *tuning = await phase("tuning", range(len(grid)), tuning_golden, part_summary)
-        ranking = rank(baseline_tuning, tuning, settings.metric, config.url)
+        baseline_tuning, *tuning = await phase(
+            "tuning",
+            range(len(grid)),
+            tuning_golden,
+            lambda answers: tuning_summaries(tuning_golden, answers, k=golden.k, seed=settings.seed),
+        )
+        ranking = rank(baseline_tuning, tuning, settings.metric)
         confirmed = ranking[: settings.top]
-        held = await phase("holdout", confirmed, holdout_golden, lambda r: r)
+        held = await phase(
+            "holdout",
+            confirmed,
+            holdout_golden,
+            lambda answers: [part_report(holdout_golden, rows, settings.seed) for rows in answers],
+        )
         sent = shared.sent
 
     result = conclude(

@@ -13,8 +13,9 @@ and p-value. On a metric the noise floor says the engine moves between runs (`No
 past its fail budget fails only on evidence: its one-sided p-value, Holm-adjusted over every change the
 gate holds to a fail budget on such a metric, below `ALPHA`, and its interval wholly on the worse side of
 0; otherwise it is a `within_noise` warning naming n (docs/metrics.md, "The drift gate", item 7).
-Verdict: fail > warn > pass. The renderings of a result (CI log, PR comment, annotations)
-are `assay.gate_render`.
+Verdict: fail > warn > pass. Beside the verdict, never in it, the two reports' lists' overlap
+(`assay.overlap`: Jaccard@k and rank-biased overlap over the queries both answered). The renderings of a
+result (CI log, PR comment, annotations) are `assay.gate_render`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from assay.gate_check import validate_artifact as validate_artifact  # re-export
 from assay.golden.format import natural_key
 from assay.metric_table import BY_KEY, GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS, format_p_value
 from assay.noise import CriticalReach, NoiseFloor, noise_warnings
+from assay.overlap import report_overlap
 from assay.resampling import LEVEL, holm
 
 Verdict = Literal["pass", "warn", "fail"]
@@ -85,6 +87,8 @@ class GateResult:
     current: dict[str, Any]  # identity of each report: golden_version, k, ...
     baseline: dict[str, Any]
     noise_floor: NoiseFloor | None = None  # the floor the budgets were held to (`assay.noise`)
+    # How much the two reports' lists overlap (`assay.overlap`, its summary); None against itself.
+    overlap: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -107,6 +111,7 @@ class GateResult:
             "left_out": self.left_out,
             "budgets": self.budgets.to_dict(),
             "noise_floor": self.noise_floor.to_dict() if self.noise_floor is not None else None,
+            "overlap": self.overlap,
         }
 
 
@@ -342,6 +347,10 @@ def compare(
     top_losers: list[dict[str, Any]] = []
     interval: dict[str, Any] | None = None
     left_out = LeftOut()
+    overlap: dict[str, Any] | None = None
+    if baseline is not current:  # a report checked alone has nothing to overlap with
+        found = report_overlap(current, baseline, seed=gate.seed)
+        overlap = found.to_dict() if found is not None else None
     if not refused:
         left_out = _compare_scopes(gate, comparison, current, baseline, budgets, pairs)
         gate.judge()
@@ -395,6 +404,7 @@ def compare(
         current=_identity(current),
         baseline=_identity(baseline),
         noise_floor=noise_floor,
+        overlap=overlap,
     )
 
 

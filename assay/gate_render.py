@@ -20,6 +20,7 @@ from assay.changes import LeftOut
 from assay.display import counted
 from assay.gate import GateResult
 from assay.metric_table import GATED_METRICS, LABELS, UNDEFINED, format_budget, format_number, format_p_value
+from assay.overlap import describe
 
 # Every character `str.splitlines` (and so a CI log reader) may take for the end of a line.
 _LINE_BREAKS = str.maketrans(
@@ -129,6 +130,8 @@ def render_text(result: GateResult) -> str:
     left_out = _left_out_text(result.left_out)
     if left_out:
         lines.append(one_line(left_out))
+    if result.overlap:
+        lines.append(describe(result.overlap))
     if result.top_losers:
         lines.append(f"Top losers ({len(result.top_losers)}):")
         for i, loser in enumerate(result.top_losers, start=1):
@@ -208,6 +211,8 @@ def render_markdown(result: GateResult) -> str:
     left_out = _left_out_text(result.left_out)
     if left_out:
         out += [_md(left_out) + ".", ""]
+    if result.overlap:
+        out += [describe(result.overlap) + ' (docs/metrics.md, "Overlap").', ""]
     for key, field in SLICE_KEYS.items():
         named = result.comparison.get(key, {})
         if not named:

@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
 
 from dulwich import porcelain
 from dulwich.client import (
@@ -51,9 +50,11 @@ from dulwich.repo import Repo
 
 from assay.netpolicy import host_problem, name_problem, private_targets_allowed, refused_in, url_problem
 from assay.secrets import git_export_path_problem, mask_secrets, secret_env_problem
+from assay.urls import UrlError, split_url, url_credential_problems, url_free
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
+_USE_VARIABLES = "name environment variables holding them in the export's username and password fields"
 _MAX_ATTEMPTS = 20  # compare-and-swap retries when another writer moves or locks the branch meanwhile
 
 
@@ -125,43 +126,52 @@ def tag_problem(tag: str) -> str | None:
 
 
 def remote_url_problem(url: str) -> str | None:
-    """Why a remote URL may not be pushed to: an unsupported scheme, a password in it, a local directory
-    outside the export roots, or a host the network policy refuses (`remote_address_problem`)."""
+    """Why a remote URL may not be pushed to: malformed (`assay.urls.split_url`), an unsupported scheme,
+    credentials in it (a password, a user over http(s), where a token is often given as the user, or a
+    query parameter named like one), a local directory outside the export roots, or a host the network
+    policy refuses (`remote_address_problem`). The words never quote the URL."""
     if not url:
         return None
-    parts = urlsplit(url)
+    try:
+        parts = split_url(url)
+    except UrlError as exc:
+        return f"remote URL: {exc}"
     if parts.scheme and parts.scheme not in _REMOTE_SCHEMES and not re.match(r"^[\w.-]+@[\w.-]+:", url):
         return f"remote URL scheme {parts.scheme!r} is not supported (use {', '.join(_REMOTE_SCHEMES)})"
-    if parts.password is not None:
-        return "the remote URL must not contain a password: name an environment variable for it instead"
+    over_http = parts.scheme in ("http", "https")
+    credentials = url_credential_problems(parts, _USE_VARIABLES, user_allowed=not over_http)
+    if credentials:
+        return "remote URL: " + "; ".join(credentials)
     try:
         client, path = get_transport_and_path(url)
-    except (ValueError, KeyError) as exc:
-        return f"remote URL {_safe_url(url)!r} cannot be read: {exc}"
+    except (ValueError, KeyError):
+        return "remote URL: dulwich cannot read it as a git remote (check its scheme, host and path)"
     if isinstance(client, LocalGitClient):
         return git_export_path_problem(path)
     return remote_address_problem(url, client)
 
 
 def remote_address_problem(url: str, client: GitClient | None = None, *, resolve: bool = False) -> str | None:
-    """Why the network policy (assay.netpolicy) refuses the remote's host; None when it allows it, for a
-    local remote, or when private addresses are allowed. The host is taken as dulwich reads it (the
-    client it would push with) and, over http(s), as urllib3 and urlsplit read the URL too. With
-    `resolve` (just before a push), an ssh or git:// host name is also judged on what it resolves to:
-    those clients connect on their own, past the connect-time check http(s) gets."""
-    if private_targets_allowed():
-        return None
+    """Why the network policy (assay.netpolicy) refuses the remote's host; None when it allows it, or
+    for a local remote. The host is taken as dulwich reads it (the client it would push with) and, over
+    http(s), as urllib3 and `assay.urls.split_url` read the URL too. With `resolve` (just before a push),
+    an ssh or git:// host name is also judged on what it resolves to: those clients connect on their
+    own, past the connect-time check http(s) gets. With private addresses allowed, only an http(s)
+    host no resolver can look up is refused."""
+    allowed = private_targets_allowed()
     if client is None:
         client, _path = get_transport_and_path(url)
     if isinstance(client, LocalGitClient):
         return None
     if isinstance(client, AbstractHttpGitClient):
-        return url_problem(url, clients=("urllib3",), allow_private=False) or url_problem(
-            client.get_url(""), clients=("urllib3",), allow_private=False
+        return url_problem(url, clients=("urllib3",), allow_private=allowed) or url_problem(
+            client.get_url(""), clients=("urllib3",), allow_private=allowed
         )
     host = getattr(client, "host", None) or getattr(client, "_host", None)  # ssh, git://
     if not host:
-        return f"remote URL {_safe_url(url)!r}: no host to push to"
+        return "remote URL: it names no host to push to"
+    if allowed:
+        return None
     return name_problem(str(host)) if resolve else host_problem(str(host))
 
 
@@ -399,7 +409,7 @@ def git_write(
         tag_created,
         pushed=False,
         push_error=(
-            f"push to {_safe_url(remote.url)} failed: {error}. The {what} are kept in "
+            f"push to {_remote_named(remote.url)} failed: {error}. The {what} are kept in "
             f"{repository_path}; {todo or 'fix the remote (or its credentials)'} and export again: an "
             "export of unchanged content writes nothing and only pushes."
         ),
@@ -519,12 +529,18 @@ def _conflict_message(repo: Repo, tag: str, tagged: Commit, files: Mapping[str, 
     )
 
 
-def _safe_url(url: str) -> str:
-    """The URL without any user info (a username may be a token in disguise)."""
-    parts = urlsplit(url)
-    if parts.username is None:
-        return url
-    return parts._replace(netloc=parts.hostname or "").geturl() if parts.hostname else url
+def _remote_named(url: str) -> str:
+    """The remote as a push error names it: a local directory by its path, any other remote as "the
+    remote" (its URL may hold a token in its path)."""
+    return local_remote_path(url) or "the remote"
+
+
+def _push_words(text: str, remote: Remote, credentials: Mapping[str, str]) -> str:
+    """A library's error text as the push error says it: no URL of the remote (`assay.urls.url_free`)
+    and no credential sent."""
+    if local_remote_path(remote.url) is None:
+        text = url_free(text, [remote.url])
+    return mask_secrets(text, _sent(credentials))
 
 
 def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | None] | None:
@@ -559,7 +575,7 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
         if (address := refused_in(exc)) is not None:
             return str(address), None
         reason = str(exc) or type(exc).__name__
-        return mask_secrets(f"{type(exc).__name__}: {reason}", _sent(credentials)), None
+        return _push_words(f"{type(exc).__name__}: {reason}", remote, credentials), None
     # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
     rejected = {
         ref.decode(errors="replace"): str(status)
@@ -568,7 +584,7 @@ def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | Non
     }
     if rejected:
         said = "; ".join(f"{ref} ({why})" for ref, why in sorted(rejected.items()))
-        return mask_secrets(f"the remote rejected {said}", _sent(credentials)), None
+        return _push_words(f"the remote rejected {said}", remote, credentials), None
     return None
 
 
@@ -577,7 +593,7 @@ def _public_pool(repo: Repo, url: str) -> dict[str, Any]:
     (git config and environment: proxies, CA bundle) built on `assay.outbound.PublicPoolManager`, so the
     address each connection reaches is judged by the network policy. (Through a proxy, the proxy is
     connected to, and it reaches the host.)"""
-    if private_targets_allowed() or urlsplit(url).scheme not in ("http", "https"):
+    if private_targets_allowed() or split_url(url).scheme not in ("http", "https"):
         return {}
     from assay.outbound import PublicPoolManager
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, Literal, Protocol
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -57,6 +57,7 @@ from assay.transport import (
     route_of,
     undecodable_reason,
 )
+from assay.urls import SplitUrl, UrlError, split_url
 
 # Requests in flight per run (or per chunk task on the server). More buys no speed from any engine worth
 # measuring and multiplies what one run may hold: `concurrency` replies of up to `max_reply_bytes` each.
@@ -124,22 +125,36 @@ class HarnessConfig:
         return make_adapter(self.adapter, template=self.es_template, solr_method=self.solr_method)
 
 
+def http_url_problem(url: str, *, allow_private: bool) -> str | None:
+    """Why an http(s) URL (a search target's, a judge's) cannot be called, in words that never quote it:
+    malformed (`assay.urls.split_url`), not http(s)://host, refused by the network policy (the host as
+    yarl, aiohttp's parser, reads it, and as split_url does), or one yarl will not read."""
+    try:
+        parts = split_url(url)
+    except UrlError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https") or not parts.host:
+        return f"expected http(s)://host[:port]/path, got {_scheme_of(parts)}"
+    if refused := url_problem(url, clients=("aiohttp",), allow_private=allow_private):
+        return refused
+    try:
+        URL(url)  # what the transport parses: a URL it refuses fails here, not per query
+    except ValueError:
+        return "the URL cannot be read: aiohttp's parser refuses it (check the host and the port)"
+    return None
+
+
+def _scheme_of(parts: SplitUrl) -> str:
+    if not parts.scheme:
+        return "no scheme"
+    return f"no host after {parts.scheme}://" if parts.scheme in ("http", "https") else f"{parts.scheme}://"
+
+
 def config_problems(config: HarnessConfig) -> list[str]:
     """Every invalid setting, named like the `assay run` option that sets it."""
     problems: list[str] = []
-    parts = urlsplit(config.url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        problems.append(f"search URL {config.url!r}: expected http(s)://host[:port]/path")
-    else:
-        try:
-            URL(config.url)  # what the transport parses: a bad port or IPv6 literal fails here, not per query
-        except ValueError as exc:
-            problems.append(f"search URL: {exc}")
-        else:
-            # Judged on the host as yarl (aiohttp's URL parser) reads it, and as urlsplit does.
-            refused = url_problem(config.url, clients=("aiohttp",), allow_private=config.allow_private)
-            if refused:
-                problems.append(f"search URL: {refused}")
+    if refused := http_url_problem(config.url, allow_private=config.allow_private):
+        problems.append(f"search URL: {refused}")
     if config.size < 1:
         problems.append(f"size {config.size}: must be at least 1")
     if config.concurrency < 1:
@@ -425,6 +440,10 @@ class _Runner:
                 raise _Transient(f"connect timeout after {config.timeout:g}s") from exc
             late = " (the reply was still arriving)" if answered else ""
             raise _Transient(f"timeout after {config.timeout:g}s{late}") from exc
+        except (
+            ValueError
+        ) as exc:  # a request aiohttp cannot build (InvalidURL, a host IDNA refuses): permanent
+            raise _Permanent(describe_transport_error(exc, config.timeout)) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _Transient(describe_transport_error(exc, config.timeout)) from exc
         status = response.status

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+
+from assay.urls import SplitUrl, UrlError, split_url
 
 # What a signed 64-bit column (PostgreSQL bigint, SQLite's integer) holds: also the largest primary key.
 MAX_DB_INT = 2**63 - 1
@@ -72,14 +73,13 @@ def header_value_problem(value: str) -> str | None:
     return f"a header value cannot contain the control character \\u{ord(found.group()):04x}"
 
 
-def http_url(url: str) -> SplitResult | None:
-    """`url`'s parts when it is an http or https URL with a host and, when one is written, a port in
-    0..65535; else None (never raises)."""
+def http_url(url: str) -> SplitUrl | None:
+    """`url`'s parts (`assay.urls.split_url`) when it is an http or https URL with a host and, when one
+    is written, a port in 1..65535; else None (never raises)."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a port that is not a number in 0..65535 raises here)
-    except ValueError:
+        parts = split_url(url)
+    except UrlError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.host:
         return None
     return parts

@@ -29,22 +29,39 @@ import ipaddress
 import os
 import re
 import socket
+import stringprep
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from assay.urls import split_url
 
 ALLOW_PRIVATE_ENV = "ASSAY_TARGET_ALLOW_PRIVATE"
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off", ""})
-# NAT64 (RFC 6052): an IPv6 address that a gateway turns into the IPv4 address in its last 32 bits.
+# NAT64 (RFC 6052): an IPv6 address that a gateway turns into the IPv4 address in its last 32 bits; the
+# local-use prefix (RFC 8215) is subnetted by the operator, /48 to /96.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT's IPv4-translated addresses (RFC 2765)
+_COMPATIBLE = ipaddress.ip_network("::/96")  # IPv4-compatible (RFC 4291, deprecated, still parsed)
+# RFC 6052's placements of the IPv4 address for prefixes of 48, 56, 64 and 96 bits: (the bytes holding
+# it, the bytes after it that must be zero). Bits 64-71 (byte 8) are always zero below /96.
+_RFC6052 = (
+    ((6, 7, 9, 10), (8, *range(11, 16))),
+    ((7, 9, 10, 11), (8, *range(12, 16))),
+    ((9, 10, 11, 12), (8, *range(13, 16))),
+    ((12, 13, 14, 15), ()),
+)
 # The label separators IDNA (UTS 46) maps to ".": the ideographic full stop and its full- and half-width
 # forms. NFKC maps only U+FF0E, and U+FF61 to U+3002, so all three are translated by hand.
 _DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 # What `inet_aton` (and so getaddrinfo) reads as an IPv4 address besides the dotted quad: 127.1,
 # 2130706433, 0x7f000001, 0177.0.0.1. Only these characters, so a name is never taken for one.
 _INET_ATON = re.compile(r"^[0-9a-fx.]+$")
+# Variation selectors beyond the Basic Multilingual Plane: UTS 46 ignores them like those of table B.1.
+_VARIATION_SELECTORS = range(0xE0100, 0xE01F0)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Client = Literal["aiohttp", "httpx", "urllib3"]
@@ -68,19 +85,34 @@ def private_targets_allowed(environ: Mapping[str, str] | None = None, *, default
     raise ValueError(f"{ALLOW_PRIVATE_ENV}={value!r}: expected true or false")
 
 
-def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and some part of the network reaches instead of it:
+    IPv4-mapped (`::ffff:0:0/96`, the host's own stack) and IPv4-translated (`::ffff:0:0:0/96`), NAT64
+    (`64:ff9b::/96` and the local-use `64:ff9b:1::/48`, a translator), 6to4 (`2002::/16`, bits 16-48, a
+    relay), Teredo (`2001::/32`, the client: the last 32 bits inverted) and IPv4-compatible (`::/96`
+    but `::` and `::1`). The local-use prefix's length is the operator's choice, so each RFC 6052 reading
+    whose remaining bits are zero is given. Empty for any other address."""
     if isinstance(address, ipaddress.IPv4Address):
-        return None
+        return []
+    packed = address.packed
     if address.ipv4_mapped is not None:  # ::ffff:10.0.0.5 reaches 10.0.0.5
-        return address.ipv4_mapped
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
+        return [address.ipv4_mapped]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return [address.teredo[1]]
+    if address in _NAT64 or address in _TRANSLATED or (address in _COMPATIBLE and int(address) > 1):
+        return [ipaddress.IPv4Address(packed[12:])]
+    if address in _LOCAL_NAT64:
+        return [
+            ipaddress.IPv4Address(bytes(packed[i] for i in where))
+            for where, rest in _RFC6052
+            if not any(packed[i] for i in rest)
+        ]
+    return []
 
 
-def address_kind(address: IPAddress) -> str | None:
-    """The kind of non-public address this is ("loopback", "private", ...), None for a public one."""
-    address = _embedded_ipv4(address) or address
+def _own_kind(address: IPAddress) -> str | None:
     if address.is_unspecified:
         return "unspecified"
     if address.is_loopback:
@@ -94,6 +126,17 @@ def address_kind(address: IPAddress) -> str | None:
     return None
 
 
+def address_kind(address: IPAddress) -> str | None:
+    """The kind of non-public address this is ("loopback", "private", ...), None for a public one. An
+    IPv6 address that embeds IPv4 addresses (`embedded_ipv4`) is judged by them: refused as the first
+    refused one is, public when all are."""
+    embedded = embedded_ipv4(address)
+    for inner in embedded:
+        if kind := _own_kind(inner):
+            return kind
+    return None if embedded else _own_kind(address)
+
+
 def _refusal(what: str, kind: str) -> str:
     article = "an" if kind[0] in "aeiou" else "a"
     return (
@@ -102,11 +145,36 @@ def _refusal(what: str, kind: str) -> str:
     )
 
 
+def _ignored(char: str) -> bool:
+    """A character IDNA maps to nothing (a resolver looks the name up without it): every format character
+    (Unicode category Cf: the soft hyphen U+00AD, zero-width U+200B-U+200D, the word joiner U+2060, the
+    byte order mark U+FEFF, tags...), and IDNA 2003's table B.1 (U+034F, variation selectors...)."""
+    return (
+        unicodedata.category(char) == "Cf"
+        or stringprep.in_table_b1(char)
+        or ord(char) in _VARIATION_SELECTORS
+    )
+
+
+def without_ignored(text: str) -> str:
+    """`text` without the characters a resolver ignores (`_ignored`)."""
+    return "".join(char for char in text if not _ignored(char)) if not text.isascii() else text
+
+
+def visible(text: str) -> str:
+    """`text` with each character a resolver ignores spelled as `\\u00ad`: a person reading a refusal
+    cannot see the character they typed by mistake (or were handed)."""
+    if text.isascii():
+        return text
+    return "".join(f"\\u{ord(char):04x}" if _ignored(char) else char for char in text)
+
+
 def normalise_host(host: str) -> str:
-    """A URL's host as a resolver reads it: percent-decoded, NFKC (full-width, circled and other compatible
+    """A URL's host as a resolver reads it: percent-decoded, without the characters IDNA ignores (soft
+    hyphens, zero-width and other format characters), NFKC (full-width, circled and other compatible
     digits become ASCII), the ideographic full stops as dots, lower case, without IPv6 brackets, an IPv6
     zone id (`fe80::1%eth0`) or trailing dots."""
-    text = unquote(host).strip()
+    text = without_ignored(unquote(host)).strip()
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
     text = unicodedata.normalize("NFKC", text.translate(_DOTS)).translate(_DOTS).lower()
@@ -130,24 +198,35 @@ def literal_address(host: str) -> IPAddress | None:
     return None
 
 
+def _judged(host: str, shown: str | None) -> tuple[str, str, IPAddress | None]:
+    """The host normalised, its words in a message, and the address it is when it is a literal."""
+    bare = normalise_host(host)
+    if shown is None:
+        typed = visible(host)
+        shown = f"host {typed}" if bare == host.strip("[]").lower() else f"host {typed} (read as {bare})"
+    return bare, shown, literal_address(bare)
+
+
+def _name_problem(bare: str, shown: str, address: IPAddress | None) -> str | None:
+    if address is not None:
+        return None
+    try:  # an empty label (`a..b`), one past 63 characters, a code point IDNA refuses
+        bare.encode("idna")
+    except UnicodeError:
+        return f"{shown} is not a valid host name"
+    return None
+
+
 def host_problem(host: str, *, shown: str | None = None) -> str | None:
     """Why a URL's host may not be called, judged without DNS after `normalise_host`: an address literal
     of a refused kind, a `localhost` name (which resolves to loopback by convention, RFC 6761), or a name
     no resolver can look up. None otherwise (a name: judged by what it resolves to, on each connection).
     `shown` replaces "host <host>" in the message where the host must not be shown (a secret URL's)."""
-    bare = normalise_host(host)
-    if shown is None:
-        shown = f"host {host}" if bare == host.strip("[]").lower() else f"host {host} (read as {bare})"
+    bare, shown, address = _judged(host, shown)
     if bare == "localhost" or bare.endswith(".localhost"):
         return _refusal(shown, "loopback")
-    address = literal_address(bare)
     if address is None:
-        if not bare.isascii():
-            try:
-                bare.encode("idna")
-            except UnicodeError:
-                return f"{shown} is not a valid host name"
-        return None
+        return _name_problem(bare, shown, address)
     kind = address_kind(address)
     return _refusal(shown, kind) if kind else None
 
@@ -167,11 +246,11 @@ def _reading(client: str) -> Callable[[str], str | None]:
 
 
 def url_hosts(url: str, clients: Iterable[Client] = ()) -> list[str]:
-    """Every reading of the URL's host: `urlsplit`'s and each client library's (the string that client
-    resolves and connects to). A parser that refuses the URL gives no reading; that client would not
-    call it either."""
+    """Every reading of the URL's host: `assay.urls.split_url`'s and each client library's (the string
+    that client resolves and connects to). A parser that refuses the URL gives no reading; that client
+    would not call it either."""
     readings: list[str] = []
-    for read in (lambda u: urlsplit(u).hostname, *(_reading(client) for client in clients)):
+    for read in (lambda u: split_url(u).host, *(_reading(client) for client in clients)):
         try:
             readings.append(read(url) or "")
         except Exception:  # noqa: S112  (each library raises its own kind of parse error)
@@ -186,15 +265,14 @@ def url_problem(
     allow_private: bool | None = None,
     shown: str | None = None,
 ) -> str | None:
-    """Why the policy refuses to call this URL (None when it may be called, or when private addresses are
-    allowed): `host_problem` of every reading of its host (`url_hosts`) by `clients` (the libraries that
-    will call it), so no parser's view of the host escapes the check. The URL's syntax is its caller's to
-    judge; `shown` as for `host_problem`."""
+    """Why the policy refuses to call this URL (None when it may be called): `host_problem` of every
+    reading of its host (`url_hosts`) by `clients` (the libraries that will call it), so no parser's view
+    of the host escapes the check; when private addresses are allowed, only a name no resolver can look
+    up. The URL's syntax is `assay.urls.split_url`'s to judge; `shown` as for `host_problem`."""
     allowed = private_targets_allowed() if allow_private is None else allow_private
-    if allowed:
-        return None
     for host in url_hosts(url, clients):
-        if problem := host_problem(host, shown=shown):
+        problem = _name_problem(*_judged(host, shown)) if allowed else host_problem(host, shown=shown)
+        if problem:
             return problem
     return None
 

@@ -113,8 +113,10 @@ class _CsvProblem(Protocol):
 
 PROBLEMS_CSV_HEADER = ("where", "message", "code", "query_id")
 
-# What a spreadsheet takes for the start of a formula (OWASP's list, "CSV Injection").
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet takes for the start of a formula (OWASP's list, "CSV Injection"), after any quotes
+# the guard put there: a value that starts so gets one more quote, which `spreadsheet_text` takes off.
+_GUARDED = re.compile(r"'*[=+\-@\t\r]")
+_UNGUARD = re.compile(r"'+[=+\-@\t\r]")
 # A plain decimal number: a spreadsheet reads it as the number, never as a formula, so it is left alone.
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -122,17 +124,24 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 def spreadsheet_cell(value: str) -> str:
     """`value` for a CSV cell that a spreadsheet opens as text: a cell starting like a formula (`=`, `+`,
     `-`, `@`, tab or carriage return) gets a leading `'`, so `=HYPERLINK("http://...")` from a query id
-    stays text rather than a live link or a command. Numbers (`-0.12`, `+3`) are left as they are."""
-    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+    stays text rather than a live link or a command. Numbers (`-0.12`, `+3`) are left as they are. A value
+    of quotes and then a formula start (`'=x`) gets one more too, so `spreadsheet_text` undoes exactly."""
+    if _GUARDED.match(value) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A CSV document of `header` and `rows` of text, every cell through `spreadsheet_cell`: the one
-    writer of every CSV that Assay serves or writes."""
+def spreadsheet_text(cell: str) -> str:
+    """The value `spreadsheet_cell` wrote as `cell`: one leading `'` off a cell of quotes and then a
+    formula start. For Assay's own CSV formats read back (docs/cli.md, "CSV cells")."""
+    return cell[1:] if _UNGUARD.match(cell) else cell
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]], *, newline: str = "\r\n") -> str:
+    """A CSV document of `header` and `rows` of text, every cell through `spreadsheet_cell`, lines ended
+    by `newline`: the one writer of every CSV that Assay serves or writes."""
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = csv.writer(out, lineterminator=newline)
     writer.writerow([spreadsheet_cell(cell) for cell in header])
     writer.writerows([spreadsheet_cell(cell) for cell in row] for row in rows)
     return out.getvalue()

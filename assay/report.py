@@ -32,7 +32,7 @@ from assay.memory import gc_paused
 from assay.metric_table import METRIC_KEYS, METRICS
 from assay.metrics import MetricArrays, ideal_grades, score_top
 from assay.ranked import Matched, match_results
-from assay.resampling import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means, percentile_interval
+from assay.resampling import DEFAULT_SEED, LEVEL, RESAMPLES, bootstrap_means_of, percentile_interval
 from assay.results import QueryResult
 
 METRICS_SPEC = "1"
@@ -179,15 +179,38 @@ def bootstrap_interval(
     """Percentile bootstrap interval of the mean: `resamples` draws with replacement, numpy default_rng(seed)
     (the draws of every change's interval, `assay.resampling`). Also gives the plain `mean` and `n`; low, high
     and mean are null when there is no value. An interval of an absolute value: shown without a sign."""
-    data = np.asarray(values, dtype=np.float64)
-    result: dict[str, Any] = {"low": None, "high": None, "level": level, "resamples": resamples, "seed": seed}
-    result["n"] = int(data.size)
-    result["mean"] = float(data.mean()) if data.size else None
-    if data.size:
-        result["low"], result["high"] = percentile_interval(
-            bootstrap_means(data, resamples=resamples, seed=seed), level
-        )
-    return result
+    return bootstrap_intervals([values], resamples=resamples, seed=seed, level=level)[0]
+
+
+def bootstrap_intervals(
+    samples: Sequence[Sequence[float] | NDArray[np.float64]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = BOOTSTRAP_LEVEL,
+) -> list[dict[str, Any]]:
+    """`bootstrap_interval` of each of several samples of one size (figures of the same queries), from one
+    set of draws: each the very interval it gets alone."""
+    data = [np.asarray(values, dtype=np.float64) for values in samples]
+    size = data[0].size if data else 0
+    if any(values.size != size for values in data):
+        raise ValueError("bootstrap_intervals: the samples differ in size")
+    found = []
+    means = bootstrap_means_of(data, resamples=resamples, seed=seed) if size else [None] * len(data)
+    for values, drawn in zip(data, means, strict=True):
+        result: dict[str, Any] = {
+            "low": None,
+            "high": None,
+            "level": level,
+            "resamples": resamples,
+            "seed": seed,
+        }
+        result["n"] = int(values.size)
+        result["mean"] = float(values.mean()) if values.size else None
+        if drawn is not None:
+            result["low"], result["high"] = percentile_interval(drawn, level)
+        found.append(result)
+    return found
 
 
 def _ordered_unique(ids: Iterable[str]) -> list[str]:

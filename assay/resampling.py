@@ -278,6 +278,19 @@ def bootstrap_means(
     return _bootstrap([Sample(values, weights)], resamples, seed)[0]
 
 
+def bootstrap_means_of(
+    samples: Sequence[NDArray[np.float64]], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
+) -> list[NDArray[np.float64]]:
+    """`bootstrap_means` of several unweighted samples of one size (two overlap figures of the same queries,
+    `assay.overlap`): each sample's means are the very ones it gets alone. Past one chunk of pairs they come
+    from one set of draws, whose counted sums cost less than drawing again (1.1 s for two samples of
+    100,000 where each alone took 2.1 s); up to one chunk each is drawn alone, which costs less there (18 ms
+    for two of 1,400 where one set of draws took 33 ms)."""
+    if samples and samples[0].size > _CHUNK:
+        return _bootstrap([Sample(values, None) for values in samples], resamples, seed)
+    return [_bootstrap([Sample(values, None)], resamples, seed)[0] for values in samples]
+
+
 def percentile_interval(means: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(means, [tail, 100.0 - tail])

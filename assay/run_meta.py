@@ -8,9 +8,10 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 from assay.results import QueryResult
+from assay.urls import UrlError, split_url
 
 
 class RunSettings(Protocol):
@@ -37,16 +38,23 @@ class RunSettings(Protocol):
     def rate_limit(self) -> float | None: ...
 
 
+UNREADABLE_URL = "(a URL that cannot be read)"
+
+
 def redact_url(url: str) -> str:
-    """The URL without credentials and with query-string values masked: api keys live there too."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
+    """The URL without credentials and with query-string values masked: api keys live there too. A URL
+    that cannot be read (`assay.urls.split_url`) is shown as UNREADABLE_URL, not quoted."""
+    try:
+        parts = split_url(url)
+    except UrlError:
+        return UNREADABLE_URL
+    netloc = parts.host
     if ":" in netloc:  # an IPv6 literal
         netloc = f"[{netloc}]"
     if parts.port is not None:
         netloc += f":{parts.port}"
-    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    query = urlencode([(k, "***") for k in parts.query_names])
+    return parts.joined(netloc=netloc, query=query, fragment="")
 
 
 def run_meta(

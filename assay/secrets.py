@@ -15,6 +15,7 @@ request wherever its reply becomes text (docs/deployment.md, "Secrets").
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -71,6 +72,58 @@ def secret_env_read(name: str, environ: Mapping[str, str] | None = None) -> str:
     if name not in values:
         raise SecretEnvError(f"environment variable {name} is not set on this worker")
     return values[name]
+
+
+# ------------------------------------------------------------------------------ credentials by name
+
+# The words of a header, parameter or query-string name that mark a credential (`X-Auth-Token`,
+# `access_token`, `apiKey`, `X-Amz-Signature`, `sig`), matched as whole words so `max_tokens`,
+# `X-Api-Version` or `sort_key` are not taken for one; pairs of words (`api key`, `client secret`); and
+# names that are a credential only whole (`key`, as Google's APIs take it; `pass`, `pw`).
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "authorization",
+        "auth",
+        "cookie",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "apikey",
+        "credential",
+        "credentials",
+        "signature",
+        "sig",
+        "jwt",
+        "hmac",
+    }
+)
+_CREDENTIAL_PAIRS = frozenset(
+    {
+        ("api", "key"),
+        ("access", "key"),
+        ("private", "key"),
+        ("secret", "key"),
+        ("subscription", "key"),
+        ("master", "key"),
+        ("account", "key"),
+        ("signing", "key"),
+        ("client", "secret"),
+    }
+)
+_CREDENTIAL_NAMES = frozenset({"key", "pass", "pw"})
+
+
+def credential_name(name: str) -> bool:
+    """A header, parameter or query-string name that carries a credential; `api_key` counts like
+    `Api-Key`, `apiKey` and `api-key` (docs/deployment.md, "Secrets", lists the words)."""
+    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower())
+    return (
+        bool(_CREDENTIAL_WORDS.intersection(words))
+        or any(pair in _CREDENTIAL_PAIRS for pair in itertools.pairwise(words))
+        or "".join(words) in _CREDENTIAL_NAMES
+    )
 
 
 # ------------------------------------------------------------------------------------------ masking

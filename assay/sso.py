@@ -13,11 +13,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from assay.inputs import http_url
 from assay.jsonin import JsonInputError, json_loads
 from assay.storable import text_problem
+from assay.urls import split_url
 
 # The role names, as labeling/roles.py spells them (the core imports no app: the two are held equal by
 # tests/assay/test_sso.py).
@@ -175,11 +175,11 @@ def issuer_problem(url: str) -> str | None:
     """Why `url` cannot be an issuer, or None. OpenID Connect requires https; plain http is taken on
     loopback only (a provider the tests start beside Assay)."""
     parts = http_url(url)
-    if parts is None or not parts.hostname:
+    if parts is None or not parts.host:
         return f"must be the provider's https URL, like https://id.example.org/realms/assay; got {url!r}"
     if parts.query or parts.fragment:
         return f"must have no query or fragment (OpenID Connect Discovery, section 2); got {url!r}"
-    host = parts.hostname
+    host = parts.host
     if parts.scheme == "http" and not (host in _LOOPBACK or host.startswith("127.")):
         return f"must use https (plain http is taken on loopback only); got {url!r}"
     return None
@@ -193,5 +193,5 @@ def discovery_url(issuer: str) -> str:
 
 def origin(url: str) -> str:
     """`scheme://host[:port]` of a URL (what a Content-Security-Policy source names)."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     return f"{parts.scheme}://{parts.netloc}"

@@ -13,28 +13,20 @@ literal values, so a token cannot be stored by mistake.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from assay.adapters import ADAPTER_NAMES, AdapterError, check_template
 from assay.harness import HarnessConfig, config_problems
 from assay.inputs import header_name_problem, header_value_problem
-from assay.secrets import secret_env_problem
+from assay.secrets import credential_name, secret_env_problem
+from assay.urls import UrlError, split_url, url_credential_problems
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Header names whose values are credentials: a literal value there would be a stored secret.
-# Words of a header or parameter name that mark a credential (`X-Auth-Token`, `access_token`, `apiKey`);
-# matched as whole words so `max_tokens` or `X-Api-Version` are not taken for one.
-_SECRET_WORDS = frozenset(
-    {"authorization", "auth", "cookie", "token", "secret", "password", "passwd", "apikey", "credentials"}
-)
-_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("client", "secret")})
 REDACTED = "***"
 
 
@@ -46,12 +38,8 @@ class TargetError(ValueError):
         super().__init__("; ".join(self.problems))
 
 
-def is_secret_header(name: str) -> bool:
-    """A header (or parameter) name that carries a credential; `api_key` counts like `Api-Key`, `apiKey`."""
-    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower())
-    return bool(_SECRET_WORDS.intersection(words)) or any(
-        pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
-    )
+# A header (or parameter) name that carries a credential: the one rule of names, also the URL's query's.
+is_secret_header = credential_name
 
 
 _USE_ENV = (
@@ -60,20 +48,14 @@ _USE_ENV = (
 
 
 def url_secret_problems(url: str) -> list[str]:
-    """A URL that would store a credential: user:password@ or a query parameter named like one. Shown
-    URLs are redacted too (assay.run_meta.redact_url), but a secret must not reach the database at all."""
+    """A URL that would store a credential: user:password@ or a query parameter named like one
+    (`assay.urls.url_credential_problems`). Shown URLs are redacted too (assay.run_meta.redact_url), but a
+    secret must not reach the database at all."""
     try:
-        parts = urlsplit(url)
-        has_userinfo = parts.username is not None or parts.password is not None
-    except ValueError:
+        parts = split_url(url)
+    except UrlError:
         return []  # the harness names the malformed URL
-    problems = []
-    if has_userinfo:
-        problems.append(f"url: credentials in the URL (user:password@) would be stored; {_USE_ENV}")
-    named = sorted({n for n, _ in parse_qsl(parts.query, keep_blank_values=True) if is_secret_header(n)})
-    if named:
-        problems.append(f"url: query parameter {', '.join(named)} looks like a credential; {_USE_ENV}")
-    return problems
+    return [f"url: {problem}" for problem in url_credential_problems(parts, _USE_ENV)]
 
 
 def params_secret_problems(params: Mapping[str, Any], where: str = "params") -> list[str]:

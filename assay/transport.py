@@ -57,7 +57,10 @@ def describe_transport_error(exc: BaseException, timeout: float) -> str:
         return f"invalid HTTP response: {exc.message}"
     if isinstance(exc, OSError):
         return f"connection dropped: {_os_reason(exc)}"
-    return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, aiohttp.InvalidURL | UnicodeError):
+        return "the URL cannot be called: aiohttp cannot build a request for it (check its host and port)"
+    # Any other failure by its kind only: its text may quote the URL.
+    return f"the request failed ({type(exc).__name__})"
 
 
 def undecodable_reason(exc: aiohttp.ClientPayloadError) -> str | None:

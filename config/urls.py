@@ -5,9 +5,10 @@ from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from config import docs_pages, metrics, sso_views, views
+from config.schema import SchemaView
 
 # Swagger UI's script is served as a file by the split view (the Content-Security-Policy allows no inline
 # script); it styles elements inline, so this one page allows inline style.
@@ -37,9 +38,9 @@ urlpatterns = [
     path("oidc/callback/", sso_views.SsoCallbackView.as_view(), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("evaluation.api.urls")),
-    # The schema answers a token as well as a session (DRF authenticates it: SERVE_PERMISSIONS); Swagger UI
-    # is a page for signed-in users like every other.
-    path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
+    # The schema answers a token as well as a session (DRF authenticates it: SERVE_PERMISSIONS), built one
+    # at a time (config/schema.py); Swagger UI is a page for signed-in users like every other.
+    path("api/schema/", login_not_required(SchemaView.as_view()), name="api-schema"),
     path("api/docs/", login_required(swagger_ui), name="api-docs"),
     path("docs/<str:name>/", docs_pages.doc_page, name="doc_page"),
     path("", include("labeling.urls")),

@@ -35,12 +35,21 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """The home page. Its side-by-side line is read here, in config, which may import every app:
-    labeling's tags (the rest of the page) may not read evaluation's studies."""
+    """The home page. Its side-by-side line and a reviewer's lists of what waits (docs/runs.md, "What
+    waits for you") are read here, in config, which may import every app: labeling's tags (the rest of the
+    page) may not read evaluation's studies, runs or experiments. A reviewer's view is a visit recorded."""
+    from evaluation.home_selectors import home_waiting
+    from evaluation.services.home import home_pending_settle, home_visit
     from evaluation.services.studies import rater_open_tasks
+    from labeling.roles import is_reviewer
 
     open_sxs = rater_open_tasks(request.user).count()
-    return render(request, "home.html", {"sxs_open": open_sxs})
+    waiting = None
+    if is_reviewer(request.user):
+        since = home_visit(user=request.user)
+        home_pending_settle(user=request.user)
+        waiting = home_waiting(user=request.user, since=since)
+    return render(request, "home.html", {"sxs_open": open_sxs, "waiting": waiting})
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

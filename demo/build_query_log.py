@@ -18,14 +18,13 @@ Deterministic: a fixed seed, no clock. `--check` exits 1 if the committed files 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from assay.problems import csv_text
 from demo.golden_spec import QUERIES
 from demo.search_service import SearchIndex, build_index, load_corpus, search
 
@@ -333,11 +332,7 @@ def build_rows(index: SearchIndex, *, seed: int = SEED) -> list[LogRow]:
 
 
 def render_csv(rows: Sequence[LogRow]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(rows)
-    return out.getvalue()
+    return csv_text(COLUMNS, ([str(cell) for cell in row] for row in rows), newline="\n")
 
 
 def render_jsonl(rows: Sequence[LogRow]) -> str:

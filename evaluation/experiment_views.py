@@ -38,6 +38,7 @@ from evaluation import access
 from evaluation.action_words import GAPS_ACTIONS
 from evaluation.forms import VersionChoiceField, version_and_target_choices
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget, SxsStudy
+from evaluation.overlap_page import mean_cells, note
 from evaluation.services.experiment_adopt import (
     adoptable_configurations,
     adoption_revert,
@@ -58,6 +59,7 @@ from evaluation.services.experiments import (
     no_winner_text,
 )
 from evaluation.services.unjudged import gaps_judge_offer
+from evaluation.views.access_helpers import settled
 from evaluation.views.runs import query_link, say
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
@@ -66,7 +68,7 @@ EXAMPLE_GRID = '{"params": {"title_weight": [0.5, 1, 3, 6, 12], "min_should_matc
 METRIC_LABELS = {"ndcg": "nDCG@k", "mrr": "MRR", "precision_at_k": "P@k"}
 # The table's sorts: name -> what a row is sorted by (None last whichever the direction).
 SORTS = ("rank", "ndcg", "mrr", "precision_at_k", "empty_rate", "judged_at_k", "errors", "holdout",
-         "holdout_judged")  # fmt: skip
+         "holdout_judged", "rbo")  # fmt: skip
 
 
 class ExperimentForm(forms.Form):
@@ -109,6 +111,14 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
         raise Http404("nothing here")
     experiments = access.experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
     return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
+
+
+@require_GET
+def experiment_row(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    """One row of the experiment list, polled while the experiment is queued or running (htmx swaps the
+    row; a settled one stops asking)."""
+    experiment = access.get_experiment(request.user, experiment_id)
+    return render(request, "evaluation/_experiment_row.html", {"e": experiment})
 
 
 @require_http_methods(["GET", "POST"])
@@ -167,9 +177,7 @@ def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpRespons
     response = render(
         request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
     )
-    if progress["final"] and request.headers.get("HX-Request"):
-        response["HX-Refresh"] = "true"
-    return response
+    return settled(request, response, progress["final"])
 
 
 def _cell(value: Any, *, signed: bool = False) -> str:
@@ -213,7 +221,10 @@ def _rows(result: dict[str, Any], names: list[str], sort: str) -> list[dict[str,
                     **{m: tuning.get(m) for m in (*_TABLE, "errors")},
                     "holdout": held.get(metric) if held else None,
                     "holdout_judged": held.get("judged_at_k") if held else None,
+                    "rbo": ((tuning.get("overlap") or {}).get("rbo") or {}).get("mean"),
                 },
+                # against the baseline's lists (docs/metrics.md, "Overlap")
+                "overlap": mean_cells(tuning.get("overlap"), recorded="overlap" in tuning),
                 "cells": [_cell(tuning.get(m)) for m in _TABLE],
                 "errors": tuning.get("errors", 0),
                 "holdout": _cell(held.get(metric)) if held else "",
@@ -258,6 +269,7 @@ def _confirmation(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "p": _cell(held.get("p_value")),
                 "p_adjusted": _cell(held.get("p_adjusted")),
                 "winner": _is_winner(result, config),
+                "overlap": mean_cells(held.get("overlap"), recorded="overlap" in held),
             }
         )
     return rows
@@ -382,6 +394,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
                 "sort": sort,
                 "sorts": SORTS,
                 "confirmation": _confirmation(result),
+                "overlap_note": note(result["k"]),
                 "best": best,
                 "has_winner": result["winner"] is not None,
                 "adoptable": _adoptable(result) if may_manage else [],

@@ -138,6 +138,7 @@ def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
             Sort("gain", "largest gain first", ordered("-change_value", "id")),
             Sort("id", "query id", ordered("id")),
             Sort("b", "lowest nDCG in B", ordered("b_value", "id")),
+            Sort("overlap", "least overlap (RBO) first", ordered("rbo_value", "id")),
         ],
         prefix="",
         anchor="choices",

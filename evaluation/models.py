@@ -464,4 +464,5 @@ from evaluation.experiment_models import (  # noqa: E402, F401
     ExperimentRescore,
     ExperimentResult,
 )
+from evaluation.home_models import HomeSeen  # noqa: E402, F401  (the home page's visits: docs/runs.md)
 from evaluation.study_models import *  # noqa: E402, F403  (side-by-side studies: docs/sxs.md)

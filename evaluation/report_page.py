@@ -89,7 +89,7 @@ def _aggregate_value(aggregate: Mapping[str, Any] | None, metric: str) -> tuple[
     return float(value), ""
 
 
-def _interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
+def interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
     """An interval as shown: of a change, with signs; of an absolute value (`signed=False`), without."""
     if not interval or interval.get("low") is None:
         return Num(UNDEFINED, why)
@@ -123,7 +123,7 @@ def change_cells(metric: str, row: Mapping[str, Any] | None, why: str) -> Change
         baseline=num(row.get("baseline"), why=no_pair, metric=metric),
         current=num(row.get("current"), why=no_pair, metric=metric),
         delta=num(delta, signed=True, why=no_pair, css=delta_css(metric, delta), metric=metric),
-        interval=_interval_text(row.get("interval"), no_pair),
+        interval=interval_text(row.get("interval"), no_pair),
         p_value=format_p_value(p_value),
         n=row.get("n"),
     )
@@ -480,7 +480,7 @@ def report_context(run: EvaluationRun, *, show_all: str = "") -> dict[str, Any]:
         "gate": gate,
         "baseline_run": baseline_run,
         "metrics": _noise_marked(metric_rows(run, baseline_report), gate),
-        "ci": _interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
+        "ci": interval_text((report.get("ci") or {}).get("ndcg"), "no core query scored", signed=False),
         "left_out": _left_out_rows(gate),
         "tiers": tier_rows(run, baseline_report),
         "slices": _noise_marked_strata(slice_tables(run, baseline_report), gate),

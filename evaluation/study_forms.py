@@ -34,6 +34,12 @@ class RaterChoiceField(forms.ModelMultipleChoiceField):
 
 class StudyForm(forms.Form):
     name = forms.CharField(required=False, max_length=200, help_text="for reviewers; raters never see it")
+    rater_name = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Name raters see",
+        help_text='empty: the name above when it names no target, parameter or run, else "Study of <today>"',
+    )
     run_a = RunChoiceField(
         queryset=EvaluationRun.objects.none(), required=False, label="Run A (the baseline)"
     )

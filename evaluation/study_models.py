@@ -87,6 +87,9 @@ class SxsStudy(models.Model):
         INCONCLUSIVE = "inconclusive", "inconclusive"
 
     name = models.CharField(max_length=200)
+    # What raters read (`assay.sxs.names`): the reviewer's choice, fixed at creation; never a position in a
+    # list, a run, a system or an internal label.
+    rater_name = models.CharField(max_length=200, blank=True)
     golden_set = models.ForeignKey("labeling.GoldenSet", on_delete=models.CASCADE, related_name="sxs_studies")
     golden_version = models.ForeignKey(
         "golden_io.GoldenVersion", on_delete=models.PROTECT, related_name="sxs_studies"

@@ -82,7 +82,9 @@ def study_tasks(request: HttpRequest) -> HttpResponse:
         )
         .order_by("-created", "-id")
     )
-    rows = [{"n": n, "study": s} for n, s in enumerate(studies, start=1)]
+    # Each study by the name its reviewer chose for raters: never its place in this list, which moves when a
+    # new study arrives (docs/sxs.md, "The name raters see").
+    rows = [{"study": s} for s in studies]
     return render(
         request, "evaluation/study_tasks.html", {"rows": rows, "n_open": _open_tasks(request.user).count()}
     )

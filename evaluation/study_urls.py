@@ -18,6 +18,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("studies/<int:pk>/close/", views.study_close_view, name="study_close"),
     path("studies/<int:pk>/reopen/", views.study_reopen_view, name="study_reopen"),
     path("studies/pending/<int:pk>/", views.study_pending, name="study_pending"),
+    path("studies/pending/<int:pk>/status/", views.study_pending_status, name="study_pending_status"),
+    path("studies/pending/<int:pk>/row/", views.study_pending_row, name="study_pending_row"),
     path("studies/<int:pk>/answers.csv", views.study_answers_csv, name="study_answers_csv"),
     path("studies/<int:pk>/answers.jsonl", views.study_answers_jsonl, name="study_answers_jsonl"),
 ]

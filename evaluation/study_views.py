@@ -20,6 +20,7 @@ from assay.inputs import id_number
 from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.models import EvaluationRun
+from evaluation.overlap_page import study_overlap
 from evaluation.services.studies import (
     StudyError,
     study_analysis,
@@ -33,6 +34,8 @@ from evaluation.services.study_targets import pending_resolve, study_on_targets
 from evaluation.study_access import get_pending, get_study, pending_for, studies_for, study_progress
 from evaluation.study_forms import StudyForm, form_expectation
 from evaluation.study_models import PendingStudy, StudySetting, SxsStudy
+from evaluation.views.access_helpers import settled
+from labeling.selectors.progress import poll_ms
 
 
 @require_GET
@@ -143,6 +146,11 @@ def study_new_expectation(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "evaluation/_study_expectation.html", context)
 
 
+def _pending_context(pending: PendingStudy) -> dict[str, Any]:
+    runs = [("A (the baseline)", pending.run_a), ("B (the candidate)", pending.run_b)]
+    return {"pending": pending, "runs": runs, "poll_ms": poll_ms(pending.created)}
+
+
 @require_GET
 def study_pending(request: HttpRequest, pk: int) -> HttpResponse:
     """A study asked for on two targets: its runs' progress while they search, its reason when it failed,
@@ -150,8 +158,25 @@ def study_pending(request: HttpRequest, pk: int) -> HttpResponse:
     pending = pending_resolve(get_pending(request.user, pk))
     if pending.study_id is not None:
         return redirect("evaluation:study_detail", pk=pending.study_id)
-    runs = [("A (the baseline)", pending.run_a), ("B (the candidate)", pending.run_b)]
-    return render(request, "evaluation/study_pending.html", {"pending": pending, "runs": runs})
+    return render(request, "evaluation/study_pending.html", _pending_context(pending))
+
+
+@require_GET
+def study_pending_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """The pending page's status and runs, polled while it waits (htmx). Once it is settled (the study
+    made, or failed) the page reloads itself (HX-Refresh): to the study, or to the reason."""
+    pending = pending_resolve(get_pending(request.user, pk))
+    response = render(request, "evaluation/_pending_status.html", _pending_context(pending))
+    return settled(request, response, pending.status != PendingStudy.Status.WAITING)
+
+
+@require_GET
+def study_pending_row(request: HttpRequest, pk: int) -> HttpResponse:
+    """One row of a set's "Studies on targets", polled while it waits (htmx swaps the row)."""
+    pending = pending_resolve(get_pending(request.user, pk))
+    return render(
+        request, "evaluation/_pending_row.html", {"p": pending, "poll_ms": poll_ms(pending.created)}
+    )
 
 
 def _reason_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
@@ -185,6 +210,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "identical": study.queries.filter(identical=True).count(),
             "asked": study.queries.filter(identical=False).count(),
             "events": study.events.select_related("by", "baseline__target"),
+            **dict(zip(("overlap", "overlap_rows"), study_overlap(study), strict=True)),
         },
     )
 

@@ -37,6 +37,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         experiment_views.experiment_progress,
         name="experiment_progress",
     ),
+    path("experiments/<int:experiment_id>/row/", experiment_views.experiment_row, name="experiment_row"),
     path(
         "experiments/<int:experiment_id>/cancel/",
         experiment_views.experiment_cancel_view,

@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         transport.join()
     from assay.harness import search_all_sync
-    from assay.run_meta import redact_url, run_meta
+    from assay.run_meta import run_meta
 
     config = _harness_config(args, golden)
     out = Path(args.out)
@@ -96,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if errors and all(r.status is None for r in results):
         # Not one HTTP answer: a wrong URL or a service that is down, not a measurement of the system.
         raise UsageError(
-            f"no query got an answer from {redact_url(config.url)} ({errors[0].error}); no artifact written"
+            f"no query got an answer from the search URL ({errors[0].error}); no artifact written"
         )
     run = run_meta(config, results, started_at=started_at, duration=duration)
     run["golden_file"] = args.golden

@@ -1,5 +1,7 @@
 """`query,docid,rating` CSV: Quepid's basic ratings export and the Search Relevance Workbench's CSV
-judgments. Queries are identified by their text (ids q-0001 ... in order of first appearance)."""
+judgments. Queries are identified by their text (ids q-0001 ... in order of first appearance). Written
+through the one CSV writer, formula starts guarded, and the guard taken off on reading (docs/cli.md,
+"CSV cells")."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 from assay.convert.core import Draft, Problems, build, read_text
 from assay.convert.options import Converted, Options
 from assay.golden.model import GoldenFile
+from assay.problems import csv_text, spreadsheet_text
 
 COLUMNS = ("query", "docid", "rating")
 
@@ -41,7 +44,8 @@ def read_ratings_csv(path: Path, options: Options) -> Converted:
             if len(row) != len(COLUMNS):
                 problems.add(path, f"line {number}", f"expected {len(COLUMNS)} columns, got {len(row)}")
                 continue
-            query_text, doc_id, rating = (row[at[name]] for name in COLUMNS)
+            # A cell Assay's writer guarded against spreadsheet formulas reads as it was.
+            query_text, doc_id, rating = (spreadsheet_text(row[at[name]]) for name in COLUMNS)
             place = f"line {number}"
             if not query_text.strip():
                 problems.add(path, place, "query is empty")
@@ -61,10 +65,7 @@ def read_ratings_csv(path: Path, options: Options) -> Converted:
 
 
 def write_ratings_csv(golden: GoldenFile, path: Path, options: Options) -> dict[Path, bytes]:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for query in golden.queries:
-        for judgment in query.judgments:
-            writer.writerow((query.text, judgment.doc_id, judgment.grade))
-    return {path: out.getvalue().encode("utf-8")}
+    """Through the one CSV writer (`assay.problems.csv_text`): a text or id that starts like a formula
+    gets a leading `'`, which `read_ratings_csv` takes off again."""
+    rows = ((q.text, j.doc_id, str(j.grade)) for q in golden.queries for j in q.judgments)
+    return {path: csv_text(COLUMNS, rows, newline="\n").encode("utf-8")}

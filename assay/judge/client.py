@@ -26,16 +26,16 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
-from assay.harness import is_transient_status, parse_retry_after
+from assay.harness import http_url_problem, is_transient_status, parse_retry_after
 from assay.judge.answer import Answer, parse_answer
-from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed, url_problem
+from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed
 from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
 from assay.secrets import mask_secrets
 from assay.transport import describe_transport_error, public_connector
+from assay.urls import UrlError, split_url, url_credential_problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +71,28 @@ class Endpoint:
 
 
 def endpoint_problem(base_url: str, *, allow_private: bool | None = None) -> str | None:
-    """Why a judge may not call this base URL (None when it may): http(s) with a host, and an address
-    the network policy allows."""
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "expected http(s)://host[:port]/path, e.g. https://api.example.com/v1"
-    # The request goes to <base_url>/chat/completions, read by yarl (aiohttp's parser).
-    return url_problem(
-        base_url.rstrip("/") + "/chat/completions", clients=("aiohttp",), allow_private=allow_private
-    )
+    """Why a judge may not call this base URL (None when it may): the URL its requests go to,
+    <base_url>/chat/completions, judged as a search URL is (`assay.harness.http_url_problem`: readable,
+    http(s) with a host, an address the network policy allows, one aiohttp will call)."""
+    allowed = private_targets_allowed() if allow_private is None else allow_private
+    return http_url_problem(base_url.rstrip("/") + "/chat/completions", allow_private=allowed)
+
+
+# Where a judge's key goes instead of its URL (docs/judge.md, docs/deployment.md "Secrets").
+_USE_KEY_VARIABLE = (
+    "put the key in an environment variable granted to the set and name it in the API key variable "
+    "field (it is sent as the Authorization header)"
+)
+
+
+def endpoint_credential_problems(base_url: str) -> list[str]:
+    """Credentials in a base URL about to be saved (`assay.urls.url_credential_problems`): they would be
+    stored and shown on the judge's page. Empty for a URL that cannot be read (`endpoint_problem` says)."""
+    try:
+        parts = split_url(base_url)
+    except UrlError:
+        return []
+    return url_credential_problems(parts, _USE_KEY_VARIABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +184,10 @@ class _Judge:
             if isinstance(exc.os_error, AddressRefused):
                 raise _Permanent(str(exc.os_error)) from exc
             raise _Transient(describe_transport_error(exc, self.endpoint.timeout)) from exc
+        except (
+            ValueError
+        ) as exc:  # a request aiohttp cannot build (InvalidURL, a host IDNA refuses): permanent
+            raise _Permanent(describe_transport_error(exc, self.endpoint.timeout)) from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _Transient(describe_transport_error(exc, self.endpoint.timeout)) from exc
         shape = body_shape(response.headers.get("Content-Type"), len(raw))

@@ -11,13 +11,14 @@ docs/sxs.md, "Analysis" and "Verdict".
 The code, by part (their names re-exported here, the public API; import from here): `types` (the inputs,
 the rule, the scale and the tags), `checks` (the refusal of bad input), `stats` (Wilson's interval, the
 sign and signed-rank tests), `analysis`, `results` (the result's dataclasses), `verdict` (with how many
-more queries would likely decide an inconclusive study) and `planning` (the interval a size will likely
-give, before a study is made).
+more queries would likely decide an inconclusive study), `planning` (the interval a size will likely
+give, before a study is made) and `names` (the name raters read for a study).
 """
 
 from __future__ import annotations
 
 from assay.sxs.analysis import PREFERENCE_MIN, analyse
+from assay.sxs.names import dated_name, rater_name_default, rater_name_problem
 from assay.sxs.planning import DEFAULT_SPREAD, Expectation, expect, pooled_spread
 from assay.sxs.results import (
     ANALYSIS_VERSION,
@@ -62,8 +63,11 @@ __all__ = [
     "SxsRule",
     "Verdict",
     "analyse",
+    "dated_name",
     "expect",
     "pooled_spread",
+    "rater_name_default",
+    "rater_name_problem",
     "sign_test_p",
     "wilcoxon_p",
     "wilson_interval",

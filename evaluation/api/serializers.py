@@ -372,6 +372,12 @@ class VerdictSerializer(serializers.Serializer[Any]):
         help_text="core queries no change counts, by reason: errored_baseline, errored_current, "
         "errored_both, new, retired",
     )
+    overlap = serializers.DictField(
+        allow_null=True,
+        help_text="how much this run's lists overlap the baseline's (docs/metrics.md, \"Overlap\"): k, p, "
+        "n, identical, jaccard and rbo (each mean, low, high, level, resamples, seed, n); null without a "
+        "baseline",
+    )
     means = serializers.DictField(
         child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
         help_text="this run's core means side by side: metric -> {mean, weighted} (weighted null where the "

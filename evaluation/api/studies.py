@@ -78,6 +78,14 @@ class StudyCreateSerializer(serializers.Serializer[Any]):
         child=serializers.CharField(max_length=150), min_length=1, help_text="usernames of the set's raters"
     )
     name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+    rater_name = serializers.CharField(
+        max_length=200,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="the name raters see (docs/sxs.md); empty: the name when it names no target, parameter or "
+        'run, else "Study of <date>"',
+    )
     selection = serializers.ChoiceField(choices=SxsStudy.Selection.values, required=False, default="all")
     stratum = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
     size = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
@@ -162,6 +170,7 @@ class StudySerializer(OnVersion):
         model = SxsStudy
         fields = [
             *OnVersion.FIELDS,
+            "rater_name",
             "selection",
             "stratum",
             "size",

@@ -24,6 +24,7 @@ def gate_result(gate: dict[str, Any]) -> GateResult:
         budgets=load_budgets(gate["budgets"]),
         current=gate["current"],
         baseline=gate["baseline"],
+        overlap=gate.get("overlap"),
     )
 
 

@@ -392,6 +392,7 @@ class RunVerdict(ApiView):
             "delta_interval": gate.get("delta_interval"),
             "comparison": gate.get("comparison"),
             "left_out": gate.get("left_out"),
+            "overlap": gate.get("overlap"),
             "means": core_means(run.report),
             "summary_markdown": gate_markdown(run, page_url=page),
             "page": page,

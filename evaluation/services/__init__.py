@@ -27,7 +27,7 @@ reads the same everywhere; `tests/config/test_reexports.py` holds it): `targets`
 the workers, Use this configuration and its revert, the gaps and the re-score: docs/experiments.md),
 `studies`, `study_close`, `study_export`, `study_planning` and `study_targets` (side-by-side studies,
 closing and reopening one, the interval a study's size will likely give, and one on two targets searched now:
-docs/sxs.md).
+docs/sxs.md), `home` (what a visit to the home page writes: docs/runs.md, "What waits for you").
 Services read through `evaluation.selectors` and queue tasks through `evaluation.enqueue`; they never
 import `evaluation.tasks`.
 """
@@ -99,6 +99,7 @@ from evaluation.services.finalize import (
     run_outcome,
     run_report_build,
 )
+from evaluation.services.home import home_pending_settle, home_visit
 from evaluation.services.leases import (
     CHUNK_LEASE,
     LEASE_RENEW_EVERY_S,
@@ -165,8 +166,10 @@ from evaluation.services.studies import (
     StudyError,
     StudySpec,
     answer_problems,
+    compared_systems,
     instructions_get_or_create,
     option_problems,
+    rater_name_problems,
     rater_open_tasks,
     rater_tasks,
     run_studies,
@@ -302,6 +305,7 @@ __all__ = [
     "cancelled_text",
     "chunk_lease_claim",
     "chunk_leases_create",
+    "compared_systems",
     "end_if_active",
     "experiment_adopt",
     "experiment_advance",
@@ -323,6 +327,8 @@ __all__ = [
     "gaps_judge_offer",
     "gaps_queue",
     "grid_read",
+    "home_pending_settle",
+    "home_visit",
     "instructions_get_or_create",
     "lease_requeue",
     "no_winner_text",
@@ -335,6 +341,7 @@ __all__ = [
     "plan_chunks",
     "plan_run",
     "plan_work",
+    "rater_name_problems",
     "rater_open_tasks",
     "rater_tasks",
     "rebaseline_branch",

@@ -34,10 +34,10 @@ from assay.experiment import (
     parse_grid,
     part_columns,
     part_report,
-    part_summary,
     rank,
     settings_problem,
     split_queries,
+    tuning_summaries,
 )
 from assay.golden.model import GoldenFile
 from assay.jsonin import JsonInputError, json_loads
@@ -390,12 +390,14 @@ def experiment_advance(*, experiment_id: int) -> ExperimentPlan | None:
     config = harness_config(spec, size=golden.k, redact=True)
     if experiment.phase == Phase.TUNING:
         part = part_columns(golden, experiment.split["tuning"])
-        summaries = [
-            part_summary(part_report(part, rows, settings.seed))
-            for _, rows in results_by_slot(experiment, experiment.split["tuning"])
-        ]
+        summaries = tuning_summaries(  # one configuration's answers at a time, the baseline's kept
+            part,
+            (rows for _, rows in results_by_slot(experiment, experiment.split["tuning"])),
+            k=golden.k,
+            seed=settings.seed,
+        )
         try:
-            ranking = rank(summaries[0], summaries[1:], settings.metric, config.url)
+            ranking = rank(summaries[0], summaries[1:], settings.metric)
         except SweepError as exc:
             experiment_fail(experiment_id=experiment_id, message=str(exc))
             return None

@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -47,6 +46,7 @@ from assay.netpolicy import body_shape, private_targets_allowed, refused_in, url
 from assay.problems import size_text
 from assay.replies import ReplyError, content_length, read_capped_sync, until
 from assay.secrets import SecretEnvError, mask_secrets
+from assay.urls import UrlError, split_url, url_free
 from evaluation.models import EvaluationRun, Notification
 from labeling.models import GoldenSet
 from labeling.roles import reviewer_emails
@@ -208,9 +208,10 @@ def notification_deliver(*, notification_id: int, attempt: int) -> str:
         except _Refused as exc:
             row.status, row.last_error = Status.FAILED, str(exc)
         except Exception as exc:
-            # A bug or something unforeseen: recorded on the row (never left pending without a word).
+            # A bug or something unforeseen: recorded on the row (never left pending without a word), with no
+            # URL in it (the webhook's is a secret).
             logger.exception("notification %s (%s of run %s) failed", row.pk, row.channel, row.run_id)
-            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {exc}"
+            row.status, row.last_error = Status.FAILED, f"{type(exc).__name__}: {url_free(str(exc))}"
         else:
             row.status, row.sent_at = Status.SENT, timezone.now()
         row.save(update_fields=["attempts", "status", "last_error", "sent_at"])
@@ -245,8 +246,11 @@ def webhook_url_problem(url: str, variable: str) -> str | None:
     """Why a webhook URL (the value of `variable`) may not be posted to: not http(s), or an address the
     network policy refuses, judged as httpx will read the host (assay.netpolicy). The words name the
     variable, never the URL, which is a secret."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = split_url(url)
+    except UrlError as exc:
+        return f"the value of {variable}: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.host:
         return f"the value of {variable} is not an http(s) URL"
     return url_problem(url, clients=("httpx",), shown=f"the host of the URL in {variable}")
 
@@ -305,8 +309,8 @@ def _post_webhook(message: VerdictMessage, variable: str, golden_set: GoldenSet)
     url = _webhook_url(variable, golden_set)
     timeout = settings.ASSAY_NOTIFY_TIMEOUT
 
-    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it
-        return mask_secrets(text, [url], mask=f"${variable}")
+    def hidden(text: str) -> str:  # the URL is a secret; an exception's text might quote it, or a part
+        return url_free(mask_secrets(text, [url], mask=f"${variable}"), [url])
 
     try:
         with _webhook_client(timeout) as client:

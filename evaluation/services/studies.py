@@ -16,14 +16,24 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from assay.storable import text_problem
-from assay.sxs import ANALYSIS_VERSION, PREFERENCE_SCALE, REASONS, SxsAnswer, SxsQuery, SxsRule, analyse
+from assay.sxs import (
+    ANALYSIS_VERSION,
+    PREFERENCE_SCALE,
+    REASONS,
+    SxsAnswer,
+    SxsQuery,
+    SxsRule,
+    analyse,
+    rater_name_default,
+    rater_name_problem,
+)
+from assay.urls import UrlError, split_url
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.services.runs import RunError
 from evaluation.study_models import (
@@ -81,6 +91,7 @@ class StudySpec:
     run_b: EvaluationRun
     raters: Sequence[Any]
     name: str = ""
+    rater_name: str = ""
     selection: str = Selection.ALL
     stratum: str = ""
     size: int | None = None
@@ -98,7 +109,7 @@ class StudySpec:
     ) -> StudySpec:
         """A spec from a form's or an API body's checked values (the same names as the fields here); a
         missing optional value takes the default."""
-        optional = ("name", "stratum", "examples")
+        optional = ("name", "rater_name", "stratum", "examples")
         return cls(
             run_a=run_a,
             run_b=run_b,
@@ -154,7 +165,34 @@ def _spec_problems(spec: StudySpec, by: Any) -> list[str]:
             f"{b.golden_version.name}: a study compares two runs of the same golden version"
         )
     problems += _run_problems("A", a) + _run_problems("B", b)
+    problems += rater_name_problems(spec.rater_name, systems=compared_systems(a, b))
     return problems + option_problems(spec, set_a)
+
+
+def compared_systems(*runs: Any) -> list[str]:
+    """What names the systems a study compares, which raters may not read in its name: each run's target
+    and the names of the parameters and stage toggles it sends (a run, or a target about to be run)."""
+    words: set[str] = set()
+    for run in runs:
+        target = getattr(run, "target", run)
+        words.add(target.name)
+        for params in (
+            target.params,
+            target.stages,
+            getattr(run, "params", {}),
+            getattr(run, "effective_params", {}),
+        ):
+            words.update(str(key) for key in (params or {}))
+    return sorted(words)
+
+
+def rater_name_problems(rater_name: str, *, systems: Sequence[str]) -> list[str]:
+    """The refusals of the name a reviewer typed for raters (none when they left it empty: a default is
+    chosen at creation, `assay.sxs.rater_name_default`)."""
+    if not rater_name.strip():
+        return []
+    problem = text_problem(rater_name, 200) or rater_name_problem(rater_name, systems=systems)
+    return [f"name raters see: {problem}"] if problem else []
 
 
 def option_problems(spec: StudySpec, golden_set: GoldenSet) -> list[str]:
@@ -251,8 +289,8 @@ def _chosen(
 
 def _host(url: str) -> str:
     try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
+        return split_url(url).host
+    except UrlError:
         return ""
 
 
@@ -379,6 +417,7 @@ def study_create(*, spec: StudySpec, by: Any) -> SxsStudy:
     )
     study = SxsStudy.objects.create(
         name=spec.name.strip() or f"run {a.pk} against run {b.pk}",
+        rater_name=spec.rater_name.strip() or _rater_name_default(spec.name, a, b),
         golden_set=a.golden_version.golden_set,
         golden_version=a.golden_version,
         run_a=a,
@@ -417,6 +456,16 @@ def study_create(*, spec: StudySpec, by: Any) -> SxsStudy:
         for item_id in item_ids
     )
     return study
+
+
+def _rater_name_default(title: str, a: EvaluationRun, b: EvaluationRun) -> str:
+    made = timezone.localtime()
+    taken = SxsStudy.objects.filter(golden_set_id=a.golden_version.golden_set_id).values_list(
+        "rater_name", flat=True
+    )
+    return rater_name_default(
+        title, systems=compared_systems(a, b), made=made.date(), at=f"{made:%H:%M}", taken=set(taken)
+    )
 
 
 def _failure(result: QueryRunResult | None) -> str:

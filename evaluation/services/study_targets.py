@@ -24,7 +24,14 @@ from django.utils import timezone
 
 from evaluation.models import EvaluationRun, SearchTarget
 from evaluation.services.runs import RunError, run_create
-from evaluation.services.studies import StudyError, StudySpec, option_problems, study_create
+from evaluation.services.studies import (
+    StudyError,
+    StudySpec,
+    compared_systems,
+    option_problems,
+    rater_name_problems,
+    study_create,
+)
 from evaluation.study_models import PendingStudy
 from golden_io.models import GoldenVersion
 from golden_io.selectors import version_latest
@@ -37,6 +44,7 @@ Waiting = PendingStudy.Status
 # The study's options kept on the pending row (StudySpec's names); the raters are kept by id.
 OPTIONS = (
     "name",
+    "rater_name",
     "selection",
     "stratum",
     "size",
@@ -77,7 +85,9 @@ def study_on_targets(
     if target_a.pk == target_b.pk:
         raise StudyError([f"target {target_a.name} twice: a study on targets searches two different targets"])
     # The options are checked before any run starts; they do not read the runs (unsaved stand-ins here).
-    problems = option_problems(StudySpec.read(EvaluationRun(), EvaluationRun(), raters, values), golden_set)
+    spec = StudySpec.read(EvaluationRun(), EvaluationRun(), raters, values)
+    problems = option_problems(spec, golden_set)
+    problems += rater_name_problems(spec.rater_name, systems=compared_systems(target_a, target_b))
     runs: list[EvaluationRun] = []
     for label, target in (("A", target_a), ("B", target_b)):
         try:

@@ -1,5 +1,5 @@
 """Lookups every evaluation page shares: a run, set or target through `evaluation.access` (404 to whoever
-may not see it), and a refusal's problems as one message.
+may not see it), a refusal's problems as one message, and the last answer of a polled fragment.
 
 Part of `evaluation.views` (docs/architecture.md).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 
 from evaluation import access
 from evaluation.models import EvaluationRun, SearchTarget
@@ -38,3 +38,11 @@ def require_evaluation_user(request: HttpRequest) -> None:
 
 def problems_message(request: HttpRequest, what: str, problems: Iterable[str]) -> None:
     messages.error(request, f"{what}: " + "; ".join(problems))
+
+
+def settled(request: HttpRequest, response: HttpResponse, final: bool) -> HttpResponse:
+    """A polled fragment's answer (htmx): once what it waits for is settled, the page reloads itself
+    (HX-Refresh) to show the outcome, so the polling ends where the result appears."""
+    if final and request.headers.get("HX-Request"):
+        response["HX-Refresh"] = "true"
+    return response

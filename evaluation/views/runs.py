@@ -27,6 +27,15 @@ from evaluation.forms import (
 )
 from evaluation.list_specs import per_query_spec, picker_spec, runs_spec
 from evaluation.models import EvaluationRun
+from evaluation.overlap_page import (
+    by_query,
+    query_overlap,
+    query_shown,
+    run_overlap,
+    runs_overlap,
+    summary_shown,
+    with_rbo,
+)
 from evaluation.report_page import (
     compare_choice_shown,
     compare_choices,
@@ -39,7 +48,7 @@ from evaluation.report_page import (
     rescore_context,
     run_snapshot,
 )
-from evaluation.views.access_helpers import get_run, problems_message, require_evaluation_user
+from evaluation.views.access_helpers import get_run, problems_message, require_evaluation_user, settled
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.lists import list_page
 from labeling.roles import reviews
@@ -79,9 +88,7 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_run(request, run_id)
     progress = selectors.run_progress(run=run)
     response = render(request, "evaluation/_progress.html", {"run": run, "progress": progress})
-    if progress["final"] and request.headers.get("HX-Request"):
-        response["HX-Refresh"] = "true"
-    return response
+    return settled(request, response, progress["final"])
 
 
 # ------------------------------------------------------------------------------------- runs: trigger
@@ -161,6 +168,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         per_query.items = [per_query_shown(row) for row in per_query.items]  # the page's rows only
         context["per_query"] = per_query
         context.update(rescore_context(run))
+        context["overlap"] = run_overlap(run, context["baseline_run"])
         if may_review and context["unjudged"].rows:
             context["judge_offer"] = services.unjudged_judge_offer(run=run)
     return render(request, "evaluation/run_detail.html", context)
@@ -342,9 +350,16 @@ def run_compare(request: HttpRequest) -> HttpResponse:
             for d in context["data"]["documents"]
             for moved, css in [movement(d["rank_a"], d["rank_b"])]
         ]
+        context["query_overlap"] = query_overlap(context["data"], run_b)
     else:
+        found = runs_overlap(run_a, run_b)
+        overlaps = by_query(found)
         choices = compare_choices(run_a, run_b)
+        with_rbo(choices, overlaps)
         picker = list_page(request, choices, picker_spec(choices))
-        picker.items = [compare_choice_shown(c) for c in picker.items]  # only the page's rows are formatted
+        picker.items = [  # only the page's rows are formatted
+            {**compare_choice_shown(c), "overlap": query_shown(overlaps.get(c["id"]))} for c in picker.items
+        ]
         context["choices"] = picker
+        context["overlap"] = summary_shown(found.to_dict() if found is not None else None)
     return render(request, "evaluation/compare.html", context)

@@ -31,6 +31,7 @@ from assay.judge.client import (
     Endpoint,
     Reply,
     RetryPolicy,
+    endpoint_credential_problems,
     endpoint_problem,
     judge_all,
     judge_all_sync,
@@ -115,10 +116,10 @@ class JudgeSettings:
 
 
 def judge_settings_problems(settings: JudgeSettings, golden_set: GoldenSet) -> list[str]:
-    """Every reason the settings cannot be saved or tried for `golden_set`: the endpoint's address
-    (assay.netpolicy) and the key's variable (a name granted to the set: labeling.selectors.secrets; the
-    name, never the key)."""
-    problems = []
+    """Every reason the settings cannot be saved or tried for `golden_set`: credentials in the base URL
+    (assay.urls), the endpoint's address (assay.netpolicy) and the key's variable (a name granted to the
+    set: labeling.selectors.secrets; the name, never the key)."""
+    problems = [f"base URL: {problem}" for problem in endpoint_credential_problems(settings.base_url)]
     if refused := endpoint_problem(settings.base_url):
         problems.append(f"base URL: {refused}")
     if settings.api_key_env and (refused := secret_problem(settings.api_key_env, golden_sets=[golden_set])):

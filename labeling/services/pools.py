@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from assay.display import counted
 from assay.problems import ImportReport, decode_utf8
+from assay.run_meta import redact_url
 from labeling.models import Assignment, Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
 
 POOL_DEPTH = 20
@@ -177,7 +178,7 @@ def pool_fetch(
     A query the endpoint failed to answer is a problem: nothing is written then (rerun when it is up)."""
     from assay.harness import HarnessConfig, search_all_sync
 
-    report = ImportReport(kind="run", source=f"{system} at {url}")
+    report = ImportReport(kind="run", source=f"{system} at {redact_url(url)}")
     queries = [
         _HarnessQuery(q.external_id, q.text, q.locale or None, q.filters)
         for q in golden_set.queries.filter(status=Query.Status.ACTIVE).order_by("external_id")

@@ -1,6 +1,7 @@
 """The one set of formatters every page uses (`{% load display %}`): params and stage toggles, grades in a
 dispute, gate findings, metric numbers and thresholds (`assay.display`, whose rules the module docstring
-lists), and the agreement figures (`figure`, `interval`, `seconds`, `distribution`)."""
+lists), outbound URLs (`shown_url`), and the agreement figures (`figure`, `interval`, `seconds`,
+`distribution`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,17 @@ from django.utils.html import format_html
 from assay import display
 from assay.labels.agreement import Undefined
 from assay.metric_table import format_p_value
+from assay.run_meta import redact_url
 from labeling.selectors import progress
 
 register = template.Library()
+
+
+@register.filter
+def shown_url(value: str) -> str:
+    """An outbound URL as a page shows it (`assay.run_meta.redact_url`): no user info, query values as
+    `***`, so a credential saved before the rule against it is not shown."""
+    return redact_url(value)
 
 
 @register.filter

@@ -408,7 +408,10 @@ def test_redact_url_keeps_ipv6_hosts_and_ports() -> None:
         ({"adapter": "bing"}, "unknown adapter 'bing'"),
         ({"params": {"size": 3}}, "params size: would overwrite the request's own fields"),
         ({"generation_field": "meta..gen"}, "generation-field 'meta..gen': expected a dotted path"),
-        ({"url": "http://127.0.0.1:99999/search"}, "search URL: Port out of range"),
+        (
+            {"url": "http://127.0.0.1:99999/search"},
+            "search URL: the URL cannot be read: the port must be a number from 1 to 65535",
+        ),
         ({"params": {"boost": float("nan")}}, "params: Out of range float values are not JSON compliant"),
     ],
 )

@@ -39,10 +39,29 @@ REFUSED = [
     ("::ffff:169.254.169.254", "link-local"),
     ("::ffff:10.0.0.5", "private"),
     ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 of 169.254.169.254
+    # Every other embedding of an IPv4 address in IPv6 is judged by the embedded address:
+    ("2002:7f00:1::", "loopback"),  # 6to4 (2002::/16, bits 16-48) of 127.0.0.1
+    ("2002:a9fe:a9fe::1", "link-local"),  # 6to4 of 169.254.169.254
+    ("2002:a00:5::", "private"),  # 6to4 of 10.0.0.5
+    ("64:ff9b:1::a9fe:a9fe", "link-local"),  # local-use NAT64 (64:ff9b:1::/48), a /96 prefix
+    ("64:ff9b:1:7f00:0:100::", "loopback"),  # local-use NAT64 with a /48 prefix (RFC 6052 bits 48-88)
+    ("::127.0.0.1", "loopback"),  # IPv4-compatible
+    ("::a9fe:a9fe", "link-local"),
+    ("::ffff:0:a00:5", "private"),  # IPv4-translated (::ffff:0:0:0/96)
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo: the client 127.0.0.1, bits inverted
+    ("2001:0:4136:e378:8000:63bf:5601:5601", "link-local"),  # Teredo client 169.254.169.254
     ("100.64.0.1", "reserved"),
     ("224.0.0.1", "reserved"),
 ]
-PUBLIC = ["93.184.216.34", "2606:4700:4700::1111", "search.example.com"]
+# The same embeddings of a public address (93.184.216.34) are judged by it, and pass.
+PUBLIC = [
+    "93.184.216.34",
+    "2606:4700:4700::1111",
+    "search.example.com",
+    "2002:5db8:d822::1",
+    "64:ff9b:1::5db8:d822",
+    "2001:0:4136:e378:8000:63bf:a247:27dd",
+]
 
 
 def url_of(host: str) -> str:
@@ -141,6 +160,14 @@ DISGUISED = [
     ("127.0.0.1%2e", "127.0.0.1"),  # percent-encoded trailing dot (urllib3 decodes it)
     ("[fe80::1%25eth0]", "fe80::1"),  # zone id
     ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),  # NAT64 of 169.254.169.254
+    # Characters a resolver ignores (IDNA maps them to nothing): removed before the host is judged.
+    ("127.0.0.\u00ad1", "127.0.0.1"),  # soft hyphen
+    ("127.0.\u200b0.1", "127.0.0.1"),  # zero-width space
+    ("1\u200c27.0.0.1\u200d", "127.0.0.1"),  # zero-width non-joiner and joiner
+    ("10.0.0.\u20605", "10.0.0.5"),  # word joiner
+    ("\ufeff169.254.169.254", "169.254.169.254"),  # byte order mark (zero-width no-break space)
+    ("127.0.0.1\U000e0041", "127.0.0.1"),  # a tag character (category Cf)
+    ("127.0.0.%C2%AD1", "127.0.0.1"),  # a percent-encoded soft hyphen
 ]
 
 
@@ -151,10 +178,37 @@ def test_a_disguised_address_is_read_as_the_address_it_becomes(host: str, become
     assert problem is not None and "address; Assay may reach public addresses only" in problem
 
 
-@pytest.mark.parametrize("host", ["localhost.", "LOCALHOST", "ｌｏｃａｌｈｏｓｔ", "api.localhost."])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost.",
+        "LOCALHOST",
+        "ｌｏｃａｌｈｏｓｔ",
+        "api.localhost.",
+        "local\u00adhost",
+        "local\u200bhost",
+        "\u2060localhost",
+        "localhost\ufeff",
+        "loca\u034flhost",  # combining grapheme joiner: IDNA 2003 maps it to nothing too
+        "local\ufe0fhost",  # a variation selector
+    ],
+)
 def test_every_spelling_of_localhost_is_loopback(host: str) -> None:
     problem = host_problem(host)
     assert problem is not None and "is a loopback address" in problem
+
+
+def test_an_invisible_character_is_shown_in_the_refusal() -> None:
+    """The person who typed it cannot see it: the message spells it out."""
+    assert host_problem("local\u00adhost") == (
+        "host local\\u00adhost (read as localhost) is a loopback address; Assay may reach public "
+        f"addresses only (the operator allows private ones with {ALLOW_PRIVATE_ENV}=true)"
+    )
+
+
+@pytest.mark.parametrize("host", ["example..com", ".example.com", "a" * 64 + ".example.com"])
+def test_a_name_no_resolver_can_look_up_is_refused(host: str) -> None:
+    assert host_problem(host) == f"host {host} is not a valid host name"
 
 
 @pytest.mark.parametrize(

@@ -217,7 +217,10 @@ def test_identical_requests_are_sent_once_and_concurrency_is_shared(
     assert data["requests"] == {"asked": 18 * 4 + 6 * 4, "sent": 48, "shared": 18 * 4 + 6 * 4 - 48}
     first, second, same = data["configs"]
     assert first["tuning"] == second["tuning"]
+    # the baseline's request: its values, and every list the baseline's (docs/metrics.md, "Overlap")
+    overlap = same["tuning"].pop("overlap")
     assert same["tuning"] == data["baseline"]["tuning"]
+    assert overlap["n"] == overlap["identical"] == 18 and overlap["rbo"]["mean"] == 1.0
 
 
 def test_errors_are_counted_never_ranked_as_empty(golden_file: Path, grid_file: Path, tmp_path: Path) -> None:
@@ -410,3 +413,23 @@ def test_judged_at_k_is_recorded_per_part_and_a_best_that_loses_coverage_warns(
     assert f"the best, {{'w': 1}}: {coverage['warning']}" in capsys.readouterr().err
     loose = sweep(golden_file, grid, engine_server.url, tmp_path / "b.json", "--coverage-margin", "0.5")
     assert loose["coverage"]["margin"] == 0.5 and loose["coverage"]["warning"] is None
+
+
+def test_each_configuration_carries_its_overlap_with_the_baseline(
+    engine_server: StubServer, golden_file: Path, tmp_path: Path
+) -> None:
+    # w=2 answers d2, d3, d1 where the baseline answers x, d3, d2, on every query: Jaccard@5 2/4 = 0.5; RBO
+    # (eq. 32, agreements 0, 1/2, 2/3, p = 0.9) 0.1/0.9 * (0.81 / 2 + 0.729 * 2/3) + 2/3 * 0.729 = 0.585.
+    grid = tmp_path / "grid.json"
+    grid.write_text(
+        json.dumps({"configs": [{"w": 2}, {"w": 0}]})
+    )  # w=0: the engine's default, the baseline's
+    data = sweep(golden_file, grid, engine_server.url, tmp_path / "sweep.json", "--top", "2")
+    moved, same = data["configs"]
+    tuning, held = moved["tuning"]["overlap"], moved["holdout"]["overlap"]
+    assert (tuning["k"], tuning["p"], tuning["n"], tuning["identical"]) == (5, 0.9, 18, 0)
+    assert tuning["jaccard"]["mean"] == pytest.approx(0.5) and tuning["rbo"]["mean"] == pytest.approx(0.585)
+    assert tuning["rbo"]["low"] == pytest.approx(0.585) == tuning["rbo"]["high"]  # every query alike
+    assert (held["n"], held["identical"]) == (6, 0) and held["rbo"]["mean"] == pytest.approx(0.585)
+    assert same["tuning"]["overlap"]["identical"] == 18 and same["holdout"]["overlap"]["identical"] == 6
+    assert "overlap" not in data["baseline"]["tuning"]

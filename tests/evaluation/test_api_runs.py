@@ -18,6 +18,8 @@ from django.test import Client
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
+from assay.changes import report_seed
+from assay.overlap import report_overlap
 from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
 from evaluation.services import target_create
@@ -205,6 +207,12 @@ def test_the_verdict_names_what_tripped_it_with_top_losers_and_markdown(
     assert markdown.startswith("### Relevance gate: **FAIL**")
     assert "| q-3 |" in markdown
     assert f"[Full report](http://testserver/runs/{scene.current.pk}/)" in markdown
+    # how much the lists moved, beside the verdict (docs/metrics.md, "Overlap")
+    expected = report_overlap(
+        scene.current.report, scene.baseline.report, seed=report_seed(scene.current.report)
+    )
+    assert expected is not None and verdict["overlap"] == expected.to_dict()
+    assert "Overlap with the baseline (Jaccard@" in markdown
 
 
 def test_the_verdict_of_a_run_without_a_baseline_says_so(
@@ -213,6 +221,7 @@ def test_the_verdict_of_a_run_without_a_baseline_says_so(
     run = finished()
     verdict = Client().get(f"/api/v1/runs/{run.pk}/verdict/", **bearer(token_for(rita))).json()
     assert verdict["verdict"] == "none" and verdict["baseline_run"] is None
+    assert verdict["overlap"] is None
     assert verdict["summary_markdown"].startswith("### Relevance gate: **no baseline**")
     assert "| nDCG@k | " in verdict["summary_markdown"]
 
@@ -304,13 +313,13 @@ def test_targets_show_secret_headers_as_env_names_and_urls_without_credentials(
     factories.grant_secrets(golden_set, "ASSAY_SECRET_SEARCH_TOKEN")
     target = target_create(
         name="prod",
-        url="https://search.example/search?key=abc",
+        url="https://search.example/search?tenant=abc",
         headers={"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"},
         golden_sets=[golden_set],
     )
     body = Client().get(f"/api/v1/targets/{target.pk}/", **bearer(token_for(rita))).json()
     assert body["headers"] == {"Authorization": {"env": "ASSAY_SECRET_SEARCH_TOKEN"}, "X-Tenant": "acme"}
-    assert body["url"] == "https://search.example/search?key=%2A%2A%2A"
+    assert body["url"] == "https://search.example/search?tenant=%2A%2A%2A"
     assert "hunter2" not in json.dumps(body) and body["golden_sets"] == ["help-center"]
 
 

@@ -196,7 +196,7 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
             values[param] = w.dora_token.pk
-        elif param == "pk" and name == "study_pending":
+        elif param == "pk" and name.startswith("study_pending"):
             values[param] = w.pending.pk
         elif param == "pk" and name.startswith("study"):
             values[param] = w.study.pk

@@ -93,7 +93,10 @@ def test_it_lists_every_bad_field_at_once() -> None:
 
 
 def test_the_harness_checks_what_it_knows() -> None:
-    assert spec_problems(spec(url="ftp://x")) == ["search URL 'ftp://x': expected http(s)://host[:port]/path"]
+    # The words never quote the URL (it may hold a secret): the scheme is named instead.
+    assert spec_problems(spec(url="ftp://x")) == [
+        "search URL: expected http(s)://host[:port]/path, got ftp://"
+    ]
     assert spec_problems(spec(concurrency=0)) == ["concurrency 0: must be at least 1"]
     assert spec_problems(spec(concurrency=65)) == ["concurrency 65: must be at most 64 requests in flight"]
     assert spec_problems(spec(params={"q": "x"})) == ["params q: would overwrite the request's own fields"]

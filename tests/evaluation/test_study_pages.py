@@ -56,8 +56,9 @@ def _headers(response: Any) -> dict[str, str]:
 
 def test_swapping_runs_a_and_b_changes_only_the_lists(golden_set: GoldenSet, rita: User, alice: User) -> None:
     run_x, run_y = two_runs(golden_set, 6)
-    straight = _study(run_x, run_y, [alice], rita, name="x against y")
-    swapped = _study(run_y, run_x, [alice], rita, name="y against x")
+    # The two studies differ in their runs' places only: raters read one name for both.
+    straight = _study(run_x, run_y, [alice], rita, name="x against y", rater_name="Help-center lists")
+    swapped = _study(run_y, run_x, [alice], rita, name="y against x", rater_name="Help-center lists")
     client = _client(alice)
 
     for item in straight.queries.all():
@@ -215,7 +216,10 @@ def test_the_home_page_and_the_queue_lead_raters_to_their_study_tasks(
     first = client.get("/sxs/next/")
     assert first.status_code == 302 and first["Location"].startswith("/sxs/")
     listing = client.get("/sxs/").content.decode()
-    assert "0/3" in listing and "Study 1" in listing and str(run_a.pk) not in listing.split("<main>")[1]
+    study = SxsStudy.objects.get()
+    assert study.rater_name.startswith("Study of ")  # its title names its runs: raters read the day instead
+    assert "0/3" in listing and study.rater_name in listing and "Study 1" not in listing
+    assert f"run {run_a.pk}" not in listing.split("<main>")[1]
 
 
 def test_the_form_creates_a_study_and_refuses_in_words(

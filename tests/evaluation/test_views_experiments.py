@@ -6,13 +6,15 @@ who sees none of it (404). Eager Celery, loopback stub engine."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
+from assay.overlap import overlap
+from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, ExperimentResult, SearchTarget
 from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
@@ -198,3 +200,48 @@ def test_a_seed_or_top_out_of_range_is_a_worded_refusal(
         assert response.status_code == 422, words
         assert "Ensure this value is" in html_text(response.content.decode())
     assert not Experiment.objects.exists()
+
+
+def test_each_configuration_shows_its_overlap_with_the_baseline(rita: User, make: Make) -> None:
+    """docs/metrics.md, "Overlap": the configurations table (tuning queries) and the held-out confirmation,
+    each configuration's lists against the baseline's, the formula and p stated."""
+    experiment = make()
+    result = experiment.result
+    assert result is not None
+    # the stored figures are those of the stored answers: every tuning query both answered, query by query
+    answers: dict[int, dict[str, list[str]]] = {}
+    for slot, qid, ids in ExperimentResult.objects.filter(
+        experiment=experiment, query_id__in=experiment.split["tuning"], error__isnull=True
+    ).values_list("slot", "query_id", "ids"):
+        answers.setdefault(slot, {})[qid] = ids
+    for place, config in enumerate(result["configs"], start=1):
+        found = config["tuning"]["overlap"]
+        each = [overlap(answers[0][q], answers[place][q], k=result["k"]) for q in sorted(answers[place])]
+        assert found["n"] == len(each) and found["identical"] == sum(o.identical for o in each)
+        assert found["rbo"]["mean"] == pytest.approx(sum(o.rbo for o in each) / len(each))
+        assert found["jaccard"]["mean"] == pytest.approx(sum(o.jaccard for o in each) / len(each))
+
+    client = logged_in(rita)
+    page = client.get(f"/experiments/{experiment.pk}/").content.decode()
+    first = result["configs"][0]
+    row = page.split(f'data-rank="{first["rank"]}"', 1)[1].split("</tr>", 1)[0]
+    assert f'data-overlap="rbo" title="95% intervals: Jaccard@{result["k"]} [' in row
+    assert f"{first['tuning']['overlap']['rbo']['mean']:.4f}" in html_text(row.split('data-overlap="rbo"')[1])
+    text = html_text(page)
+    assert "p = 0.9 putting 86% of its weight on the first 10 places" in text
+    assert 'href="/docs/metrics/#overlap"' in page
+    confirmed = [c for c in result["configs"] if c["holdout"] is not None]
+    assert page.count("data-confirmed=") == len(confirmed)
+    held = confirmed[0]["holdout"]["overlap"]
+    assert f"{held['rbo']['mean']:.4f} [{held['rbo']['low']:.4f}, {held['rbo']['high']:.4f}]" in text
+    # sorted by RBO, least first
+    ranks = [
+        int(r)
+        for r in re.findall(
+            r'data-rank="(\d+)"', client.get(f"/experiments/{experiment.pk}/?sort=rbo").content.decode()
+        )
+    ]
+    by_rbo = sorted(
+        result["configs"], key=lambda c: (c["tuning"]["overlap"]["rbo"]["mean"], result["configs"].index(c))
+    )
+    assert ranks == [c["rank"] for c in by_rbo]

@@ -92,7 +92,7 @@ def test_the_detail_shows_secrets_as_env_names_and_the_url_without_credentials(
         ({"headers": '{"Authorization": "Bearer abc"}'}, "headers", "headers.Authorization"),
         ({"headers": '{"X-Tenant": '}, "headers", "headers: invalid JSON at line 1"),
         ({"stages": '{"rewrite": "yes"}'}, "stages", "stages.rewrite: expected true or false"),
-        ({"url": "ftp://nowhere"}, "url", "search URL 'ftp://nowhere'"),
+        ({"url": "ftp://nowhere"}, "url", "search URL: expected http(s)://host[:port]/path, got ftp://"),
         ({"url": "https://svc:hunter2@search.example/search"}, "url", "url: credentials in the URL"),
         ({"url": "https://search.example/search?api_key=k1"}, "url", "url: query parameter api_key"),
         ({"params": '{"access_token": "k1"}'}, "params", "params.access_token: looks like a credential"),

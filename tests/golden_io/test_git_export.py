@@ -373,7 +373,7 @@ def test_a_missing_credential_variable_fails_the_push_by_name_only(
         (
             {"remote_url": "https://bot:s3cret@git.example.org/x.git"},
             "remote_url",
-            "must not contain a password",
+            "credentials in the URL (user:password@) would be stored; name environment variables",
         ),
         ({"password_env": "ghp_abc123 secret"}, "password_env", "never the secret itself"),
     ],

@@ -41,7 +41,7 @@ from labeling.services.judges import JudgeError, judge_settings_problems, judge_
 from labeling.services.pools import pool_fetch
 from tests.factories import DocumentFactory, GoldenSetFactory, QueryFactory, grant_secrets
 from tests.support.judge_stub import judge_settings
-from tests.support.stub_server import StubServer
+from tests.support.stub_server import Reply, StubServer
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +61,18 @@ FORMS = [
     ("trailing dot", "localhost.", "4"),
     ("userinfo", "user@127.0.0.1", "4"),
     ("percent-encoded trailing dot", "127.0.0.1%2e", "4"),
+    # IPv4 embedded in IPv6 other than mapped: each judged by the IPv4 address it carries.
+    ("6to4", "[2002:7f00:1::]", "4"),
+    ("Teredo", "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "4"),
+    ("IPv4-compatible", "[::127.0.0.1]", "4"),
+    ("local-use NAT64", "[64:ff9b:1::7f00:1]", "4"),
+    ("IPv4-translated", "[::ffff:0:7f00:1]", "4"),
+    # Characters a resolver ignores, removed before the host is judged.
+    ("soft hyphen", "local\u00adhost", "4"),
+    ("zero-width space", "local\u200bhost", "4"),
+    ("zero-width joiner", "127.0.0.\u200d1", "4"),
+    ("word joiner", "\u2060localhost", "4"),
+    ("byte order mark", "localhost\ufeff", "4"),
 ]
 IDS = [label for label, _, _ in FORMS]
 HOOK = "ASSAY_SECRET_NET_POLICY_HOOK"
@@ -229,10 +241,12 @@ def test_no_hostile_form_is_saved_or_reaches_loopback(
     saved = save(url, **context)
     used = use(url, **context)
 
-    # A target refuses credentials in its URL before it judges the host: refused all the same.
-    first = "credentials in the URL" if (kind, label) == ("search target", "userinfo") else REFUSAL
+    # A target and a git remote over http refuse credentials in the URL (a user may be a token) before
+    # they judge the host: refused all the same.
+    stored = kind in ("search target", "git remote")
+    first = "credentials in the URL" if (stored, label) == (True, "userinfo") else REFUSAL
     assert first in saved, saved
-    assert "loopback address" in used and REFUSAL in used, used
+    assert ("loopback address" in used and REFUSAL in used) or (first != REFUSAL and first in used), used
     assert _received(stub, before) == 0
 
 
@@ -374,3 +388,89 @@ def test_an_ssh_remote_whose_name_resolves_to_loopback_is_not_pushed_to(
     remote = f"git@{intranet}:assay/golden.git"
     assert save_remote(remote, **context) == ""
     assert "intranet.test resolves to 127.0.0.1, which is a loopback address" in use_remote(remote, **context)
+
+
+# ------------------------------------------------------------------------- malformed URLs, no URL in words
+
+MARK = "s3cr3tMARK"  # stands for a token in a URL's path or query: it must appear in no error text
+
+MALFORMED = [
+    ("IPv6 literal without its bracket", f"http://[::1/{MARK}?x={MARK}"),
+    ("not an IPv6 literal", f"http://[zz::1]/{MARK}?x={MARK}"),
+    ("port past 65535", f"http://api.example:65536/{MARK}?x={MARK}"),
+    ("two ports", f"http://api.example:80:80/{MARK}?x={MARK}"),
+    ("empty label", f"http://api..example/{MARK}?x={MARK}"),
+]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize(("label", "url"), MALFORMED, ids=[label for label, _ in MALFORMED])
+@pytest.mark.parametrize("allowed", [False, True], ids=["private refused", "private allowed"])
+def test_a_malformed_url_is_refused_in_words_at_save_and_use(
+    kind: str, label: str, url: str, allowed: bool, context: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where `urlsplit` raised (a 500 on the judge's and the git export's forms) or a client quoted the URL
+    back (aiohttp's InvalidUrlClientError on the judge's try), each kind answers in words without it."""
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, str(allowed).lower())
+    save, use, _path = KINDS[kind]
+
+    saved = save(url, **context)
+    used = use(url, **context)
+
+    assert saved and used, (saved, used)
+    assert MARK not in saved and MARK not in used, (saved, used)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.usefixtures("policy_on")
+def test_no_transport_error_quotes_the_url(kind: str, context: dict[str, Any]) -> None:
+    """A connection refused on loopback: each client's error (aiohttp's, httpx's, urllib3's under dulwich,
+    which quotes the path and query) is said without the URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
+        port = sock.getsockname()[1]
+        _save, use, _path = KINDS[kind]
+        used = use(f"http://127.0.0.1:{port}/{MARK}/x?x={MARK}", **context)
+    assert used and MARK not in used, used
+
+
+@pytest.mark.usefixtures("policy_on")
+def test_a_git_servers_refusal_is_said_without_the_url(tmp_path: Path) -> None:
+    """dulwich words an unexpected answer with the URL it asked (`unexpected http resp 403 for http://...`)."""
+    with StubServer(default=Reply(status=403, text="forbidden")) as stub:
+        error = use_remote(f"http://127.0.0.1:{stub.port}/{MARK}/repo.git?x={MARK}", tmp_path=tmp_path)
+        assert stub.requests  # the server was asked, and answered 403
+    assert error.startswith("push to the remote failed: GitProtocolError: unexpected http resp 403 for "), (
+        error
+    )
+    assert MARK not in error and "(the URL)" in error, error
+
+
+# ------------------------------------------------------------------------- credentials in a stored URL
+
+STORED_CREDENTIALS = [
+    ("user and password", "https://bot:hunter2@api.example/v1", "credentials in the URL (user:password@)"),
+    ("a token as the user", "https://ghp_hunter2@api.example/v1", "credentials in the URL (user:password@)"),
+    ("api-key", "https://api.example/v1?api-key=hunter2", "query parameter api-key looks like a credential"),
+    ("key", "https://api.example/v1?key=hunter2", "query parameter key looks like a credential"),
+    ("sig", "https://api.example/v1?sv=1&sig=hunter2", "query parameter sig looks like a credential"),
+    ("access_token", "https://api.example/v1?access_token=x", "query parameter access_token looks like a"),
+]
+# kind -> where its words send the secret instead (the secret variables of docs/deployment.md, "Secrets")
+SECRET_PLACE = {
+    "search target": '{"env": "VARIABLE_NAME"}',
+    "judge base URL": "API key variable",
+    "git remote": "username and password fields",
+}
+
+
+@pytest.mark.parametrize("kind", list(SECRET_PLACE))
+@pytest.mark.parametrize(("label", "url", "says"), STORED_CREDENTIALS, ids=[c[0] for c in STORED_CREDENTIALS])
+@pytest.mark.usefixtures("policy_on")
+def test_a_url_with_credentials_is_not_saved_in_any_stored_kind(
+    kind: str, label: str, url: str, says: str, context: dict[str, Any]
+) -> None:
+    save, _use, _path = KINDS[kind]
+    saved = save(url, **context)
+    assert says in saved and SECRET_PLACE[kind] in saved, saved
+    assert "hunter2" not in saved

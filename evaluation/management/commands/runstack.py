@@ -20,12 +20,12 @@ import threading
 import time
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from assay.urls import split_url
 from demo.judge_service import DEFAULT_PORT as JUDGE_PORT
 from demo.serving import WORKER_PROCESSES
 from labeling.management.demo_users import demo_logins, render_logins
@@ -84,13 +84,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--search-port",
             type=int,
-            default=urlsplit(settings.ASSAY_DEMO_SEARCH_URL).port or 8765,
+            default=split_url(settings.ASSAY_DEMO_SEARCH_URL).port or 8765,
             help="the demo search service's port (default from ASSAY_DEMO_SEARCH_URL)",
         )
         parser.add_argument(
             "--judge-port",
             type=int,
-            default=urlsplit(settings.ASSAY_DEMO_JUDGE_URL).port or JUDGE_PORT,
+            default=split_url(settings.ASSAY_DEMO_JUDGE_URL).port or JUDGE_PORT,
             help="the demo judge stand-in's port (default from ASSAY_DEMO_JUDGE_URL)",
         )
         parser.add_argument("--no-demo-runs", action="store_true", help="do not play the demo story")
