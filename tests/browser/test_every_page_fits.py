@@ -167,7 +167,7 @@ CUT_OFF = """[...document.querySelectorAll("CONTROLS")]
 DECIDING = {
     "runs": ["#runs th.status", "#runs th.verdict-col", "#runs td.status", "#runs td.verdict-col"],
     "side by side": ["#list-a th", "#list-a td", "#list-b th", "#list-b td"],  # both lists, stacked
-    "compare picker": ["#choices th", "#choices td"],
+    "compare picker": ["#picker th:not(.wide-only)", "#picker td:not(.wide-only)"],  # change, overlap
 }
 IN_SIGHT = """(selectors) => selectors.flatMap((selector) => {
   const found = [...document.querySelectorAll(selector)];
