@@ -594,6 +594,12 @@ def compare_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def compare_lists(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each run's list alone, from `compare_rows`: a phone shows A's, then B's
+    (templates/evaluation/compare.html)."""
+    return {side: [row[side] for row in rows if row[side]] for side in ("a", "b")}
+
+
 def query_values(row: Mapping[str, Any] | None) -> dict[str, Num]:
     """One query's nDCG, RR and P@k in one run (its per-query row of the report), for the side-by-side."""
     row = row or {}

@@ -40,6 +40,7 @@ from evaluation.overlap_page import (
 from evaluation.report_page import (
     compare_choice_shown,
     compare_choices,
+    compare_lists,
     compare_rows,
     movement,
     per_query_shown,
@@ -342,6 +343,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
         except KeyError:
             raise Http404(f"neither run has the query {query_id}") from None
         context["rows"] = compare_rows(context["data"])
+        context["lists"] = compare_lists(context["rows"])
         context["values"] = {side: query_values(context["data"][side]["metrics"]) for side in ("a", "b")}
         context["changes"] = [
             {**d, "moved_text": moved, "css": css}

@@ -1,17 +1,21 @@
 """The reviewer's widest pages on a 390 px phone screen (390x844), with real content (tests/browser/site.py):
 the run report, the runs list, the side-by-side view, the adjudication page and an experiment's page
 reflow without sideways scrolling (a wide table scrolls inside its own box, which a keyboard reaches:
-axe-core finds nothing there either), and the nav, an admin's the longest, shows every link and "Log out"
-inside the screen."""
+axe-core finds nothing there either), and the nav, an admin's the longest, folds behind the top bar's menu
+button and, opened, shows every link and "Log out" inside the screen. The menu button: a keyboard opens
+and closes it (Escape gives the focus back), axe-core finds nothing open or closed, it is not there on a
+desktop, and without scripts the menu stays unfolded. The compare page stacks its two lists, A then B."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from evaluation.selectors import run_compare_query
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
 from tests.browser.site import PAGES, USERS, Site
 from tests.browser.test_accessibility import axe_violations, described
@@ -29,17 +33,30 @@ SPILLING = """[...document.querySelectorAll("body *")]
     .map((e) => `${e.tagName}.${e.className}: ${Math.round(e.getBoundingClientRect().right)}`)"""
 
 
+# What the top bar's menu holds: the nav's links and "Log out".
+MENU_ITEMS = "header.topbar nav a, header.topbar .logout button"
+
+
 def assert_fits(page: Page) -> None:
-    """No sideways scrolling of the page, and every link of the nav and "Log out" inside the screen."""
+    """No sideways scrolling of the page; the top bar one line (under 80 px), its menu folded behind the
+    menu button; opened, every link of the nav and "Log out" inside the screen; folded again after."""
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= page.evaluate("window.innerWidth"), f"{width} px wide: {page.evaluate(SPILLING)}"
-    items = page.locator("header.topbar nav a, header.topbar .logout button")
+    header = page.locator("header.topbar").bounding_box()
+    assert header is not None and header["height"] < 80, header
+    button, items = page.locator("#menu-button"), page.locator(MENU_ITEMS)
     assert items.count() > 1
+    expect(button).to_have_attribute("aria-expanded", "false")
+    expect(items.first).to_be_hidden()
+    button.click()
+    expect(button).to_have_attribute("aria-expanded", "true")
     for item in items.all():
         expect(item).to_be_visible()
         box = item.bounding_box()
         inside = box is not None and box["x"] >= 0 and box["x"] + box["width"] <= WIDTH
         assert inside, f"{item.inner_text()!r} is not inside the screen: {box}"
+    button.click()
+    expect(items.first).to_be_hidden()
 
 
 def assert_two_columns(page: Page, first: str, second: str, *, narrow: bool) -> None:
@@ -74,6 +91,83 @@ def test_the_page_fits_a_390_px_screen(
         page.goto(f"{live_server.url}{PAGES[name](site)}")
         expect(page.locator("main h1")).to_be_visible()
         assert_fits(page)
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+    finally:
+        page.context.close()
+
+
+def test_the_menu_folds_behind_a_button_a_keyboard_opens_and_closes(
+    browser: Browser, live_server: Any, session_for: Session, site: Site
+) -> None:
+    page = sized_page(browser, session_for, USERS["reviewer"], WIDTH, HEIGHT)
+    try:
+        page.goto(f"{live_server.url}{PAGES['runs'](site)}")
+        button, items = page.locator("#menu-button"), page.locator(MENU_ITEMS)
+        expect(button).to_have_attribute("aria-controls", "site-menu")
+        page.keyboard.press("Tab")  # the brand, then the button
+        page.keyboard.press("Tab")
+        expect(button).to_be_focused()
+        page.keyboard.press("Enter")
+        expect(button).to_have_attribute("aria-expanded", "true")
+        page.keyboard.press("Tab")
+        expect(items.first).to_be_focused()
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+        page.keyboard.press("Escape")
+        expect(button).to_have_attribute("aria-expanded", "false")
+        expect(button).to_be_focused()
+        expect(items.first).to_be_hidden()
+        page.keyboard.press(" ")  # a button: Space opens it too
+        expect(items.first).to_be_visible()
+        page.keyboard.press(" ")
+        expect(items.first).to_be_hidden()
+        violations = axe_violations(page)
+        assert not violations, described(violations)
+
+        page.set_viewport_size({"width": 1366, "height": HEIGHT})  # a desktop: no button, the nav in the bar
+        expect(button).to_be_hidden()
+        for item in items.all():
+            expect(item).to_be_visible()
+    finally:
+        page.context.close()
+
+
+def test_without_scripts_the_menu_stays_unfolded(
+    browser: Browser, live_server: Any, session_for: Session, site: Site
+) -> None:
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, java_script_enabled=False)
+    try:
+        session_for(context, USERS["reviewer"])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{PAGES['runs'](site)}")
+        expect(page.locator("#menu-button")).to_be_hidden()
+        for item in page.locator(MENU_ITEMS).all():
+            expect(item).to_be_visible()
+    finally:
+        context.close()
+
+
+def test_the_compare_page_stacks_list_a_then_list_b(
+    browser: Browser, live_server: Any, session_for: Session, site: Site
+) -> None:
+    page = sized_page(browser, session_for, USERS["reviewer"], WIDTH, HEIGHT)
+    try:
+        url = PAGES["side by side"](site)
+        page.goto(f"{live_server.url}{url}")
+        expect(page.locator("#side-by-side")).to_be_hidden()  # the wide table's place taken by the two lists
+        a, b = page.locator("#list-a table"), page.locator("#list-b table")
+        expect(a).to_contain_text("Rank in B")
+        expect(b).to_contain_text("Rank in A")
+        box_a, box_b = a.bounding_box(), b.bounding_box()
+        assert box_a is not None and box_b is not None
+        assert box_b["y"] >= box_a["y"] + box_a["height"]  # A, then B below it
+        assert box_a["x"] + box_a["width"] <= WIDTH and box_b["x"] + box_b["width"] <= WIDTH
+        query = parse_qs(urlsplit(url).query)["query"][0]
+        data = run_compare_query(run_a=site.scene.baseline, run_b=site.scene.current, query_id=query)
+        for side in ("a", "b"):  # each list whole, in its run's order
+            shown = page.locator(f"#list-{side} tbody td:nth-child(2) .muted").all_inner_texts()
+            assert shown == [hit["doc_id"] for hit in data[side]["hits"]]
         violations = axe_violations(page)
         assert not violations, described(violations)
     finally:

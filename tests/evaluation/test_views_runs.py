@@ -469,10 +469,18 @@ def test_the_report_download_is_the_artifact(scene: Scene, rita: User) -> None:
 def test_side_by_side_shows_both_rankings_with_grades_titles_and_moves(scene: Scene, rita: User) -> None:
     client = logged_in(rita)
     page = client.get(f"/runs/compare/?a={scene.baseline.pk}&b={scene.current.pk}&query=q-1")
-    rows = re.findall(r"<tr>\s*<td class=\"num\">(\d+)</td>(.*?)</tr>", page.content.decode(), flags=re.S)
-    cells = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)).split() for _, body in rows]
+
+    def first_row(table: str) -> list[str]:
+        """The words of the first ranked row of the table with this id (or inside the element with it)."""
+        html = page.content.decode()
+        found = re.search(rf'id="{table}">.*?<tr>\s*<td class="num">\d+</td>(.*?)</tr>', html, flags=re.S)
+        assert found is not None, table
+        return re.sub(r"<[^>]+>", " ", found.group(1)).split()
+
     # rank 1: A had d1 (grade 3, absent from B); B has d3 (unjudged, rank 3 in A)
-    assert cells[0] == ["(no", "title)", "d1", "3", "—", "(no", "title)", "d3", "unjudged", "3"]
+    a_first, b_first = ["(no", "title)", "d1", "3", "—"], ["(no", "title)", "d3", "unjudged", "3"]
+    assert first_row("side-by-side") == a_first + b_first
+    assert (first_row("list-a"), first_row("list-b")) == (a_first, b_first)  # a phone's: each list alone
     changes = section_text(page, "rank-changes")
     assert "d1 3 1 — out of top k" in changes and "d9 unjudged — 2 new in top k" in changes
     assert "d2 2 2 3 down 1" in changes
