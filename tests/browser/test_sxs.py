@@ -20,7 +20,7 @@ from evaluation.services.study_close import study_close
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page
-from tests.browser.test_narrow_screens import assert_fits, assert_two_columns
+from tests.browser.test_narrow_screens import assert_fits
 from tests.support.studies import two_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
