@@ -1,11 +1,16 @@
 """Undoing a golden-file import (docs/labeling.md, "Imports"): the set's latest applied import taken back,
 its labels and query fields returned to exactly what they were before it, from the state it recorded
-(`GoldenImport.undo`). Shown first like the import (`import_undo_plan`). Part of `golden_io.services`.
+(`GoldenImport.undo`). Shown first like the import (`import_undo_plan`), checked against the next freeze
+in memory like it, and written like it in one short transaction under the set's row lock. Part of
+`golden_io.services`.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import Q
@@ -15,16 +20,11 @@ from assay.display import counted
 from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GoldenImport
-from golden_io.services.imports import (
-    FieldChange,
-    ImportChanges,
-    LabelChange,
-    chunks,
-    label_state,
-    query_update,
-    written_checked,
-)
+from golden_io.services.import_planning import SET_READ, FieldChange, ImportChanges, LabelChange
+from golden_io.services.import_write import BATCH, chunks, label_state, queries_update, set_locked
+from golden_io.services.imports import freeze_refusals
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
+from labeling.selectors import FrozenRow, Unwritten
 
 
 def import_undoable(*, golden_set: GoldenSet) -> GoldenImport | None:
@@ -77,9 +77,10 @@ def import_undo_plan(*, record: GoldenImport) -> UndoPlan:
             if getattr(row, name) != value:
                 changes.fields.append(FieldChange(row.external_id, name, getattr(row, name), value))
     kept: list[str] = []
-    for pk in undo.get("created", []):
-        if pk in names:
-            (kept if _has_work(pk) else changes.queries_removed).append(names[pk])
+    created = [pk for pk in undo.get("created", []) if pk in names]
+    worked = _with_work(created)
+    for pk in created:
+        (kept if pk in worked else changes.queries_removed).append(names[pk])
     for name, value in (undo.get("set") or {}).items():
         if getattr(golden_set, name) != value:
             changes.fields.append(FieldChange("", name, getattr(golden_set, name), value))
@@ -107,9 +108,61 @@ def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], FrozenLab
     return found
 
 
-def _has_work(query_pk: int) -> bool:
-    """Has anyone graded the query (a judgment) since it was made?"""
-    return Judgment.objects.filter(assignment__query_id=query_pk).exists()
+def _with_work(query_pks: Collection[int]) -> set[int]:
+    """Of these queries, the ones someone graded (a judgment) since they were made."""
+    worked: set[int] = set()
+    for pks in chunks(sorted(query_pks)):
+        graded = Judgment.objects.filter(assignment__query_id__in=pks)
+        worked.update(graded.values_list("assignment__query_id", flat=True).distinct())
+    return worked
+
+
+def import_undo_unwritten(record: GoldenImport) -> Unwritten:
+    """The undo's changes as consolidation reads them before they are written (`Unwritten`): each label
+    back to its state before the import, each query's fields too, the queries it created out of the set
+    (deleted or retired: either way no longer active), the keys it gave taken back, the set's settings
+    restored, the candidates it added leaving the pools."""
+    undo = record.undo or {}
+    restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
+    created = set(undo.get("created", []))
+    rows: dict[int, Query] = {}
+    for pks in chunks(sorted(restore.keys() | created)):
+        for row in Query.objects.filter(pk__in=pks):
+            row = copy.copy(row)
+            for name, value in (
+                {"status": Query.Status.RETIRED} if row.pk in created else restore[row.pk]
+            ).items():
+                setattr(row, name, value)
+            rows[row.pk] = row
+    given = dict(undo.get("keys", []))
+    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
+    return Unwritten(
+        frozen={
+            (q, d): None if prior is None else FrozenRow(prior[0], prior[2], prior[3], prior[4])
+            for q, d, prior in undo.get("labels", [])
+        },
+        queries=rows,
+        pool_removed=frozenset((q, d) for _, q, d in _candidates_leaving(undo)),
+        keys={pk: None for pk, key in given.items() if key_now.get(pk) == key},
+        settings={name: value for name, value in (undo.get("set") or {}).items() if name in SET_READ},
+    )
+
+
+def _candidates_leaving(undo: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(pk, query pk, document pk) of the candidates the import added that leave the pools with its
+    undo: those neither graded since nor labelled once its labels are back as they were."""
+    added = {(q, d) for q, d in undo.get("candidates", [])}
+    restored = {(q, d): prior is not None for q, d, prior in undo.get("labels", [])}
+    leaving: list[tuple[int, int, int]] = []
+    for pks in chunks(sorted({q for q, _ in added})):
+        graded = Judgment.objects.filter(assignment__query_id__in=pks)
+        kept = set(graded.values_list("assignment__query_id", "document_id"))
+        labelled = FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id")
+        kept |= {pair for pair in labelled if restored.get(pair, True)}
+        kept |= {pair for pair, has in restored.items() if has}
+        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
+        leaving += [(pk, q, d) for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
+    return leaving
 
 
 def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[ImportReport, UndoPlan]:
@@ -130,7 +183,10 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
         )
         return report, import_undo_plan(record=record)
     plan = import_undo_plan(record=record)
-    with written_checked(record.golden_set, report, keep=True):
+    freeze_refusals(record.golden_set, import_undo_unwritten(record), report)
+    if not report.ok:
+        return report, plan
+    with set_locked(record.golden_set):
         # Claimed under the set's lock, while it is still the latest applied: of two undos at once one runs.
         latest = import_undoable(golden_set=record.golden_set)
         claimed = (
@@ -192,32 +248,29 @@ def _undo_write(record: GoldenImport, plan: UndoPlan, by: User | None) -> None:
             for q, d, prior in labels
             if prior is not None
         ],
-        batch_size=1000,
+        batch_size=BATCH,
     )
-    for pk, before in undo.get("queries", []):
-        row = Query.objects.filter(pk=pk).first()
-        if row is not None:
-            query_update(row, before, by=by, reason=reason)
-    for pk in undo.get("created", []):
-        row = Query.objects.filter(pk=pk).first()
-        if row is None:
-            continue
-        if row.external_id in plan.kept:
-            query_update(row, {"status": Query.Status.RETIRED.value}, by=by, reason=reason)
-        else:
-            row.delete()
-    for pk, key in undo.get("keys", []):
-        Document.objects.filter(pk=pk, key=key).update(key=None)
+    restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
+    created = undo.get("created", [])
+    rows: dict[int, Query] = {}
+    for pks in chunks(sorted(restore.keys() | set(created))):
+        rows.update((row.pk, row) for row in Query.objects.filter(pk__in=pks))
+    # Read again under the lock: a query graded since the plan was read keeps its grades (retired).
+    worked = _with_work([pk for pk in created if pk in rows])
+    names = {pk: rows[pk].external_id for pk in created if pk in rows}
+    plan.kept = sorted(names[pk] for pk in names if pk in worked)
+    plan.changes.queries_removed = sorted(names[pk] for pk in names if pk not in worked)
+    updates = [(rows[pk], before) for pk, before in restore.items() if pk in rows]
+    updates += [(rows[pk], {"status": Query.Status.RETIRED.value}) for pk in names if pk in worked]
+    queries_update(updates, by=by, reason=reason)
+    for pks in chunks([pk for pk in names if pk not in worked]):
+        Query.objects.filter(pk__in=pks).delete()
+    given = dict(undo.get("keys", []))
+    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
+    for pks in chunks([pk for pk, key in given.items() if key_now.get(pk) == key]):
+        Document.objects.filter(pk__in=pks).update(key=None)
     # The candidates it added leave the pools, unless graded since or labelled still.
-    added = {(q, d) for q, d in undo.get("candidates", [])}
-    gone: list[int] = []
-    for pks in chunks(sorted({q for q, _ in added})):
-        graded = Judgment.objects.filter(assignment__query_id__in=pks)
-        kept = set(graded.values_list("assignment__query_id", "document_id"))
-        kept |= set(FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id"))
-        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
-        gone += [pk for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
-    for pks in chunks(gone):
+    for pks in chunks([pk for pk, _, _ in _candidates_leaving(undo)]):
         Candidate.objects.filter(pk__in=pks).delete()
     if undo.get("set"):
         for name, value in undo["set"].items():

@@ -1,0 +1,144 @@
+"""The golden-file import's writes (docs/labeling.md, "Imports"): a planned import written, and the state
+before it recorded for its undo, in statements of many rows each (bulk inserts and updates, in batches),
+inside the one short transaction `set_locked` opens once everything was read and checked outside it.
+Part of `golden_io.services`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from golden_io.services.import_planning import HeldLabel, ImportPlan
+from labeling.models import Document, FrozenLabel, GoldenSet, Query, TierMove
+from labeling.services import retired_work_reopen
+from labeling.services.pools import JUDGED_SYSTEM, PoolEntry, pool_merge
+
+# Rows per INSERT or UPDATE statement.
+BATCH = 1000
+
+
+@contextmanager
+def set_locked(golden_set: GoldenSet) -> Iterator[None]:
+    """One transaction under the set's row lock (on SQLite, the database's write lock, which every other
+    write waits for): only the re-check that the set did not change since it was read, and the writes,
+    run in it. Imports, undos and freezes of one set take turns."""
+    with transaction.atomic():
+        GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).first()
+        yield
+
+
+def import_write(golden_set: GoldenSet, plan: ImportPlan, source: str) -> dict[str, Any]:
+    """Write the plan's changes; returns the record of the state before them that an undo restores."""
+    undo: dict[str, Any] = {
+        "labels": [],
+        "queries": [],
+        "created": [],
+        "keys": [],
+        "set": {},
+        "candidates": [],
+        "reopened": 0,
+    }
+    documents, queries = plan.documents, plan.queries
+    keyed = []
+    for doc_id, key in plan.changes.keys:
+        documents[doc_id].key = key
+        keyed.append(documents[doc_id])
+        undo["keys"].append([documents[doc_id].pk, key])
+    Document.objects.bulk_update(keyed, ["key"], batch_size=BATCH)
+    created = [
+        Query(golden_set=golden_set, external_id=query_id, **values)
+        for query_id, values in plan.created.items()
+    ]
+    for row in Query.objects.bulk_create(created, batch_size=BATCH):
+        queries[row.external_id] = row
+        undo["created"].append(row.pk)
+    reason = f"golden file import {source} (version {plan.golden.version})"
+    updated = [(queries[query_id], values) for query_id, values in plan.updates.items()]
+    undo["queries"] = [[row.pk, {name: getattr(row, name) for name in values}] for row, values in updated]
+    undo["reopened"] = queries_update(updated, by=None, reason=reason)
+
+    version = plan.golden.version
+    gone: list[int] = []
+    regraded: dict[tuple[int, str], list[int]] = {}
+    new: list[FrozenLabel] = []
+    for pair, wanted in plan.writes.items():
+        held = plan.existing.get(pair)
+        if held is not None:
+            undo["labels"].append([held.query_id, held.document_id, label_state(held)])
+            if wanted is None:
+                gone.append(held.pk)
+            else:
+                regraded.setdefault(wanted, []).append(held.pk)
+        elif wanted is not None:
+            query, document = queries[pair[0]], documents[pair[1]]
+            undo["labels"].append([query.pk, document.pk, None])
+            new.append(
+                FrozenLabel(
+                    query=query, document=document, grade=wanted[0], version=version, source=wanted[1]
+                )
+            )
+    for pks in chunks(gone):
+        FrozenLabel.objects.filter(pk__in=pks).delete()
+    for (grade, source_), held_pks in regraded.items():
+        for pks in chunks(held_pks):
+            FrozenLabel.objects.filter(pk__in=pks).update(
+                grade=grade, version=version, source=source_, judge=None, judge_name=""
+            )
+    FrozenLabel.objects.bulk_create(new, batch_size=BATCH)
+
+    pools: dict[int, list[PoolEntry]] = {}
+    for query_id, doc_id in plan.changes.pools:
+        pools.setdefault(queries[query_id].pk, []).append(PoolEntry(documents[doc_id], JUDGED_SYSTEM, None))
+    # A labelled document needs no rater: finished work is not reopened for it.
+    undo["candidates"] = sorted(map(list, pool_merge(pools=pools, reopen=False).added))
+
+    if plan.set_values:
+        undo["set"] = {name: getattr(golden_set, name) for name in plan.set_values}
+        for name, value in plan.set_values.items():
+            setattr(golden_set, name, value)
+        golden_set.save(update_fields=list(plan.set_values))
+    return undo
+
+
+def chunks(values: list[int], size: int = 10_000) -> list[list[int]]:
+    return [values[start : start + size] for start in range(0, len(values), size)]
+
+
+def label_state(label: FrozenLabel | HeldLabel) -> list[Any]:
+    return [label.grade, label.version, label.source, label.judge_id, label.judge_name]
+
+
+def queries_update(updates: Sequence[tuple[Query, dict[str, Any]]], *, by: User | None, reason: str) -> int:
+    """Set each query's fields (one UPDATE per batch of queries changing the same fields); a change of
+    tier or status is recorded as a TierMove, and a query that returns from retirement gets back the work
+    its retirement closed: how many assignments reopened."""
+    moves: list[TierMove] = []
+    returning: list[Query] = []
+    by_fields: dict[tuple[str, ...], list[Query]] = {}
+    for row, values in updates:
+        tier, status = values.get("tier", row.tier), values.get("status", row.status)
+        if (tier, status) != (row.tier, row.status):
+            moves.append(
+                TierMove(
+                    query=row,
+                    by=by,
+                    from_tier=row.tier,
+                    to_tier=tier,
+                    from_status=row.status,
+                    to_status=status,
+                    reason=reason,
+                )
+            )
+        if row.status == Query.Status.RETIRED and status == Query.Status.ACTIVE:
+            returning.append(row)
+        for name, value in values.items():
+            setattr(row, name, value)
+        by_fields.setdefault(tuple(sorted(values)), []).append(row)
+    TierMove.objects.bulk_create(moves, batch_size=BATCH)
+    for names, rows in by_fields.items():
+        Query.objects.bulk_update(rows, list(names), batch_size=BATCH)
+    return retired_work_reopen(queries=returning) if returning else 0
