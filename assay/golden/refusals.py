@@ -38,8 +38,12 @@ def freeze_problems(raw: GoldenFile) -> list[str]:
     return [re.sub(r"queries\[\d+\]\.?", "", problem) for problem in checked(raw)[1]]
 
 
-def problems_added(before: GoldenFile, after: GoldenFile) -> list[str]:
+def problems_added(before: GoldenFile, after: GoldenFile, *, empty_allowed: bool = False) -> list[str]:
     """The reasons a freeze would refuse `after` that it would not refuse `before` for: the ones a
-    change from `before` to `after` brings (those the set had already are not the change's)."""
+    change from `before` to `after` brings (those the set had already are not the change's). With
+    `empty_allowed`, a change that leaves no query at all brings none (an undo that takes a set back to
+    before its first import)."""
+    if empty_allowed and not after.queries:
+        return []
     known = set(freeze_problems(before))
     return [problem for problem in freeze_problems(after) if problem not in known]

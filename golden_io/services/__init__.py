@@ -8,7 +8,7 @@ nothing, not even the tiers it would have moved. A freeze whose content is its p
 (`FreezeUnchanged`): a version is a change, never a new name for the same labels.
 
 One module per part: `freeze`, the golden-file import (`imports`: its steps; `import_planning`: reading and
-planning; `import_write`: the writes) and `import_undo`, `exports` (git), `rejudge`. Every public name is
+planning; `import_writing`: the writes) and `import_undo`, `exports` (git), `rejudge`. Every public name is
 re-exported here (docs/architecture.md, "Inside each app"), so callers write
 `services.golden_version_freeze(...)` whichever module it lives in.
 """
@@ -54,9 +54,11 @@ from golden_io.services.import_undo import (
     import_undoable,
     undo_notes,
 )
-from golden_io.services.import_write import (
+from golden_io.services.import_writing import (
     BATCH,
+    ImportRows,
     chunks,
+    import_rows,
     import_write,
     label_state,
     queries_update,
@@ -89,6 +91,7 @@ __all__ = [
     "HeldLabel",
     "ImportChanges",
     "ImportPlan",
+    "ImportRows",
     "LabelChange",
     "RequeueReport",
     "UndoPlan",
@@ -110,6 +113,7 @@ __all__ = [
     "golden_version_freeze",
     "import_history",
     "import_plan",
+    "import_rows",
     "import_undo_plan",
     "import_undo_unwritten",
     "import_undoable",

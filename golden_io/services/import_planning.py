@@ -182,14 +182,30 @@ class ImportPlan:
     existing: dict[tuple[str, str], HeldLabel]
     set_values: dict[str, Any]
 
+    def query_pks(self) -> dict[str, int]:
+        """Every query's pk by id; a query to be created has a stand-in, negative (no row's), until it
+        has its own."""
+        pks = {query_id: row.pk for query_id, row in self.queries.items()}
+        pks.update((query_id, -n) for n, query_id in enumerate(self.created, start=1))
+        return pks
+
+    def same_rows(self, other: ImportPlan) -> bool:
+        """Whether `other` (the same file planned again) names the same query and document rows."""
+        return {q: row.pk for q, row in self.queries.items()} == {
+            q: row.pk for q, row in other.queries.items()
+        } and {d: doc.pk for d, doc in self.documents.items()} == {
+            d: doc.pk for d, doc in other.documents.items()
+        }
+
     def unwritten(self, golden_set: GoldenSet) -> Unwritten:
         """These changes as consolidation reads them before they are written: the set as it would be
-        afterwards, for the freeze check in memory (a created query under a negative pk)."""
-        pks = {query_id: row.pk for query_id, row in self.queries.items()}
+        afterwards, for the freeze check in memory (a created query under its stand-in pk)."""
+        pks = self.query_pks()
         rows: dict[int, Query] = {}
-        for n, (query_id, values) in enumerate(self.created.items(), start=1):
-            pks[query_id] = -n
-            rows[-n] = Query(pk=-n, golden_set=golden_set, external_id=query_id, **values)
+        for query_id, values in self.created.items():
+            rows[pks[query_id]] = Query(
+                pk=pks[query_id], golden_set=golden_set, external_id=query_id, **values
+            )
         for query_id, values in self.updates.items():
             row = copy.copy(self.queries[query_id])  # the plan's row stays as read (the undo records it)
             for name, value in values.items():

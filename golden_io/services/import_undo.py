@@ -20,8 +20,8 @@ from assay.display import counted
 from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GoldenImport
-from golden_io.services.import_planning import SET_READ, FieldChange, ImportChanges, LabelChange
-from golden_io.services.import_write import BATCH, chunks, label_state, queries_update, set_locked
+from golden_io.services.import_planning import SET_READ, FieldChange, HeldLabel, ImportChanges, LabelChange
+from golden_io.services.import_writing import BATCH, chunks, label_state, queries_update, set_locked
 from golden_io.services.imports import freeze_refusals
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
 from labeling.selectors import FrozenRow, Unwritten
@@ -97,12 +97,13 @@ def import_undo_plan(*, record: GoldenImport) -> UndoPlan:
     return UndoPlan(record=record, changes=changes, versions_since=list(since), kept=sorted(kept))
 
 
-def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], FrozenLabel]:
+def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], HeldLabel]:
     """The frozen labels of these (query pk, document pk) pairs as they stand."""
     wanted = set(pairs)
-    found: dict[tuple[int, int], FrozenLabel] = {}
+    found: dict[tuple[int, int], HeldLabel] = {}
     for pks in chunks(sorted({q for q, _ in wanted})):
-        for label in FrozenLabel.objects.filter(query_id__in=pks):
+        for row in FrozenLabel.objects.filter(query_id__in=pks).values_list(*HeldLabel._fields):
+            label = HeldLabel(*row)
             if (label.query_id, label.document_id) in wanted:
                 found[(label.query_id, label.document_id)] = label
     return found
@@ -183,9 +184,10 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
         )
         return report, import_undo_plan(record=record)
     plan = import_undo_plan(record=record)
-    freeze_refusals(record.golden_set, import_undo_unwritten(record), report)
+    freeze_refusals(record.golden_set, import_undo_unwritten(record), report, undo=True)
     if not report.ok:
         return report, plan
+    priors = _priors(record.undo or {})
     with set_locked(record.golden_set):
         # Claimed under the set's lock, while it is still the latest applied: of two undos at once one runs.
         latest = import_undoable(golden_set=record.golden_set)
@@ -201,7 +203,7 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
                 "", "this import was undone already, or is no longer the latest: nothing was changed", "stale"
             )
         else:
-            _undo_write(record, plan, by)
+            _undo_write(record, plan, priors, by)
             for name, n in plan.changes.counts().items():
                 report.count(name, n)
     if report.ok:
@@ -226,30 +228,31 @@ def undo_notes(plan: UndoPlan) -> list[str]:
     return notes
 
 
-def _undo_write(record: GoldenImport, plan: UndoPlan, by: User | None) -> None:
+def _priors(undo: dict[str, Any]) -> list[FrozenLabel]:
+    """The labels the import changed or removed, as they were before it: built before the transaction."""
+    return [
+        FrozenLabel(
+            query_id=q,
+            document_id=d,
+            grade=prior[0],
+            version=prior[1],
+            source=prior[2],
+            judge_id=prior[3],
+            judge_name=prior[4],
+        )
+        for q, d, prior in undo.get("labels", [])
+        if prior is not None
+    ]
+
+
+def _undo_write(record: GoldenImport, plan: UndoPlan, priors: list[FrozenLabel], by: User | None) -> None:
     undo = record.undo or {}
     golden_set = record.golden_set
     reason = f"undo of the golden file import {record.source}"
-    labels = undo.get("labels", [])
-    now = _labels_now([(q, d) for q, d, _ in labels])
+    now = _labels_now([(q, d) for q, d, _ in undo.get("labels", [])])
     for pks in chunks([label.pk for label in now.values()]):
         FrozenLabel.objects.filter(pk__in=pks).delete()
-    FrozenLabel.objects.bulk_create(
-        [
-            FrozenLabel(
-                query_id=q,
-                document_id=d,
-                grade=prior[0],
-                version=prior[1],
-                source=prior[2],
-                judge_id=prior[3],
-                judge_name=prior[4],
-            )
-            for q, d, prior in labels
-            if prior is not None
-        ],
-        batch_size=BATCH,
-    )
+    FrozenLabel.objects.bulk_create(priors, batch_size=BATCH)
     restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
     created = undo.get("created", [])
     rows: dict[int, Query] = {}

@@ -14,7 +14,7 @@ leave it, built in memory (`freeze_refusals`), so the preview writes nothing and
 web, a file past the page's limits is refused before it is even converted (`too_large`). The
 confirmation reads, converts, plans and checks the same way outside any transaction, then writes in one
 short one under the set's row lock, in which it only makes sure the set did not change since (the
-changes' digest) and writes (`golden_io.services.import_write`). Part of `golden_io.services`.
+changes' digest) and writes (`golden_io.services.import_writing`). Part of `golden_io.services`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from golden_io.services.import_planning import (
     file_read,
     import_plan,
 )
-from golden_io.services.import_write import import_write, set_locked
+from golden_io.services.import_writing import import_rows, import_write, set_locked
 from labeling.models import GoldenSet
 from labeling.selectors import Unwritten
 
@@ -65,13 +65,17 @@ def golden_import_check(
     return report
 
 
-def freeze_refusals(golden_set: GoldenSet, unwritten: Unwritten, report: ImportReport) -> None:
+def freeze_refusals(
+    golden_set: GoldenSet, unwritten: Unwritten, report: ImportReport, *, undo: bool = False
+) -> None:
     """Add to `report` each reason the next freeze would refuse the set for once `unwritten` is written,
     that it would not refuse the set for now. Both are read as the freeze reads the set
-    (`golden_io.selectors.working_golden_raw`), the changes in memory: nothing is written or locked."""
+    (`golden_io.selectors.working_golden_raw`), the changes in memory: nothing is written or locked. An
+    `undo` that leaves the set no query (the undo of its first import) is not refused for that: the set
+    had none before the import."""
     before = selectors.working_golden_raw(golden_set=golden_set)
     after = selectors.working_golden_raw(golden_set=golden_set, unwritten=unwritten)
-    for problem in problems_added(before, after):
+    for problem in problems_added(before, after, empty_allowed=undo):
         report.add("set", f"the next freeze would refuse the set afterwards: {problem}", "freeze_refused")
 
 
@@ -184,13 +188,17 @@ def golden_import_confirm(
     freeze_refusals(golden_set, plan.unwritten(golden_set), report)
     if not report.ok:  # the set changed since the preview in a way that makes these changes refused
         return report, plan.changes
+    rows = import_rows(golden_set, plan)
     with set_locked(golden_set):
+        # The set read again under the lock, the file planned again (no reading or parsing of the file):
+        # only if it makes the same changes to the same rows is anything written.
         golden_set.refresh_from_db()
         locked = ImportReport(kind="golden", source=record.source)
-        plan = import_plan(golden_set=golden_set, golden=golden, fmt=fmt, mode=record.mode, report=locked)
-        if plan is None or plan.changes.digest() != digest:
+        again = import_plan(golden_set=golden_set, golden=golden, fmt=fmt, mode=record.mode, report=locked)
+        if again is None or again.changes.digest() != digest or not again.same_rows(plan):
             _stale_preview(report)
-            return report, plan.changes if plan is not None else None
+            return report, plan.changes
+        plan = again
         # Claimed under the set's lock: of two confirmations at once (a double click, two tabs) one writes.
         claimed = GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.PREVIEWED).update(
             status=GoldenImport.Status.APPLIED, applied=timezone.now(), data=b"", topics_data=b""
@@ -200,7 +208,7 @@ def golden_import_confirm(
                 "", "this import was confirmed or cancelled already: nothing more was written", "stale"
             )
         else:
-            undo = import_write(golden_set, plan, record.source)
+            undo = import_write(golden_set, plan, rows, record.source)
             _report_changes(report, plan.changes)
             if undo["reopened"]:
                 report.count("assignments of returning queries reopened", undo["reopened"])

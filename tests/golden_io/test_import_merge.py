@@ -231,6 +231,22 @@ def test_an_undo_gives_the_set_back_exactly(
     assert (record.status, record.undone_by) == ("undone", rita)
 
 
+def test_the_undo_of_a_sets_first_import_leaves_it_as_empty_as_it_was(rita: User, tmp_path: Path) -> None:
+    """A set with documents and no query yet: its first import can be undone (a set of no query is not a
+    reason the undo brings: the set had none before), and the set is as it was."""
+    golden_set = rich_set()
+    Query.objects.filter(golden_set=golden_set).delete()
+    before = dump(golden_set)
+    assert _import(golden_set, partial(golden_set), "golden", tmp_path, "merge").ok
+    record = services.import_undoable(golden_set=golden_set)
+    assert record is not None
+
+    report, _ = services.golden_import_undo(record=record, by=rita)
+
+    assert report.ok, report.problems
+    assert dump(golden_set) == before
+
+
 def test_an_undo_after_a_freeze_says_the_version_keeps_the_labels(
     gset: GoldenSet, rita: User, tmp_path: Path
 ) -> None:

@@ -57,3 +57,6 @@ def test_a_change_is_charged_only_with_the_reasons_it_brings() -> None:
     empty = replace(before, queries=())
     assert freeze_problems(empty) == ["queries: no queries: a golden file needs at least one"]
     assert problems_added(empty, before) == []
+    # Emptying a set is a reason of its own, unless allowed (an undo of the set's first import).
+    assert problems_added(before, empty) == ["queries: no queries: a golden file needs at least one"]
+    assert problems_added(before, empty, empty_allowed=True) == []

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from golden_io.services.import_planning import HeldLabel, ImportPlan
-from labeling.models import Document, FrozenLabel, GoldenSet, Query, TierMove
-from labeling.services import retired_work_reopen
-from labeling.services.pools import JUDGED_SYSTEM, PoolEntry, pool_merge
+from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query, TierMove
+from labeling.services import JUDGED_SYSTEM, PoolEntry, pool_merge, pool_merged, retired_work_reopen
 
-# Rows per INSERT or UPDATE statement.
-BATCH = 1000
+# Rows per INSERT or UPDATE statement (Django makes it fewer where the database takes fewer parameters).
+BATCH = 5000
 
 
 @contextmanager
@@ -31,8 +31,52 @@ def set_locked(golden_set: GoldenSet) -> Iterator[None]:
         yield
 
 
-def import_write(golden_set: GoldenSet, plan: ImportPlan, source: str) -> dict[str, Any]:
-    """Write the plan's changes; returns the record of the state before them that an undo restores."""
+@dataclass(slots=True)
+class ImportRows:
+    """The rows an import inserts, built before its transaction (building model instances is much of the
+    work of an insert): the queries it creates, which have stand-in pks (`ImportPlan.query_pks`) until
+    they are inserted, their labels and pool candidates, and the other new labels; and the entries joining
+    the pools of queries the set has, merged with the candidates there under the lock."""
+
+    queries: list[Query]
+    labels: list[FrozenLabel]
+    candidates: list[Candidate]
+    pools: dict[int, list[PoolEntry]]
+
+
+def import_rows(golden_set: GoldenSet, plan: ImportPlan) -> ImportRows:
+    pks = plan.query_pks()
+    documents, version = plan.documents, plan.golden.version
+    labels = [
+        FrozenLabel(
+            query_id=pks[query_id],
+            document_id=documents[doc_id].pk,
+            grade=wanted[0],
+            version=version,
+            source=wanted[1],
+        )
+        for (query_id, doc_id), wanted in plan.writes.items()
+        if wanted is not None and (query_id, doc_id) not in plan.existing
+    ]
+    new: dict[int, list[PoolEntry]] = {}
+    pools: dict[int, list[PoolEntry]] = {}
+    for query_id, doc_id in plan.changes.pools:
+        entry = PoolEntry(documents[doc_id], JUDGED_SYSTEM, None)
+        (new if query_id in plan.created else pools).setdefault(pks[query_id], []).append(entry)
+    return ImportRows(
+        queries=[
+            Query(golden_set=golden_set, external_id=query_id, **values)
+            for query_id, values in plan.created.items()
+        ],
+        labels=labels,
+        candidates=list(pool_merged(new, {})[0].values()),  # a query not created yet has no candidate
+        pools=pools,
+    )
+
+
+def import_write(golden_set: GoldenSet, plan: ImportPlan, rows: ImportRows, source: str) -> dict[str, Any]:
+    """Write the plan's changes, inserting `rows` (`import_rows` of a plan of the same rows); returns the
+    record of the state before them that an undo restores."""
     undo: dict[str, Any] = {
         "labels": [],
         "queries": [],
@@ -49,13 +93,15 @@ def import_write(golden_set: GoldenSet, plan: ImportPlan, source: str) -> dict[s
         keyed.append(documents[doc_id])
         undo["keys"].append([documents[doc_id].pk, key])
     Document.objects.bulk_update(keyed, ["key"], batch_size=BATCH)
-    created = [
-        Query(golden_set=golden_set, external_id=query_id, **values)
-        for query_id, values in plan.created.items()
-    ]
-    for row in Query.objects.bulk_create(created, batch_size=BATCH):
+    created = Query.objects.bulk_create(rows.queries, batch_size=BATCH)
+    real = {-n: row.pk for n, row in enumerate(created, start=1)}  # stand-in pk -> the row's
+    for row in created:
         queries[row.external_id] = row
         undo["created"].append(row.pk)
+    for label in rows.labels:
+        label.query_id = real.get(label.query_id, label.query_id)
+    for candidate in rows.candidates:
+        candidate.query_id = real[candidate.query_id]
     reason = f"golden file import {source} (version {plan.golden.version})"
     updated = [(queries[query_id], values) for query_id, values in plan.updates.items()]
     undo["queries"] = [[row.pk, {name: getattr(row, name) for name in values}] for row, values in updated]
@@ -64,23 +110,16 @@ def import_write(golden_set: GoldenSet, plan: ImportPlan, source: str) -> dict[s
     version = plan.golden.version
     gone: list[int] = []
     regraded: dict[tuple[int, str], list[int]] = {}
-    new: list[FrozenLabel] = []
     for pair, wanted in plan.writes.items():
         held = plan.existing.get(pair)
-        if held is not None:
-            undo["labels"].append([held.query_id, held.document_id, label_state(held)])
-            if wanted is None:
-                gone.append(held.pk)
-            else:
-                regraded.setdefault(wanted, []).append(held.pk)
-        elif wanted is not None:
-            query, document = queries[pair[0]], documents[pair[1]]
-            undo["labels"].append([query.pk, document.pk, None])
-            new.append(
-                FrozenLabel(
-                    query=query, document=document, grade=wanted[0], version=version, source=wanted[1]
-                )
-            )
+        if held is None:
+            continue
+        undo["labels"].append([held.query_id, held.document_id, label_state(held)])
+        if wanted is None:
+            gone.append(held.pk)
+        else:
+            regraded.setdefault(wanted, []).append(held.pk)
+    undo["labels"] += [[label.query_id, label.document_id, None] for label in rows.labels]
     for pks in chunks(gone):
         FrozenLabel.objects.filter(pk__in=pks).delete()
     for (grade, source_), held_pks in regraded.items():
@@ -88,13 +127,13 @@ def import_write(golden_set: GoldenSet, plan: ImportPlan, source: str) -> dict[s
             FrozenLabel.objects.filter(pk__in=pks).update(
                 grade=grade, version=version, source=source_, judge=None, judge_name=""
             )
-    FrozenLabel.objects.bulk_create(new, batch_size=BATCH)
+    FrozenLabel.objects.bulk_create(rows.labels, batch_size=BATCH)
 
-    pools: dict[int, list[PoolEntry]] = {}
-    for query_id, doc_id in plan.changes.pools:
-        pools.setdefault(queries[query_id].pk, []).append(PoolEntry(documents[doc_id], JUDGED_SYSTEM, None))
     # A labelled document needs no rater: finished work is not reopened for it.
-    undo["candidates"] = sorted(map(list, pool_merge(pools=pools, reopen=False).added))
+    Candidate.objects.bulk_create(rows.candidates, batch_size=BATCH)
+    added = pool_merge(pools=rows.pools, reopen=False).added
+    added |= {(c.query_id, c.document_id) for c in rows.candidates}
+    undo["candidates"] = sorted(map(list, added))
 
     if plan.set_values:
         undo["set"] = {name: getattr(golden_set, name) for name in plan.set_values}
