@@ -304,7 +304,7 @@ def file_checked(
             f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}",
             "rubric_mismatch",
         )
-    documents = {d.doc_id: d for d in golden_set.documents.all()}
+    documents = {d.doc_id: d for d in golden_set.documents.only("pk", "doc_id", "key")}
     key_owners = {d.key: d.doc_id for d in documents.values() if d.key}
     new_keys: dict[str, str] = {}
     for i, q in enumerate(golden.queries):

@@ -21,7 +21,15 @@ from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GoldenImport
 from golden_io.services.import_planning import SET_READ, FieldChange, HeldLabel, ImportChanges, LabelChange
-from golden_io.services.import_writing import BATCH, chunks, label_state, queries_update, set_locked
+from golden_io.services.import_writing import (
+    Prepared,
+    chunks,
+    label_state,
+    prepared,
+    prepared_insert,
+    queries_update,
+    set_locked,
+)
 from golden_io.services.imports import freeze_refusals
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
 from labeling.selectors import FrozenRow, Unwritten
@@ -228,31 +236,34 @@ def undo_notes(plan: UndoPlan) -> list[str]:
     return notes
 
 
-def _priors(undo: dict[str, Any]) -> list[FrozenLabel]:
+def _priors(undo: dict[str, Any]) -> Prepared:
     """The labels the import changed or removed, as they were before it: built before the transaction."""
-    return [
-        FrozenLabel(
-            query_id=q,
-            document_id=d,
-            grade=prior[0],
-            version=prior[1],
-            source=prior[2],
-            judge_id=prior[3],
-            judge_name=prior[4],
-        )
-        for q, d, prior in undo.get("labels", [])
-        if prior is not None
-    ]
+    return prepared(
+        FrozenLabel,
+        [
+            FrozenLabel(
+                query_id=q,
+                document_id=d,
+                grade=prior[0],
+                version=prior[1],
+                source=prior[2],
+                judge_id=prior[3],
+                judge_name=prior[4],
+            )
+            for q, d, prior in undo.get("labels", [])
+            if prior is not None
+        ],
+    )
 
 
-def _undo_write(record: GoldenImport, plan: UndoPlan, priors: list[FrozenLabel], by: User | None) -> None:
+def _undo_write(record: GoldenImport, plan: UndoPlan, priors: Prepared, by: User | None) -> None:
     undo = record.undo or {}
     golden_set = record.golden_set
     reason = f"undo of the golden file import {record.source}"
     now = _labels_now([(q, d) for q, d, _ in undo.get("labels", [])])
     for pks in chunks([label.pk for label in now.values()]):
         FrozenLabel.objects.filter(pk__in=pks).delete()
-    FrozenLabel.objects.bulk_create(priors, batch_size=BATCH)
+    prepared_insert(priors)
     restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
     created = undo.get("created", [])
     rows: dict[int, Query] = {}
