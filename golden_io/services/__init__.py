@@ -32,17 +32,22 @@ from golden_io.services.freeze import (
     version_name_next,
 )
 from golden_io.services.import_planning import (
+    DOCUMENT_STATE,
     MERGE,
+    QUERY_STATE,
     REPLACE,
     SET_READ,
+    SET_STATE,
     FieldChange,
     HeldLabel,
     ImportChanges,
     ImportPlan,
     LabelChange,
+    SetState,
     file_checked,
     file_read,
     import_plan,
+    set_state,
     too_large,
 )
 from golden_io.services.import_undo import (
@@ -81,11 +86,14 @@ from golden_io.services.rejudge import RequeueReport, stale_requeue
 
 __all__ = [
     "BATCH",
+    "DOCUMENT_STATE",
     "MERGE",
     "PREVIEW_HOURS",
+    "QUERY_STATE",
     "REJUDGE_SYSTEM",
     "REPLACE",
     "SET_READ",
+    "SET_STATE",
     "ExportConfigError",
     "FieldChange",
     "FreezeBlocked",
@@ -98,6 +106,7 @@ __all__ = [
     "LabelChange",
     "Prepared",
     "RequeueReport",
+    "SetState",
     "UndoPlan",
     "chunks",
     "export_author",
@@ -128,6 +137,7 @@ __all__ = [
     "prepared_insert",
     "queries_update",
     "set_locked",
+    "set_state",
     "stale_requeue",
     "too_large",
     "undo_notes",

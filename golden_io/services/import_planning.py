@@ -181,6 +181,7 @@ class ImportPlan:
     writes: dict[tuple[str, str], tuple[int, str] | None]
     existing: dict[tuple[str, str], HeldLabel]
     set_values: dict[str, Any]
+    state: SetState  # what was read of the set: the confirmation writes only if it is still so
 
     def query_pks(self) -> dict[str, int]:
         """Every query's pk by id; a query to be created has a stand-in, negative (no row's), until it
@@ -188,14 +189,6 @@ class ImportPlan:
         pks = {query_id: row.pk for query_id, row in self.queries.items()}
         pks.update((query_id, -n) for n, query_id in enumerate(self.created, start=1))
         return pks
-
-    def same_rows(self, other: ImportPlan) -> bool:
-        """Whether `other` (the same file planned again) names the same query and document rows."""
-        return {q: row.pk for q, row in self.queries.items()} == {
-            q: row.pk for q, row in other.queries.items()
-        } and {d: doc.pk for d, doc in self.documents.items()} == {
-            d: doc.pk for d, doc in other.documents.items()
-        }
 
     def unwritten(self, golden_set: GoldenSet) -> Unwritten:
         """These changes as consolidation reads them before they are written: the set as it would be
@@ -226,6 +219,35 @@ class ImportPlan:
 
 # The set's own settings a golden file carries that the working golden file reads.
 SET_READ = ("k", "relevant_min_grade")
+# A query's columns a plan reads, and a document's.
+QUERY_STATE = ("pk", "external_id", "status", *QUERY_FIELDS)
+DOCUMENT_STATE = ("pk", "doc_id", "key")
+SET_STATE = ("k", "relevant_min_grade", "frozen_version")
+
+
+class SetState(NamedTuple):
+    """What a plan read of the set, as plain values in pk order (labels, queries, documents, the
+    number of pool candidates, the set's settings): the confirmation reads it again under the set's lock
+    (`set_state`) and writes only if it is unchanged, so the plan made outside the lock is still the one
+    to write."""
+
+    labels: tuple[tuple[Any, ...], ...]
+    queries: tuple[tuple[Any, ...], ...]
+    documents: tuple[tuple[Any, ...], ...]
+    candidates: int
+    settings: tuple[Any, ...]
+
+
+def set_state(golden_set: GoldenSet) -> SetState:
+    """The set as it stands, as a plan reads it: a few reads of plain columns, no model instances."""
+    labels = FrozenLabel.objects.filter(query__golden_set=golden_set).order_by("pk")
+    return SetState(
+        labels=tuple(labels.values_list(*HeldLabel._fields)),
+        queries=tuple(golden_set.queries.order_by("pk").values_list(*QUERY_STATE)),
+        documents=tuple(golden_set.documents.order_by("pk").values_list(*DOCUMENT_STATE)),
+        candidates=Candidate.objects.filter(query__golden_set=golden_set).count(),
+        settings=tuple(GoldenSet.objects.filter(pk=golden_set.pk).values_list(*SET_STATE).get()),
+    )
 
 
 def too_large(*, golden_set: GoldenSet, data: bytes, fmt: JudgmentsFormat) -> tuple[str, str, str] | None:
@@ -304,7 +326,7 @@ def file_checked(
             f"the file was judged with rubric {golden.rubric}, this golden set uses {rubric}",
             "rubric_mismatch",
         )
-    documents = {d.doc_id: d for d in golden_set.documents.only("pk", "doc_id", "key")}
+    documents = {d.doc_id: d for d in golden_set.documents.order_by("pk").only(*DOCUMENT_STATE)}
     key_owners = {d.key: d.doc_id for d in documents.values() if d.key}
     new_keys: dict[str, str] = {}
     for i, q in enumerate(golden.queries):
@@ -359,7 +381,7 @@ def import_plan(
     documents, new_keys = checked
     changes = ImportChanges(keys=sorted(new_keys.items()))
     carried = _carried(fmt)
-    queries = {q.external_id: q for q in golden_set.queries.all()}
+    queries = {q.external_id: q for q in golden_set.queries.order_by("pk")}
     created: dict[str, dict[str, Any]] = {}
     updates: dict[str, dict[str, Any]] = {}
     for q in golden.queries:
@@ -385,11 +407,15 @@ def import_plan(
             ]
 
     sources = fmt.name in GOLDEN_FORMATS  # only Assay's own files say which labels a judge gave
+    frozen_labels = FrozenLabel.objects.filter(query__golden_set=golden_set).order_by("pk")
+    label_rows = tuple(frozen_labels.values_list(*HeldLabel._fields))
+    query_ids = {row.pk: query_id for query_id, row in queries.items()}
+    doc_ids = {doc.pk: doc_id for doc_id, doc in documents.items()}
+    strays = {label[2] for label in label_rows if label[2] not in doc_ids}  # another set's document
+    doc_ids |= dict(Document.objects.filter(pk__in=strays).values_list("pk", "doc_id")) if strays else {}
     existing = {
-        (query_id, doc_id): HeldLabel(*row)
-        for query_id, doc_id, *row in FrozenLabel.objects.filter(query__golden_set=golden_set).values_list(
-            "query__external_id", "document__doc_id", *HeldLabel._fields
-        )
+        (query_ids[label.query_id], doc_ids[label.document_id]): label
+        for label in map(HeldLabel._make, label_rows)
     }
     writes: dict[tuple[str, str], tuple[int, str] | None] = {}
     named: set[tuple[str, str]] = set()
@@ -412,12 +438,11 @@ def import_plan(
                 changes.labels.append(LabelChange(*pair, held.grade, None, held.source, ""))
     changes.labels.sort(key=lambda c: (c.kind, c.query_id, c.doc_id))
 
-    pooled = set(
-        Candidate.objects.filter(query__golden_set=golden_set).values_list(
-            "query__external_id", "document__doc_id"
-        )
+    pooled = list(
+        Candidate.objects.filter(query__golden_set=golden_set).values_list("query_id", "document_id")
     )
-    changes.pools = sorted(pair for pair in named if pair not in pooled)
+    pooled_pairs = {(query_ids[q], doc_ids.get(d)) for q, d in pooled}
+    changes.pools = sorted(pair for pair in named if pair not in pooled_pairs)
 
     set_values: dict[str, Any] = {}
     if fmt.name in GOLDEN_FORMATS:  # only Assay's own files carry k, the cutoff and a version name
@@ -427,6 +452,13 @@ def import_plan(
     for name, value in set_values.items():
         if getattr(golden_set, name) != value:
             changes.fields.append(FieldChange("", name, getattr(golden_set, name), value))
+    state = SetState(
+        labels=label_rows,
+        queries=tuple(tuple(getattr(row, name) for name in QUERY_STATE) for row in queries.values()),
+        documents=tuple(tuple(getattr(doc, name) for name in DOCUMENT_STATE) for doc in documents.values()),
+        candidates=len(pooled),
+        settings=tuple(getattr(golden_set, name) for name in SET_STATE),
+    )
     return ImportPlan(
         golden=golden,
         mode=mode,
@@ -438,6 +470,7 @@ def import_plan(
         writes=writes,
         existing=existing,
         set_values=set_values,
+        state=state,
     )
 
 

@@ -13,8 +13,8 @@ have before (the critical-query rule, the scale, documents): checked on the set 
 leave it, built in memory (`freeze_refusals`), so the preview writes nothing and holds no lock. On the
 web, a file past the page's limits is refused before it is even converted (`too_large`). The
 confirmation reads, converts, plans and checks the same way outside any transaction, then writes in one
-short one under the set's row lock, in which it only makes sure the set did not change since (the
-changes' digest) and writes (`golden_io.services.import_writing`). Part of `golden_io.services`.
+short one under the set's row lock, in which it only makes sure the set is as the plan read it
+(`set_state`) and writes (`golden_io.services.import_writing`). Part of `golden_io.services`.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from golden_io.services.import_planning import (
     file_checked,
     file_read,
     import_plan,
+    set_state,
 )
 from golden_io.services.import_writing import import_rows, import_write, set_locked
 from labeling.models import GoldenSet
@@ -163,9 +164,10 @@ def golden_import_confirm(
     """Write a previewed import, if the file still makes exactly the changes previewed (`digest`); when the
     set changed meanwhile nothing is written and the report says so (preview again).
 
-    The file is read, planned and checked against the next freeze before the transaction, as the preview
-    did; the transaction (the set's row lock) holds only the re-reading of the set, to make sure it did
-    not change since (the digest again, from the file already parsed), and the writes."""
+    The file is read, planned (its changes must still be the preview's: the digest) and checked against the
+    next freeze before the transaction, as the preview did, and the rows to insert are built; the
+    transaction (the set's row lock) holds only a reading of the set, to make sure it is still as the plan
+    read it (`set_state`), and the writes."""
     golden_set = record.golden_set
     fmt = format_of(record)
     report = ImportReport(kind="golden", source=record.source)
@@ -190,15 +192,10 @@ def golden_import_confirm(
         return report, plan.changes
     rows = import_rows(golden_set, plan)
     with set_locked(golden_set):
-        # The set read again under the lock, the file planned again (no reading or parsing of the file):
-        # only if it makes the same changes to the same rows is anything written.
-        golden_set.refresh_from_db()
-        locked = ImportReport(kind="golden", source=record.source)
-        again = import_plan(golden_set=golden_set, golden=golden, fmt=fmt, mode=record.mode, report=locked)
-        if again is None or again.changes.digest() != digest or not again.same_rows(plan):
+        # Only the set is read again under the lock: if it is as the plan read it, the plan stands.
+        if set_state(golden_set) != plan.state:
             _stale_preview(report)
             return report, plan.changes
-        plan = again
         # Claimed under the set's lock: of two confirmations at once (a double click, two tabs) one writes.
         claimed = GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.PREVIEWED).update(
             status=GoldenImport.Status.APPLIED, applied=timezone.now(), data=b"", topics_data=b""

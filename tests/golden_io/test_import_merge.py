@@ -21,7 +21,8 @@ from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io import services
 from golden_io.foreign import JudgmentsFormat
 from golden_io.models import GoldenImport
-from labeling.models import Document, FrozenLabel, GoldenSet, Query
+from golden_io.services import imports
+from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query
 from tests.support.rich_set import dump, rich_set
 
 pytestmark = pytest.mark.django_db
@@ -199,6 +200,48 @@ def test_a_preview_writes_nothing_and_a_stale_one_is_not_written(gset: GoldenSet
     report, _ = services.golden_import_confirm(record=record, digest=changes.digest())
     assert [p.code for p in report.problems] == ["stale_preview"]
     assert dump(gset) == changed
+
+
+CHANGES: dict[str, Any] = {
+    "a label": lambda: FrozenLabel.objects.filter(query__external_id="q-0003", document__doc_id="d6").update(
+        grade=0
+    ),
+    "a query's field": lambda: Query.objects.filter(external_id="q-0004").update(tier="challenge"),
+    "a document's key": lambda: Document.objects.filter(doc_id="d3").update(key="https://kb/three"),
+    "a pool": lambda: Candidate.objects.create(
+        query=Query.objects.get(external_id="q-0001"), document=Document.objects.get(doc_id="d4")
+    ),
+    "the set's k": lambda: GoldenSet.objects.filter(slug="hc").update(k=7),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_set_changed_just_before_the_confirmations_transaction_is_not_written(
+    gset: GoldenSet, change: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The confirmation plans the file, checks it and builds its rows outside any transaction; the set
+    changes after that, before the transaction (anywhere in the set, not only where the file writes).
+    Under the lock it reads the set again, finds it is not as planned, writes nothing and says to
+    preview again. The rows are built by the real function; the change is made after it."""
+    data, fmt, source = as_file(partial(gset), "golden", tmp_path)
+    _, changes, record = services.golden_import_preview(
+        golden_set=gset, data=data, source=source, by=None, fmt=fmt
+    )
+    assert changes is not None and record is not None
+    build = imports.import_rows
+
+    def then_changed(golden_set: GoldenSet, plan: Any) -> Any:
+        rows = build(golden_set, plan)
+        CHANGES[change]()
+        return rows
+
+    monkeypatch.setattr(imports, "import_rows", then_changed)
+    report, _ = services.golden_import_confirm(record=record, digest=changes.digest())
+
+    assert [p.code for p in report.problems] == ["stale_preview"]
+    record.refresh_from_db()
+    assert record.status == "previewed"
+    assert _labels(gset)[("q-0002", "d1")] == 2  # the file's 3 not written
 
 
 @pytest.mark.parametrize("mode", MODES)
