@@ -4,7 +4,7 @@ Every module and package of the core, by part (tests/assay/test_core_listed.py h
 docs/architecture.md's table to the tree):
 
 - `assay.golden`: the golden file (model, format, checks, fast path, columns, JSON Schema), TREC files,
-  diffs, durable keys;
+  diffs, durable keys, what a freeze would refuse in the working labels;
 - `assay.convert`: judgments in other tools' formats (docs/cli.md, "assay convert"), converted to and
   from the golden file;
 - `assay.labels`: agreement statistics, dispute rules, calibration figures, a judge's figures and

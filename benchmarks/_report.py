@@ -10,7 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,9 +62,12 @@ def write_section(name: str, markdown: str) -> None:
     DOC.write_text(text)
 
 
-def measure_in_django(module: str, database_url: str) -> tuple[dict[str, Any], float, float]:
-    """Run `python -m <module> measure` against `database_url` (DEBUG off, the test client's host
-    allowed) and return the JSON it printed last, with the load average (1 min) before and after."""
+def measure_in_django(
+    module: str, database_url: str, *, tree: Path | None = None, args: Sequence[str] = ()
+) -> tuple[dict[str, Any], float, float]:
+    """Run `python -m <module> measure [args]` against `database_url` (DEBUG off, the test client's host
+    allowed) and return the JSON it printed last, with the load average (1 min) before and after.
+    `tree`: a copy of the repository to run in instead of this one (another commit's code)."""
     env = dict(
         os.environ,
         DATABASE_URL=database_url,
@@ -72,10 +75,13 @@ def measure_in_django(module: str, database_url: str) -> tuple[dict[str, Any], f
         DJANGO_ALLOWED_HOSTS="testserver",
         DJANGO_SETTINGS_MODULE="config.settings",
     )
+    root = tree or DOC.parent.parent
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     load_before = os.getloadavg()[0]
     done = subprocess.run(
-        [sys.executable, "-m", module, "measure"],
-        cwd=DOC.parent.parent,
+        [sys.executable, "-m", module, "measure", *args],
+        cwd=root,
         env=env,
         capture_output=True,
         text=True,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet
 
@@ -14,10 +14,14 @@ from assay.convert.formats import FORMATS
 from assay.convert.options import Options
 from assay.convert.zipped import zip_folder
 from assay.golden.diff import GoldenDiff, diff
-from assay.golden.format import GoldenFormatError, Problem, from_dict, natural_key, to_dict
+from assay.golden.format import natural_key
 from assay.golden.model import JUDGE, TIERS, GoldenFile, GoldenQuery, Judgment, Scale
+from assay.golden.refusals import checked
 from golden_io.models import GitExport, GoldenVersion
 from labeling.models import Document, GoldenSet, Query
+
+if TYPE_CHECKING:
+    from labeling.selectors import Unwritten
 
 
 def live_keys(golden_set: GoldenSet) -> dict[str, str]:
@@ -246,17 +250,63 @@ class WorkingGoldenInvalid(ValueError):
         super().__init__("the working labels do not make a valid golden file:\n" + "\n".join(problems))
 
 
-def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> WorkingGolden:
+def working_golden_get(
+    *, golden_set: GoldenSet, name: str = WORKING, unwritten: Unwritten | None = None
+) -> WorkingGolden:
     """Build the golden file from the consolidated labels, the active queries and their tiers.
 
     Retired queries are left out. Raises `WorkingGoldenInvalid` when the result would not be a valid
-    golden file (each problem names the query).
+    golden file (each problem names the query). With `unwritten`, changes not written yet are read as if
+    they were (`labeling.selectors.Unwritten`).
     """
+    built = _working_build(golden_set, name, unwritten)
+    golden, problems = checked(built.raw)  # validated, and canonical (sorted) as the dump will be
+    if golden is None:
+        raise WorkingGoldenInvalid(problems)
+    docs = built.docs
+    return WorkingGolden(
+        golden=golden,
+        blocked=tuple(sorted(built.blocked, key=_label_order)),
+        left_out=tuple(sorted(built.left_out, key=_label_order)),
+        methods=dict(built.methods),
+        documents=_judged_documents(golden_set, docs, built.doc_methods),
+        query_pks={q.external_id: pk for pk, q in built.queries.items()},
+        document_pks={d.doc_id: d.pk for d in docs.values()},
+        judged_by=built.judged_by,
+        not_done=tuple(built.not_done),
+    )
+
+
+def working_golden_raw(*, golden_set: GoldenSet, unwritten: Unwritten | None = None) -> GoldenFile:
+    """The golden file a freeze would write now (or, with `unwritten`, once those changes are written),
+    not yet checked: `assay.golden.refusals` says what a freeze would refuse in it."""
+    return _working_build(golden_set, WORKING, unwritten).raw
+
+
+@dataclass(slots=True)
+class _Built:
+    raw: GoldenFile
+    queries: dict[int, Query]
+    docs: dict[int, Document]
+    blocked: list[UnresolvedLabel]
+    left_out: list[UnresolvedLabel]
+    not_done: list[NotDoneLabel]
+    methods: Counter[str]
+    doc_methods: dict[int, set[str]]
+    judged_by: dict[tuple[str, str], tuple[int | None, str]]
+
+
+def _working_build(golden_set: GoldenSet, name: str, unwritten: Unwritten | None) -> _Built:
     from labeling.selectors import labels_consolidated
 
     rubric = golden_set.rubric
-    consolidated = labels_consolidated(golden_set=golden_set)
+    consolidated = labels_consolidated(golden_set=golden_set, unwritten=unwritten)
     queries = {q.pk: q for q in golden_set.queries.filter(status=Query.Status.ACTIVE)}
+    settings: Mapping[str, Any] = {}
+    if unwritten is not None:
+        settings = unwritten.settings
+        queries.update(unwritten.queries)
+        queries = {pk: q for pk, q in queries.items() if q.status == Query.Status.ACTIVE}
     doc_pks = (
         {label.document_id for label in consolidated.labels}
         | {u.document_id for u in consolidated.unresolved}
@@ -268,6 +318,10 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
             "pk", "doc_id", "key", "content_hash"
         )
     }
+    if unwritten is not None:
+        for pk, key in unwritten.keys.items():
+            if pk in docs:
+                docs[pk].key = key
     judgments: dict[int, list[Judgment]] = {pk: [] for pk in queries}
     methods: Counter[str] = Counter()
     doc_methods: dict[int, set[str]] = {}
@@ -302,31 +356,13 @@ def working_golden_get(*, golden_set: GoldenSet, name: str = WORKING) -> Working
     )
     raw = GoldenFile(
         version=name,
-        # In natural id order, as to_dict writes them, so a problem's place `queries[i]` is this tuple's i.
-        queries=tuple(
-            _golden_query(q, judgments[pk])
-            for pk, q in sorted(queries.items(), key=lambda item: natural_key(item[1].external_id))
-        ),
-        k=golden_set.k,
-        relevant_min_grade=golden_set.relevant_min_grade,
+        queries=tuple(_golden_query(q, judgments[pk]) for pk, q in queries.items()),
+        k=settings.get("k", golden_set.k),
+        relevant_min_grade=settings.get("relevant_min_grade", golden_set.relevant_min_grade),
         scale=Scale(rubric.scale_min, rubric.scale_max),
         rubric=str(rubric),
     )
-    try:
-        golden = from_dict(to_dict(raw))  # validated, and canonical (sorted) as the dump will be
-    except GoldenFormatError as exc:
-        raise WorkingGoldenInvalid([_problem_text(p, raw) for p in exc.problems]) from None
-    return WorkingGolden(
-        golden=golden,
-        blocked=tuple(sorted(blocked, key=_label_order)),
-        left_out=tuple(sorted(left_out, key=_label_order)),
-        methods=dict(methods),
-        documents=_judged_documents(golden_set, docs, doc_methods),
-        query_pks={q.external_id: pk for pk, q in queries.items()},
-        document_pks={d.doc_id: d.pk for d in docs.values()},
-        judged_by=judged_by,
-        not_done=tuple(not_done),
-    )
+    return _Built(raw, queries, docs, blocked, left_out, not_done, methods, doc_methods, judged_by)
 
 
 def _label_order(u: UnresolvedLabel | NotDoneLabel) -> tuple[Any, ...]:
@@ -349,14 +385,6 @@ def _golden_query(q: Query, judgments: list[Judgment]) -> GoldenQuery:
         critical=q.critical,
         tags=tuple(q.tags) if isinstance(q.tags, list) else q.tags,
     )
-
-
-def _problem_text(problem: Problem, raw: GoldenFile) -> str:
-    # The places say queries[i] in the unsorted build order; the query id is what a reviewer can act on.
-    match = re.match(r"queries\[(\d+)\]", problem.where)
-    if match and problem.query_id is None and int(match.group(1)) < len(raw.queries):
-        return f"query {raw.queries[int(match.group(1))].id}: {problem}"
-    return str(problem)
 
 
 def _judged_documents(

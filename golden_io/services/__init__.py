@@ -7,8 +7,9 @@ two freezes at once are serialised: the second sees the first as its parent and 
 nothing, not even the tiers it would have moved. A freeze whose content is its parent's is refused
 (`FreezeUnchanged`): a version is a change, never a new name for the same labels.
 
-One module per part: `freeze`, `imports` (the golden-file import) and `import_undo`, `exports` (git),
-`rejudge`. Every public name is re-exported here (docs/architecture.md, "Inside each app"), so callers write
+One module per part: `freeze`, the golden-file import (`imports`: its steps; `import_planning`: reading and
+planning; `import_writing`: the writes) and `import_undo`, `exports` (git), `rejudge`. Every public name is
+re-exported here (docs/architecture.md, "Inside each app"), so callers write
 `services.golden_version_freeze(...)` whichever module it lives in.
 """
 
@@ -30,53 +31,90 @@ from golden_io.services.freeze import (
     not_done_text,
     version_name_next,
 )
+from golden_io.services.import_planning import (
+    DOCUMENT_STATE,
+    MERGE,
+    QUERY_STATE,
+    REPLACE,
+    SET_READ,
+    SET_STATE,
+    FieldChange,
+    HeldLabel,
+    ImportChanges,
+    ImportPlan,
+    LabelChange,
+    SetState,
+    file_checked,
+    file_read,
+    import_plan,
+    set_state,
+    too_large,
+)
 from golden_io.services.import_undo import (
     UndoPlan,
     golden_import_undo,
     import_history,
     import_undo_plan,
+    import_undo_unwritten,
     import_undoable,
     undo_notes,
 )
-from golden_io.services.imports import (
-    MERGE,
-    PREVIEW_HOURS,
-    REPLACE,
-    FieldChange,
-    ImportChanges,
-    LabelChange,
+from golden_io.services.import_writing import (
+    BATCH,
+    ImportRows,
+    Prepared,
     chunks,
+    import_rows,
+    import_write,
+    label_state,
+    prepared,
+    prepared_insert,
+    queries_update,
+    set_locked,
+)
+from golden_io.services.imports import (
+    PREVIEW_HOURS,
     format_of,
+    freeze_refusals,
     golden_import,
     golden_import_check,
     golden_import_confirm,
     golden_import_discard,
     golden_import_preview,
-    label_state,
-    query_update,
-    too_large,
-    written_checked,
 )
 from golden_io.services.rejudge import RequeueReport, stale_requeue
 
 __all__ = [
+    "BATCH",
+    "DOCUMENT_STATE",
     "MERGE",
     "PREVIEW_HOURS",
+    "QUERY_STATE",
     "REJUDGE_SYSTEM",
     "REPLACE",
+    "SET_READ",
+    "SET_STATE",
     "ExportConfigError",
     "FieldChange",
     "FreezeBlocked",
     "FreezeError",
     "FreezeUnchanged",
+    "HeldLabel",
     "ImportChanges",
+    "ImportPlan",
+    "ImportRows",
     "LabelChange",
+    "Prepared",
     "RequeueReport",
+    "SetState",
     "UndoPlan",
     "chunks",
     "export_author",
     "export_message",
+    "file_checked",
+    "file_read",
     "format_of",
+    "freeze_refusals",
     "git_export_configure",
     "golden_import",
     "golden_import_check",
@@ -87,14 +125,21 @@ __all__ = [
     "golden_version_export",
     "golden_version_freeze",
     "import_history",
+    "import_plan",
+    "import_rows",
     "import_undo_plan",
+    "import_undo_unwritten",
     "import_undoable",
+    "import_write",
     "label_state",
     "not_done_text",
-    "query_update",
+    "prepared",
+    "prepared_insert",
+    "queries_update",
+    "set_locked",
+    "set_state",
     "stale_requeue",
     "too_large",
     "undo_notes",
     "version_name_next",
-    "written_checked",
 ]

@@ -1,11 +1,16 @@
 """Undoing a golden-file import (docs/labeling.md, "Imports"): the set's latest applied import taken back,
 its labels and query fields returned to exactly what they were before it, from the state it recorded
-(`GoldenImport.undo`). Shown first like the import (`import_undo_plan`). Part of `golden_io.services`.
+(`GoldenImport.undo`). Shown first like the import (`import_undo_plan`), checked against the next freeze
+in memory like it, and written like it in one short transaction under the set's row lock. Part of
+`golden_io.services`.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import Q
@@ -15,16 +20,19 @@ from assay.display import counted
 from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GoldenImport
-from golden_io.services.imports import (
-    FieldChange,
-    ImportChanges,
-    LabelChange,
+from golden_io.services.import_planning import SET_READ, FieldChange, HeldLabel, ImportChanges, LabelChange
+from golden_io.services.import_writing import (
+    Prepared,
     chunks,
     label_state,
-    query_update,
-    written_checked,
+    prepared,
+    prepared_insert,
+    queries_update,
+    set_locked,
 )
+from golden_io.services.imports import freeze_refusals
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
+from labeling.selectors import FrozenRow, Unwritten
 
 
 def import_undoable(*, golden_set: GoldenSet) -> GoldenImport | None:
@@ -97,25 +105,73 @@ def import_undo_plan(*, record: GoldenImport) -> UndoPlan:
     return UndoPlan(record=record, changes=changes, versions_since=list(since), kept=sorted(kept))
 
 
-def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], FrozenLabel]:
+def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], HeldLabel]:
     """The frozen labels of these (query pk, document pk) pairs as they stand."""
     wanted = set(pairs)
-    found: dict[tuple[int, int], FrozenLabel] = {}
+    found: dict[tuple[int, int], HeldLabel] = {}
     for pks in chunks(sorted({q for q, _ in wanted})):
-        for label in FrozenLabel.objects.filter(query_id__in=pks):
+        for row in FrozenLabel.objects.filter(query_id__in=pks).values_list(*HeldLabel._fields):
+            label = HeldLabel(*row)
             if (label.query_id, label.document_id) in wanted:
                 found[(label.query_id, label.document_id)] = label
     return found
 
 
-def _with_work(query_pks: list[int]) -> set[int]:
-    """Those of the queries someone graded (a judgment) since they were made: one statement per 10,000
-    queries, not one per query (the undo page lists an import of a whole set)."""
-    found: set[int] = set()
-    for pks in chunks(sorted(set(query_pks))):
-        graded = Judgment.objects.filter(assignment__query_id__in=pks).order_by()
-        found |= set(graded.values_list("assignment__query_id", flat=True).distinct())
-    return found
+def _with_work(query_pks: Collection[int]) -> set[int]:
+    """Of these queries, the ones someone graded (a judgment) since they were made."""
+    worked: set[int] = set()
+    for pks in chunks(sorted(query_pks)):
+        graded = Judgment.objects.filter(assignment__query_id__in=pks)
+        worked.update(graded.values_list("assignment__query_id", flat=True).distinct())
+    return worked
+
+
+def import_undo_unwritten(record: GoldenImport) -> Unwritten:
+    """The undo's changes as consolidation reads them before they are written (`Unwritten`): each label
+    back to its state before the import, each query's fields too, the queries it created out of the set
+    (deleted or retired: either way no longer active), the keys it gave taken back, the set's settings
+    restored, the candidates it added leaving the pools."""
+    undo = record.undo or {}
+    restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
+    created = set(undo.get("created", []))
+    rows: dict[int, Query] = {}
+    for pks in chunks(sorted(restore.keys() | created)):
+        for row in Query.objects.filter(pk__in=pks):
+            row = copy.copy(row)
+            for name, value in (
+                {"status": Query.Status.RETIRED} if row.pk in created else restore[row.pk]
+            ).items():
+                setattr(row, name, value)
+            rows[row.pk] = row
+    given = dict(undo.get("keys", []))
+    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
+    return Unwritten(
+        frozen={
+            (q, d): None if prior is None else FrozenRow(prior[0], prior[2], prior[3], prior[4])
+            for q, d, prior in undo.get("labels", [])
+        },
+        queries=rows,
+        pool_removed=frozenset((q, d) for _, q, d in _candidates_leaving(undo)),
+        keys={pk: None for pk, key in given.items() if key_now.get(pk) == key},
+        settings={name: value for name, value in (undo.get("set") or {}).items() if name in SET_READ},
+    )
+
+
+def _candidates_leaving(undo: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(pk, query pk, document pk) of the candidates the import added that leave the pools with its
+    undo: those neither graded since nor labelled once its labels are back as they were."""
+    added = {(q, d) for q, d in undo.get("candidates", [])}
+    restored = {(q, d): prior is not None for q, d, prior in undo.get("labels", [])}
+    leaving: list[tuple[int, int, int]] = []
+    for pks in chunks(sorted({q for q, _ in added})):
+        graded = Judgment.objects.filter(assignment__query_id__in=pks)
+        kept = set(graded.values_list("assignment__query_id", "document_id"))
+        labelled = FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id")
+        kept |= {pair for pair in labelled if restored.get(pair, True)}
+        kept |= {pair for pair, has in restored.items() if has}
+        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
+        leaving += [(pk, q, d) for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
+    return leaving
 
 
 def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[ImportReport, UndoPlan]:
@@ -136,7 +192,11 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
         )
         return report, import_undo_plan(record=record)
     plan = import_undo_plan(record=record)
-    with written_checked(record.golden_set, report, keep=True):
+    freeze_refusals(record.golden_set, import_undo_unwritten(record), report, undo=True)
+    if not report.ok:
+        return report, plan
+    priors = _priors(record.undo or {})
+    with set_locked(record.golden_set):
         # Claimed under the set's lock, while it is still the latest applied: of two undos at once one runs.
         latest = import_undoable(golden_set=record.golden_set)
         claimed = (
@@ -151,7 +211,7 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
                 "", "this import was undone already, or is no longer the latest: nothing was changed", "stale"
             )
         else:
-            _undo_write(record, plan, by)
+            _undo_write(record, plan, priors, by)
             for name, n in plan.changes.counts().items():
                 report.count(name, n)
     if report.ok:
@@ -176,15 +236,10 @@ def undo_notes(plan: UndoPlan) -> list[str]:
     return notes
 
 
-def _undo_write(record: GoldenImport, plan: UndoPlan, by: User | None) -> None:
-    undo = record.undo or {}
-    golden_set = record.golden_set
-    reason = f"undo of the golden file import {record.source}"
-    labels = undo.get("labels", [])
-    now = _labels_now([(q, d) for q, d, _ in labels])
-    for pks in chunks([label.pk for label in now.values()]):
-        FrozenLabel.objects.filter(pk__in=pks).delete()
-    FrozenLabel.objects.bulk_create(
+def _priors(undo: dict[str, Any]) -> Prepared:
+    """The labels the import changed or removed, as they were before it: built before the transaction."""
+    return prepared(
+        FrozenLabel,
         [
             FrozenLabel(
                 query_id=q,
@@ -195,36 +250,41 @@ def _undo_write(record: GoldenImport, plan: UndoPlan, by: User | None) -> None:
                 judge_id=prior[3],
                 judge_name=prior[4],
             )
-            for q, d, prior in labels
+            for q, d, prior in undo.get("labels", [])
             if prior is not None
         ],
-        batch_size=1000,
     )
-    for pk, before in undo.get("queries", []):
-        row = Query.objects.filter(pk=pk).first()
-        if row is not None:
-            query_update(row, before, by=by, reason=reason)
-    created = Query.objects.in_bulk(undo.get("created", []))
-    for pk in undo.get("created", []):
-        row = created.get(pk)
-        if row is None:
-            continue
-        if row.external_id in plan.kept:
-            query_update(row, {"status": Query.Status.RETIRED.value}, by=by, reason=reason)
-        else:
-            row.delete()
-    for pk, key in undo.get("keys", []):
-        Document.objects.filter(pk=pk, key=key).update(key=None)
+
+
+def _undo_write(record: GoldenImport, plan: UndoPlan, priors: Prepared, by: User | None) -> None:
+    undo = record.undo or {}
+    golden_set = record.golden_set
+    reason = f"undo of the golden file import {record.source}"
+    now = _labels_now([(q, d) for q, d, _ in undo.get("labels", [])])
+    for pks in chunks([label.pk for label in now.values()]):
+        FrozenLabel.objects.filter(pk__in=pks).delete()
+    prepared_insert(priors)
+    restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
+    created = undo.get("created", [])
+    rows: dict[int, Query] = {}
+    for pks in chunks(sorted(restore.keys() | set(created))):
+        rows.update((row.pk, row) for row in Query.objects.filter(pk__in=pks))
+    # Read again under the lock: a query graded since the plan was read keeps its grades (retired).
+    worked = _with_work([pk for pk in created if pk in rows])
+    names = {pk: rows[pk].external_id for pk in created if pk in rows}
+    plan.kept = sorted(names[pk] for pk in names if pk in worked)
+    plan.changes.queries_removed = sorted(names[pk] for pk in names if pk not in worked)
+    updates = [(rows[pk], before) for pk, before in restore.items() if pk in rows]
+    updates += [(rows[pk], {"status": Query.Status.RETIRED.value}) for pk in names if pk in worked]
+    queries_update(updates, by=by, reason=reason)
+    for pks in chunks([pk for pk in names if pk not in worked]):
+        Query.objects.filter(pk__in=pks).delete()
+    given = dict(undo.get("keys", []))
+    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
+    for pks in chunks([pk for pk, key in given.items() if key_now.get(pk) == key]):
+        Document.objects.filter(pk__in=pks).update(key=None)
     # The candidates it added leave the pools, unless graded since or labelled still.
-    added = {(q, d) for q, d in undo.get("candidates", [])}
-    gone: list[int] = []
-    for pks in chunks(sorted({q for q, _ in added})):
-        graded = Judgment.objects.filter(assignment__query_id__in=pks)
-        kept = set(graded.values_list("assignment__query_id", "document_id"))
-        kept |= set(FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id"))
-        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
-        gone += [pk for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
-    for pks in chunks(gone):
+    for pks in chunks([pk for pk, _, _ in _candidates_leaving(undo)]):
         Candidate.objects.filter(pk__in=pks).delete()
     if undo.get("set"):
         for name, value in undo["set"].items():

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from assay.golden.model import Scale
 from assay.labels.disputes import consolidate
@@ -24,6 +24,7 @@ from labeling.models import (
     GoldItem,
     Judgment,
     Query,
+    TierMove,
 )
 from labeling.selectors.judge_scope import qualified_judge_labels
 
@@ -108,6 +109,92 @@ class Consolidated:
     not_done: list[NotDone] = field(default_factory=list)
 
 
+class FrozenRow(NamedTuple):
+    """A frozen label's values as consolidation reads them."""
+
+    grade: int
+    source: str = HUMAN
+    judge_id: int | None = None
+    judge_name: str = ""
+
+
+Pair = tuple[int, int]  # (query pk, document pk)
+
+
+@dataclass(frozen=True, slots=True)
+class Unwritten:
+    """Changes to a set not written (yet), read as if they were: what a golden-file import or its undo
+    would leave, so that it is checked before anything is written and under no lock (golden_io's
+    import). Everything else is read as it stands.
+
+    `frozen`: per (query pk, document pk) the frozen label the pair would have, None for none.
+    `queries`: per query pk the row as it would be (its fields and status); a query to be created has a
+    negative pk, which no row has. A query that returns from retirement gets back the work its retirement
+    closed (`assignments_retirement_closed`), as `labeling.services.retired_work_reopen` gives it back.
+    `pool_added`, `pool_removed`: candidates (query pk, document pk) joining or leaving pools.
+    `keys` (document pk -> key) and `settings` (the set's k, relevant_min_grade): what
+    `golden_io.selectors.working_golden_get` reads of them."""
+
+    frozen: Mapping[Pair, FrozenRow | None] = field(default_factory=dict)
+    queries: Mapping[int, Query] = field(default_factory=dict)
+    pool_added: frozenset[Pair] = frozenset()
+    pool_removed: frozenset[Pair] = frozenset()
+    keys: Mapping[int, str | None] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The queries whose rows consolidation reads (a subquery) and, with unwritten changes, those that
+    count as active (`active`: None when the rows' own status says) and the assignments they reopen."""
+
+    queries: QuerySet[Query]
+    active: frozenset[int] | None = None
+    reopened: frozenset[int] = frozenset()
+
+    def counts(self, query_id: int) -> bool:
+        return self.active is None or query_id in self.active
+
+
+def _scope(
+    golden_set: GoldenSet, query_ids: Collection[int] | QuerySet[Any, int] | None, unwritten: Unwritten | None
+) -> _Scope:
+    queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
+    if query_ids is not None:
+        # A QuerySet of ids stays a subquery: a long list of ids repeated in every statement costs more.
+        queries = queries.filter(pk__in=query_ids if isinstance(query_ids, QuerySet) else list(query_ids))
+    if unwritten is None:
+        return _Scope(queries)
+    if query_ids is not None:
+        raise ValueError("unwritten changes are read over the whole set, not some of its queries")
+    statuses = dict(Query.objects.filter(golden_set=golden_set).values_list("pk", "status"))
+    active = {pk for pk, status in statuses.items() if status == Query.Status.ACTIVE}
+    for pk, row in unwritten.queries.items():
+        if row.status == Query.Status.ACTIVE:
+            active.add(pk)
+        else:
+            active.discard(pk)
+    returning = [pk for pk in active if pk in statuses and statuses[pk] != Query.Status.ACTIVE]
+    if returning:  # their rows are read too
+        queries = Query.objects.filter(golden_set=golden_set)
+    return _Scope(queries, frozenset(active), frozenset(assignments_retirement_closed(query_ids=returning)))
+
+
+def assignments_retirement_closed(*, query_ids: Collection[int]) -> set[int]:
+    """The assignments each query's latest retirement closed (`labeling.services.query_retire` stamps
+    them `reassigned` with its time): the work the query gets back when it returns."""
+    last: dict[int, Any] = {}
+    retired = TierMove.objects.filter(query_id__in=list(query_ids), to_status=Query.Status.RETIRED)
+    for query_id, at in retired.order_by("at", "id").values_list("query_id", "at"):
+        last[query_id] = at
+    closed = Assignment.objects.filter(query_id__in=list(last), status=Assignment.Status.REASSIGNED)
+    return {
+        pk
+        for pk, query_id, completed in closed.values_list("pk", "query_id", "completed")
+        if completed == last[query_id]
+    }
+
+
 class _Graded(NamedTuple):
     pk: int  # creation order; first, so that a plain sort orders by it
     grade: int
@@ -128,6 +215,7 @@ def labels_consolidated(
     query_ids: Collection[int] | QuerySet[Any, int] | None = None,
     document_ids: Collection[int] | None = None,
     judges: bool = True,
+    unwritten: Unwritten | None = None,
 ) -> Consolidated:
     """Per judged (query, document) of the set's active queries (all, or `query_ids`), the final grade
     with its method, or why there is none yet. Retired queries are left out; with `document_ids` only
@@ -154,14 +242,19 @@ def labels_consolidated(
     adjudicates; a frozen label that came from a judge gives way to any human grade, and to the judge
     label counted now. Readings of the humans' work (agreement, disputes, a judge's human consensus)
     pass `judges=False`.
+
+    With `unwritten`, changes not written yet are read as if they were (`Unwritten`).
     """
     labels: list[FinalLabel] = []
     unresolved: list[Unresolved] = []
     not_done: list[NotDone] = []
-    pairs = _pair_labels(golden_set, query_ids, document_ids)
+    scope = _scope(golden_set, query_ids, unwritten)
+    pairs = _pair_labels(golden_set, query_ids, document_ids, unwritten, scope)
     if judges:
-        _judge_fill(pairs, golden_set, query_ids, document_ids)
+        _judge_fill(pairs, golden_set, scope, document_ids, unwritten)
     for (query_id, document_id), label in sorted(pairs.items()):
+        if not scope.counts(query_id):
+            continue
         if label.not_done:
             not_done.append(NotDone(query_id, document_id, label.not_done, label.grade))
         if label.graded_not_done_only:
@@ -212,14 +305,14 @@ class PairLabel:
 def _judge_fill(
     pairs: dict[tuple[int, int], PairLabel],
     golden_set: GoldenSet,
-    query_ids: Collection[int] | QuerySet[Any, int] | None,
+    scope: _Scope,
     document_ids: Collection[int] | None,
+    unwritten: Unwritten | None,
 ) -> None:
     """Fill, in place, the pool pairs no human labeled with the counted judge labels."""
-    queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
-    if query_ids is not None:
-        queries = queries.filter(pk__in=query_ids if isinstance(query_ids, QuerySet) else list(query_ids))
-    counted = qualified_judge_labels(golden_set=golden_set, query_ids=queries.values_list("pk", flat=True))
+    counted = qualified_judge_labels(
+        golden_set=golden_set, query_ids=scope.queries.values_list("pk", flat=True)
+    )
     if document_ids is not None:
         wanted = set(document_ids)
         counted = {pair: label for pair, label in counted.items() if pair[1] in wanted}
@@ -227,6 +320,8 @@ def _judge_fill(
         return
     query_pks = {q for q, _ in counted}
     pool = set(Candidate.objects.filter(query_id__in=query_pks).values_list("query_id", "document_id"))
+    if unwritten is not None:
+        pool = (pool | unwritten.pool_added) - unwritten.pool_removed
     gold = set(GoldItem.objects.filter(query_id__in=query_pks).values_list("query_id", "document_id"))
     for pair, label in counted.items():
         if pair not in pool or pair in gold:
@@ -250,17 +345,22 @@ def _pair_labels(
     golden_set: GoldenSet,
     query_ids: Collection[int] | QuerySet[Any, int] | None,
     document_ids: Collection[int] | None = None,
+    unwritten: Unwritten | None = None,
+    scope: _Scope | None = None,
 ) -> dict[tuple[int, int], PairLabel]:
     rubric = golden_set.rubric
     scale = Scale(rubric.scale_min, rubric.scale_max)
-    queries = Query.objects.filter(golden_set=golden_set, status=Query.Status.ACTIVE)
-    if query_ids is not None:
-        # A QuerySet of ids stays a subquery: a long list of ids repeated in every statement costs more.
-        queries = queries.filter(pk__in=query_ids if isinstance(query_ids, QuerySet) else list(query_ids))
-    live = (
-        Assignment.objects.everyday().filter(query__in=queries).exclude(status=Assignment.Status.REASSIGNED)
-    )
-    assignments = list(live.values_list("pk", "query_id", "kind", "status"))
+    scope = scope or _scope(golden_set, query_ids, unwritten)
+    queries = scope.queries
+    live = Assignment.objects.everyday().filter(query__in=queries)
+    if scope.reopened:
+        live = live.filter(~Q(status=Assignment.Status.REASSIGNED) | Q(pk__in=scope.reopened))
+    else:
+        live = live.exclude(status=Assignment.Status.REASSIGNED)
+    assignments = [
+        (pk, query_id, kind, Assignment.Status.OPEN if pk in scope.reopened else status)
+        for pk, query_id, kind, status in live.values_list("pk", "query_id", "kind", "status")
+    ]
     dual = {query_id for _, query_id, kind, _ in assignments if kind == Assignment.Kind.SECOND}
     done: dict[int, set[str]] = {}
     counted: dict[int, tuple[int, str]] = {}  # assignment -> (query, kind), for the ones that make labels
@@ -311,14 +411,22 @@ def _pair_labels(
         adjudications[(query_id, document_id)] = (grade, at, digest)  # the newest wins
     out: dict[tuple[int, int], PairLabel] = {}
     frozen: dict[tuple[int, int], int] = {}
-    for query_id, document_id, grade, source, judge_id, judge_name in frozen_labels.filter(
-        query__in=queries
-    ).values_list("query_id", "document_id", "grade", "source", "judge_id", "judge_name"):
+    frozen_rows = {
+        (query_id, document_id): FrozenRow(grade, source, judge_id, judge_name)
+        for query_id, document_id, grade, source, judge_id, judge_name in frozen_labels.filter(
+            query__in=queries
+        ).values_list("query_id", "document_id", "grade", "source", "judge_id", "judge_name")
+    }
+    if unwritten is not None:
+        for pair, row in unwritten.frozen.items():
+            if row is None:
+                frozen_rows.pop(pair, None)
+            elif document_ids is None or pair[1] in document_ids:
+                frozen_rows[pair] = row
+    for pair, (grade, source, judge_id, judge_name) in frozen_rows.items():
         if source != JUDGE:  # a frozen judge label is no human decision: any human grade replaces it
-            frozen[(query_id, document_id)] = grade
-        out[(query_id, document_id)] = PairLabel(
-            grade, FROZEN, source=source, judge_id=judge_id, judge_name=judge_name
-        )
+            frozen[pair] = grade
+        out[pair] = PairLabel(grade, FROZEN, source=source, judge_id=judge_id, judge_name=judge_name)
     dual_done = {q for q, kinds in done.items() if {Assignment.Kind.PRIMARY, Assignment.Kind.SECOND} <= kinds}
     with_third = {query_id for query_id, kind in counted.values() if kind == Assignment.Kind.THIRD}
     for pair in graded.keys() | adjudications.keys():

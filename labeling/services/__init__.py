@@ -147,6 +147,7 @@ from labeling.services.pools import (
     pool_import_rankings,
     pool_import_run,
     pool_merge,
+    pool_merged,
 )
 from labeling.services.review import (
     ReviewError,
@@ -278,6 +279,7 @@ __all__ = [
     "pool_import_rankings",
     "pool_import_run",
     "pool_merge",
+    "pool_merged",
     "prompt_document",
     "prompt_query",
     "proposal_decide",

@@ -54,23 +54,7 @@ def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True)
     existing = {
         (c.query_id, c.document_id): c for c in Candidate.objects.filter(query_id__in=list(pools)).order_by()
     }
-    new: dict[tuple[int, int], Candidate] = {}
-    changed: dict[int, Candidate] = {}
-    for query_id, entries in pools.items():
-        for entry in entries:
-            pair = (query_id, entry.document.pk)
-            candidate = existing.get(pair) or new.get(pair)
-            if candidate is None:
-                candidate = new[pair] = Candidate(query_id=query_id, document=entry.document, provenance=[])
-            merged = [p for p in candidate.provenance if p["system"] != entry.system]
-            merged.append({"system": entry.system, "rank": entry.rank})
-            merged.sort(key=lambda p: p["system"])
-            if merged != candidate.provenance:
-                candidate.provenance = merged
-                ranks = [p["rank"] for p in merged if p["rank"] is not None]
-                candidate.best_rank = min(ranks) if ranks else None
-                if candidate.pk:
-                    changed[candidate.pk] = candidate
+    new, changed = pool_merged(pools, existing)
     Candidate.objects.bulk_create(new.values(), batch_size=1000)
     Candidate.objects.bulk_update(changed.values(), ["provenance", "best_rank"], batch_size=1000)
     grown = {query_id for query_id, _ in new}
@@ -80,6 +64,32 @@ def pool_merge(*, pools: Mapping[int, Sequence[PoolEntry]], reopen: bool = True)
             query_id__in=grown, status=Assignment.Status.DONE, scope__isnull=True
         ).update(status=Assignment.Status.OPEN, completed=None, reopened=timezone.now())
     return PoolMerged(frozenset(new), reopened)
+
+
+def pool_merged(
+    pools: Mapping[int, Sequence[PoolEntry]], existing: Mapping[tuple[int, int], Candidate]
+) -> tuple[dict[tuple[int, int], Candidate], dict[int, Candidate]]:
+    """`pool_merge`'s rule, writing nothing: the candidates the entries add (by (query id, document id))
+    and the `existing` ones whose provenance they change (by pk). A query id need not be a row's yet
+    (golden_io's import builds the candidates of the queries it creates before it creates them)."""
+    new: dict[tuple[int, int], Candidate] = {}
+    changed: dict[int, Candidate] = {}
+    for query_id, entries in pools.items():
+        for entry in entries:
+            pair = (query_id, entry.document.pk)
+            candidate = existing.get(pair) or new.get(pair)
+            if candidate is None:
+                candidate = new[pair] = Candidate(query_id=query_id, document_id=pair[1], provenance=[])
+            merged = [p for p in candidate.provenance if p["system"] != entry.system]
+            merged.append({"system": entry.system, "rank": entry.rank})
+            merged.sort(key=lambda p: p["system"])
+            if merged != candidate.provenance:
+                candidate.provenance = merged
+                ranks = [p["rank"] for p in merged if p["rank"] is not None]
+                candidate.best_rank = min(ranks) if ranks else None
+                if candidate.pk:
+                    changed[candidate.pk] = candidate
+    return new, changed
 
 
 def pool_add_judged(*, golden_set: GoldenSet) -> int:

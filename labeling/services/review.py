@@ -36,7 +36,7 @@ from labeling.models import (
     TierMove,
 )
 from labeling.roles import raters_of
-from labeling.selectors import DUAL_KINDS
+from labeling.selectors import DUAL_KINDS, assignments_retirement_closed
 from labeling.services.assignments import AssignmentError, _refresh_completion, gold_distribute
 from labeling.services.grading import MAX_NOTE
 from labeling.services.judge_qualification import drift_check_schedule
@@ -108,25 +108,15 @@ def query_retire(*, query: Query, by: User, reason: str) -> TierMove:
     return move
 
 
-def retired_work_reopen(*, query: Query) -> int:
-    """A retired query comes back: the assignments its retirement closed are open again (finished ones
-    done again); returns how many. Call it once the query is active: golden_io's golden-file import does,
-    for a query the file brings back. Beside `query_retire`, whose stamp on the closed assignments it
-    reads."""
-    retired = TierMove.objects.filter(query=query, to_status=Query.Status.RETIRED).order_by("-at", "-id")
-    last = retired.first()
-    if last is None:
-        return 0
-    closed = list(
-        Assignment.objects.select_for_update().filter(
-            query=query, status=Assignment.Status.REASSIGNED, completed=last.at
-        )
+def retired_work_reopen(*, queries: Sequence[Query]) -> int:
+    """Retired queries come back: the assignments their retirement closed are open again; returns how
+    many. Call it once the queries are active: golden_io's golden-file import does, for the queries the
+    file brings back. Beside `query_retire`, whose stamp on the closed assignments it reads
+    (`labeling.selectors.assignments_retirement_closed`)."""
+    closed = assignments_retirement_closed(query_ids=[query.pk for query in queries])
+    return Assignment.objects.filter(pk__in=closed, status=Assignment.Status.REASSIGNED).update(
+        status=Assignment.Status.OPEN, completed=None
     )
-    for assignment in closed:
-        assignment.status, assignment.completed = Assignment.Status.OPEN, None
-        assignment.save(update_fields=["status", "completed"])
-        _refresh_completion(assignment)
-    return len(closed)
 
 
 @transaction.atomic

@@ -40,9 +40,9 @@ SPEC = {
 def slow(consolidated: ConsolidatedStub, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading the labels takes a while, so the second freeze surely arrives while the first holds the set."""
 
-    def slowly(*, golden_set: GoldenSet) -> Any:
+    def slowly(*, golden_set: GoldenSet, unwritten: object = None) -> Any:
         time.sleep(0.3)
-        return consolidated(golden_set=golden_set)
+        return consolidated(golden_set=golden_set, unwritten=unwritten)
 
     monkeypatch.setattr(labeling_selectors, "labels_consolidated", slowly)
 
@@ -63,13 +63,13 @@ def test_two_freezes_at_once_make_two_distinct_chained_versions(
     users = [rita, bob]
     reads = []
 
-    def regraded_in_between(*, golden_set: GoldenSet) -> Any:
+    def regraded_in_between(*, golden_set: GoldenSet, unwritten: object = None) -> Any:
         """As `slow`, and a label changes after the first read, so the second freeze has a change."""
         reads.append(golden_set.pk)
         if len(reads) == 2:
             consolidated.grade(built.queries["q-1"], built.docs["d-2"], 1)
         time.sleep(0.3)
-        return consolidated(golden_set=golden_set)
+        return consolidated(golden_set=golden_set, unwritten=unwritten)
 
     monkeypatch.setattr(labeling_selectors, "labels_consolidated", regraded_in_between)
 

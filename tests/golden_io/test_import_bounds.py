@@ -18,11 +18,15 @@ from django.test import Client
 from django.urls import reverse
 
 from assay.convert.formats import GOLDEN_FORMATS, upload_formats
+from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
+from golden_io import selectors as golden_selectors
 from golden_io import services
 from golden_io.foreign import JudgmentsFormat
-from golden_io.services import imports
+from golden_io.models import GoldenImport
+from golden_io.services import import_planning
 from labeling import services as labeling_services
-from labeling.models import Assignment, GoldenSet, Judgment
+from labeling.models import Assignment, GoldenSet
+from labeling.models import Judgment as Grade
 from tests import factories
 from tests.golden_io.test_import_merge import as_file, partial
 from tests.support.evaluation import page_text
@@ -45,7 +49,7 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the files converted (another format) or parsed (a golden file) by the import: the real
     functions, wrapped to record each call."""
     calls: list[str] = []
-    convert, parse = imports.golden_from_format, imports.parse
+    convert, parse = import_planning.golden_from_format, import_planning.parse
 
     def converting(**kwargs: Any) -> bytes | None:
         calls.append(kwargs["source"])
@@ -55,8 +59,8 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append("parse")
         return parse(data)
 
-    monkeypatch.setattr(imports, "golden_from_format", converting)
-    monkeypatch.setattr(imports, "parse", parsing)
+    monkeypatch.setattr(import_planning, "golden_from_format", converting)
+    monkeypatch.setattr(import_planning, "parse", parsing)
     return calls
 
 
@@ -142,30 +146,126 @@ def test_the_page_refuses_a_file_past_the_judgment_limit_in_words(
     assert dump(gset) == before
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_grade_saved_while_an_import_converts_waits_for_nothing(
-    golden_set: GoldenSet, assignment: Assignment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """On PostgreSQL, two connections: the import's (a thread) is held inside its conversion while the
-    test's saves a rater's grade with a lock timeout of one second. The import's connection holds no lock
-    and no transaction meanwhile, so the grade is saved; then the import goes on and is previewed."""
-    converting, graded = threading.Event(), threading.Event()
-    seen: dict[str, Any] = {}
-    convert = imports.golden_from_format
+# --------------------------------------------------------------------------------------------- 100,000 rows
 
-    def held(**kwargs: Any) -> bytes | None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            seen["pid"] = cursor.fetchone()[0]
-        seen["atomic"] = connection.in_atomic_block
-        converting.set()
-        assert graded.wait(timeout=60)
-        return convert(**kwargs)
 
-    monkeypatch.setattr(imports, "golden_from_format", held)
-    csv = b"query,docid,rating\nrefund policy for annual plan,%s,1\n" % (
-        assignment.query.candidates.order_by("best_rank").first().document.doc_id.encode()  # type: ignore[union-attr]
+def _rows(golden_set: GoldenSet, queries: int, per_query: int) -> GoldenFile:
+    """A file of `queries` x `per_query` rows, every row a judgment."""
+    rubric = golden_set.rubric
+    return GoldenFile(
+        version="big",
+        queries=tuple(
+            GoldenQuery(
+                f"q-{i:06d}",
+                f"query number {i}",
+                tuple(Judgment(f"d{i}-{j}", j % 4) for j in range(per_query)),
+            )
+            for i in range(queries)
+        ),
+        k=golden_set.k,
+        relevant_min_grade=golden_set.relevant_min_grade,
+        scale=Scale(rubric.scale_min, rubric.scale_max),
+        rubric=str(rubric),
     )
+
+
+@pytest.fixture(scope="module")
+def hundred_thousand_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, Any, str]]:
+    """One file of 100,000 rows (1,000 queries of 100 judgments) in each format the page reads, written
+    by assay.convert's writers."""
+    from labeling.models import Rubric
+
+    rubric = Rubric(name="four", version=1)
+    golden_set = GoldenSet(slug="big", k=10, relevant_min_grade=1, rubric=rubric)
+    golden = _rows(golden_set, 1_000, 100)
+    files = {}
+    for name in READ:
+        files[name] = as_file(golden, name, tmp_path_factory.mktemp(name.replace("-", "_")))
+    return files
+
+
+@pytest.mark.parametrize("name", READ)
+def test_a_file_of_100000_rows_in_every_format_is_refused_on_the_page_in_words(
+    client: Client,
+    gset: GoldenSet,
+    rita: User,
+    name: str,
+    hundred_thousand_rows: dict[str, tuple[bytes, Any, str]],
+) -> None:
+    """With the page's default limits: refused in words naming the limit, its setting and the command,
+    and nothing is written or kept."""
+    gset.reviewers.add(rita)
+    client.force_login(rita)
+    data, fmt, source = hundred_thousand_rows[name]
+    form: dict[str, Any] = {"file": SimpleUploadedFile(source, data), "format": name, "mode": "merge"}
+    if fmt.topics:
+        form["topics"] = SimpleUploadedFile(fmt.topics[0], fmt.topics[1])
+    before = dump(gset)
+
+    response = client.post(reverse("golden_io:golden_import", args=[gset.slug]), form)
+
+    assert response.status_code == 400
+    command = f"python manage.py import_golden {gset.slug} <file>"
+    if name not in GOLDEN_FORMATS:
+        command += f" --from {name}" + (" --topics <topics file>" if fmt.topics else "")
+    assert (
+        "the file holds more than 50,000 judgments; a file uploaded here may hold at most 50,000 "
+        "(ASSAY_WEB_GOLDEN_MAX_JUDGMENTS), so that it is checked and written within one web request. "
+        f"Import it on the server with: {command}"
+    ) in page_text(response)
+    assert dump(gset) == before
+    assert not GoldenImport.objects.exists()
+
+
+# --------------------------------------------------------------------------------------------- no lock
+
+
+def _pause(event: threading.Event, released: threading.Event, seen: dict[str, Any]) -> None:
+    """Record the calling connection's backend and whether it is in a transaction, then wait."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        seen["pid"] = cursor.fetchone()[0]
+    seen["atomic"] = connection.in_atomic_block
+    event.set()
+    assert released.wait(timeout=60)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stage", ["converting", "checking against the next freeze"])
+def test_a_grade_saved_while_an_import_is_previewed_waits_for_nothing(
+    golden_set: GoldenSet,
+    assignment: Assignment,
+    stage: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """On PostgreSQL, two connections: the preview's (a thread) is held while it converts the file, or
+    while it checks the set as the changes would leave it against the next freeze (in memory), and the
+    test's saves a rater's grade with a lock timeout of one second. The preview's connection holds no
+    lock and no transaction meanwhile, so the grade is saved; then the preview goes on and is shown. The
+    functions paused are the real ones, called after the pause."""
+    reached, released = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+    if stage == "converting":
+        convert = import_planning.golden_from_format
+
+        def converting(**kwargs: Any) -> bytes | None:
+            _pause(reached, released, seen)
+            return convert(**kwargs)
+
+        monkeypatch.setattr(import_planning, "golden_from_format", converting)
+    else:
+        build = golden_selectors.working_golden_raw
+
+        def checking(**kwargs: Any) -> GoldenFile:
+            if kwargs.get("unwritten") is not None:  # the set as the changes would leave it
+                _pause(reached, released, seen)
+            return build(**kwargs)
+
+        monkeypatch.setattr(golden_selectors, "working_golden_raw", checking)
+    candidate = assignment.query.candidates.order_by("best_rank").first()
+    assert candidate is not None
+    csv = b"query,docid,rating\nrefund policy for annual plan,%s,1\n" % candidate.document.doc_id.encode()
     result: dict[str, Any] = {}
 
     def preview() -> None:
@@ -187,7 +287,7 @@ def test_a_grade_saved_while_an_import_converts_waits_for_nothing(
     thread = threading.Thread(target=preview)
     thread.start()
     try:
-        assert converting.wait(timeout=60)
+        assert reached.wait(timeout=60)
         with connection.cursor() as cursor:
             cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [seen["pid"]])
             state = cursor.fetchone()[0]
@@ -196,45 +296,49 @@ def test_a_grade_saved_while_an_import_converts_waits_for_nothing(
             )
             locks = cursor.fetchone()[0]
             cursor.execute("SET lock_timeout = '1s'")
-        candidate = assignment.query.candidates.order_by("best_rank").first()
-        assert candidate is not None
         labeling_services.judgment_submit(
             assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=2
         )
+        saved_while_held = thread.is_alive()
     finally:
-        graded.set()
+        released.set()
         thread.join(timeout=120)
         with connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
-    assert (state, locks, seen["atomic"]) == ("idle", 0, False)
-    assert Judgment.objects.get(assignment=assignment, document=candidate.document).grade == 2
+    assert (state, locks, seen["atomic"], saved_while_held) == ("idle", 0, False, True)
+    assert Grade.objects.get(assignment=assignment, document=candidate.document).grade == 2
     assert "error" not in result, result.get("error")
     assert result["ok"] and not result["changes"].empty
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_a_set_the_next_freeze_takes_is_checked_once_under_the_lock(
-    gset: GoldenSet, broken: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_the_freeze_check_runs_before_any_transaction_in_preview_confirm_and_undo(
+    gset: GoldenSet, broken: bool, rita: User, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The freeze check of the set before the writes runs outside the transaction; only a set that has
-    reasons to be refused already is checked again under the lock (so a reason mended meanwhile is not
-    taken for one it had). Each call records whether it ran inside the transaction."""
+    """The set is read as it is and as the changes would leave it, outside any transaction, for the
+    preview, the confirmation and the undo: their transactions hold only the re-check and the writes.
+    Each build of the working golden file records whether it ran inside a transaction."""
     if broken:  # a critical query without a judgment: the next freeze refuses the set already
         factories.QueryFactory.create(golden_set=gset, external_id="q-0900", text="lost", critical=True)
-    under_lock: list[bool] = []
-    check = imports._freeze_problems
+    calls: list[tuple[bool, bool]] = []
+    build = golden_selectors.working_golden_raw
     test_blocks = len(connection.atomic_blocks)  # the test's own transaction
 
-    def recorded(golden_set: GoldenSet) -> list[str]:
-        under_lock.append(len(connection.atomic_blocks) > test_blocks)
-        return check(golden_set)
+    def recorded(**kwargs: Any) -> GoldenFile:
+        calls.append((kwargs.get("unwritten") is not None, len(connection.atomic_blocks) > test_blocks))
+        return build(**kwargs)
 
-    monkeypatch.setattr(imports, "_freeze_problems", recorded)
+    monkeypatch.setattr(golden_selectors, "working_golden_raw", recorded)
     data, fmt, source = as_file(partial(gset), "golden", tmp_path)
 
-    report, _, record = services.golden_import_preview(
+    report, changes, record = services.golden_import_preview(
         golden_set=gset, data=data, source=source, by=None, fmt=fmt
     )
+    assert report.ok and record is not None and changes is not None, report.problems
+    written, _ = services.golden_import_confirm(record=record, digest=changes.digest())
+    assert written.ok, written.problems
+    undone, _ = services.golden_import_undo(record=record, by=rita)
+    assert undone.ok, undone.problems
 
-    assert report.ok and record is not None, report.problems
-    assert under_lock == ([False, True, True] if broken else [False, True])
+    # Each step: the set as it is, then as its changes would leave it; never inside a transaction.
+    assert calls == [(False, False), (True, False)] * 3

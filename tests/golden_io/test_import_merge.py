@@ -21,7 +21,8 @@ from assay.golden.model import GoldenFile, GoldenQuery, Judgment, Scale
 from golden_io import services
 from golden_io.foreign import JudgmentsFormat
 from golden_io.models import GoldenImport
-from labeling.models import Document, FrozenLabel, GoldenSet, Query
+from golden_io.services import imports
+from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query
 from tests.support.rich_set import dump, rich_set
 
 pytestmark = pytest.mark.django_db
@@ -201,6 +202,48 @@ def test_a_preview_writes_nothing_and_a_stale_one_is_not_written(gset: GoldenSet
     assert dump(gset) == changed
 
 
+CHANGES: dict[str, Any] = {
+    "a label": lambda: FrozenLabel.objects.filter(query__external_id="q-0003", document__doc_id="d6").update(
+        grade=0
+    ),
+    "a query's field": lambda: Query.objects.filter(external_id="q-0004").update(tier="challenge"),
+    "a document's key": lambda: Document.objects.filter(doc_id="d3").update(key="https://kb/three"),
+    "a pool": lambda: Candidate.objects.create(
+        query=Query.objects.get(external_id="q-0001"), document=Document.objects.get(doc_id="d4")
+    ),
+    "the set's k": lambda: GoldenSet.objects.filter(slug="hc").update(k=7),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_set_changed_just_before_the_confirmations_transaction_is_not_written(
+    gset: GoldenSet, change: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The confirmation plans the file, checks it and builds its rows outside any transaction; the set
+    changes after that, before the transaction (anywhere in the set, not only where the file writes).
+    Under the lock it reads the set again, finds it is not as planned, writes nothing and says to
+    preview again. The rows are built by the real function; the change is made after it."""
+    data, fmt, source = as_file(partial(gset), "golden", tmp_path)
+    _, changes, record = services.golden_import_preview(
+        golden_set=gset, data=data, source=source, by=None, fmt=fmt
+    )
+    assert changes is not None and record is not None
+    build = imports.import_rows
+
+    def then_changed(golden_set: GoldenSet, plan: Any) -> Any:
+        rows = build(golden_set, plan)
+        CHANGES[change]()
+        return rows
+
+    monkeypatch.setattr(imports, "import_rows", then_changed)
+    report, _ = services.golden_import_confirm(record=record, digest=changes.digest())
+
+    assert [p.code for p in report.problems] == ["stale_preview"]
+    record.refresh_from_db()
+    assert record.status == "previewed"
+    assert _labels(gset)[("q-0002", "d1")] == 2  # the file's 3 not written
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["golden", "quepid-csv", "trec-qrels"])
 def test_an_undo_gives_the_set_back_exactly(
@@ -229,6 +272,22 @@ def test_an_undo_gives_the_set_back_exactly(
     assert services.import_undoable(golden_set=gset) is None
     record.refresh_from_db()
     assert (record.status, record.undone_by) == ("undone", rita)
+
+
+def test_the_undo_of_a_sets_first_import_leaves_it_as_empty_as_it_was(rita: User, tmp_path: Path) -> None:
+    """A set with documents and no query yet: its first import can be undone (a set of no query is not a
+    reason the undo brings: the set had none before), and the set is as it was."""
+    golden_set = rich_set()
+    Query.objects.filter(golden_set=golden_set).delete()
+    before = dump(golden_set)
+    assert _import(golden_set, partial(golden_set), "golden", tmp_path, "merge").ok
+    record = services.import_undoable(golden_set=golden_set)
+    assert record is not None
+
+    report, _ = services.golden_import_undo(record=record, by=rita)
+
+    assert report.ok, report.problems
+    assert dump(golden_set) == before
 
 
 def test_an_undo_after_a_freeze_says_the_version_keeps_the_labels(

@@ -58,7 +58,8 @@ class ConsolidatedStub:
     def unresolve(self, query: Query, doc: Document, reason: str = "awaiting third rater") -> None:
         self.unresolved[(query.pk, doc.pk)] = reason
 
-    def __call__(self, *, golden_set: GoldenSet) -> Consolidated:
+    def __call__(self, *, golden_set: GoldenSet, unwritten: object = None) -> Consolidated:
+        assert unwritten is None, "the stub reads the set as written"
         self.calls += 1
         pairs: dict[tuple[int, int], tuple[int, str]] = {
             (f.query_id, f.document_id): (f.grade, "frozen")
