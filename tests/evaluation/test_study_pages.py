@@ -45,7 +45,7 @@ def _blinded(html: str, token: str) -> str:
     task's token (random) and the CSRF token (masked anew for every response)."""
     html = html.replace(token, "TOKEN")
     html = CSRF.sub(r"\1CSRF\2", html)
-    lists, _answer = html.split('<div class="sxs-lists">', 1)[1].split('<form class="card sxs-answer"', 1)
+    lists, _answer = html.split('<div class="sxs-lists">', 1)[1].split('<div class="card sxs-answer', 1)
     assert "Left list" in lists and "Right list" in lists
     return html.replace(lists, "LISTS")
 
