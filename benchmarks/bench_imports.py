@@ -15,7 +15,8 @@ what a rater's grade save waits meanwhile; before and after the preview stopped 
   locked"). The lock's figure is the longest stretch the probe found it held.
 - **Before and after.** The same measurement runs against the code of commit `BEFORE` (the import whose
   preview wrote its changes under the set's lock and rolled them back, and whose confirmation checked the
-  freeze under it), extracted with `git archive` next to this one, in the same run.
+  freeze under it), extracted with `git archive` next to this one, in the same run: each twice, the two
+  codes' order alternating (the load of a shared machine moves while they run).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ QUERIES, PER_QUERY, DOCUMENTS = 10_000, 5, 100
 SHAPES = ((20_000, 5), (1_000, 100))  # 100,000 rows each
 PROBE_EVERY_S, SAVE_EVERY_S = 0.01, 0.1
 REFUSAL_REPEAT = 3
+ROUNDS = 2
+FIGURES = ("seconds", "lock_longest", "save_max")
 
 
 def bench_database_url() -> str:
@@ -380,21 +383,34 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}" if value < 10 else f"{value:.0f}"
 
 
+def _imports_measured(pg: str, loads: list[float]) -> list[dict[str, Any]]:
+    """Every (database, code) measured ROUNDS times, the codes' order alternating between rounds so
+    that neither always runs first."""
+    rows: list[dict[str, Any]] = []
+    with _before_tree() as before, tempfile.TemporaryDirectory() as var:
+        trees = [("after", REPO)] + ([("before", before)] if before is not None else [])
+        for round_ in range(ROUNDS):
+            for database, url in (("PostgreSQL", pg), ("SQLite", f"sqlite:///{var}/bench.sqlite3")):
+                for code, tree in trees if round_ % 2 == 0 else trees[::-1]:
+                    Path(f"{var}/bench.sqlite3").unlink(missing_ok=True)
+                    measured, *load = _run("imports", url, tree)
+                    loads += load
+                    rows += [{"database": database, "code": code, "round": round_, **row} for row in measured]
+    return rows
+
+
+def _cells(rows: list[dict[str, Any]], code: str, figure: str) -> str:
+    """One figure of one code over the rounds, "first, second"."""
+    found = sorted((row["round"], row[figure]) for row in rows if row["code"] == code)
+    return ", ".join(_seconds(value) for _, value in found) or "-"
+
+
 def main() -> None:
     pg = bench_database_url()
     loads: list[float] = []
     refusals, *load = _run("refusals", pg, REPO)
     loads += load
-    imports: list[dict[str, Any]] = []
-    with _before_tree() as before, tempfile.TemporaryDirectory() as var:
-        trees = [("after", REPO)] + ([("before", before)] if before is not None else [])
-        for database, url in (("PostgreSQL", pg), ("SQLite", f"sqlite:///{var}/bench.sqlite3")):
-            for code, tree in trees:
-                if url.startswith("sqlite"):
-                    Path(f"{var}/bench.sqlite3").unlink(missing_ok=True)
-                rows, *load = _run("imports", url, tree)
-                loads += load
-                imports += [{"database": database, "code": code, **row} for row in rows]
+    imports = _imports_measured(pg, loads)
     lines = [
         "## Golden-file imports: refusals, the preview and the confirmation",
         "",
@@ -416,24 +432,35 @@ def main() -> None:
         )
     lines += [
         "",
-        f"**10,000 queries of {PER_QUERY} judgments**, seconds; the lock is the set's row on PostgreSQL and"
-        " the database's write lock on SQLite; a rater's saves during the step:",
+        f"**10,000 queries of {PER_QUERY} judgments**, seconds, each cell the {ROUNDS} rounds in order; the"
+        " lock is the set's row on PostgreSQL and the database's write lock on SQLite; the longest a rater's"
+        " save took during the step:",
         "",
-        "| database | file | step | code | seconds | lock held (longest) | saves | failed | save median ms"
-        " | save max s |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| database | file | step | seconds after | before | lock held after | before | longest save after"
+        " | before |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for row in imports:
-        median = row["save_median"]
-        lines.append(
-            f"| {row['database']} | {row['scenario']} | {row['step']} | {row['code']}"
-            f" | {_seconds(row['seconds'])} | {_seconds(row['lock_longest'])} | {row['saves']}"
-            f" | {row['failed']} | {'-' if median is None else f'{median * 1000:.0f}'}"
-            f" | {_seconds(row['save_max'])} |"
-        )
-    failures = sorted({row["failure"] for row in imports if row["failure"]})
+    steps = sorted(
+        {(row["database"], row["scenario"], row["step"]) for row in imports},
+        key=lambda key: (key[0], key[1] != "new", key[2] != "preview"),
+    )
+    for database, scenario, step in steps:
+        rows = [r for r in imports if (r["database"], r["scenario"], r["step"]) == (database, scenario, step)]
+        cells = [_cells(rows, code, figure) for figure in FIGURES for code in ("after", "before")]
+        lines.append(f"| {database} | {scenario} | {step} | {' | '.join(cells)} |")
+    saves = sum(row["saves"] for row in imports)
+    failures = [row for row in imports if row["failed"]]
+    lines += ["", f"The rater saved {saves:,} grades in all;"]
     if failures:
-        lines += ["", "Failed saves said: " + "; ".join(f"`{f}`" for f in failures) + "."]
+        said = sorted({row["failure"] for row in failures})
+        lines[-1] += (
+            f" {sum(row['failed'] for row in failures)} saves failed, all with the code"
+            f" {' and '.join(sorted({row['code'] for row in failures}))}: "
+            + "; ".join(f"`{f}`" for f in said)
+            + "."
+        )
+    else:
+        lines[-1] += " none failed."
     if not any(row["code"] == "before" for row in imports):
         lines += ["", f"The code before (commit {BEFORE[:7]}) is not in this clone: measured after only."]
     write_section("imports", "\n".join(lines))
