@@ -192,6 +192,8 @@ def _page_kwargs(name: str, params: list[str], w: World) -> dict[str, Any]:
             values[param] = experiment.pk
         elif param == "adoption_id":
             values[param] = w.adoption.pk
+        elif param == "slot":  # an experiment's configuration, 1 the grid's first
+            values[param] = 1
         elif param == "slug":
             values[param] = w.golden_set.slug
         elif param == "pk" and name.startswith("token"):
@@ -254,6 +256,11 @@ PAGE_POSTS: dict[str, Callable[[World], dict[str, Any]]] = {
 PAGE_QUERIES: dict[str, Callable[[World], str]] = {
     "run_compare": lambda w: f"?a={w.scene.baseline.pk}&b={w.scene.current.pk}",
     "target_trend": lambda w: f"?set={w.golden_set.slug}",
+    # The evidence pages show one query: the first the failing run answered (in the study and the experiment)
+    **{
+        name: (lambda w: f"?query={w.scene.current.report['per_query'][0]['id']}")
+        for name in ("run_query_evidence", "study_query_evidence", "experiment_query_evidence")
+    },
 }
 
 
