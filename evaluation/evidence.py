@@ -51,9 +51,13 @@ class EvidenceList:
         ]
 
 
+def _query_in(golden: GoldenFile, query_id: str) -> GoldenQuery | None:
+    return next((q for q in golden.queries if q.id == query_id), None)
+
+
 def golden_query(golden: GoldenFile, query_id: str) -> GoldenQuery:
     """The query of the golden file, or a 404 that names it (an id typed into the address)."""
-    found = next((q for q in golden.queries if q.id == query_id), None)
+    found = _query_in(golden, query_id)
     if found is None:
         raise Http404(f"no query {query_id!r} here")
     return found
@@ -61,7 +65,7 @@ def golden_query(golden: GoldenFile, query_id: str) -> GoldenQuery:
 
 def grades_of(golden: GoldenFile, query_id: str) -> dict[str, int]:
     """The query's frozen labels in `golden` (none when the version does not hold the query)."""
-    found = next((q for q in golden.queries if q.id == query_id), None)
+    found = _query_in(golden, query_id)
     return found.grades if found is not None else {}
 
 

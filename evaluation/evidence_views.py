@@ -181,8 +181,13 @@ def _config(experiment: Experiment, slot: int) -> tuple[dict[str, Any], Any]:
     return result["configs"][slot - 1], golden_of(version)
 
 
-def _slot_lists(experiment: Experiment, slot: int) -> dict[tuple[int, str], ExperimentResult]:
+def _slot_lists(
+    experiment: Experiment, slot: int, query_id: str | None = None
+) -> dict[tuple[int, str], ExperimentResult]:
+    """The stored lists of the baseline (slot 0) and configuration `slot`: every query's, or one's."""
     rows = ExperimentResult.objects.filter(experiment=experiment, slot__in=[0, slot])
+    if query_id is not None:
+        rows = rows.filter(query_id=query_id)
     return {(row.slot, row.query_id): row for row in rows}
 
 
@@ -250,7 +255,7 @@ def experiment_query_evidence(request: HttpRequest, experiment_id: int, slot: in
     config, golden = _config(experiment, slot)
     query_id = _query_id(request)
     query = golden_query(golden, query_id)
-    lists = _slot_lists(experiment, slot)
+    lists = _slot_lists(experiment, slot, query_id)
     if (0, query_id) not in lists and (slot, query_id) not in lists:
         raise Http404(f"experiment {experiment.pk} did not search {query_id!r}")
     queries_url = reverse("evaluation:experiment_config_queries", args=[experiment.pk, slot])
