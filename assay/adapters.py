@@ -361,7 +361,7 @@ def _templated(name: str, label: str) -> AdapterKind:
 
 
 # The one registry of adapters: the command's `--adapter` choices, a target's choices and its database
-# constraint (evaluation.models.SearchTarget), the target checks (assay.targets) and docs/cli.md's table
+# constraint (evaluation.runs.models.SearchTarget), the target checks (assay.targets) and docs/cli.md's table
 # (held equal by tests/assay/test_adapters_registry.py) all read it.
 ADAPTERS: dict[str, AdapterKind] = {
     kind.name: kind

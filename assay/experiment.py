@@ -433,7 +433,7 @@ def coverage(
 def same_answers(baseline: Mapping[str, QueryResult], rows: Mapping[str, QueryResult]) -> tuple[int, int]:
     """(compared, same): the queries both answered (no error), and of those the ones answered with the
     same ids in the same order. The app reads the same rule in SQL from its stored answers
-    (evaluation/services/experiments.py, `_echo_counts`)."""
+    (evaluation/experiments/services/experiments.py, `_echo_counts`)."""
     compared = same = 0
     for qid, row in rows.items():
         base = baseline.get(qid)

@@ -2,8 +2,8 @@
 through a queue (pure).
 
 The caller's thread owns what the work must not touch (a database connection): it reads the results as
-they come and writes them at once. A run's chunk searches this way (`evaluation.services.chunks`, and an
-experiment's chunk in `evaluation.services.experiment_chunks`), and so does a judge job's chunk
+they come and writes them at once. A run's chunk searches this way (`evaluation.runs.services.chunks`, and an
+experiment's chunk in `evaluation.experiments.services.chunks`), and so does a judge job's chunk
 (`labeling.services.judges`).
 """
 

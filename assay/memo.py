@@ -1,6 +1,6 @@
 """Work done once per immutable object rather than once per call (pure).
 
-A worker parses a golden version once and keeps the object (the app's `evaluation.selectors.golden_of`);
+A worker parses a golden version once and keeps the object (the app's `evaluation.runs.selectors.golden_of`);
 what scoring derives from it alone (its columns, lookups, masks) is then the same for every run scored
 against it. The golden model's classes are frozen and slotted (no attribute to hang a result on, no weak
 reference), so `ByIdentity` keeps the last few results beside the objects they came from, found by

@@ -61,8 +61,8 @@ def _cpu_seconds(pgid: int) -> float:
 
 
 def demo_run(version: Any, target: Any, user: Any) -> dict[str, float]:
-    from evaluation.models import EvaluationRun, QueryRunResult
-    from evaluation.services import run_create
+    from evaluation.runs.models import EvaluationRun, QueryRunResult
+    from evaluation.runs.services import run_create
 
     started = time.perf_counter()
     run = run_create(golden_version=version, target=target, triggered_by=user, params={"rewrite": True})
@@ -92,7 +92,7 @@ def page_run(client: Any, version: Any, target: Any, user: Any) -> float:
     progress fragment polled as its `hx-trigger` says, then the whole page again once the fragment says
     the run is final (HX-Refresh). Through Django's test client in this process: the server's side of
     each request, without the browser's own time."""
-    from evaluation.services import run_create
+    from evaluation.runs.services import run_create
 
     started = time.perf_counter()
     run = run_create(golden_version=version, target=target, triggered_by=user, params={"rewrite": True})
@@ -115,7 +115,7 @@ def inner(out: Path) -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from evaluation.models import SearchTarget
+    from evaluation.runs.models import SearchTarget
     from golden_io.models import GoldenVersion
     from tests.support.processes import serving
     from tests.support.workers import Worker

@@ -50,8 +50,8 @@ def main() -> None:
 
 
 def app_sweep(version: Any, target: Any, user: Any) -> tuple[float, Any]:
-    from evaluation.models import Experiment
-    from evaluation.services.experiments import experiment_create
+    from evaluation.experiments.models import Experiment
+    from evaluation.experiments.services.experiments import experiment_create
 
     started = time.perf_counter()
     experiment = experiment_create(
@@ -86,8 +86,8 @@ def cli_sweep(golden: Path, url: str, fixed: dict[str, Any], out: Path) -> tuple
 
 def memory(experiment: Any, sizes: tuple[int, ...]) -> dict[int, float]:
     """Peak MB (tracemalloc) of ranking the tuning phase of an experiment of each size."""
-    from evaluation.models import Experiment, ExperimentResult
-    from evaluation.services.experiments import experiment_advance
+    from evaluation.experiments.models import Experiment, ExperimentResult
+    from evaluation.experiments.services.experiments import experiment_advance
 
     base = list(
         ExperimentResult.objects.filter(
@@ -127,7 +127,8 @@ def inner(out: Path) -> None:
     from django.core.management import call_command
 
     from assay.targets import harness_config
-    from evaluation.models import ExperimentResult, SearchTarget
+    from evaluation.experiments.models import ExperimentResult
+    from evaluation.runs.models import SearchTarget
     from golden_io.models import GoldenVersion
     from tests.support.processes import serving
     from tests.support.workers import Worker
@@ -180,7 +181,7 @@ def inner(out: Path) -> None:
 
 
 def golden_queries(version: Any) -> list[Any]:
-    from evaluation.selectors import golden_of
+    from evaluation.runs.selectors import golden_of
 
     return list(golden_of(version).queries)
 

@@ -1,5 +1,5 @@
 """Finalize at 100,000 queries: the step that turns a run's result rows into its report, gate and verdict
-(evaluation/services/finalize.py `run_finalize_process`), timed on its own, without searching.
+(evaluation/runs/services/finalize.py `run_finalize_process`), timed on its own, without searching.
 
 The run is made up: a seeded random golden version of 100,000 queries (tests/assay/finalize_fixture.py:
 errors, expected-empty, critical, shadow and core tiers, weights, strata, bands, failure modes) and a
@@ -44,7 +44,7 @@ def main() -> None:
 
 
 def _results(run: Any, golden: Any, seed: int) -> None:
-    from evaluation.models import QueryRunResult
+    from evaluation.runs.models import QueryRunResult
 
     rng = random.Random(seed)
     docs = [f"d{i}" for i in range(1, 13)]
@@ -80,10 +80,10 @@ def inner() -> None:
     from assay.memory import gc_paused
     from assay.report import BOOTSTRAP_SEED, build_report
     from benchmarks._report import save_figures, write_section
-    from evaluation import selectors
     from evaluation.fields import large_json_write
-    from evaluation.models import Baseline, EvaluationRun
-    from evaluation.services.finalize import run_finalize_process, run_gate, run_report_build
+    from evaluation.runs import selectors
+    from evaluation.runs.models import Baseline, EvaluationRun
+    from evaluation.runs.services.finalize import run_finalize_process, run_gate, run_report_build
     from labeling.models import GoldenSet, Rubric
     from tests.assay.finalize_fixture import seeded_run
     from tests.support.runs import make_target, make_version

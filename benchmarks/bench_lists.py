@@ -50,7 +50,7 @@ def seed() -> dict[str, Any]:
     """The 2,000-query set and everything its lists show; returns the ids the pages need."""
     from django.contrib.auth.models import Group, User
 
-    from evaluation.models import EvaluationRun, SearchTarget
+    from evaluation.runs.models import EvaluationRun, SearchTarget
     from golden_io.models import GoldenVersion
     from golden_io.services import golden_version_freeze
     from labeling.models import (

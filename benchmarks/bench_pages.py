@@ -75,7 +75,8 @@ def seeds() -> list[str]:
     """The reviewer's pages of tests/browser/site.py, found on the demo as `make run` leaves it."""
     from django.urls import reverse
 
-    from evaluation.models import EvaluationRun, SxsStudy
+    from evaluation.runs.models import EvaluationRun
+    from evaluation.studies.models import SxsStudy
     from golden_io.models import GoldenVersion
     from labeling.models import CalibrationRound, GoldenSet, Judge, Query
 

@@ -119,8 +119,8 @@ def celery_workers(var: Path, count: int) -> Iterator[None]:
 
 def celery_run(version: Any, target: Any, user: Any) -> dict[str, Any]:
     """One run from trigger to verdict: wall seconds and where they went."""
-    from evaluation.models import EvaluationRun, QueryRunResult
-    from evaluation.services import run_create
+    from evaluation.runs.models import EvaluationRun, QueryRunResult
+    from evaluation.runs.services import run_create
 
     started = time.perf_counter()
     run = run_create(golden_version=version, target=target, triggered_by=user)
@@ -162,14 +162,14 @@ def assay_run(golden_path: Path, url: str, out: Path) -> float:
 
 
 def finalize_steps(run: Any) -> dict[str, float]:
-    """Finalize's steps (evaluation/services/finalize.py) again, one by one, on a finished run's rows:
+    """Finalize's steps (evaluation/runs/services/finalize.py) again, one by one, on a finished run's rows:
     seconds per step. Nothing is written but the report, rewritten as it was."""
     from assay.drift import compare
     from assay.golden.keys import resolve_keys
     from assay.report import BOOTSTRAP_SEED, build_report
-    from evaluation import selectors
-    from evaluation.models import EvaluationRun
-    from evaluation.services.finalize import run_report_build
+    from evaluation.runs import selectors
+    from evaluation.runs.models import EvaluationRun
+    from evaluation.runs.services.finalize import run_report_build
     from golden_io import models as golden_models
     from golden_io.models import GoldenVersion
 

@@ -45,8 +45,9 @@ def seed() -> dict[str, Any]:
 
     from assay.golden.format import dump_json
     from assay.golden.model import GoldenFile, GoldenQuery, Judgment
-    from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget, StudyTask
-    from evaluation.services.studies import StudySpec, study_create
+    from evaluation.runs.models import EvaluationRun, QueryRunResult, SearchTarget
+    from evaluation.studies.models import StudyTask
+    from evaluation.studies.services.studies import StudySpec, study_create
     from golden_io.models import GoldenVersion
     from labeling.models import Assignment, Candidate, Document, GoldenSet, Query, Rubric
 
@@ -189,7 +190,7 @@ def measure() -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from evaluation.models import SxsStudy
+    from evaluation.studies.models import SxsStudy
 
     rater, reviewer = Client(), Client()
     rater.force_login(User.objects.get(username="rater0"))

@@ -16,7 +16,7 @@ class LoginThrottleBackend(AxesStandaloneBackend):
     An `authenticate()` without a request (the test client's `login()`, a shell) has no address to count
     by, so it is not throttled; axes' own backend would raise instead. Every login over HTTP (the login
     page, the admin's) passes its request. API tokens never call `authenticate()` at all
-    (evaluation/api/authentication.py), so they neither count failures nor get locked out.
+    (evaluation/runs/api/authentication.py), so they neither count failures nor get locked out.
     """
 
     def authenticate(

@@ -22,9 +22,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from config.broker_state import broker
-from evaluation.experiment_models import Experiment, ExperimentChunk
-from evaluation.models import ChunkLease, EvaluationRun
-from evaluation.study_models import StudyTask
+from evaluation.experiments.models import Experiment, ExperimentChunk
+from evaluation.runs.models import ChunkLease, EvaluationRun
+from evaluation.studies.models import StudyTask
 from labeling.models import JudgeJob, JudgmentEvent
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def runs(now: datetime) -> Iterator[Metric]:
 
 
 def chunks(now: datetime) -> Iterator[Metric]:
-    """A run's and an experiment's chunks are leased alike (evaluation/services/leases.py)."""
+    """A run's and an experiment's chunks are leased alike (evaluation/runs/services/leases.py)."""
     states = _family("assay_chunks", ["owner", "state"])
     losses = _family("assay_chunk_losses", ["owner"])
     for owner, model in (("run", ChunkLease), ("experiment", ExperimentChunk)):

@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 
 from assay.problems import size_text
 
-# The API answers in its own error shape (evaluation/api/errors.py), also when no view ran.
+# The API answers in its own error shape (evaluation/runs/api/errors.py), also when no view ran.
 API_PREFIX = "/api/"
 NOTHING_IMPORTED = "Nothing was imported."
 

@@ -297,7 +297,7 @@ CELERY_BEAT_SCHEDULE = {
     # Send again the chunks whose lease ran out (a lost worker), restart lost queued runs, re-send stalled
     # work, finalize abandoned runs. Every 15 s: with the 20 s lease, a lost worker is noticed within 35 s.
     "evaluation-runs-sweep": {"task": "evaluation.runs_sweep", "schedule": 15.0},
-    # The same for experiments' chunks (evaluation/experiment_tasks.py, docs/experiments.md).
+    # The same for experiments' chunks (evaluation/experiments/tasks.py, docs/experiments.md).
     "evaluation-experiments-sweep": {"task": "evaluation.experiments_sweep", "schedule": 15.0},
     # Send again the unfinished chunks of judge jobs whose heartbeat stopped (labeling/tasks.py).
     "labeling-judge-jobs-sweep": {"task": "labeling.judge_jobs_sweep", "schedule": 15.0},
@@ -315,23 +315,23 @@ ASSAY_BEAT_LOCK_FILE = env.str("ASSAY_BEAT_LOCK_FILE", default=str(VAR_DIR / "ce
 REST_FRAMEWORK = {
     # A token (CI) or the browser session (which keeps DRF's CSRF check); nothing else.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "evaluation.api.authentication.ApiTokenAuthentication",
+        "evaluation.runs.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Deny by default: signed in, and a token needs the scope its view names (a view naming none refuses
-    # every token). Object permissions are the pages' (evaluation.access).
+    # every token). Object permissions are the pages' (evaluation.runs.access).
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "evaluation.api.permissions.TokenScopes",
+        "evaluation.runs.api.permissions.TokenScopes",
     ],
-    "DEFAULT_PAGINATION_CLASS": "evaluation.api.pagination.OrderedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "evaluation.runs.api.pagination.OrderedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON bodies bounded in depth and size: a worded 400, never a RecursionError (assay.jsonin).
-    "DEFAULT_PARSER_CLASSES": ["evaluation.api.parsers.BoundedJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "evaluation.api.schema.ApiAutoSchema",
-    # Every error answers {"detail", "problems"} (evaluation/api/errors.py).
-    "EXCEPTION_HANDLER": "evaluation.api.errors.api_exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["evaluation.runs.api.parsers.BoundedJSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "evaluation.runs.api.schema.ApiAutoSchema",
+    # Every error answers {"detail", "problems"} (evaluation/runs/api/errors.py).
+    "EXCEPTION_HANDLER": "evaluation.runs.api.errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Assay API",
@@ -356,8 +356,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # An experiment's status choices differ from a run's: each enum named for its model.
     "ENUM_NAME_OVERRIDES": {
-        "StatusEnum": "evaluation.models.EvaluationRun.Status",
-        "ExperimentStatusEnum": "evaluation.experiment_models.Experiment.Status",
+        "StatusEnum": "evaluation.runs.models.EvaluationRun.Status",
+        "ExperimentStatusEnum": "evaluation.experiments.models.Experiment.Status",
     },
 }
 

@@ -46,5 +46,5 @@ urlpatterns = [
     path("", include("labeling.urls")),
     path("", include("golden_io.urls")),
     path("", include("evaluation.urls")),
-    path("", include("evaluation.study_rater_urls")),  # the rater's side-by-side pages (docs/sxs.md)
+    path("", include("evaluation.studies.rater_urls")),  # the rater's side-by-side pages (docs/sxs.md)
 ]

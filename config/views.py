@@ -38,9 +38,9 @@ def home(request: HttpRequest) -> HttpResponse:
     """The home page. Its side-by-side line and a reviewer's lists of what waits (docs/runs.md, "What
     waits for you") are read here, in config, which may import every app: labeling's tags (the rest of the
     page) may not read evaluation's studies, runs or experiments. A reviewer's view is a visit recorded."""
-    from evaluation.home_selectors import home_waiting
-    from evaluation.services.home import home_pending_settle, home_visit
-    from evaluation.services.studies import rater_open_tasks
+    from evaluation.home.selectors import home_waiting
+    from evaluation.home.services import home_pending_settle, home_visit
+    from evaluation.studies.services.studies import rater_open_tasks
     from labeling.roles import is_reviewer
 
     open_sxs = rater_open_tasks(request.user).count()

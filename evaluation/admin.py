@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from assay.display import counted
 from assay.drift import BudgetsError, load_budgets
 from assay.targets import spec_problems, target_spec
-from evaluation.models import (
+from evaluation.runs.models import (
     ApiToken,
     Baseline,
     BaselineRescore,
@@ -25,7 +25,7 @@ from evaluation.models import (
     RunSchedule,
     SearchTarget,
 )
-from evaluation.services import schedule_problems, target_name_problems, target_secret_problems
+from evaluation.runs.services import schedule_problems, target_name_problems, target_secret_problems
 from labeling.admin_records import ReadOnlyAdmin
 from labeling.forms import JSON_FIELD_OVERRIDES
 
@@ -188,7 +188,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from evaluation.tokens import api_token_revoke
+        from evaluation.runs.tokens import api_token_revoke
 
         revoked = sum(api_token_revoke(token=token) for token in queryset)
         self.message_user(request, f"{counted(revoked, 'token')} revoked.")

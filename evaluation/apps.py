@@ -10,9 +10,10 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the Celery tasks in every process: the services queue them by name
-        # (evaluation/enqueue.py) without importing the tasks module, which imports the services.
-        from evaluation import tasks  # noqa: F401
+        # (evaluation/runs/enqueue.py) without importing the tasks module, which imports the services.
+        from evaluation.experiments import tasks as experiment_tasks  # noqa: F401
         from evaluation.fields import json_text_loader
+        from evaluation.runs import tasks  # noqa: F401
 
         # The reports' `json` columns are read as text and parsed once (evaluation/fields.py).
         connection_created.connect(json_text_loader, dispatch_uid="evaluation.json_text_loader")

@@ -1,7 +1,7 @@
 """Celery tasks of machine judges (docs/judge.md): their jobs (thin interfaces over
 `labeling.services.judges`) and the drift watch (`labeling.services.judge_qualification`).
 
-As evaluation's tasks (evaluation/tasks.py): explicit stable names, ids as arguments, services imported
+As evaluation's tasks (evaluation/runs/tasks.py): explicit stable names, ids as arguments, services imported
 inside each task, idempotency in the database. A small job (at most DIRECT_CHUNKS chunks) is judged by
 the start task itself and finished there: no hop between tasks. A larger job's chunks run one after
 another (a chain: the judge's concurrency limit is per endpoint, and two chunks at once would double it),

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from evaluation.api import experiments, studies, views
+from evaluation.experiments import api as experiments
+from evaluation.runs.api import views
+from evaluation.studies import api as studies
 
 app_name = "api"
 urlpatterns: list[URLPattern | URLResolver] = [

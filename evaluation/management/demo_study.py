@@ -15,8 +15,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evaluation.models import EvaluationRun, StudyTask, SxsStudy
-from evaluation.services.studies import Answer, StudySpec, study_analysis, study_answer, study_create
+from evaluation.runs.models import EvaluationRun
+from evaluation.studies.models import StudyTask, SxsStudy
+from evaluation.studies.services.studies import Answer, StudySpec, study_analysis, study_answer, study_create
 
 ANSWERS = Path(settings.BASE_DIR) / "demo" / "sxs_answers.json"
 STUDY_NAME = "demo: rewriter on against the demo baseline, billing"

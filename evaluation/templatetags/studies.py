@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from evaluation.services.studies import run_studies
+from evaluation.studies.services.studies import run_studies
 
 register = template.Library()
 

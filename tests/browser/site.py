@@ -24,8 +24,8 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from evaluation.models import Experiment
-from evaluation.services.schedules import schedule_set
-from evaluation.tokens import api_token_create
+from evaluation.runs.services.schedules import schedule_set
+from evaluation.runs.tokens import api_token_create
 from labeling import services
 from labeling.models import Assignment, CalibrationRound, GoldenSet, Judge, Query
 from tests import factories

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
-from evaluation.services import run_create
+from evaluation.runs.services import run_create
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page

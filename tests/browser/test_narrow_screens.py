@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from evaluation.selectors import run_compare_query
+from evaluation.runs.selectors import run_compare_query
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)
 from tests.browser.site import PAGES, USERS, Site
 from tests.browser.test_accessibility import axe_violations, described

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import BrowserContext, Page, expect
 
 from evaluation.models import EvaluationRun, SearchTarget
-from evaluation.services import baseline_promote, run_create
+from evaluation.runs.services import baseline_promote, run_create
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply

@@ -21,7 +21,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.metrics_collector import METRICS
-from evaluation.experiment_models import Experiment, ExperimentChunk
+from evaluation.experiments.models import Experiment, ExperimentChunk
 from evaluation.models import ChunkLease, EvaluationRun, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import Assignment, JudgeJob, JudgmentEvent
@@ -283,7 +283,7 @@ def test_studies_with_open_tasks_and_how_far_their_raters_are(
     enabled: Any, golden_set: Any, rita: User, alice: User, bob: User
 ) -> None:
     from evaluation.models import StudyTask
-    from evaluation.services.studies import StudySpec, study_create
+    from evaluation.studies.services.studies import StudySpec, study_create
     from tests.support.studies import two_runs
 
     run_a, run_b = two_runs(golden_set, 4)

@@ -20,7 +20,9 @@ PACKAGES = [
     "labeling.services",
     "labeling.selectors",
     "golden_io.services",
-    "evaluation.services",
+    "evaluation.runs.services",
+    "evaluation.studies.services",
+    "evaluation.experiments.services",
 ]
 CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 

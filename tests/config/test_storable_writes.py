@@ -224,7 +224,7 @@ def test_target_settings_no_column_holds_are_refused_by_field(
 
 def test_a_target_name_over_its_column_is_refused_by_the_service(golden_set: GoldenSet) -> None:
     from assay.targets import TargetError
-    from evaluation.services import target_create
+    from evaluation.runs.services import target_create
 
     with pytest.raises(TargetError) as caught:
         target_create(name="n" * 101, url="http://127.0.0.1:9/search", golden_sets=[golden_set])
@@ -238,7 +238,7 @@ def test_a_rationale_with_a_nul_is_refused(finished: Any, rita: User) -> None:
     response = _client(rita).post(url, {"rationale": "ok", "action": "promote"}, follow=True)
     assert response.status_code == 200 and Baseline.objects.count() == 1
     Baseline.objects.all().delete()
-    from evaluation.services import BaselineError, baseline_promote
+    from evaluation.runs.services import BaselineError, baseline_promote
 
     with pytest.raises(BaselineError) as caught:
         baseline_promote(run=run, by=rita, rationale="why\u0000")

@@ -4,8 +4,8 @@ registry (tests/assay/test_adapters_registry.py holds the command and the docs t
 from __future__ import annotations
 
 from assay.adapters import ADAPTER_CHOICES, ADAPTER_NAMES, ADAPTERS
-from evaluation.forms import TargetForm
 from evaluation.models import SearchTarget
+from evaluation.runs.forms import TargetForm
 
 
 def test_the_target_models_choices_and_constraint_are_the_registry() -> None:

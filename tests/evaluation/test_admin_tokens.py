@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import ApiToken
-from evaluation.tokens import api_token_create
+from evaluation.runs.tokens import api_token_create
 from tests.support.evaluation import logged_in, page_text
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation.api.errors import ERROR_STATUSES
 from evaluation.models import EvaluationRun
+from evaluation.runs.api.errors import ERROR_STATUSES
 from tests.support.evaluation import (
     Scene,
     TokenFor,

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from evaluation.experiments.services.experiments import experiment_create
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
-from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import TokenFor, bearer, token_for_fixture, victor_fixture  # noqa: F401

@@ -20,9 +20,9 @@ from rest_framework.test import APIRequestFactory
 
 from assay.changes import report_seed
 from assay.overlap import report_overlap
-from evaluation.api.pagination import OrderedLimitOffsetPagination
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
-from evaluation.services import target_create
+from evaluation.runs.api.pagination import OrderedLimitOffsetPagination
+from evaluation.runs.services import target_create
 from golden_io.models import GoldenVersion
 from golden_io.selectors import VERSION_FILES
 from labeling.models import GoldenSet

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from evaluation.models import EvaluationRun
-from evaluation.services import JudgeOffer, unjudged_ask_judge, unjudged_judge_offer
+from evaluation.runs.services import JudgeOffer, unjudged_ask_judge, unjudged_judge_offer
 from labeling.models import Assignment, Candidate, GoldenSet, JudgeJob, JudgeJobItem
 from tests import factories
 from tests.support.evaluation import (
@@ -202,6 +202,6 @@ def test_only_the_sets_reviewers_may_ask(
     user = {"alice": alice, "charlie": charlie, "victor": victor}[who]
     assert logged_in(user).post(url).status_code == 404  # the run is not theirs to see
     EvaluationRun.objects.filter(pk=run.pk).update(triggered_by=charlie)
-    # Having started it opens nothing: the run is its set's reviewers' (evaluation.access).
+    # Having started it opens nothing: the run is its set's reviewers' (evaluation.runs.access).
     assert logged_in(user).post(url).status_code == 404
     assert not JudgeJob.objects.exists()

@@ -1,6 +1,6 @@
-"""The budgets page's form (evaluation.budgets_form): metric x scope x warn/fail with units and the defaults
-shown; posted as it stands it saves the same budgets, an edited cell changes just that threshold, every
-mistake is worded with its cell and nothing is saved; the JSON file downloads and uploads."""
+"""The budgets page's form (evaluation.runs.budgets_form): metric x scope x warn/fail with units and the
+defaults shown; posted as it stands it saves the same budgets, an edited cell changes just that threshold,
+every mistake is worded with its cell and nothing is saved; the JSON file downloads and uploads."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from assay.budgets import Budget, load_budgets
-from evaluation import selectors, services
 from evaluation.models import BudgetSet
+from evaluation.runs import selectors, services
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import form_fields, logged_in, page_text, section_text

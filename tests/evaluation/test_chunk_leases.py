@@ -1,8 +1,9 @@
-"""Chunk leases (evaluation/services/leases.py) and the sweeper's use of them (evaluation/services/sweep.py):
-a chunk task claims its chunk and renews the claim while it works, a lease that ran out is sent again
-at once (its worker was lost), a delivery of a finished or held chunk does nothing, and a run whose start
-was lost is started again within a minute. Eager Celery, loopback stub engine; times are moved by passing
-`now`, never by sleeping. The same story on real workers: tests/integration/test_runs_workers.py."""
+"""Chunk leases (evaluation/runs/services/leases.py) and the sweeper's use of them
+(evaluation/runs/services/sweep.py): a chunk task claims its chunk and renews the claim while it works, a
+lease that ran out is sent again at once (its worker was lost), a delivery of a finished or held chunk does
+nothing, and a run whose start was lost is started again within a minute. Eager Celery, loopback stub engine;
+times are moved by passing `now`, never by sleeping. The same story on real workers:
+tests/integration/test_runs_workers.py."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation import tasks
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import (
+from evaluation.runs import tasks
+from evaluation.runs.services import (
     CHUNK_LEASE,
     MAX_LEASE_LOSSES,
     ChunkHold,
@@ -158,7 +159,7 @@ def test_a_chunk_renews_its_lease_and_stops_when_another_delivery_took_it(
         renewals.append(renew(self, **kwargs))
         return renewals[-1]
 
-    monkeypatch.setattr("evaluation.services.chunks.LEASE_RENEW_EVERY_S", 0.0)
+    monkeypatch.setattr("evaluation.runs.services.chunks.LEASE_RENEW_EVERY_S", 0.0)
     monkeypatch.setattr(ChunkHold, "renew", renew_then_lose)
     outcome = run_chunk_process(run_id=run.pk, query_ids=plan.chunks[0], chunk=0, worker="w1@host")
 
@@ -177,7 +178,7 @@ def test_a_chunk_that_fails_gives_its_lease_back_for_the_next_sweep(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr("evaluation.services.chunks._chunk_search", broken)
+    monkeypatch.setattr("evaluation.runs.services.chunks._chunk_search", broken)
     with pytest.raises(RuntimeError):
         run_chunk_process(run_id=run.pk, query_ids=plan.chunks[0], chunk=0, worker="w1@host")
 

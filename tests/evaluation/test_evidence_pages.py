@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import Experiment, ExperimentResult, StudyTask, SxsStudy
-from evaluation.services import baseline_promote, run_regate_rescored
+from evaluation.runs.services import baseline_promote, run_regate_rescored
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.evaluation.test_services_rescore import relabeled

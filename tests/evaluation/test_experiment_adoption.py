@@ -16,11 +16,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from evaluation.experiments.services.adopt import adoption_revert, experiment_adopt
+from evaluation.experiments.services.experiments import ExperimentError
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
-from evaluation.services import run_create, target_update
-from evaluation.services.experiment_adopt import adoption_revert, experiment_adopt
-from evaluation.services.experiments import ExperimentError
-from evaluation.services.studies import StudySpec, study_create
+from evaluation.runs.services import run_create, target_update
+from evaluation.studies.services.studies import StudySpec, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories

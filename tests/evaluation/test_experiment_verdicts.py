@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from assay.golden.format import parse_json
+from evaluation.experiments.services.chunks import experiment_chunk_process
+from evaluation.experiments.services.experiments import ExperimentError, experiment_begin, experiment_create
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption
-from evaluation.services.experiment_chunks import experiment_chunk_process
-from evaluation.services.experiments import ExperimentError, experiment_begin, experiment_create
 from labeling.models import GoldenSet
 from tests.support.evaluation import (  # noqa: F401  (fixtures by name)
     TokenFor,

@@ -14,9 +14,8 @@ from django.utils import timezone
 from assay.experiment import SweepSettings, sweep_sync
 from assay.golden.format import parse_json
 from assay.targets import harness_config
-from evaluation.models import Experiment, ExperimentChunk, ExperimentResult, SearchTarget
-from evaluation.services.experiment_chunks import experiment_chunk_process
-from evaluation.services.experiments import (
+from evaluation.experiments.services.chunks import experiment_chunk_process
+from evaluation.experiments.services.experiments import (
     ExperimentError,
     experiment_advance,
     experiment_begin,
@@ -24,6 +23,7 @@ from evaluation.services.experiments import (
     experiment_create,
     experiments_sweep,
 )
+from evaluation.models import Experiment, ExperimentChunk, ExperimentResult, SearchTarget
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.experiments import DEMO, demo_url_fixture  # noqa: F401  (fixtures by name)

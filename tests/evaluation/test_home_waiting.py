@@ -17,8 +17,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from evaluation.home_models import VISIT_GAP, HomeSeen
-from evaluation.home_selectors import SHOWN
+from evaluation.home.models import VISIT_GAP, HomeSeen
+from evaluation.home.selectors import SHOWN
 from evaluation.models import EvaluationRun, Experiment, PendingStudy
 from labeling.models import GoldenSet
 from tests.support.evaluation import logged_in, page_text, section_text

@@ -18,10 +18,10 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
 from assay.results import QueryResult
-from evaluation import selectors
 from evaluation.fields import LargeJSONField, large_json_write
 from evaluation.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services.finalize import run_finalize_process
+from evaluation.runs import selectors
+from evaluation.runs.services.finalize import run_finalize_process
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.runs import make_version

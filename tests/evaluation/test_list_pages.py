@@ -1,6 +1,6 @@
-"""The long lists of the evaluation and golden-version pages (labeling.lists through evaluation.list_specs
-and golden_io.views): runs, targets, the side-by-side's query picker and the golden versions are searched,
-filtered, sorted and paged, and every link keeps the state in the URL."""
+"""The long lists of the evaluation and golden-version pages (labeling.lists through
+evaluation.runs.list_specs and golden_io.views): runs, targets, the side-by-side's query picker and the golden
+versions are searched, filtered, sorted and paged, and every link keeps the state in the URL."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation import list_specs
 from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.runs import list_specs
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import (

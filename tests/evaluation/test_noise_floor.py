@@ -21,8 +21,8 @@ from django.contrib.auth.models import User
 from assay.changes import per_query_value
 from assay.metric_table import BY_KEY, format_budget, format_number
 from assay.noise import NoiseFloor, below_floor, suggest_budgets
-from evaluation import selectors, services
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
+from evaluation.runs import selectors, services
 from golden_io.models import GoldenVersion
 from golden_io.services import golden_version_freeze
 from labeling.models import GoldenSet

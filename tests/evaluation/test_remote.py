@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 
 from assay.cli import main
 from evaluation.models import EvaluationRun, SearchTarget
-from evaluation.services import baseline_promote, run_cancel, run_fail
+from evaluation.runs.services import baseline_promote, run_cancel, run_fail
 from golden_io.models import GoldenVersion
 from tests.support.evaluation import TokenFor
 from tests.support.processes import REPO, refused_url

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.services import baseline_promote, budgets_set
+from evaluation.runs.services import baseline_promote, budgets_set
 from labeling.models import GoldenSet
 from tests.support.evaluation import (
     logged_in,

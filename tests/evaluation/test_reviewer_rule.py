@@ -27,6 +27,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
+from evaluation.experiments.services.adopt import experiment_adopt
+from evaluation.experiments.services.experiments import experiment_create
 from evaluation.models import (
     ApiToken,
     EvaluationRun,
@@ -36,11 +38,9 @@ from evaluation.models import (
     SearchTarget,
     SxsStudy,
 )
-from evaluation.services import run_create
-from evaluation.services.experiment_adopt import experiment_adopt
-from evaluation.services.experiments import experiment_create
-from evaluation.services.studies import StudySpec, study_create
-from evaluation.tokens import api_token_create
+from evaluation.runs.services import run_create
+from evaluation.runs.tokens import api_token_create
+from evaluation.studies.services.studies import StudySpec, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviewed_sets, reviewer_emails, reviews

@@ -1,5 +1,5 @@
 """The chunk's search, on its own loop thread (assay/loop_thread.py, held by tests/assay/test_loop_thread.py),
-is written as it comes by `stream` (evaluation/services/chunks.py): every result once and in order, the
+is written as it comes by `stream` (evaluation/runs/services/chunks.py): every result once and in order, the
 return the moment the last one is handed over, and a cancel of the search once the run stops."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from assay.loop_thread import LoopThread
-from evaluation.services.chunks import stream
+from evaluation.runs.services.chunks import stream
 
 
 def thread_of(items: list[Any]) -> LoopThread[Any]:

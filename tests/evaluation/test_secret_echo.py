@@ -23,7 +23,7 @@ from django.contrib.auth.models import User
 from django.core import serializers
 
 from evaluation.models import Notification, QueryRunResult
-from evaluation.services import notification_deliver, notifications_prepare, run_create
+from evaluation.runs.services import notification_deliver, notifications_prepare, run_create
 from golden_io import services as golden_services
 from golden_io.models import GitExport
 from labeling.models import GoldenSet, JudgeAnswer, Query

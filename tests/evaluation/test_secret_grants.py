@@ -23,7 +23,7 @@ from django.core.management.base import CommandError
 
 from assay.targets import TargetError
 from evaluation.models import EvaluationRun, Notification, QueryRunResult, SearchTarget
-from evaluation.services import (
+from evaluation.runs.services import (
     RunError,
     notification_deliver,
     notifications_prepare,

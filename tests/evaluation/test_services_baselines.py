@@ -16,8 +16,14 @@ from dulwich.repo import Repo
 from assay.drift import BudgetsError, load_budgets
 from assay.git_export import Author, git_write, read_file
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, SearchTarget
-from evaluation.selectors import baseline_get, baseline_list, budgets_get
-from evaluation.services import BaselineError, baseline_promote, budgets_set, rebaseline_write, run_create
+from evaluation.runs.selectors import baseline_get, baseline_list, budgets_get
+from evaluation.runs.services import (
+    BaselineError,
+    baseline_promote,
+    budgets_set,
+    rebaseline_write,
+    run_create,
+)
 from golden_io.models import GitExportConfig, GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.runs import (

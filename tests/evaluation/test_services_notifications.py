@@ -1,4 +1,4 @@
-"""Notifications of a run's verdict (evaluation/services/notifications.py, docs/runs.md "Notifications"):
+"""Notifications of a run's verdict (evaluation/runs/services/notifications.py, docs/runs.md "Notifications"):
 who is told what, once per run and channel, and how failures of the far end are retried or recorded.
 
 Runs go all the way in-process with eager Celery: Django's locmem mail backend keeps `mail.outbox` in
@@ -24,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.targets import TargetError
-from evaluation import tasks
 from evaluation.models import EvaluationRun, Notification, SearchTarget
-from evaluation.services import (
+from evaluation.runs import tasks
+from evaluation.runs.services import (
     NOTIFY_ATTEMPTS,
     BaselineError,
     baseline_promote,
@@ -38,7 +38,7 @@ from evaluation.services import (
     run_regate_rescored,
     target_update,
 )
-from evaluation.services.notifications import MAX_RETRY_DELAY_S, retry_delay
+from evaluation.runs.services.notifications import MAX_RETRY_DELAY_S, retry_delay
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories

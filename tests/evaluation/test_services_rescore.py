@@ -1,5 +1,5 @@
-"""Baseline re-scores (evaluation/services/rescore.py, `run_regate_rescored`, finalize's hook): a run on a new
-golden version against a baseline on the old one is refused by default; re-scored, the baseline's stored
+"""Baseline re-scores (evaluation/runs/services/rescore.py, `run_regate_rescored`, finalize's hook): a run on
+a new golden version against a baseline on the old one is refused by default; re-scored, the baseline's stored
 lists are scored against the new labels (exactly what the run's own report gives for the same lists), the
 row is reused, and a nightly schedule that opted in gets the re-scored gate without a click. Eager Celery,
 the loopback stub engine (every query answered d1, d2, d3 unless scripted)."""
@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
-from evaluation.services import (
+from evaluation.runs.services import (
     BaselineError,
     BaselineRescoreError,
     baseline_promote,

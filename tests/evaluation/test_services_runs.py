@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import (
+from evaluation.runs.services import (
     RunError,
     baseline_promote,
     budgets_set,

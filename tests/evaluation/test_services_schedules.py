@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation import services
 from evaluation.models import EvaluationRun, RunSchedule, SearchTarget
-from evaluation.services import runs_nightly, schedule_delete, schedule_set
+from evaluation.runs import services
+from evaluation.runs.services import runs_nightly, schedule_delete, schedule_set
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import logged_in

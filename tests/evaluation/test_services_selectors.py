@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from evaluation.models import EvaluationRun, SearchTarget
-from evaluation.selectors import (
+from evaluation.runs.selectors import (
     near_duplicate_titles,
     run_compare_query,
     run_get,
@@ -18,7 +18,7 @@ from evaluation.selectors import (
     run_trend,
     unjudged_in_top_k,
 )
-from evaluation.services import run_begin, run_create, unjudged_queue
+from evaluation.runs.services import run_begin, run_create, unjudged_queue
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
@@ -40,7 +40,7 @@ def test_runs_are_seen_by_those_who_review_their_set_whoever_triggered_them(
 
     assert list(run_list(user=rita)) == [started_by_charlie, reviewed]
     assert list(run_list(user=admin)) == [started_by_charlie, reviewed]
-    # Starting a run opens nothing of its own: its ranks and grades are the set's (evaluation.access).
+    # Starting a run opens nothing of its own: its ranks and grades are the set's (evaluation.runs.access).
     assert list(run_list(user=charlie)) == []
     # Raters grade blind: run pages name systems and show rankings.
     assert list(run_list(user=alice)) == [] and run_get(user=bob, run_id=reviewed.pk) is None

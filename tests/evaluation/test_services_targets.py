@@ -19,7 +19,7 @@ from assay.targets import (
     spec_problems,
 )
 from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import RunError, run_create, target_update
+from evaluation.runs.services import RunError, run_create, target_update
 from labeling.models import GoldenSet
 from tests.support.runs import eager_celery, golden_file, make_target, make_version
 from tests.support.stub_server import Reply, StubServer

@@ -17,8 +17,15 @@ from django.db import connection, transaction
 from django.test import Client
 
 from evaluation.models import StudyEvent, StudyTask, SxsStudy
-from evaluation.services import baseline_promote
-from evaluation.services.studies import (
+from evaluation.runs.services import baseline_promote
+from evaluation.studies.services.close import (
+    StudyError,
+    StudyStateError,
+    baseline_study_problems,
+    study_close,
+    study_reopen,
+)
+from evaluation.studies.services.studies import (
     CLOSED,
     Answer,
     AnswerRefused,
@@ -26,13 +33,6 @@ from evaluation.services.studies import (
     study_answer,
     study_setting_set,
     study_undo,
-)
-from evaluation.services.study_close import (
-    StudyError,
-    StudyStateError,
-    baseline_study_problems,
-    study_close,
-    study_reopen,
 )
 from labeling.models import GoldenSet
 from tests import factories

@@ -25,7 +25,7 @@ from evaluation.models import (
     StudyTask,
     SxsStudy,
 )
-from evaluation.services import StudyError, StudySpec, study_create, study_on_targets
+from evaluation.studies.services import StudyError, StudySpec, study_create, study_on_targets
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import bearer, logged_in

@@ -15,13 +15,12 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from evaluation.models import EvaluationRun, PendingStudy, SearchTarget, StudyTask, SxsStudy
-from evaluation.services import (
+from evaluation.runs.services import run_cancel, run_finalize_process
+from evaluation.studies.services import (
     StudyError,
     StudySpec,
     pending_resolve,
     pending_studies_resolve,
-    run_cancel,
-    run_finalize_process,
     study_create,
     study_on_targets,
 )

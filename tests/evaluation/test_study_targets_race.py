@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import PendingStudy, StudyTask, SxsStudy
-from evaluation.services import pending_studies_resolve
+from evaluation.studies.services import pending_studies_resolve
 from labeling.models import GoldenSet
 from tests.support.studies import two_runs
 from tests.support.threads import race

@@ -1,5 +1,5 @@
 """A target's name is unique among the targets of each golden set it lists, not site-wide
-(evaluation.services.target_name_problems): creating a target named like one of a set the reviewer does
+(evaluation.runs.services.target_name_problems): creating a target named like one of a set the reviewer does
 not review answers as a free name does, so it tells nothing of that target; within a set the name is
 what CI starts runs by, so there it is refused."""
 
@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluation import access
 from evaluation.models import EvaluationRun, SearchTarget
+from evaluation.runs import access
 from labeling.models import GoldenSet
 from tests.support.evaluation import (
     bearer,

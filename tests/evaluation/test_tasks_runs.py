@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation import tasks
 from evaluation.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
-from evaluation.services import (
+from evaluation.runs import tasks
+from evaluation.runs.services import (
     FINALIZE_LEASE,
     RunError,
     plan_chunks,
@@ -176,7 +176,7 @@ def test_an_unexpected_error_in_a_task_leaves_a_final_status(
     def broken(**kwargs: Any) -> None:
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr("evaluation.services.run_begin", broken)
+    monkeypatch.setattr("evaluation.runs.services.run_begin", broken)
     with eager_celery(), pytest.raises(RuntimeError):
         tasks.run_start.apply(args=(run.pk,)).get()
 
@@ -193,7 +193,7 @@ def test_a_chunks_unexpected_error_becomes_each_remaining_querys_error(
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("harness bug")
 
-    monkeypatch.setattr("evaluation.services.chunks.search_all", broken)
+    monkeypatch.setattr("evaluation.runs.services.chunks.search_all", broken)
     outcome = run_chunk_process(run_id=run.pk, query_ids=[f"q-{i}" for i in range(1, 7)])
 
     assert outcome.complete

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from assay.charts import axis_range, trend_charts
-from evaluation.services import budgets_set
+from evaluation.runs.services import budgets_set
 from tests.support.evaluation import (
     Scene,
     logged_in,

@@ -13,8 +13,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from evaluation.selectors import Waiting
-from evaluation.services import unjudged_queue
+from evaluation.runs.selectors import Waiting
+from evaluation.runs.services import unjudged_queue
 from labeling.models import Adjudication, Assignment, Candidate, Document, GoldenSet, Judgment, Query
 from tests import factories
 from tests.support.evaluation import (

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.charts import trend_charts
-from evaluation.forms import parse_param_lines
-from evaluation.report_page import num
+from evaluation.runs.forms import parse_param_lines
+from evaluation.runs.report_page import num
 
 
 @pytest.mark.parametrize(

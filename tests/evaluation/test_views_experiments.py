@@ -14,8 +14,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from assay.overlap import overlap
+from evaluation.experiments.services.experiments import experiment_create
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, ExperimentResult, SearchTarget
-from evaluation.services.experiments import experiment_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.evaluation import html_text, logged_in, victor_fixture  # noqa: F401

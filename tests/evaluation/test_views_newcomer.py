@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.services import baseline_promote
+from evaluation.runs.services import baseline_promote
 from tests.support.evaluation import (
     Scene,
     logged_in,

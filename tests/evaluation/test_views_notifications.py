@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import Notification, SearchTarget
-from evaluation.services import notification_deliver, notifications_prepare, target_update
+from evaluation.runs.services import notification_deliver, notifications_prepare, target_update
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import (

@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import BaselineRescore, EvaluationRun, RunSchedule, SearchTarget
-from evaluation.services import baseline_promote
+from evaluation.runs.services import baseline_promote
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.evaluation.test_services_rescore import relabeled
@@ -123,7 +123,7 @@ def test_raters_outsiders_and_other_sets_reviewers_get_404(
 def test_who_started_the_run_without_reviewing_its_set_gets_404(
     refused: EvaluationRun, finished: RunFactory, victor: User
 ) -> None:
-    # Starting a run opens nothing of its own: the run is its set's reviewers' (evaluation.access).
+    # Starting a run opens nothing of its own: the run is its set's reviewers' (evaluation.runs.access).
     theirs = finished(golden_version=refused.golden_version, triggered_by=victor)
     client = logged_in(victor)
 

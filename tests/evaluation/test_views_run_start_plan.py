@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 
 from assay.cli import main
 from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
-from evaluation.services import baseline_promote
+from evaluation.runs.services import baseline_promote
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.evaluation.test_services_rescore import relabeled
@@ -156,7 +156,7 @@ def test_the_plan_reads_the_baseline_s_k_not_its_report(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from evaluation.selectors import gate_plan
+    from evaluation.runs.selectors import gate_plan
 
     baseline_promote(run=finished(), by=rita, rationale="floor")
     deeper = make_version(golden_set, relabeled(k=20))

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evaluation.models import Baseline, EvaluationRun, SearchTarget
-from evaluation.services import run_create
+from evaluation.runs.services import run_create
 from golden_io.models import GoldenVersion
 from labeling.models import Candidate, GoldenSet
 from tests import factories
@@ -90,7 +90,7 @@ def test_every_page_answers_the_sets_reviewer_and_an_admin(scene: Scene, rita: U
 def test_having_started_a_run_opens_nothing_to_who_does_not_review_its_set(
     finished: Any, charlie: User, victor: User, version: GoldenVersion
 ) -> None:
-    # A run's ranks and grades are its set's (evaluation.access): who started it sees it only while they
+    # A run's ranks and grades are its set's (evaluation.runs.access): who started it sees it only while they
     # review the set.
     for user in (charlie, victor):
         run = finished(triggered_by=user)
@@ -217,7 +217,7 @@ def test_the_form_names_bad_params_by_line(
 
 
 def test_the_form_shows_the_services_refusal(version: GoldenVersion, rita: User, stub: Any) -> None:
-    from evaluation.services import target_create
+    from evaluation.runs.services import target_create
 
     unlisted = target_create(name="unlisted", url=f"{stub.url}/search", owner=rita)
     response = logged_in(rita).post("/runs/new/", {"golden_version": version.pk, "target": unlisted.pk})
@@ -283,13 +283,13 @@ def test_the_report_puts_each_core_metric_against_the_baseline_with_its_interval
 def test_the_report_slices_by_stratum_locale_and_filters_and_marks_the_tripped_stratum(
     scene: Scene, rita: User
 ) -> None:
-    from evaluation.services import budgets_set
+    from evaluation.runs.services import budgets_set
 
     budgets_set(golden_set=scene.golden_set, data={"strata": {"billing": {}, "docs": {}}}, by=rita)
     rerun = Client()
     rerun.force_login(rita)
     # The scene's run was gated with the defaults (no strata); show a run gated with strata budgets.
-    from evaluation.services import run_finalize_process
+    from evaluation.runs.services import run_finalize_process
 
     EvaluationRun.objects.filter(pk=scene.current.pk).update(status="running")
     run_finalize_process(run_id=scene.current.pk)

@@ -14,9 +14,9 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation.forms import TargetForm
 from evaluation.models import ApiToken, BudgetSet, RunSchedule, SearchTarget
-from evaluation.services import runs_nightly, schedule_set, target_create
+from evaluation.runs.forms import TargetForm
+from evaluation.runs.services import runs_nightly, schedule_set, target_create
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import (
@@ -477,7 +477,7 @@ def test_the_tokens_page_is_for_reviewers_and_admins_only(alice: User, charlie: 
 
 
 def test_a_user_cannot_revoke_another_users_token(rita: User, victor: User) -> None:
-    from evaluation.tokens import api_token_create
+    from evaluation.runs.tokens import api_token_create
 
     token, _ = api_token_create(user=victor, name="victor's", scopes=["read"])
     assert logged_in(rita).post(f"/tokens/{token.pk}/revoke/").status_code == 404

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, SearchTarget
-from evaluation.services import budgets_set, run_finalize_process
+from evaluation.runs.services import budgets_set, run_finalize_process
 from labeling.models import GoldenSet
 from tests.support.disputes import dual_graded
 from tests.support.evaluation import (

@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from evaluation.experiments.services.experiments import experiment_cancel, experiment_create
 from evaluation.models import Experiment, ExperimentChunk, ExperimentResult
-from evaluation.services.experiments import experiment_cancel, experiment_create
 from labeling.models import GoldenSet
 from tests.support.runs import golden_file, make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply

@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluation.models import EvaluationRun
-from evaluation.services import run_create
+from evaluation.runs.services import run_create
 from labeling.models import GoldenSet, JudgeJob
 from labeling.services import judges
 from tests import factories

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, Notification
-from evaluation.services import run_create
+from evaluation.runs.services import run_create
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.runs import golden_file, make_target, make_version

@@ -33,8 +33,8 @@ from assay.harness import HarnessConfig, search_all_sync
 from assay.netpolicy import ALLOW_PRIVATE_ENV, AddressRefused
 from assay.outbound import PublicPoolManager, public_httpx_transport
 from assay.transport import public_connector
-from evaluation.services import notifications
-from evaluation.services.targets import target_create, webhook_problems
+from evaluation.runs.services import notifications
+from evaluation.runs.services.targets import target_create, webhook_problems
 from golden_io.services import ExportConfigError, git_export_configure
 from labeling.models import Document, GoldenSet, Query
 from labeling.services.judges import JudgeError, judge_settings_problems, judge_try

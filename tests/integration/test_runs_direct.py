@@ -17,8 +17,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
-from evaluation.services import run_create
-from evaluation.services.chunks import PROGRESS_EVERY_S, TOUCH_EVERY_S
+from evaluation.runs.services import run_create
+from evaluation.runs.services.chunks import PROGRESS_EVERY_S, TOUCH_EVERY_S
 from labeling.models import GoldenSet
 from tests.support.runs import (
     golden_file,

@@ -23,7 +23,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import ChunkLease, EvaluationRun, QueryRunResult
-from evaluation.services import run_cancel, run_create, schedule_set
+from evaluation.runs.services import run_cancel, run_create, schedule_set
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import TokenFor, bearer, logged_in

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from evaluation.models import EvaluationRun, PendingStudy, StudyTask
-from evaluation.services import study_on_targets
+from evaluation.studies.services import study_on_targets
 from labeling.models import GoldenSet
 from tests.support.runs import make_target, make_version
 from tests.support.stub_server import StubServer, hits_reply

@@ -4,7 +4,7 @@ read at every request, by every rater page and endpoint and by the services that
 Four raters hold grading work (an assignment with a grade saved) and side-by-side work (study tasks, one
 answered) on the set; then alice is taken off the set's raters list, bob out of the raters group (he keeps
 another group) and carol out of every group. Against every rater route, walked from the URLconf (the
-views of labeling.views.raters and evaluation.study_rater_views, so a route added there later is covered
+views of labeling.views.raters and evaluation.studies.rater_views, so a route added there later is covered
 without touching this file) plus the home page: each route naming a task or assignment answers 404 to
 the three, lists answer with nothing of the set, and nothing in the database changes: their saved work
 stays, attributed to them. dan, still on the list, is served everywhere.
@@ -24,7 +24,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from evaluation.models import HomeSeen, StudyTask, SxsStudy
-from evaluation.services.studies import StudySpec, study_create
+from evaluation.studies.services.studies import StudySpec, study_create
 from labeling.models import Assignment, Candidate, GoldenSet, Judgment
 from labeling.roles import RATERS, rates
 from tests import factories
@@ -32,7 +32,7 @@ from tests.support.studies import two_runs
 
 pytestmark = pytest.mark.django_db
 
-RATER_VIEWS = ("labeling.views.raters", "evaluation.study_rater_views")
+RATER_VIEWS = ("labeling.views.raters", "evaluation.studies.rater_views")
 REMOVALS = ["off the list", "out of the raters group", "no group at all"]
 
 

@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluation.models import ApiToken, EvaluationRun, SearchTarget
-from evaluation.services import baseline_promote
-from evaluation.tokens import api_token_create
+from evaluation.runs.services import baseline_promote
+from evaluation.runs.tokens import api_token_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories

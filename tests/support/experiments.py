@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from evaluation.models import Experiment, SearchTarget
-from evaluation.services.experiment_chunks import experiment_chunk_process
-from evaluation.services.experiments import (
+from evaluation.experiments.services.chunks import experiment_chunk_process
+from evaluation.experiments.services.experiments import (
     ExperimentPlan,
     experiment_advance,
     experiment_begin,
     experiment_create,
 )
+from evaluation.models import Experiment, SearchTarget
 from golden_io.models import GoldenVersion
 from tests.support.processes import REPO, serving
 from tests.support.stub_server import Recorded, Reply, hits_reply

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from assay.golden.format import dump_json
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget
-from evaluation.services import run_create, target_create
+from evaluation.runs.services import run_create, target_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests.support.stub_server import StubServer

@@ -8,8 +8,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.models import ApiToken
-from evaluation.tokens import TokenError, api_token_create
+from evaluation.runs.models import ApiToken
+from evaluation.runs.tokens import TokenError, api_token_create
 
 
 class Command(BaseCommand):

@@ -25,9 +25,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
-from evaluation import selectors, services
 from evaluation.management.demo_study import demo_study
-from evaluation.models import EvaluationRun, SearchTarget, SxsStudy
+from evaluation.runs import selectors, services
+from evaluation.runs.models import EvaluationRun, SearchTarget
+from evaluation.studies.models import SxsStudy
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 
