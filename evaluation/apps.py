@@ -1,3 +1,7 @@
+"""The `evaluation` app: one Django app (its tables `evaluation_*`, one migrations history) holding three
+capabilities, one folder each (docs/architecture.md, "Inside evaluation"): `runs`, `studies`,
+`experiments`; studies and experiments build on runs, and runs know neither."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -10,10 +14,13 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the Celery tasks in every process: the services queue them by name
-        # (evaluation/runs/enqueue.py) without importing the tasks module, which imports the services.
+        # (evaluation/runs/enqueue.py) without importing the tasks modules, which import the services.
         from evaluation.experiments import tasks as experiment_tasks  # noqa: F401
         from evaluation.fields import json_text_loader
         from evaluation.runs import tasks  # noqa: F401
+        from evaluation.studies import receivers
 
         # The reports' `json` columns are read as text and parsed once (evaluation/fields.py).
         connection_created.connect(json_text_loader, dispatch_uid="evaluation.json_text_loader")
+        # Studies listen to what runs announce (evaluation/runs/hooks.py): a run's end, a promotion.
+        receivers.connect()

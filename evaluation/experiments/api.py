@@ -26,6 +26,7 @@ from assay.experiment import (
     MAX_CONFIGS,
     RANKING_METRICS,
 )
+from evaluation.experiments.access import experiments_for, get_experiment
 from evaluation.experiments.models import Experiment, ExperimentAdoption
 from evaluation.experiments.services.adopt import adoption_revert, adoption_runs, experiment_adopt
 from evaluation.experiments.services.coverage import experiment_gaps, experiment_rescore
@@ -252,7 +253,7 @@ class ExperimentCancelSerializer(serializers.Serializer[Any]):
 
 
 def _experiment(request: Request, pk: int) -> Experiment:
-    return access.get_experiment(request.user, pk)
+    return get_experiment(request.user, pk)
 
 
 def _read_only(view: str) -> str:
@@ -277,7 +278,7 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Experiment]:
-        rows = access.experiments_for(self.request.user).defer("result", "tuning", "split", "grid")
+        rows = experiments_for(self.request.user).defer("result", "tuning", "split", "grid")
         rows = set_target_status(rows, self.request)
         return rows.order_by("-created", "-id")
 

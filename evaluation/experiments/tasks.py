@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from celery import Task, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from evaluation.runs.enqueue import EXPERIMENT_START
+from evaluation.experiments.enqueue import EXPERIMENT_START
 
 if TYPE_CHECKING:
     from evaluation.experiments.services.experiments import ExperimentPlan

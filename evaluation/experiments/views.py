@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -34,6 +34,7 @@ from assay.experiment import (
 from assay.inputs import id_number
 from assay.metric_table import format_number
 from assay.sweep_charts import SWEEP_CHART, grid_axes, sweep_heat, sweep_line
+from evaluation.experiments.access import experiments_for, get_experiment
 from evaluation.experiments.models import Experiment, ExperimentAdoption
 from evaluation.experiments.services.adopt import (
     adoptable_configurations,
@@ -62,7 +63,6 @@ from evaluation.runs.overlap_page import mean_cells, note
 from evaluation.runs.services.unjudged import gaps_judge_offer
 from evaluation.runs.views.access_helpers import settled
 from evaluation.runs.views.runs import query_link, say
-from evaluation.studies.models import SxsStudy
 from golden_io.models import GoldenVersion
 from labeling.roles import is_reviewer, reviews
 
@@ -111,7 +111,7 @@ class ExperimentForm(forms.Form):
 def experiment_list(request: HttpRequest) -> HttpResponse:
     if not is_reviewer(request.user):
         raise Http404("nothing here")
-    experiments = access.experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
+    experiments = experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
     return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
 
 
@@ -119,7 +119,7 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
 def experiment_row(request: HttpRequest, experiment_id: int) -> HttpResponse:
     """One row of the experiment list, polled while the experiment is queued or running (htmx swaps the
     row; a settled one stops asking)."""
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     return render(request, "evaluation/_experiment_row.html", {"e": experiment})
 
 
@@ -174,7 +174,7 @@ def _progress(experiment: Experiment) -> dict[str, Any]:
 @require_GET
 def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpResponse:
     """The page's progress bar, polled; once the experiment is final the page reloads with its result."""
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     progress = _progress(experiment)
     response = render(
         request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
@@ -305,13 +305,14 @@ def _adoptions(request: HttpRequest, experiment: Experiment) -> list[dict[str, A
     )
     used = {a.pk: adoption_runs(a) for a in adoptions}
     visible = {run.pk: run for run in _named_runs(request, {pk for pks in used.values() for pk in pks})}
-    studies: dict[int, list[SxsStudy]] = {}
-    runs = [a.run_id for a in adoptions if a.run_id is not None]
-    for study in SxsStudy.objects.filter(Q(run_a_id__in=runs) | Q(run_b_id__in=runs)).order_by(
-        "-created", "-id"
-    ):
-        for run_id in {study.run_a_id, study.run_b_id} & set(runs):
-            studies.setdefault(run_id, []).append(study)
+    # The studies are read through the run's relations: experiments never import studies.
+    runs = EvaluationRun.objects.filter(pk__in=[a.run_id for a in adoptions if a.run_id is not None])
+    studies: dict[int, list[Any]] = {
+        run.pk: sorted(
+            {*run.studies_as_a.all(), *run.studies_as_b.all()}, key=lambda s: (s.created, s.pk), reverse=True
+        )
+        for run in runs.only("pk").prefetch_related("studies_as_a", "studies_as_b")
+    }
     return [
         {
             "adoption": a,
@@ -364,7 +365,7 @@ def _coverage(experiment: Experiment, result: dict[str, Any], may_manage: bool) 
 
 @require_GET
 def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     golden_set = experiment.golden_version.golden_set
     result, rescore = experiment_result_current(experiment)
     may_manage = reviews(request.user, golden_set)
@@ -429,7 +430,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
 
 @require_POST
 def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     if not reviews(request.user, experiment.golden_version.golden_set):
         raise PermissionDenied("only the set's reviewers and admins cancel an experiment")
     if experiment_cancel(experiment=experiment, by=request.user):
@@ -443,7 +444,7 @@ def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResp
 def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
     """**Use this configuration**: the chosen configuration's params on the target (`rank`, the winner
     when not given), then a full run (its page next)."""
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     given = request.POST.get("rank", "")
     rank = id_number(given) if given else None
     try:
@@ -468,7 +469,7 @@ def experiment_adopt_view(request: HttpRequest, experiment_id: int) -> HttpRespo
 @require_POST
 def adoption_revert_view(request: HttpRequest, experiment_id: int, adoption_id: int) -> HttpResponse:
     """**Revert**: the target's params before the adoption written back, recorded with the reason."""
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     adoption = ExperimentAdoption.objects.filter(experiment=experiment, pk=adoption_id).first()
     if adoption is None:
         raise Http404("no such adoption of this experiment")
@@ -504,7 +505,7 @@ def _revert_text(adoption: ExperimentAdoption, used: list[str]) -> str:
 
 
 def _managed(request: HttpRequest, experiment_id: int, what: str) -> Experiment:
-    experiment = access.get_experiment(request.user, experiment_id)
+    experiment = get_experiment(request.user, experiment_id)
     if not reviews(request.user, experiment.golden_version.golden_set):
         raise PermissionDenied(f"only the set's reviewers {what}")
     if experiment.status != Experiment.Status.SUCCEEDED:

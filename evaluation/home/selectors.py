@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
+from evaluation.experiments.access import experiments_for
 from evaluation.experiments.models import Experiment
 from evaluation.runs import access
 from evaluation.runs.models import EvaluationRun
@@ -77,7 +78,7 @@ def home_waiting(*, user: Any, since: datetime | None, now: datetime | None = No
         .order_by("-created", "-id")
     )
     finished = (
-        access.experiments_for(user)
+        experiments_for(user)
         .filter(status__in=Experiment.FINAL, finished_at__gt=since or recent)
         .defer(*GOLDEN_FILE, "result", "tuning", "split", "grid", "configs", "target_snapshot")
         .order_by("-finished_at", "-id")

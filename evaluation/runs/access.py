@@ -142,24 +142,3 @@ def get_target(user: Any, pk: int) -> SearchTarget:
     if target is None:
         raise Http404("no such target")
     return target
-
-
-# --- experiments (docs/experiments.md, "In the app"): the runs' rule, by the experiment's golden set
-
-
-def experiments_for(user: Any) -> QuerySet[Any]:
-    """The experiments of the sets the user reviews (admins all); none for anyone without the role."""
-    from evaluation.experiments.models import Experiment
-
-    if not is_reviewer(user):
-        return Experiment.objects.none()
-    return Experiment.objects.filter(reviewed_filter(user, "golden_version__golden_set")).select_related(
-        "golden_version__golden_set", "target", "created_by"
-    )
-
-
-def get_experiment(user: Any, experiment_id: int) -> Any:
-    experiment = experiments_for(user).filter(pk=experiment_id).first()
-    if experiment is None:
-        raise Http404("no such experiment")
-    return experiment

@@ -16,7 +16,6 @@ from django.db import transaction
 
 RUN_START = "evaluation.run_start"
 RUN_NOTIFY = "evaluation.run_notify"
-EXPERIMENT_START = "evaluation.experiment_start"
 
 
 def run_start_on_commit(run_id: int) -> None:
@@ -30,9 +29,10 @@ def run_notify_on_commit(run_id: int) -> None:
     transaction.on_commit(lambda: _task(RUN_NOTIFY).delay(run_id))
 
 
-def experiment_start_on_commit(experiment_id: int) -> None:
-    """Start the experiment once the transaction that created it commits (docs/experiments.md)."""
-    transaction.on_commit(lambda: _task(EXPERIMENT_START).delay(experiment_id))
+def task_on_commit(name: str, *args: Any) -> None:
+    """Queue the task registered as `name` with `args` once the current transaction commits (an
+    experiment's start: evaluation/experiments/enqueue.py)."""
+    transaction.on_commit(lambda: _task(name).delay(*args))
 
 
 def _task(name: str) -> Any:

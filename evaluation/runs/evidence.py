@@ -4,8 +4,9 @@ figures were scored on, or "unjudged"), the query's nDCG change between them and
 (Jaccard@k and RBO, `assay.overlap`), and a link back to the page whose figure opened it.
 
 One helper serves the three pages (a study's query, a run's query against its baseline, an experiment's
-configuration against its baseline, `evaluation.runs.views.evidence`) and one template draws them
-(`templates/evaluation/evidence.html`); a study adds its raters' answers there.
+configuration against its baseline: `evaluation.studies.evidence_views`, `evaluation.runs.views.evidence`,
+`evaluation.experiments.evidence_views`) and one template draws them (`templates/evaluation/evidence.html`);
+a study adds its raters' answers there.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.http import Http404
+from django.http import Http404, HttpRequest
 
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.metrics import score_query
 from assay.overlap import DEFAULT_P, formula_text, overlap
 from evaluation.runs.overlap_page import query_shown
 from evaluation.runs.report_page import delta_css, num
+
+
+def evidence_query_id(request: HttpRequest) -> str:
+    """The query an evidence page shows: `?query=<id>`, or a 404 that says to give one."""
+    query_id = request.GET.get("query", "")
+    if not query_id:
+        raise Http404("give a query: ?query=<id>")
+    return query_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,10 @@ from assay.overlap import (
     formula_text,
     overlap,
     report_overlap,
-    summarize,
     top_weight,
 )
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.report_page import interval_text, num
-from evaluation.studies.models import SxsStudy
 
 _NO_LISTS = "no query has a list in both"
 
@@ -99,21 +97,6 @@ def query_overlap(data: Mapping[str, Any], run_b: EvaluationRun) -> dict[str, An
     answered = not data["a"]["error"] and not data["b"]["error"]
     shown = query_shown(overlap(lists[0], lists[1], k=k) if answered else None)
     return {**shown, "k": k, "formula": formula_text(k, DEFAULT_P)}
-
-
-def study_overlap(study: SxsStudy) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """A study's two lists as its raters saw them (each chosen query's top `shown` of both runs, the
-    identical ones not asked included): the means (`summary_shown`, seeded by the study) and each query's
-    row (id, text, `query_shown`), in the study's order."""
-    rows = list(study.queries.order_by("id").values_list("query_id", "text", "cards_a", "cards_b"))
-    found = summarize(
-        [(qid, [c["id"] for c in a], [c["id"] for c in b]) for qid, _, a, b in rows],
-        k=study.shown,
-        seed=study.seed,
-    )
-    each = dict(found.per_query)
-    shown_rows = [{"id": qid, "text": text, "overlap": query_shown(each[qid])} for qid, text, _, _ in rows]
-    return (summary_shown(found.to_dict()) if rows else None), shown_rows
 
 
 _NOT_RECORDED = "not recorded: the experiment concluded before overlap was"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from evaluation.runs.views import evidence as evidence_views
-from evaluation.studies import views
+from evaluation.studies import evidence_views, views
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/<slug:slug>/studies/", views.study_list, name="study_list"),

@@ -17,10 +17,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assay.inputs import id_number
+from assay.overlap import summarize
 from assay.sxs import REASON_LABELS
 from evaluation.runs import access
 from evaluation.runs.models import EvaluationRun
-from evaluation.runs.overlap_page import study_overlap
+from evaluation.runs.overlap_page import query_shown, summary_shown
 from evaluation.runs.views.access_helpers import settled
 from evaluation.studies.access import get_pending, get_study, pending_for, studies_for, study_progress
 from evaluation.studies.forms import StudyForm, form_expectation
@@ -171,6 +172,22 @@ def study_pending_row(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request, "evaluation/_pending_row.html", {"p": pending, "poll_ms": poll_ms(pending.created)}
     )
+
+
+def study_overlap(study: SxsStudy) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """A study's two lists as its raters saw them (each chosen query's top `shown` of both runs, the
+    identical ones not asked included): the means (`summary_shown`, seeded by the study) and each query's
+    row (id, text, `query_shown`), in the study's order (the overlap pages' wording:
+    `evaluation.runs.overlap_page`)."""
+    rows = list(study.queries.order_by("id").values_list("query_id", "text", "cards_a", "cards_b"))
+    found = summarize(
+        [(qid, [c["id"] for c in a], [c["id"] for c in b]) for qid, _, a, b in rows],
+        k=study.shown,
+        seed=study.seed,
+    )
+    each = dict(found.per_query)
+    shown_rows = [{"id": qid, "text": text, "overlap": query_shown(each[qid])} for qid, text, _, _ in rows]
+    return (summary_shown(found.to_dict()) if rows else None), shown_rows
 
 
 def _reason_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:

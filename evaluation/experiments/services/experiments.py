@@ -51,8 +51,8 @@ from assay.targets import (
     params_secret_problems,
     spec_problems,
 )
+from evaluation.experiments.enqueue import experiment_start_on_commit
 from evaluation.experiments.models import Experiment, ExperimentChunk, ExperimentResult
-from evaluation.runs.enqueue import experiment_start_on_commit
 from evaluation.runs.models import EvaluationRun, SearchTarget
 from evaluation.runs.selectors import golden_of
 from evaluation.runs.services.leases import CHUNK_LEASE, lease_requeue

@@ -15,12 +15,12 @@ from django.utils import timezone
 from assay.drift import Budgets, compare, render_markdown
 from assay.storable import text_problem
 from evaluation.runs.enqueue import run_notify_on_commit
+from evaluation.runs.hooks import baseline_problems, baseline_promoted_send
 from evaluation.runs.models import Baseline, BaselineRescore, EvaluationRun
 from evaluation.runs.selectors import baseline_get, budgets_get
 from evaluation.runs.services.finalize import run_gate
 from evaluation.runs.services.rescore import baseline_rescore_get_or_create
 from evaluation.runs.services.runs import RunError
-from evaluation.studies.services.close import baseline_studies_close, baseline_study_problems
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviews
@@ -49,9 +49,9 @@ def _promotion_problems(run: EvaluationRun, by: Any, rationale: str, *, lock: bo
             f"{run.label} has {run.errors} errored queries: a baseline must have seen every answer "
             "(rerun it when the engine is healthy)"
         )
-    # The set's "a passed study first" setting (docs/sxs.md); with `lock`, no answer moves the studies'
-    # verdicts until the promotion commits.
-    problems += baseline_study_problems(run, lock=lock)
+    # What the capabilities built on runs refuse (a set's "a passed study first" setting, docs/sxs.md);
+    # with `lock`, what they read stays as read until the promotion commits.
+    problems += baseline_problems(run, lock=lock)
     return problems
 
 
@@ -90,7 +90,7 @@ def baseline_promote(
         git_pushed=bool(git.get("pushed", False)),
         git_push_error=git.get("push_error", ""),
     )
-    baseline_studies_close(baseline=baseline, by=by)
+    baseline_promoted_send(baseline=baseline, by=by)  # the studies it rested on are closed with it
     return baseline
 
 

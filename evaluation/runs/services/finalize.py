@@ -19,10 +19,10 @@ from assay.run_meta import run_meta
 from assay.targets import TargetSpec, harness_config
 from evaluation.fields import large_json_write
 from evaluation.runs.enqueue import run_notify_on_commit
+from evaluation.runs.hooks import run_finished_send
 from evaluation.runs.models import Baseline, BaselineRescore, EvaluationRun, QueryRunResult
 from evaluation.runs.selectors import baseline_get, budgets_get, golden_of, noise_measure, run_results
 from evaluation.runs.services.rescore import baseline_rescore_auto
-from evaluation.studies.services.pending import pending_studies_resolve
 
 Status = EvaluationRun.Status
 
@@ -174,6 +174,6 @@ def run_finalize_process(*, run_id: int) -> str:
             ]
         )
         run_notify_on_commit(run_id)  # a fail or warn verdict is told to people (docs/runs.md)
-    # A study asked for on two targets is made (or failed) once both its runs' final status is committed.
-    pending_studies_resolve(run_id=run_id)
+    # Announced once the final status is committed (a study asked for on two targets is made or failed).
+    run_finished_send(run_id=run_id)
     return "finalized"

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from assay.golden.keys import resolve_keys
 from assay.storable import json_problem
 from assay.targets import TargetError, TargetSpec, harness_config, params_secret_problems, spec_problems
-from evaluation.experiments.models import Experiment
 from evaluation.runs.enqueue import run_start_on_commit
 from evaluation.runs.models import EvaluationRun, QueryRunResult, RunSchedule, SearchTarget
 from evaluation.runs.selectors import golden_of
@@ -129,11 +128,13 @@ def run_create(
     return run
 
 
-def end_if_active(model: type[EvaluationRun | Experiment], pk: int, status: str, message: str) -> bool:
+def end_if_active(model: type[models.Model], pk: int, status: str, message: str) -> bool:
     """Give a queued or running run or experiment its final `status` and `message`, in one conditional
-    update; False when it had already finished (a cancel or failure never overwrites an end)."""
+    update; False when it had already finished (a cancel or failure never overwrites an end). `model` is
+    `EvaluationRun` or `Experiment`, each with its `ACTIVE` statuses (runs import no experiment)."""
+    active = model.ACTIVE  # type: ignore[attr-defined]
     return (
-        model._default_manager.filter(pk=pk, status__in=model.ACTIVE).update(
+        model._default_manager.filter(pk=pk, status__in=active).update(
             status=status, finished_at=timezone.now(), error_message=message[:5000]
         )
         == 1
