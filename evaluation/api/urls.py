@@ -4,6 +4,7 @@ from django.urls import URLPattern, URLResolver, path, re_path
 
 from evaluation.experiments import api as experiments
 from evaluation.runs.api import views
+from evaluation.runs.api.base import NoEndpoint
 from evaluation.studies import api as studies
 
 app_name = "api"
@@ -49,5 +50,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("studies/<int:pk>/reopen/", studies.StudyReopen.as_view(), name="study-reopen"),
     path("studies/<int:pk>/answers/<slug:fmt>/", studies.StudyAnswers.as_view(), name="study-answers"),
     # Last: a path no endpoint matches (`runs/abc/`, a slug with a space) gets the API's error shape.
-    re_path(r"^[\s\S]*\Z", views.NoEndpoint.as_view()),
+    re_path(r"^[\s\S]*\Z", NoEndpoint.as_view()),
 ]

@@ -11,8 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,17 +37,20 @@ from evaluation.experiments.services.experiments import (
 )
 from evaluation.runs import access
 from evaluation.runs.action_words import GAPS_ACTIONS
-from evaluation.runs.api.serializers import ProblemsSerializer
-from evaluation.runs.api.views import (
+from evaluation.runs.api.base import (
     READ,
     RUNS_WRITE,
+    START_NOT_FOUND,
     ApiView,
-    _choice,
-    _golden_set,
-    _problems,
-    _version,
+    ObjectAction,
+    problems,
     set_target_status,
+    set_target_status_parameters,
+    set_target_status_query,
+    start_on,
+    version_of,
 )
+from evaluation.runs.api.serializers import ProblemsSerializer
 from evaluation.runs.models import EvaluationRun
 from golden_io import selectors as golden_selectors
 
@@ -252,6 +254,11 @@ class ExperimentCancelSerializer(serializers.Serializer[Any]):
     experiment = ExperimentListSerializer()
 
 
+def _refused(detail: str) -> tuple[tuple[type[Exception], str, int], ...]:
+    """An experiment service's refusal, answered as a 400 with `detail`."""
+    return ((ExperimentError, detail, status.HTTP_400_BAD_REQUEST),)
+
+
 def _experiment(request: Request, pk: int) -> Experiment:
     return get_experiment(request.user, pk)
 
@@ -265,15 +272,9 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
 
     serializer_class = ExperimentListSerializer
     required_scopes = {"GET": READ, "POST": RUNS_WRITE}
-    query = {"golden_set": None, "target": None, "status": _choice(Experiment.Status.values)}
+    query = set_target_status_query(Experiment.Status.values)
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug"),
-            OpenApiParameter("target", OpenApiTypes.STR, description="target name"),
-            OpenApiParameter("status", OpenApiTypes.STR, enum=Experiment.Status.values),
-        ]
-    )
+    @extend_schema(parameters=set_target_status_parameters(Experiment.Status.values))
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -287,27 +288,25 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
         responses={
             201: ExperimentSerializer,
             400: ProblemsSerializer,
-            404: OpenApiResponse(description="no golden set, version or target by that name you can see"),
+            404: START_NOT_FOUND,
         },
     )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        data = ExperimentCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
-        golden_set = _golden_set(request, values["golden_set"])
-        if not access.may_trigger(request.user, golden_set):
-            return _problems("not allowed", [_read_only(f"{golden_set.slug} start experiments on it")], 403)
-        named = access.targets_for(request.user).filter(name=values["target"])
-        target = named.filter(golden_sets=golden_set).first() or named.first()
-        if target is None:
-            raise Http404(f"no target named {values['target']!r}")
+        start = start_on(
+            request,
+            ExperimentCreateSerializer,
+            refused=lambda slug: _read_only(f"{slug} start experiments on it"),
+        )
+        if isinstance(start, Response):
+            return start
+        values, golden_set, target = start.values, start.golden_set, start.target
         version = (
-            _version(request, golden_set.slug, values["version"])
+            version_of(request, golden_set.slug, values["version"])
             if values.get("version")
             else golden_selectors.version_latest(golden_set=golden_set)
         )
         if version is None:
-            return _problems(
+            return problems(
                 "no golden version", [f"golden set {golden_set.slug} has no version yet: freeze one first"]
             )
         try:
@@ -324,7 +323,7 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
                 coverage_margin=values["coverage_margin"],
             )
         except ExperimentError as exc:
-            return _problems("the experiment cannot start", exc.problems)
+            return problems("the experiment cannot start", exc.problems)
         body = ExperimentSerializer(
             _experiment(request, experiment.pk), context=self.get_serializer_context()
         ).data
@@ -341,98 +340,96 @@ class ExperimentDetail(ApiView, generics.RetrieveAPIView[Experiment]):
         return _experiment(self.request, self.kwargs["pk"])
 
 
-class ExperimentCancel(ApiView):
+class _ExperimentAction(ObjectAction):
+    """An act on an experiment (`ObjectAction`): those who review its set may (`what` they do, in the
+    refusal's words); with `finished`, only once it succeeded (else 409)."""
+
     required_scopes = {"POST": RUNS_WRITE}
+    what = ""
+    finished = False
+
+    def target(self, request: Request, pk: int) -> Experiment:
+        return _experiment(request, pk)
+
+    def forbidden(self, request: Request, obj: Experiment) -> str | None:
+        return (
+            None if access.may_trigger(request.user, obj.golden_version.golden_set) else _read_only(self.what)
+        )
+
+    def conflict(self, obj: Experiment) -> tuple[str, str] | None:
+        if self.finished and obj.status != Experiment.Status.SUCCEEDED:
+            return "not finished", f"experiment {obj.pk} is {obj.status}: it has no answers yet"
+        return None
+
+
+class ExperimentCancel(_ExperimentAction):
     serializer_class = ExperimentCancelSerializer
+    what = "cancel its experiments"
+
+    def act(self, request: Request, obj: Experiment, values: dict[str, Any]) -> Response:
+        cancelled = experiment_cancel(experiment=obj, by=request.user)
+        row = ExperimentListSerializer(
+            _experiment(request, obj.pk), context=self.get_serializer_context()
+        ).data
+        return Response({"cancelled": cancelled, "experiment": row})
 
     @extend_schema(request=None, responses={200: ExperimentCancelSerializer, 403: ProblemsSerializer})
     def post(self, request: Request, pk: int) -> Response:
-        experiment = _experiment(request, pk)
-        if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-            return _problems("not allowed", [_read_only("cancel its experiments")], 403)
-        cancelled = experiment_cancel(experiment=experiment, by=request.user)
-        row = ExperimentListSerializer(_experiment(request, pk), context=self.get_serializer_context()).data
-        return Response({"cancelled": cancelled, "experiment": row})
+        return self.perform(request, pk)
 
 
-def _managed(
-    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]], *, finished: bool = False
-) -> tuple[Experiment, dict[str, Any]] | Response:
-    """The experiment a reviewer of its set acts on (`finished`: only once it succeeded, else 409), and
-    the request's body validated."""
-    experiment = _experiment(request, pk)
-    if not access.may_trigger(request.user, experiment.golden_version.golden_set):
-        return _problems("not allowed", [_read_only(what)], 403)
-    if finished and experiment.status != Experiment.Status.SUCCEEDED:
-        problem = f"experiment {pk} is {experiment.status}: it has no answers yet"
-        return _problems("not finished", [problem], 409)
-    data = body(data=request.data)
-    data.is_valid(raise_exception=True)
-    return experiment, data.validated_data
-
-
-def _finished(
-    request: Request, pk: int, what: str, body: type[serializers.Serializer[Any]]
-) -> tuple[Experiment, dict[str, Any]] | Response:
-    return _managed(request, pk, what, body, finished=True)
-
-
-class ExperimentAdopt(ApiView):
+class ExperimentAdopt(_ExperimentAction):
     """**Use this configuration**: a configuration that beat the baseline (`rank`, the winner by default)
     saved on the target (recorded with the rationale) and a full run started with it; it becomes the
     baseline only through the usual review."""
 
-    required_scopes = {"POST": RUNS_WRITE}
     serializer_class = AdoptSerializer
+    body = AdoptSerializer
+    what = "use an experiment's configuration"
+    refusals = _refused("the configuration was not used")
+
+    def act(self, request: Request, obj: Experiment, values: dict[str, Any]) -> Response:
+        adoption = experiment_adopt(
+            experiment=obj,
+            by=request.user,
+            rationale=values["rationale"],
+            rank=values.get("rank"),
+            trigger=EvaluationRun.Trigger.API,
+        )
+        return Response(
+            AdoptionSerializer(adoption_body(request, adoption)).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(
         request=AdoptSerializer,
         responses={201: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        found = _managed(request, pk, "use an experiment's configuration", AdoptSerializer)
-        if isinstance(found, Response):
-            return found
-        experiment, values = found
-        try:
-            adoption = experiment_adopt(
-                experiment=experiment,
-                by=request.user,
-                rationale=values["rationale"],
-                rank=values.get("rank"),
-                trigger=EvaluationRun.Trigger.API,
-            )
-        except ExperimentError as exc:
-            return _problems("the configuration was not used", exc.problems)
-        return Response(
-            AdoptionSerializer(adoption_body(request, adoption)).data, status=status.HTTP_201_CREATED
-        )
+        return self.perform(request, pk)
 
 
-class AdoptionRevert(ApiView):
+class AdoptionRevert(_ExperimentAction):
     """**Revert**: the target's params and stage toggles before the adoption written back exactly,
     recorded with the reason; the reply names the runs that sent the adopted ones."""
 
-    required_scopes = {"POST": RUNS_WRITE}
     serializer_class = RevertSerializer
+    body = RevertSerializer
+    what = "revert an experiment's configuration"
+    refusals = _refused("not reverted")
+
+    def act(self, request: Request, obj: Experiment, values: dict[str, Any]) -> Response:
+        adoption = ExperimentAdoption.objects.filter(experiment=obj, pk=self.kwargs["adoption_id"]).first()
+        if adoption is None:
+            raise Http404("no such adoption of this experiment")
+        reverted = adoption_revert(adoption=adoption, by=request.user, reason=values["reason"])
+        return Response(AdoptionSerializer(adoption_body(request, reverted)).data)
 
     @extend_schema(
         request=RevertSerializer,
         responses={200: AdoptionSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int, adoption_id: int) -> Response:
-        found = _managed(request, pk, "revert an experiment's configuration", RevertSerializer)
-        if isinstance(found, Response):
-            return found
-        experiment, values = found
-        adoption = ExperimentAdoption.objects.filter(experiment=experiment, pk=adoption_id).first()
-        if adoption is None:
-            raise Http404("no such adoption of this experiment")
-        try:
-            reverted = adoption_revert(adoption=adoption, by=request.user, reason=values["reason"])
-        except ExperimentError as exc:
-            return _problems("not reverted", exc.problems)
-        return Response(AdoptionSerializer(adoption_body(request, reverted)).data)
+        return self.perform(request, pk)
 
 
 class GapsSerializer(serializers.Serializer[Any]):
@@ -451,25 +448,19 @@ class RescoreSerializer(serializers.Serializer[Any]):
     version = serializers.CharField(max_length=100, required=False, help_text="default: the set's newest")
 
 
-class ExperimentGaps(ApiView):
+class ExperimentGaps(_ExperimentAction):
     """The unjudged top-k documents of the baseline and the confirmed configurations, queued for rating
     or sent to the set's qualified judge (docs/experiments.md, "Coverage")."""
 
-    required_scopes = {"POST": RUNS_WRITE}
     serializer_class = GapsSerializer
+    body = GapsSerializer
+    what = "queue an experiment's documents"
+    finished = True
 
-    @extend_schema(
-        request=GapsSerializer,
-        responses={200: GapsOutcomeSerializer, 403: ProblemsSerializer, 409: ProblemsSerializer},
-    )
-    def post(self, request: Request, pk: int) -> Response:
-        found = _finished(request, pk, "queue an experiment's documents", GapsSerializer)
-        if isinstance(found, Response):
-            return found
-        experiment, values = found
+    def act(self, request: Request, obj: Experiment, values: dict[str, Any]) -> Response:
         send, words = GAPS_ACTIONS[values["to"]]
-        outcome = send(gaps=experiment_gaps(experiment=experiment), by=request.user)
-        sentences = words(outcome, version=experiment.golden_version.name)
+        outcome = send(gaps=experiment_gaps(experiment=obj), by=request.user)
+        sentences = words(outcome, version=obj.golden_version.name)
         body = {
             "queued": outcome.queued,
             "added": outcome.added,
@@ -477,28 +468,34 @@ class ExperimentGaps(ApiView):
         }
         return Response(GapsOutcomeSerializer(body).data)
 
+    @extend_schema(
+        request=GapsSerializer,
+        responses={200: GapsOutcomeSerializer, 403: ProblemsSerializer, 409: ProblemsSerializer},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        return self.perform(request, pk)
 
-class ExperimentRescoreView(ApiView):
+
+class ExperimentRescoreView(_ExperimentAction):
     """The stored answers scored on a newer version of the set, nothing searched; 201 with the experiment
     (its `rescores` first the new one)."""
 
-    required_scopes = {"POST": RUNS_WRITE}
     serializer_class = RescoreSerializer
+    body = RescoreSerializer
+    what = "re-score an experiment"
+    finished = True
+    refusals = _refused("not re-scored")
+
+    def act(self, request: Request, obj: Experiment, values: dict[str, Any]) -> Response:
+        name = values.get("version")
+        version = version_of(request, obj.golden_version.golden_set.slug, name) if name else None
+        experiment_rescore(experiment=obj, by=request.user, golden_version=version)
+        body = ExperimentSerializer(_experiment(request, obj.pk), context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         request=RescoreSerializer,
         responses={201: ExperimentSerializer, 400: ProblemsSerializer, 403: ProblemsSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        found = _finished(request, pk, "re-score an experiment", RescoreSerializer)
-        if isinstance(found, Response):
-            return found
-        experiment, values = found
-        name = values.get("version")
-        version = _version(request, experiment.golden_version.golden_set.slug, name) if name else None
-        try:
-            experiment_rescore(experiment=experiment, by=request.user, golden_version=version)
-        except ExperimentError as exc:
-            return _problems("not re-scored", exc.problems)
-        body = ExperimentSerializer(_experiment(request, pk), context={"request": request}).data
-        return Response(body, status=status.HTTP_201_CREATED)
+        return self.perform(request, pk)

@@ -3,7 +3,7 @@
 these models in the `evaluation` app.
 
 An experiment is searched in chunks of (configurations, queries), each leased as a run's chunk is
-(`ExperimentChunk`, the same claim, renewal and sweep as `ChunkLease`), and each answer is one
+(`ExperimentChunk`, a `LeasedChunk` as `ChunkLease` is: one claim, renewal and sweep), and each answer is one
 `ExperimentResult`, unique per (experiment, slot, query): a chunk delivered twice, or sent again after
 its worker was lost, writes each answer once. Slot 0 is the baseline (the target's own parameters),
 slot i the grid's i-th configuration.
@@ -18,9 +18,10 @@ from django.db import models
 from django.db.models import Q
 
 from assay.display import params_text
+from evaluation.runs.models import LeasedChunk, Progress
 
 
-class Experiment(models.Model):
+class Experiment(Progress, models.Model):
     """A sweep of a target's parameters over a grid, chosen on the tuning part of a golden version and
     confirmed on its held-out part (`assay.experiment`, the code `assay sweep` runs)."""
 
@@ -94,14 +95,6 @@ class Experiment(models.Model):
         return f"experiment {self.pk} of {self.golden_version_id} on {self.target_id} ({self.status})"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
-
-    @property
     def fixed_params(self) -> dict[str, Any]:
         """What the baseline sends: the target's params and stage toggles as the experiment called it."""
         snapshot = self.target_snapshot or {}
@@ -117,37 +110,25 @@ class Experiment(models.Model):
         return f"{count} configuration{'s' if count != 1 else ''}"
 
 
-class ExperimentChunk(models.Model):
-    """One chunk of an experiment's work (its `slots` x `query_ids`) and the delivery working on it: a
-    lease exactly as `ChunkLease` is for a run's chunk (waiting, held and renewed, finished;
-    `evaluation.runs.services.leases`), swept by the experiments' sweeper when it runs out."""
+class ExperimentChunk(LeasedChunk):
+    """One chunk of an experiment's work (its `slots` x `query_ids`) and its lease, held as a run's chunk
+    holds its own (`LeasedChunk`: waiting, held and renewed, finished; `evaluation.runs.services.leases`),
+    swept by the experiments' sweeper when it runs out."""
+
+    OWNER = "experiment_id"
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="chunks")
-    index = models.PositiveIntegerField(help_text="the chunk's number within its experiment, from 0")
     phase = models.CharField(max_length=10, choices=Experiment.Phase.choices)
     slots = models.JSONField(default=list, help_text="0 the baseline, i the grid's i-th configuration")
-    query_ids = models.JSONField(default=list)
-    holder = models.CharField(max_length=32, blank=True)
-    worker = models.CharField(max_length=200, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    losses = models.PositiveIntegerField(default=0)
-    created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["experiment", "index"], name="experiment_chunk_index_unique"),
-        ]
-        indexes = [
-            models.Index(
-                fields=["expires_at"], name="experiment_chunk_open", condition=Q(finished_at__isnull=True)
-            ),
-        ]
+        constraints = [LeasedChunk.one_per_index("experiment", name="experiment_chunk_index_unique")]
+        indexes = [LeasedChunk.open_by_expiry(name="experiment_chunk_open")]
         ordering = ["experiment", "index"]
 
-    def __str__(self) -> str:
-        return f"experiment {self.experiment_id} chunk {self.index}"
+    @property
+    def work_text(self) -> str:
+        return f"{len(self.slots)} configurations x {len(self.query_ids)} queries"
 
 
 class ExperimentResult(models.Model):

@@ -9,6 +9,7 @@ idempotency: tasks claim work with conditional updates on its `status`, and `Que
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -82,7 +83,27 @@ class SearchTarget(models.Model):
         return target_spec(self)
 
 
-class EvaluationRun(models.Model):
+class Progress:
+    """How a run and an experiment say where they are: active (`ACTIVE`: queued or running) until a final
+    status (`FINAL`), and the share of their work done (`done` of `total`)."""
+
+    ACTIVE: ClassVar[tuple[str, ...]]
+    FINAL: ClassVar[tuple[str, ...]]
+    if TYPE_CHECKING:
+        status: str
+        done: int
+        total: int
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
+
+
+class EvaluationRun(Progress, models.Model):
     """A golden version evaluated against a target with given params: one row, many QueryRunResults."""
 
     class Status(models.TextChoices):
@@ -179,14 +200,6 @@ class EvaluationRun(models.Model):
         return f"run {self.pk} of {self.golden_version_id} on {self.target_id} ({self.status})"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.done / self.total if self.total else (100.0 if self.status in self.FINAL else 0.0)
-
-    @property
     def overrides_text(self) -> str:
         return params_text(self.params)
 
@@ -236,18 +249,23 @@ class QueryRunResult(models.Model):
         return self.error is None
 
 
-class ChunkLease(models.Model):
-    """One chunk of a run's queries and the delivery of its task that is working on it. The task claims
-    the lease when it starts and renews `expires_at` while it works; a lease that runs out means its
+class LeasedChunk(models.Model):
+    """One chunk of work and the delivery of its task that is working on it: the lease a run's chunk
+    (`ChunkLease`) and an experiment's (`ExperimentChunk`, evaluation/experiments/models.py) hold alike,
+    claimed, renewed, finished and swept by one piece of code (`evaluation.runs.services.leases`). The task
+    claims the lease when it starts and renews `expires_at` while it works; a lease that runs out means its
     worker was lost, and the sweeper sends the chunk again (docs/runs.md, "Worker loss").
 
     States: waiting (`expires_at` null: a message for it is in the broker or on its way), held
     (`expires_at` set, renewed by `holder`), finished (`finished_at` set: its task finished, or its queries
     were handed to newer chunks). A delivery that finds the lease finished or held by a live holder does
-    nothing, so a chunk sent twice is searched once."""
+    nothing, so a chunk sent twice is searched once.
 
-    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="chunk_leases")
-    index = models.PositiveIntegerField(help_text="the chunk's number within its run, from 0")
+    A concrete lease names its owner: a foreign key, and `OWNER`, the key's column (`run_id`)."""
+
+    OWNER: ClassVar[str]
+
+    index = models.PositiveIntegerField(help_text="the chunk's number within its run or experiment, from 0")
     query_ids = models.JSONField(default=list)
     holder = models.CharField(max_length=32, blank=True, help_text="the delivery holding the lease")
     worker = models.CharField(max_length=200, blank=True, help_text="the worker that claimed it last")
@@ -258,18 +276,42 @@ class ChunkLease(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["run", "index"], name="chunk_lease_run_index_unique"),
-        ]
-        indexes = [
-            models.Index(
-                fields=["expires_at"], name="chunk_lease_open_expiry", condition=Q(finished_at__isnull=True)
-            ),
-        ]
-        ordering = ["run", "index"]
+        abstract = True
 
     def __str__(self) -> str:
-        return f"run {self.run_id} chunk {self.index}"
+        return f"{self.OWNER.removesuffix('_id')} {self.owner_id} chunk {self.index}"
+
+    @staticmethod
+    def one_per_index(owner: str, *, name: str) -> models.UniqueConstraint:
+        """A concrete lease's constraint: one chunk per (owner, index)."""
+        return models.UniqueConstraint(fields=[owner, "index"], name=name)
+
+    @staticmethod
+    def open_by_expiry(*, name: str) -> models.Index:
+        """A concrete lease's index: the open chunks by expiry, what the sweeper reads."""
+        return models.Index(fields=["expires_at"], name=name, condition=Q(finished_at__isnull=True))
+
+    @property
+    def owner_id(self) -> int:
+        return int(getattr(self, self.OWNER))
+
+    @property
+    def work_text(self) -> str:
+        """What the chunk searches, in words (the sweeper's message when its worker is lost too often)."""
+        return f"{len(self.query_ids)} queries"
+
+
+class ChunkLease(LeasedChunk):
+    """One chunk of a run's queries and its lease (`LeasedChunk`)."""
+
+    OWNER = "run_id"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="chunk_leases")
+
+    class Meta:
+        constraints = [LeasedChunk.one_per_index("run", name="chunk_lease_run_index_unique")]
+        indexes = [LeasedChunk.open_by_expiry(name="chunk_lease_open_expiry")]
+        ordering = ["run", "index"]
 
 
 class Baseline(models.Model):

@@ -24,8 +24,8 @@ from rest_framework.response import Response
 
 from assay.sxs import SxsRule
 from evaluation.runs import access
+from evaluation.runs.api.base import READ, ApiView, ObjectAction, golden_set_of, problems, version_of
 from evaluation.runs.api.serializers import ProblemsSerializer
-from evaluation.runs.api.views import READ, ApiView, _golden_set, _problems, _version
 from evaluation.runs.models import EvaluationRun
 from evaluation.studies.access import get_pending, get_study, studies_for, study_progress
 from evaluation.studies.models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, StudyEvent, SxsStudy
@@ -311,7 +311,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         runs = [name for name in ("run_a", "run_b") if values.get(name) is not None]
         targets = [name for name in ("target_a", "target_b", "golden_set") if values.get(name)]
         if sorted(runs) != ["run_a", "run_b"] and sorted(targets) != ["golden_set", "target_a", "target_b"]:
-            return _problems(
+            return problems(
                 "the study cannot be created",
                 [
                     "name either run_a and run_b (two finished runs), or target_a, target_b and golden_set "
@@ -319,14 +319,14 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
                 ],
             )
         if runs and targets:
-            return _problems(
+            return problems(
                 "the study cannot be created",
                 ["name either two runs or two targets (with golden_set), not both"],
             )
         users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=values["raters"])}
         unknown = sorted(set(values["raters"]) - set(users))
         if unknown:
-            return _problems("the study cannot be created", [f"raters: no user named {', '.join(unknown)}"])
+            return problems("the study cannot be created", [f"raters: no user named {', '.join(unknown)}"])
         raters = [users[name] for name in dict.fromkeys(values["raters"])]
         if targets:
             return self._on_targets(request, values, raters)
@@ -336,7 +336,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
         try:
             study = study_create(spec=spec, by=request.user)
         except StudyError as exc:
-            return _problems("the study cannot be created", exc.problems)
+            return problems("the study cannot be created", exc.problems)
         created = get_study(request.user, study.pk)
         body = StudyCreatedSerializer(created, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["page"]})
@@ -344,8 +344,8 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
     def _on_targets(self, request: Request, values: dict[str, Any], raters: list[Any]) -> Response:
         """Start a run on each target and answer 202 with the pending study (it becomes a study when both
         runs have finished: `evaluation.studies.services.pending`)."""
-        golden_set = _golden_set(request, values["golden_set"])
-        version = _version(request, golden_set.slug, values["version"]) if values.get("version") else None
+        golden_set = golden_set_of(request, values["golden_set"])
+        version = version_of(request, golden_set.slug, values["version"]) if values.get("version") else None
         visible = access.targets_for(request.user)
         chosen = []
         for name in ("target_a", "target_b"):
@@ -368,7 +368,7 @@ class StudyListCreate(ApiView, generics.ListCreateAPIView[SxsStudy]):
                 trigger=EvaluationRun.Trigger.API,
             )
         except StudyError as exc:
-            return _problems("the study cannot be created", exc.problems)
+            return problems("the study cannot be created", exc.problems)
         body = PendingStudySerializer(pending, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["links"]["self"]})
 
@@ -431,22 +431,26 @@ class StudyAnswers(ApiView):
         return response
 
 
-class _StudyAct(ApiView):
-    """A reviewer's act on a study (close, reopen): the study as it is after, or the refusal in words."""
+class _StudyAct(ObjectAction):
+    """A reviewer's act on a study (close, reopen; `ObjectAction`): the study as it is after, or the
+    refusal in words (409 when it changes nothing: closed already, or open)."""
 
     required_scopes = {"POST": STUDIES_WRITE}
     serializer_class = StudySerializer
+    refusals = (
+        (StudyStateError, "nothing changed", status.HTTP_409_CONFLICT),
+        (StudyError, "the study cannot be changed", status.HTTP_400_BAD_REQUEST),
+    )
 
-    def _act(self, request: Request, pk: int, body: serializers.Serializer[Any], act: Any) -> Response:
-        study = get_study(request.user, pk)
-        body.is_valid(raise_exception=True)
-        try:
-            act(study=study, by=request.user, why=body.validated_data["why"])
-        except StudyStateError as exc:
-            return _problems("nothing changed", exc.problems, status.HTTP_409_CONFLICT)
-        except StudyError as exc:
-            return _problems("the study cannot be changed", exc.problems)
-        after = get_study(request.user, pk)
+    def target(self, request: Request, pk: int) -> SxsStudy:
+        return get_study(request.user, pk)
+
+    def change(self, *, study: SxsStudy, by: Any, why: str) -> Any:
+        raise NotImplementedError
+
+    def act(self, request: Request, obj: SxsStudy, values: dict[str, Any]) -> Response:
+        self.change(study=obj, by=request.user, why=values["why"])
+        after = get_study(request.user, obj.pk)
         return Response(StudySerializer(after, context=self.get_serializer_context()).data)
 
 
@@ -462,15 +466,25 @@ class StudyClose(_StudyAct):
     """Close the study: its verdict read from the answers as they stand and frozen with the time
     (`closed_at`); no answer or undo is taken after, until a reviewer reopens it. Recorded in `events`."""
 
+    body = WhySerializer
+
+    def change(self, *, study: SxsStudy, by: Any, why: str) -> Any:
+        return study_close(study=study, by=by, why=why)
+
     @extend_schema(request=WhySerializer, responses=ACT_RESPONSES)
     def post(self, request: Request, pk: int) -> Response:
-        return self._act(request, pk, WhySerializer(data=request.data), study_close)
+        return self.perform(request, pk)
 
 
 class StudyReopen(_StudyAct):
     """Reopen a closed study, saying why (recorded in `events`): answers and undos are taken again and
     its verdict follows them."""
 
+    body = ReopenSerializer
+
+    def change(self, *, study: SxsStudy, by: Any, why: str) -> Any:
+        return study_reopen(study=study, by=by, why=why)
+
     @extend_schema(request=ReopenSerializer, responses=ACT_RESPONSES)
     def post(self, request: Request, pk: int) -> Response:
-        return self._act(request, pk, ReopenSerializer(data=request.data), study_reopen)
+        return self.perform(request, pk)

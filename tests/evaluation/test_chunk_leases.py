@@ -155,7 +155,7 @@ def test_a_chunk_renews_its_lease_and_stops_when_another_delivery_took_it(
 
     def renew_then_lose(self: ChunkHold, **kwargs: Any) -> bool:
         if len(renewals) == 2:  # another delivery claims the chunk after two renewals
-            ChunkLease.objects.filter(run_id=self.run_id, index=self.index).update(holder="other")
+            ChunkLease.objects.filter(run_id=self.owner_id, index=self.index).update(holder="other")
         renewals.append(renew(self, **kwargs))
         return renewals[-1]
 

@@ -21,7 +21,7 @@ from assay.targets import TargetError, TargetSpec, harness_config
 from evaluation.experiments.models import Experiment, ExperimentChunk, ExperimentResult
 from evaluation.runs.selectors import golden_of
 from evaluation.runs.services.chunks import search_through
-from evaluation.runs.services.leases import ChunkHold, chunk_lease_claim
+from evaluation.runs.services.leases import ChunkHold, lease_claim
 from evaluation.runs.services.targets import target_secret_problems
 
 logger = logging.getLogger(__name__)
@@ -93,9 +93,7 @@ def experiment_chunk_process(*, experiment_id: int, chunk: int, worker: str = ""
     if experiment is None or experiment.status != Status.RUNNING:
         return ExperimentChunkOutcome(0, stopped=True, complete=False)
     golden = golden_of(experiment.golden_version)
-    hold = chunk_lease_claim(
-        run_id=experiment_id, index=chunk, worker=worker, model=ExperimentChunk, owner="experiment_id"
-    )
+    hold = lease_claim(ExperimentChunk, experiment_id, chunk, worker=worker)
     if hold is None:
         return ExperimentChunkOutcome(0, stopped=False, complete=False, duplicate=True)
     row = ExperimentChunk.objects.get(experiment_id=experiment_id, index=chunk)

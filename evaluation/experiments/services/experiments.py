@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from assay.experiment import (
@@ -49,22 +49,26 @@ from assay.targets import (
     TargetSpec,
     harness_config,
     params_secret_problems,
-    spec_problems,
 )
 from evaluation.experiments.enqueue import experiment_start_on_commit
 from evaluation.experiments.models import Experiment, ExperimentChunk, ExperimentResult
 from evaluation.runs.models import EvaluationRun, SearchTarget
 from evaluation.runs.selectors import golden_of
-from evaluation.runs.services.leases import CHUNK_LEASE, lease_requeue
+from evaluation.runs.services.leases import (
+    leases_close,
+    leases_create,
+    leases_expired,
+    leases_quiet,
+)
 from evaluation.runs.services.runs import (
     CHUNKS_PER_RUN,
     MAX_CHUNK,
     MIN_CHUNK_PER_CONCURRENCY,
     cancelled_text,
     end_if_active,
+    target_use_problems,
 )
-from evaluation.runs.services.sweep import MAX_LEASE_LOSSES, MAX_REDISPATCHES, QUEUED_GRACE, STALL_AFTER
-from evaluation.runs.services.targets import target_secret_problems
+from evaluation.runs.services.sweep import MAX_REDISPATCHES, QUEUED_GRACE, STALL_AFTER, queued_claim
 from golden_io.models import GoldenVersion
 
 Status = Experiment.Status
@@ -133,17 +137,8 @@ def experiment_create(
         fraction=fraction, seed=seed, top=top, metric=metric, alpha=alpha, coverage_margin=coverage_margin
     )
     problems = [p for p in (settings_problem(settings),) if p]
-    if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
-        problems.append(
-            f"target {target.name} is not set up for golden set {golden_version.golden_set.slug} "
-            "(add the set to the target first)"
-        )
+    problems += target_use_problems(target, golden_version)
     spec = target.spec()
-    spec_issues = spec_problems(spec)
-    spec_issues += target_secret_problems(
-        headers=spec.headers, golden_sets=[golden_version.golden_set], besides=spec_issues
-    )
-    problems += [f"target {target.name}: {p}" for p in spec_issues]
     golden = golden_of(golden_version)
     if not problems:
         try:
@@ -247,19 +242,9 @@ def _chunks_create(
 ) -> ExperimentPlan:
     spec = TargetSpec.from_dict(experiment.target_snapshot)
     chunks = plan_work(pairs, concurrency=spec.concurrency)
-    last = (
-        ExperimentChunk.objects.filter(experiment=experiment)
-        .order_by("-index")
-        .values_list("index", flat=True)
-        .first()
-    )
-    first = 0 if last is None else last + 1
-    rows = [
-        ExperimentChunk(experiment=experiment, index=first + i, phase=phase, slots=slots, query_ids=ids)
-        for i, (slots, ids) in enumerate(chunks)
-    ]
-    ExperimentChunk.objects.bulk_create(rows)
-    return ExperimentPlan(experiment.pk, tuple(row.index for row in rows))
+    rows = [{"phase": phase, "slots": slots, "query_ids": ids} for slots, ids in chunks]
+    indices = leases_create(ExperimentChunk, experiment.pk, rows)
+    return ExperimentPlan(experiment.pk, tuple(indices))
 
 
 def _phase_pairs(experiment: Experiment, phase: str) -> list[tuple[int, list[str]]]:
@@ -517,42 +502,21 @@ def experiments_sweep(
     heartbeat for `stall_after` -> advance, which plans the missing answers again when there are any."""
     now = now or timezone.now()
     actions = ExperimentSweep()
-    due = Experiment.objects.filter(status=Status.QUEUED, created__lt=now - QUEUED_GRACE).filter(
-        Q(start_resent_at__isnull=True) | Q(start_resent_at__lt=now - QUEUED_GRACE)
+    actions.start = queued_claim(Experiment, now=now, grace=QUEUED_GRACE)
+    lost = leases_expired(
+        ExperimentChunk,
+        running=Q(experiment__status=Status.RUNNING),
+        fail=lambda experiment_id, message: experiment_fail(experiment_id=experiment_id, message=message),
+        now=now,
     )
-    for pk, seen in due.values_list("pk", "start_resent_at"):
-        if Experiment.objects.filter(pk=pk, status=Status.QUEUED, start_resent_at=seen).update(
-            start_resent_at=now
-        ):
-            actions.start.append(pk)
-    expired = ExperimentChunk.objects.filter(
-        finished_at__isnull=True, expires_at__lt=now, experiment__status=Status.RUNNING
-    ).order_by("experiment_id", "index")
-    for chunk in expired:
-        if chunk.experiment_id in actions.failed:
-            continue
-        if chunk.losses >= MAX_LEASE_LOSSES:
-            message = (
-                f"stalled: chunk {chunk.index} ({len(chunk.slots)} configurations x {len(chunk.query_ids)} "
-                f"queries) lost its worker {chunk.losses + 1} times (last {chunk.worker or 'unknown'})"
-            )
-            if experiment_fail(experiment_id=chunk.experiment_id, message=message):
-                actions.failed.append(chunk.experiment_id)
-            continue
-        if lease_requeue(chunk):
-            plan = actions.resend.get(chunk.experiment_id, ExperimentPlan(chunk.experiment_id))
-            actions.resend[chunk.experiment_id] = ExperimentPlan(
-                chunk.experiment_id, (*plan.indices, chunk.index)
-            )
-    chunks = ExperimentChunk.objects.filter(experiment=OuterRef("pk"))
-    open_chunks = chunks.filter(finished_at__isnull=True)
-    live = open_chunks.filter(expires_at__gte=now)
-    quiet = Q(heartbeat_at__lt=now - stall_after) | (
-        Q(heartbeat_at__lt=now - CHUNK_LEASE) & ~Exists(open_chunks)
-    )
-    stalled = Experiment.objects.filter(quiet, ~Exists(live), status=Status.RUNNING).exclude(
-        pk__in=[*actions.resend, *actions.failed]
-    )
+    actions.failed = lost.failed
+    actions.resend = {
+        experiment_id: ExperimentPlan(experiment_id, tuple(chunk.index for chunk in chunks))
+        for experiment_id, chunks in lost.resend.items()
+    }
+    stalled = Experiment.objects.filter(
+        leases_quiet(ExperimentChunk, now=now, stall_after=stall_after), status=Status.RUNNING
+    ).exclude(pk__in=[*actions.resend, *actions.failed])
     actions.advance = list(stalled.values_list("pk", flat=True))
     return actions
 
@@ -581,9 +545,7 @@ def experiment_resume(*, experiment_id: int, now: datetime | None = None) -> Exp
         ).update(redispatches=F("redispatches") + 1, heartbeat_at=now)
         if claimed != 1:
             return None
-        ExperimentChunk.objects.filter(experiment=experiment, finished_at__isnull=True).update(
-            finished_at=now, expires_at=None
-        )
+        leases_close(ExperimentChunk, experiment.pk, now=now)
         return _chunks_create(experiment, experiment.phase, missing)
 
 

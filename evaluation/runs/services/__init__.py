@@ -61,10 +61,17 @@ from evaluation.runs.services.finalize import (
 from evaluation.runs.services.leases import (
     CHUNK_LEASE,
     LEASE_RENEW_EVERY_S,
+    MAX_LEASE_LOSSES,
     ChunkHold,
+    LeasesLost,
     chunk_lease_claim,
     chunk_leases_create,
+    lease_claim,
     lease_requeue,
+    leases_close,
+    leases_create,
+    leases_expired,
+    leases_quiet,
 )
 from evaluation.runs.services.notifications import (
     MAX_RETRY_DELAY_S,
@@ -102,6 +109,7 @@ from evaluation.runs.services.runs import (
     run_create,
     run_fail,
     run_missing_queries,
+    target_use_problems,
 )
 from evaluation.runs.services.schedules import (
     runs_nightly,
@@ -111,11 +119,11 @@ from evaluation.runs.services.schedules import (
     schedules_due,
 )
 from evaluation.runs.services.sweep import (
-    MAX_LEASE_LOSSES,
     MAX_REDISPATCHES,
     QUEUED_GRACE,
     STALL_AFTER,
     SweepActions,
+    queued_claim,
     runs_sweep,
 )
 from evaluation.runs.services.targets import (
@@ -171,6 +179,7 @@ __all__ = [
     "ChunkOutcome",
     "Gaps",
     "JudgeOffer",
+    "LeasesLost",
     "NotificationRetry",
     "Regated",
     "RunError",
@@ -190,12 +199,18 @@ __all__ = [
     "gaps_ask_judge",
     "gaps_judge_offer",
     "gaps_queue",
+    "lease_claim",
     "lease_requeue",
+    "leases_close",
+    "leases_create",
+    "leases_expired",
+    "leases_quiet",
     "notification_deliver",
     "notifications_prepare",
     "params_problems",
     "plan_chunks",
     "plan_run",
+    "queued_claim",
     "rebaseline_branch",
     "rebaseline_write",
     "relevance_notes",
@@ -226,6 +241,7 @@ __all__ = [
     "target_secret_problems",
     "target_secrets",
     "target_update",
+    "target_use_problems",
     "unjudged_ask_judge",
     "unjudged_judge_offer",
     "unjudged_queue",

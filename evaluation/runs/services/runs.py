@@ -66,6 +66,24 @@ def _json_value(value: object) -> bool:
 
 
 @transaction.atomic
+def target_use_problems(target: SearchTarget, golden_version: GoldenVersion) -> list[str]:
+    """Why `target` cannot be searched for `golden_version` now (a run, an experiment): not set up for its
+    set, a setting the harness refuses, or a secret not granted to the set (labeling.selectors.secrets;
+    each chunk checks the grant again)."""
+    problems = []
+    if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
+        problems.append(
+            f"target {target.name} is not set up for golden set {golden_version.golden_set.slug} "
+            "(add the set to the target first)"
+        )
+    spec = target.spec()
+    spec_issues = spec_problems(spec)
+    spec_issues += target_secret_problems(
+        headers=spec.headers, golden_sets=[golden_version.golden_set], besides=spec_issues
+    )
+    return problems + [f"target {target.name}: {p}" for p in spec_issues]
+
+
 def run_create(
     *,
     golden_version: GoldenVersion,
@@ -90,18 +108,8 @@ def run_create(
         problems.append(f"trigger: {trigger!r} is not one of {', '.join(EvaluationRun.Trigger.values)}")
     overrides = dict(params or {})
     problems += params_problems(overrides)
-    if not target.golden_sets.filter(pk=golden_version.golden_set_id).exists():
-        problems.append(
-            f"target {target.name} is not set up for golden set {golden_version.golden_set.slug} "
-            "(add the set to the target first)"
-        )
+    problems += target_use_problems(target, golden_version)
     spec = target.spec()
-    spec_issues = spec_problems(spec)
-    # Its secrets granted to this run's set (labeling.selectors.secrets), checked again by each chunk.
-    spec_issues += target_secret_problems(
-        headers=spec.headers, golden_sets=[golden_version.golden_set], besides=spec_issues
-    )
-    problems += [f"target {target.name}: {p}" for p in spec_issues]
     effective: dict[str, Any] = {}
     if not problems:
         try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from assay.targets import TargetSpec
 from evaluation.runs.models import ChunkLease, EvaluationRun
 from evaluation.runs.services.finalize import FINALIZE_LEASE
-from evaluation.runs.services.leases import CHUNK_LEASE, lease_requeue
+from evaluation.runs.services.leases import MAX_LEASE_LOSSES, leases_close, leases_expired, leases_quiet
 from evaluation.runs.services.runs import RunPlan, plan_run, run_fail, run_missing_queries
 
 Status = EvaluationRun.Status
@@ -26,9 +26,6 @@ STALL_AFTER = timedelta(minutes=10)
 # (a second start of a run does nothing).
 QUEUED_GRACE = timedelta(minutes=1)
 MAX_REDISPATCHES = 3
-# A chunk whose lease ran out this many times is not sent again: the run fails (a chunk that takes its
-# worker down with it would otherwise go round for ever).
-MAX_LEASE_LOSSES = 3
 
 
 @dataclass
@@ -60,7 +57,7 @@ def runs_sweep(
     run; finalizing past its lease -> finalize again."""
     now = now or timezone.now()
     actions = SweepActions()
-    actions.start = _queued_claim(now=now, grace=queued_grace)
+    actions.start = queued_claim(EvaluationRun, now=now, grace=queued_grace)
     actions.finalize = list(
         EvaluationRun.objects.filter(
             status=Status.FINALIZING, finalizing_at__lt=now - FINALIZE_LEASE
@@ -71,45 +68,34 @@ def runs_sweep(
     return actions
 
 
-def _queued_claim(*, now: datetime, grace: timedelta) -> list[int]:
-    """QUEUED runs older than `grace` whose start was not re-sent within `grace`, claimed with a
-    conditional update (two sweepers send one start)."""
-    due = EvaluationRun.objects.filter(status=Status.QUEUED, created__lt=now - grace).filter(
+def queued_claim(model: type[Model], *, now: datetime, grace: timedelta) -> list[int]:
+    """Queued rows of `model` (runs, experiments) older than `grace` whose start was not re-sent within
+    `grace`, claimed with a conditional update (two sweepers send one start)."""
+    rows = model._default_manager
+    due = rows.filter(status=Status.QUEUED, created__lt=now - grace).filter(
         Q(start_resent_at__isnull=True) | Q(start_resent_at__lt=now - grace)
     )
     claimed = []
     for pk, seen in due.values_list("pk", "start_resent_at"):
-        if EvaluationRun.objects.filter(pk=pk, status=Status.QUEUED, start_resent_at=seen).update(
-            start_resent_at=now
-        ):
+        if rows.filter(pk=pk, status=Status.QUEUED, start_resent_at=seen).update(start_resent_at=now):
             claimed.append(pk)
     return claimed
 
 
 def _leases_expired(actions: SweepActions, *, now: datetime, max_losses: int) -> None:
-    """Each chunk of a RUNNING run whose lease ran out goes back to waiting and is sent again."""
-    expired = (
-        ChunkLease.objects.filter(finished_at__isnull=True, expires_at__lt=now, run__status=Status.RUNNING)
-        .select_related("run")
-        .order_by("run_id", "index")
+    """Each chunk of a RUNNING run whose lease ran out goes back to waiting and is sent again (or, lost
+    too often, fails its run: `evaluation.runs.services.leases`)."""
+    lost = leases_expired(
+        ChunkLease,
+        running=Q(run__status=Status.RUNNING),
+        fail=lambda run_id, message: run_fail(run_id=run_id, message=message),
+        now=now,
+        max_losses=max_losses,
     )
-    lost: dict[int, list[ChunkLease]] = {}
-    for lease in expired:
-        if lease.run_id in actions.failed:
-            continue
-        if lease.losses >= max_losses:
-            message = (
-                f"stalled: chunk {lease.index} ({len(lease.query_ids)} queries) lost its worker "
-                f"{lease.losses + 1} times (last {lease.worker or 'unknown'})"
-            )
-            if run_fail(run_id=lease.run_id, message=message):
-                actions.failed.append(lease.run_id)
-            continue
-        if lease_requeue(lease):
-            lost.setdefault(lease.run_id, []).append(lease)
-    for run_id, leases in lost.items():
-        if run_id not in actions.failed:
-            actions.resend[run_id] = _resend_plan(leases[0].run, leases)
+    actions.failed += lost.failed
+    runs = EvaluationRun.objects.in_bulk(list(lost.resend))
+    for run_id, leases in lost.resend.items():
+        actions.resend[run_id] = _resend_plan(runs[run_id], leases)
 
 
 def _resend_plan(run: EvaluationRun, lost: list[ChunkLease]) -> RunPlan:
@@ -132,16 +118,9 @@ def _runs_stalled(
     actions: SweepActions, *, now: datetime, stall_after: timedelta, max_redispatches: int
 ) -> None:
     """RUNNING runs that no live lease shows working on and that stopped making progress."""
-    leases = ChunkLease.objects.filter(run=OuterRef("pk"))
-    open_leases = leases.filter(finished_at__isnull=True)
-    live = open_leases.filter(expires_at__gte=now)
-    # Every chunk finished a lease ago and the run is still RUNNING: the finalize the last chunk sends
-    # was lost with its worker (or results are missing). Otherwise only a long silence says work is lost.
-    quiet = Q(heartbeat_at__lt=now - stall_after) | (
-        Q(heartbeat_at__lt=now - CHUNK_LEASE) & Exists(leases) & ~Exists(open_leases)
-    )
+    quiet = leases_quiet(ChunkLease, now=now, stall_after=stall_after)
     stalled = (
-        EvaluationRun.objects.filter(quiet, ~Exists(live), status=Status.RUNNING)
+        EvaluationRun.objects.filter(quiet, status=Status.RUNNING)
         .exclude(pk__in=[*actions.resend, *actions.failed])
         .select_related("golden_version")
     )
@@ -164,7 +143,5 @@ def _runs_stalled(
         ).update(redispatches=F("redispatches") + 1, heartbeat_at=now)
         if claimed == 1:
             # The old chunks' queries go out as new chunks: a late delivery of an old one does nothing.
-            ChunkLease.objects.filter(run=run, finished_at__isnull=True).update(
-                finished_at=now, expires_at=None
-            )
+            leases_close(ChunkLease, run.pk, now=now)
             actions.redispatch[run.pk] = plan_run(run, missing)
