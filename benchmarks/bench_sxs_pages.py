@@ -47,7 +47,7 @@ def seed() -> dict[str, Any]:
     from assay.golden.model import GoldenFile, GoldenQuery, Judgment
     from evaluation.runs.models import EvaluationRun, QueryRunResult, SearchTarget
     from evaluation.studies.models import StudyTask
-    from evaluation.studies.services.studies import StudySpec, study_create
+    from evaluation.studies.services import StudySpec, study_create
     from golden_io.models import GoldenVersion
     from labeling.models import Assignment, Candidate, Document, GoldenSet, Query, Rubric
 

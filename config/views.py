@@ -40,7 +40,7 @@ def home(request: HttpRequest) -> HttpResponse:
     page) may not read evaluation's studies, runs or experiments. A reviewer's view is a visit recorded."""
     from evaluation.home.selectors import home_waiting
     from evaluation.home.services import home_pending_settle, home_visit
-    from evaluation.studies.services.studies import rater_open_tasks
+    from evaluation.studies.services import rater_open_tasks
     from labeling.roles import is_reviewer
 
     open_sxs = rater_open_tasks(request.user).count()

@@ -15,12 +15,15 @@ class EvaluationConfig(AppConfig):
     def ready(self) -> None:
         # Registers the Celery tasks in every process: the services queue them by name
         # (evaluation/runs/enqueue.py) without importing the tasks modules, which import the services.
+        from evaluation.experiments import receivers as experiment_receivers
         from evaluation.experiments import tasks as experiment_tasks  # noqa: F401
         from evaluation.fields import json_text_loader
         from evaluation.runs import tasks  # noqa: F401
-        from evaluation.studies import receivers
+        from evaluation.studies import receivers as study_receivers
 
         # The reports' `json` columns are read as text and parsed once (evaluation/fields.py).
         connection_created.connect(json_text_loader, dispatch_uid="evaluation.json_text_loader")
-        # Studies listen to what runs announce (evaluation/runs/hooks.py): a run's end, a promotion.
-        receivers.connect()
+        # Studies and experiments listen to what runs announce (evaluation/runs/hooks.py): a run's end, a
+        # promotion, a run's page.
+        study_receivers.connect()
+        experiment_receivers.connect()

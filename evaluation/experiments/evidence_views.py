@@ -19,10 +19,10 @@ from assay.overlap import overlap
 from evaluation.experiments.access import get_experiment
 from evaluation.experiments.models import Experiment, ExperimentResult
 from evaluation.experiments.services.coverage import experiment_result_current
+from evaluation.runs.compare_page import compare_choice_shown
 from evaluation.runs.evidence import EvidenceList, evidence_context, evidence_query_id, golden_query, ndcg_of
 from evaluation.runs.list_specs import picker_spec
 from evaluation.runs.overlap_page import note, query_shown, with_rbo
-from evaluation.runs.report_page import compare_choice_shown
 from evaluation.runs.selectors import golden_of
 from labeling.lists import list_page
 
@@ -101,7 +101,7 @@ def experiment_config_queries(request: HttpRequest, experiment_id: int, slot: in
         "choices": choices,
         "overlap_note": note(golden.k),
     }
-    return render(request, "evaluation/experiment_queries.html", context)
+    return render(request, "evaluation/experiments/experiment_queries.html", context)
 
 
 @require_GET
@@ -141,4 +141,4 @@ def experiment_query_evidence(request: HttpRequest, experiment_id: int, slot: in
     )
     context["title"] = f"Experiment {experiment.pk}, configuration {slot}, query {query_id}"
     context["experiment"] = experiment
-    return render(request, "evaluation/evidence.html", context)
+    return render(request, "evaluation/runs/evidence.html", context)

@@ -112,7 +112,7 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
     if not is_reviewer(request.user):
         raise Http404("nothing here")
     experiments = experiments_for(request.user).defer("result", "tuning", "split", "configs")[:200]
-    return render(request, "evaluation/experiment_list.html", {"experiments": experiments})
+    return render(request, "evaluation/experiments/experiment_list.html", {"experiments": experiments})
 
 
 @require_GET
@@ -120,7 +120,7 @@ def experiment_row(request: HttpRequest, experiment_id: int) -> HttpResponse:
     """One row of the experiment list, polled while the experiment is queued or running (htmx swaps the
     row; a settled one stops asking)."""
     experiment = get_experiment(request.user, experiment_id)
-    return render(request, "evaluation/_experiment_row.html", {"e": experiment})
+    return render(request, "evaluation/experiments/_experiment_row.html", {"e": experiment})
 
 
 @require_http_methods(["GET", "POST"])
@@ -153,7 +153,7 @@ def experiment_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Experiment {experiment.pk} queued.")
             return redirect("evaluation:experiment_detail", experiment_id=experiment.pk)
     status = 422 if request.method == "POST" else 200
-    return render(request, "evaluation/experiment_new.html", {"form": form}, status=status)
+    return render(request, "evaluation/experiments/experiment_new.html", {"form": form}, status=status)
 
 
 def _progress(experiment: Experiment) -> dict[str, Any]:
@@ -177,7 +177,9 @@ def experiment_progress(request: HttpRequest, experiment_id: int) -> HttpRespons
     experiment = get_experiment(request.user, experiment_id)
     progress = _progress(experiment)
     response = render(
-        request, "evaluation/experiment_progress.html", {"experiment": experiment, "progress": progress}
+        request,
+        "evaluation/experiments/experiment_progress.html",
+        {"experiment": experiment, "progress": progress},
     )
     return settled(request, response, progress["final"])
 
@@ -425,7 +427,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
         if rescore is not None and experiment.result is not None:
             context["before_after"] = _before_after(experiment.result, result)
             context["verdicts"] = (_verdict(experiment.result), _verdict(result))
-    return render(request, "evaluation/experiment_detail.html", context)
+    return render(request, "evaluation/experiments/experiment_detail.html", context)
 
 
 @require_POST

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from evaluation.runs.models import EvaluationRun
 from evaluation.studies.models import StudyTask, SxsStudy
-from evaluation.studies.services.studies import Answer, StudySpec, study_analysis, study_answer, study_create
+from evaluation.studies.services import Answer, StudySpec, study_analysis, study_answer, study_create
 
 ANSWERS = Path(settings.BASE_DIR) / "demo" / "sxs_answers.json"
 STUDY_NAME = "demo: rewriter on against the demo baseline, billing"

@@ -18,7 +18,7 @@ from assay.budgets import Budget, Budgets
 from assay.metric_table import BY_KEY, GATED_METRICS, format_budget
 from assay.noise import NOT_ENOUGH_RUNS, MetricNoise, below_floor, suggest_budgets
 from evaluation.runs import selectors
-from evaluation.runs.report_page import Num, num
+from evaluation.runs.numbers_page import Num, num
 from labeling.models import GoldenSet
 
 

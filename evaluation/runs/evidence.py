@@ -5,8 +5,8 @@ figures were scored on, or "unjudged"), the query's nDCG change between them and
 
 One helper serves the three pages (a study's query, a run's query against its baseline, an experiment's
 configuration against its baseline: `evaluation.studies.evidence_views`, `evaluation.runs.views.evidence`,
-`evaluation.experiments.evidence_views`) and one template draws them (`templates/evaluation/evidence.html`);
-a study adds its raters' answers there.
+`evaluation.experiments.evidence_views`) and one template draws them
+(`templates/evaluation/runs/evidence.html`); a study adds its raters' answers there.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from django.http import Http404, HttpRequest
 from assay.golden.model import GoldenFile, GoldenQuery
 from assay.metrics import score_query
 from assay.overlap import DEFAULT_P, formula_text, overlap
+from evaluation.runs.numbers_page import delta_css, num
 from evaluation.runs.overlap_page import query_shown
-from evaluation.runs.report_page import delta_css, num
 
 
 def evidence_query_id(request: HttpRequest) -> str:

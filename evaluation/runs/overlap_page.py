@@ -1,7 +1,7 @@
 """Overlap as the pages show it (docs/metrics.md, "Overlap"): how much two result lists overlap, beside
 every comparison of two lists (the compare page, a run's report against its baseline, a study, an
 experiment), per query and as means with their intervals, with the formula and p stated
-(`templates/evaluation/_overlap.html`). The figures are `assay.overlap`'s; this module only finds the two
+(`templates/evaluation/runs/_overlap.html`). The figures are `assay.overlap`'s; this module only finds the two
 lists and formats what it computes.
 """
 
@@ -24,7 +24,7 @@ from assay.overlap import (
     top_weight,
 )
 from evaluation.runs.models import EvaluationRun
-from evaluation.runs.report_page import interval_text, num
+from evaluation.runs.numbers_page import interval_text, num
 
 _NO_LISTS = "no query has a list in both"
 

@@ -1,6 +1,7 @@
 """What the report page shows of a run, built from its stored report and gate JSON (display only): the
 core tier against the baseline, slices and tiers, top losers with rank moves, capped lists, the target as
-called, and the side-by-side of two runs.
+called (the side-by-side of two runs is `evaluation.runs.compare_page`; each number as shown,
+`evaluation.runs.numbers_page`).
 
 Which metrics, their labels, direction and display format are the metric table's
 (`assay.metric_table`); every number is the core's `format_number` (4 decimals, never NaN), and an
@@ -13,19 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.html import format_html
-
 from assay.budgets import SLICE_KEYS, BudgetsError, load_budgets
 from assay.changes import LeftOut, pair_scope, report_seed
 from assay.golden.format import natural_key
 from assay.metric_table import (
-    BY_KEY,
     LABELS,
     METRICS,
     SLICED_METRICS,
     UNDEFINED,
     format_budget,
-    format_number,
     format_p_value,
 )
 from assay.noise import NOT_ENOUGH_RUNS, NoiseError, NoiseFloor, below_floor_named
@@ -34,50 +31,7 @@ from assay.run_meta import redact_url
 from assay.targets import TargetError, TargetSpec, shown_headers
 from evaluation.runs import selectors
 from evaluation.runs.models import EvaluationRun, QueryRunResult
-
-
-@dataclass(frozen=True, slots=True)
-class Num:
-    """One number as shown: `format_number`'s text, or UNDEFINED with the reason it is undefined."""
-
-    text: str
-    why: str = ""
-    css: str = ""
-
-    @property
-    def undefined(self) -> bool:
-        return self.text == UNDEFINED
-
-    def __html__(self) -> str:
-        """`{{ n }}` in a template: the value, or a dash whose title says why (no include per cell:
-        a 2,000-query report has thousands of cells)."""
-        if self.undefined:
-            return format_html('<span title="{}">{}</span>', self.why, UNDEFINED)
-        return format_html('<span class="{}">{}</span>', self.css, self.text) if self.css else self.text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def num(
-    value: object, *, signed: bool = False, why: str = "no value", css: str = "", metric: str = ""
-) -> Num:
-    """`value` as the core's `format_number` shows it (with `metric`'s display format from the metric
-    table), or UNDEFINED with `why`."""
-    shown = BY_KEY.get(metric)
-    text = shown.format(value, signed=signed) if shown is not None else format_number(value, signed=signed)
-    if text == UNDEFINED:
-        return Num(UNDEFINED, why)
-    return Num(text, css=css)
-
-
-def delta_css(metric: str, delta: float | None) -> str:
-    """The css class of a change: better or worse by the metric table's direction, none when it rounds
-    to no change."""
-    if delta is None or abs(delta) < 5e-5:
-        return ""
-    better = delta > 0 if BY_KEY[metric].higher_is_better else delta < 0
-    return "better" if better else "worse"
+from evaluation.runs.numbers_page import Num, delta_css, interval_text, num
 
 
 def _aggregate_value(aggregate: Mapping[str, Any] | None, metric: str) -> tuple[float | None, str]:
@@ -87,16 +41,6 @@ def _aggregate_value(aggregate: Mapping[str, Any] | None, metric: str) -> tuple[
     if value is None:
         return None, "no query counted here (every one errored, or was expected empty)"
     return float(value), ""
-
-
-def interval_text(interval: Mapping[str, Any] | None, why: str, *, signed: bool = True) -> Num:
-    """An interval as shown: of a change, with signs; of an absolute value (`signed=False`), without."""
-    if not interval or interval.get("low") is None:
-        return Num(UNDEFINED, why)
-    method = "paired bootstrap of the per-query changes" if signed else "bootstrap over the queries"
-    low, high = (format_number(interval[end], signed=signed) for end in ("low", "high"))
-    draws = f"{interval['resamples']} resamples, seed {interval.get('seed')}"
-    return Num(f"[{low}, {high}]", why=f"{interval['level']:.0%} {method} ({draws})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,81 +520,12 @@ def _left_out_rows(gate: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     return [(words, left_out[reason]) for reason, words in LeftOut.REASONS.items() if left_out.get(reason)]
 
 
-def compare_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Rank by rank, each run's document with its title and grade."""
-    a_hits, b_hits = data["a"]["hits"], data["b"]["hits"]
-    moves = {d["doc_id"]: d for d in data["documents"]}
-    rows = []
-    for i in range(max(len(a_hits), len(b_hits))):
-        row: dict[str, Any] = {"rank": i + 1}
-        for side, hits in (("a", a_hits), ("b", b_hits)):
-            hit = hits[i] if i < len(hits) else None
-            if hit is not None:
-                move = moves.get(hit["doc_id"], {})
-                other = move.get("rank_b" if side == "a" else "rank_a")
-                hit = {**hit, "other_rank": other}
-            row[side] = hit
-        rows.append(row)
-    return rows
-
-
-def compare_lists(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each run's list alone, from `compare_rows`: a phone shows A's, then B's
-    (templates/evaluation/compare.html)."""
-    return {side: [row[side] for row in rows if row[side]] for side in ("a", "b")}
-
-
-def query_values(row: Mapping[str, Any] | None) -> dict[str, Num]:
-    """One query's nDCG, RR and P@k in one run (its per-query row of the report), for the side-by-side."""
-    row = row or {}
-    fields = {"ndcg": "ndcg", "mrr": "mrr", "p_at_k": "precision_at_k"}  # per-query field -> metric
-    return {
-        name: num(row.get(name), why="errored: no value", metric=metric) for name, metric in fields.items()
-    }
-
-
 def per_query_shown(row: dict[str, Any]) -> dict[str, Any]:
     """A row of the report's query list with its nDCG and RR as shown (only the rows a page shows)."""
     return {
         **row,
         "ndcg": num(row["ndcg_value"], why="errored: no value", metric="ndcg"),
         "mrr": num(row["mrr_value"], why="errored: no value", metric="mrr"),
-    }
-
-
-def compare_choices(run_a: EvaluationRun, run_b: EvaluationRun) -> list[dict[str, Any]]:
-    """The queries of run B with their nDCG in both runs, biggest loss first (the side-by-side's menu):
-    the values only; `compare_choice_shown` formats the rows a page shows."""
-    before = {row["id"]: row.get("ndcg") for row in (run_a.report or {}).get("per_query", [])}
-    choices = []
-    for row in (run_b.report or {}).get("per_query", []):
-        a, b = before.get(row["id"]), row.get("ndcg")
-        change = b - a if a is not None and b is not None else None
-        choices.append(
-            {
-                "id": row["id"],
-                "text": row.get("text", ""),
-                "stratum": row.get("stratum") or "",
-                "a_value": a,
-                "b_value": b,
-                "change_value": change,  # the picker's filters and sorts (evaluation.runs.list_specs)
-            }
-        )
-    choices.sort(key=lambda c: (c["change_value"] if c["change_value"] is not None else 0.0, c["id"]))
-    return choices
-
-
-def compare_choice_shown(choice: dict[str, Any]) -> dict[str, Any]:
-    """A picker row with its numbers as shown: nDCG in A and B and the change, each with why it is
-    undefined."""
-    change = choice["change_value"]
-    return {
-        **choice,
-        "a": num(choice["a_value"], why="errored or not in run A", metric="ndcg"),
-        "b": num(choice["b_value"], why="errored", metric="ndcg"),
-        "change": num(
-            change, signed=True, why="undefined on one side", css=delta_css("ndcg", change), metric="ndcg"
-        ),
     }
 
 

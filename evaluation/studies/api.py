@@ -29,11 +29,7 @@ from evaluation.runs.api.serializers import ProblemsSerializer
 from evaluation.runs.models import EvaluationRun
 from evaluation.studies.access import get_pending, get_study, studies_for, study_progress
 from evaluation.studies.models import SHOWN_DEFAULT, SHOWN_MAX, PendingStudy, StudyEvent, SxsStudy
-from evaluation.studies.services.close import WHY_MAX, StudyStateError, study_close, study_reopen
-from evaluation.studies.services.export import study_export_csv, study_export_jsonl
-from evaluation.studies.services.pending import pending_resolve, study_on_targets
-from evaluation.studies.services.planning import study_created_expectation
-from evaluation.studies.services.studies import (
+from evaluation.studies.services import (
     DEFAULT_EXAMPLES,
     DEFAULT_INSTRUCTIONS,
     MAX_SEED,
@@ -42,6 +38,10 @@ from evaluation.studies.services.studies import (
     study_analysis,
     study_create,
 )
+from evaluation.studies.services.close import WHY_MAX, StudyStateError, study_close, study_reopen
+from evaluation.studies.services.export import study_export_csv, study_export_jsonl
+from evaluation.studies.services.pending import pending_resolve, study_on_targets
+from evaluation.studies.services.planning import study_created_expectation
 
 STUDIES_WRITE = "studies:write"
 ANSWER_FILES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}

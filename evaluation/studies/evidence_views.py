@@ -97,4 +97,4 @@ def study_query_evidence(request: HttpRequest, pk: int) -> HttpResponse:
             "title": f"Study {study.pk}, query {query_id}",
         }
     )
-    return render(request, "evaluation/evidence.html", context)
+    return render(request, "evaluation/runs/evidence.html", context)

@@ -16,8 +16,8 @@ from assay.sxs import Expectation, SxsRule
 from evaluation.runs import access
 from evaluation.runs.models import EvaluationRun, SearchTarget
 from evaluation.studies.models import SHOWN_DEFAULT, SHOWN_MAX, StudyInstructions, SxsStudy
+from evaluation.studies.services import DEFAULT_EXAMPLES, DEFAULT_INSTRUCTIONS, MAX_SEED, StudySpec
 from evaluation.studies.services.planning import study_expectation
-from evaluation.studies.services.studies import DEFAULT_EXAMPLES, DEFAULT_INSTRUCTIONS, MAX_SEED, StudySpec
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.selectors.sets import golden_set_strata

@@ -22,7 +22,7 @@ from assay.inputs import id_number
 from assay.jsonin import JsonInputError, json_loads
 from assay.sxs import REASON_LABELS, REASONS
 from evaluation.studies.models import TOKEN_SHAPE, StudyTask, SxsStudy
-from evaluation.studies.services.studies import (
+from evaluation.studies.services import (
     CLOSED,
     AnswerRefused,
     answer_problems,
@@ -77,7 +77,9 @@ def study_tasks(request: HttpRequest) -> HttpResponse:
     # new study arrives (docs/sxs.md, "The name raters see").
     rows = [{"study": s} for s in studies]
     return render(
-        request, "evaluation/study_tasks.html", {"rows": rows, "n_open": _open_tasks(request.user).count()}
+        request,
+        "evaluation/studies/study_tasks.html",
+        {"rows": rows, "n_open": _open_tasks(request.user).count()},
     )
 
 
@@ -117,7 +119,7 @@ def study_task(request: HttpRequest, token: str) -> HttpResponse:
     keyboard = page_keys(SXS, list(range(1, len(SCALE) + 1)))
     return render(
         request,
-        "evaluation/study_task.html",
+        "evaluation/studies/study_task.html",
         {
             "task": task,
             "item": task.item,

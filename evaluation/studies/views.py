@@ -26,11 +26,11 @@ from evaluation.runs.views.access_helpers import settled
 from evaluation.studies.access import get_pending, get_study, pending_for, studies_for, study_progress
 from evaluation.studies.forms import StudyForm, form_expectation
 from evaluation.studies.models import PendingStudy, StudySetting, SxsStudy
+from evaluation.studies.services import StudyError, study_analysis, study_create, study_setting_set
 from evaluation.studies.services.close import study_close, study_reopen
 from evaluation.studies.services.export import study_export_csv, study_export_jsonl
 from evaluation.studies.services.pending import pending_resolve, study_on_targets
 from evaluation.studies.services.planning import study_created_expectation
-from evaluation.studies.services.studies import StudyError, study_analysis, study_create, study_setting_set
 from labeling.forms import problems_to_form
 from labeling.selectors.progress import poll_ms
 
@@ -56,7 +56,7 @@ def study_list(request: HttpRequest, slug: str) -> HttpResponse:
     ]
     return render(
         request,
-        "evaluation/study_list.html",
+        "evaluation/studies/study_list.html",
         {
             "golden_set": golden_set,
             "studies": studies,
@@ -128,7 +128,7 @@ def study_new(request: HttpRequest, slug: str) -> HttpResponse:
         status = 400
     expectation, sized = form_expectation(golden_set, form.data or form.initial)
     context = {"golden_set": golden_set, "form": form, "expectation": expectation, "sized": sized}
-    return render(request, "evaluation/study_new.html", context, status=status)
+    return render(request, "evaluation/studies/study_new.html", context, status=status)
 
 
 @require_GET
@@ -138,7 +138,7 @@ def study_new_expectation(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access.get_golden_set(request.user, slug)
     expectation, sized = form_expectation(golden_set, request.GET)
     context = {"golden_set": golden_set, "expectation": expectation, "sized": sized}
-    return render(request, "evaluation/_study_expectation.html", context)
+    return render(request, "evaluation/studies/_study_expectation.html", context)
 
 
 def _pending_context(pending: PendingStudy) -> dict[str, Any]:
@@ -153,7 +153,7 @@ def study_pending(request: HttpRequest, pk: int) -> HttpResponse:
     pending = pending_resolve(get_pending(request.user, pk))
     if pending.study_id is not None:
         return redirect("evaluation:study_detail", pk=pending.study_id)
-    return render(request, "evaluation/study_pending.html", _pending_context(pending))
+    return render(request, "evaluation/studies/study_pending.html", _pending_context(pending))
 
 
 @require_GET
@@ -161,7 +161,7 @@ def study_pending_status(request: HttpRequest, pk: int) -> HttpResponse:
     """The pending page's status and runs, polled while it waits (htmx). Once it is settled (the study
     made, or failed) the page reloads itself (HX-Refresh): to the study, or to the reason."""
     pending = pending_resolve(get_pending(request.user, pk))
-    response = render(request, "evaluation/_pending_status.html", _pending_context(pending))
+    response = render(request, "evaluation/studies/_pending_status.html", _pending_context(pending))
     return settled(request, response, pending.status != PendingStudy.Status.WAITING)
 
 
@@ -170,7 +170,7 @@ def study_pending_row(request: HttpRequest, pk: int) -> HttpResponse:
     """One row of a set's "Studies on targets", polled while it waits (htmx swaps the row)."""
     pending = pending_resolve(get_pending(request.user, pk))
     return render(
-        request, "evaluation/_pending_row.html", {"p": pending, "poll_ms": poll_ms(pending.created)}
+        request, "evaluation/studies/_pending_row.html", {"p": pending, "poll_ms": poll_ms(pending.created)}
     )
 
 
@@ -210,7 +210,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     texts = dict(study.queries.values_list("query_id", "text"))
     return render(
         request,
-        "evaluation/study_detail.html",
+        "evaluation/studies/study_detail.html",
         {
             "study": study,
             "progress": study_progress(study),

@@ -1,4 +1,4 @@
-// The side-by-side rater's page (templates/evaluation/study_task.html): keyboard-first, in the keys of
+// The side-by-side rater's page (templates/evaluation/studies/study_task.html): keyboard-first, in the keys of
 // labeling/keyboard.py (static/js/keys.js reads them; the help lists them). 1-7 choose the point of the
 // scale (L much better ... R much better), the reason tags' letters toggle them, h and l flag junk in
 // L's and R's top three, c goes to the note, Enter submits, u undoes, n goes to the next query (warning

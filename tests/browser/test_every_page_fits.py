@@ -37,7 +37,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from evaluation.models import QueryRunResult, StudyTask
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import Document, GoldenSet
 from tests import factories
 from tests.browser.site import *  # noqa: F403  (the site and the fixtures it stands on)

@@ -22,7 +22,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, Dialog, Page, expect
 
 from evaluation.models import StudyTask
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling import services
 from labeling.keyboard import DIGITS, GRADING, KEYS, SXS, Key, PageKeys, page_keys
 from labeling.models import Assignment, CantJudgeMark, GoldenSet, Judgment, JudgmentEvent, Query

@@ -15,8 +15,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, expect
 
 from evaluation.models import EvaluationRun, PendingStudy, StudyTask, SxsStudy
+from evaluation.studies.services import CLOSED, StudySpec, study_create
 from evaluation.studies.services.close import study_close
-from evaluation.studies.services.studies import CLOSED, StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.browser.test_accessibility import axe_violations, described
 from tests.browser.test_grading_keys import sized_page

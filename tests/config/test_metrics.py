@@ -283,7 +283,7 @@ def test_studies_with_open_tasks_and_how_far_their_raters_are(
     enabled: Any, golden_set: Any, rita: User, alice: User, bob: User
 ) -> None:
     from evaluation.models import StudyTask
-    from evaluation.studies.services.studies import StudySpec, study_create
+    from evaluation.studies.services import StudySpec, study_create
     from tests.support.studies import two_runs
 
     run_a, run_b = two_runs(golden_set, 4)

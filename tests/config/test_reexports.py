@@ -21,6 +21,7 @@ PACKAGES = [
     "labeling.selectors",
     "golden_io.services",
     "evaluation.runs.services",
+    "evaluation.runs.selectors",
     "evaluation.studies.services",
     "evaluation.experiments.services",
 ]

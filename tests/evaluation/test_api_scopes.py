@@ -12,7 +12,7 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from evaluation.models import ApiToken, Experiment, PendingStudy, scope_held
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from tests.support.evaluation import (
     Scene,
     TokenFor,

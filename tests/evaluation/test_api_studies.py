@@ -14,7 +14,7 @@ from django.test import Client
 
 from assay.sxs import Expectation
 from evaluation.models import StudyTask, SxsStudy
-from evaluation.studies.services.studies import Answer, study_answer
+from evaluation.studies.services import Answer, study_answer
 from labeling.models import GoldenSet
 from tests import factories
 from tests.support.evaluation import TokenFor, bearer, token_for_fixture  # noqa: F401  (fixture by name)

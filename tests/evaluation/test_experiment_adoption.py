@@ -20,7 +20,7 @@ from evaluation.experiments.services.adopt import adoption_revert, experiment_ad
 from evaluation.experiments.services.experiments import ExperimentError
 from evaluation.models import EvaluationRun, Experiment, ExperimentAdoption, SearchTarget
 from evaluation.runs.services import run_create, target_update
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from tests import factories

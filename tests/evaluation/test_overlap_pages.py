@@ -16,7 +16,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.support.evaluation import Scene, html_text, logged_in, page_text, section_text
 from tests.support.studies import two_runs

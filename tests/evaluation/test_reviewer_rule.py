@@ -40,7 +40,7 @@ from evaluation.models import (
 )
 from evaluation.runs.services import run_create
 from evaluation.runs.tokens import api_token_create
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
 from labeling.roles import reviewed_sets, reviewer_emails, reviews

@@ -18,7 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from evaluation.models import Baseline, EvaluationRun, PendingStudy, SxsStudy
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.support.evaluation import (  # noqa: F401
     TokenFor,

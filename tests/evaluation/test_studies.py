@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evaluation.models import StudyTask, SxsStudy
-from evaluation.studies.services.studies import (
+from evaluation.studies.services import (
     Answer,
     AnswerRefused,
     StudyError,

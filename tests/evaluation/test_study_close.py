@@ -18,14 +18,7 @@ from django.test import Client
 
 from evaluation.models import StudyEvent, StudyTask, SxsStudy
 from evaluation.runs.services import baseline_promote
-from evaluation.studies.services.close import (
-    StudyError,
-    StudyStateError,
-    baseline_study_problems,
-    study_close,
-    study_reopen,
-)
-from evaluation.studies.services.studies import (
+from evaluation.studies.services import (
     CLOSED,
     Answer,
     AnswerRefused,
@@ -33,6 +26,13 @@ from evaluation.studies.services.studies import (
     study_answer,
     study_setting_set,
     study_undo,
+)
+from evaluation.studies.services.close import (
+    StudyError,
+    StudyStateError,
+    baseline_study_problems,
+    study_close,
+    study_reopen,
 )
 from labeling.models import GoldenSet
 from tests import factories

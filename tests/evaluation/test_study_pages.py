@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluation.models import EvaluationRun, StudyTask, SxsStudy
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests import factories
 from tests.conftest import PASSWORD

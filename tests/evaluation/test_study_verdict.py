@@ -14,7 +14,7 @@ from django.test import Client
 
 from evaluation.models import EvaluationRun, StudyTask, SxsStudy
 from evaluation.runs.services import BaselineError, baseline_promote
-from evaluation.studies.services.studies import study_setting_set
+from evaluation.studies.services import study_setting_set
 from labeling.models import GoldenSet
 from tests.support.evaluation import TokenFor, bearer, token_for_fixture  # noqa: F401  (fixture by name)
 from tests.support.studies import answered_study, two_runs

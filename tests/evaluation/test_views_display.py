@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from assay.charts import trend_charts
 from evaluation.runs.forms import parse_param_lines
-from evaluation.runs.report_page import num
+from evaluation.runs.numbers_page import num
 
 
 @pytest.mark.parametrize(

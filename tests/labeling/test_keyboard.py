@@ -15,7 +15,7 @@ from django.test import Client
 
 from assay.sxs import REASONS
 from evaluation.studies.models import StudyTask
-from evaluation.studies.services.studies import ALREADY, StudySpec, study_create
+from evaluation.studies.services import ALREADY, StudySpec, study_create
 from labeling.keyboard import GRADING, KEYS, PAGES, REASON_KEYS, SXS, key_of, keys_markdown, page_keys
 from labeling.models import Assignment, GoldenSet
 from tests.conftest import REPO

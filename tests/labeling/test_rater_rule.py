@@ -24,7 +24,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from evaluation.models import HomeSeen, StudyTask, SxsStudy
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import Assignment, Candidate, GoldenSet, Judgment
 from labeling.roles import RATERS, rates
 from tests import factories

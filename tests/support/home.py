@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun, Experiment, PendingStudy, StudyTask, SxsStudy
-from evaluation.studies.services.studies import StudySpec, study_create
+from evaluation.studies.services import StudySpec, study_create
 from labeling.models import GoldenSet
 from tests.support.studies import two_runs
 

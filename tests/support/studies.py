@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluation.models import EvaluationRun, QueryRunResult, SearchTarget, StudyTask, SxsStudy
-from evaluation.studies.services.studies import Answer, StudySpec, study_answer, study_create
+from evaluation.studies.services import Answer, StudySpec, study_answer, study_create
 from golden_io.models import GoldenVersion
 from labeling.models import Document, GoldenSet
 from tests.support.runs import golden_file, make_target, make_version

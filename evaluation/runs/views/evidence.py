@@ -1,6 +1,6 @@
 """A run's query opened onto its evidence (docs/runs.md, "Evidence"): the run's list beside its
 baseline's, each with the labels it was scored on, the nDCG change and the overlap, drawn by the evidence
-pages' one helper (`evaluation.runs.evidence`, `templates/evaluation/evidence.html`; a study's and an
+pages' one helper (`evaluation.runs.evidence`, `templates/evaluation/runs/evidence.html`; a study's and an
 experiment's evidence pages are `evaluation.studies.evidence_views` and
 `evaluation.experiments.evidence_views`).
 
@@ -77,4 +77,4 @@ def run_query_evidence(request: HttpRequest, run_id: int) -> HttpResponse:
         where=f"as the runs returned them (the top {golden.k})",
     )
     context["title"] = f"Run {run.pk}, query {query_id}"
-    return render(request, "evaluation/evidence.html", context)
+    return render(request, "evaluation/runs/evidence.html", context)

@@ -23,7 +23,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from assay.display import overrides_text, params_text
 from evaluation.runs import access, selectors, services
 from evaluation.runs.action_words import asked_sentences, queued_sentences
+from evaluation.runs.compare_page import (
+    compare_choice_shown,
+    compare_choices,
+    compare_lists,
+    compare_rows,
+    query_values,
+)
 from evaluation.runs.forms import RunForm
+from evaluation.runs.hooks import PANEL_PLACES, run_page_panels_of
 from evaluation.runs.list_specs import per_query_spec, picker_spec, runs_spec
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.overlap_page import (
@@ -36,13 +44,8 @@ from evaluation.runs.overlap_page import (
     with_rbo,
 )
 from evaluation.runs.report_page import (
-    compare_choice_shown,
-    compare_choices,
-    compare_lists,
-    compare_rows,
     movement,
     per_query_shown,
-    query_values,
     report_context,
     rescore_context,
     run_snapshot,
@@ -65,7 +68,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     )
     return render(
         request,
-        "evaluation/run_list.html",
+        "evaluation/runs/run_list.html",
         {
             "runs": runs,
             "may_trigger": any(access.may_trigger(request.user, s) for s in sets),
@@ -77,7 +80,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_row(request: HttpRequest, run_id: int) -> HttpResponse:
     """One row of the run list, polled while the run is active (htmx swaps the row)."""
     run = get_run(request, run_id)
-    return render(request, "evaluation/_run_row.html", {"run": run})
+    return render(request, "evaluation/runs/_run_row.html", {"run": run})
 
 
 @require_GET
@@ -86,7 +89,7 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     (HX-Refresh), so the poll ends where the verdict appears."""
     run = get_run(request, run_id)
     progress = selectors.run_progress(run=run)
-    response = render(request, "evaluation/_progress.html", {"run": run, "progress": progress})
+    response = render(request, "evaluation/runs/_progress.html", {"run": run, "progress": progress})
     return settled(request, response, progress["final"])
 
 
@@ -117,7 +120,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"{capfirst(run.label)} queued.")
             return redirect("evaluation:run_detail", run_id=run.pk)
     status = 422 if request.method == "POST" else 200
-    return render(request, "evaluation/run_new.html", {"form": form, "plan": form.plan()}, status=status)
+    return render(request, "evaluation/runs/run_new.html", {"form": form, "plan": form.plan()}, status=status)
 
 
 @require_GET
@@ -126,7 +129,7 @@ def run_new_plan(request: HttpRequest) -> HttpResponse:
     soon as either is picked (htmx), before Start."""
     require_evaluation_user(request)
     form = RunForm(request.GET, user=request.user)
-    return render(request, "evaluation/_gate_plan.html", {"plan": form.plan()})
+    return render(request, "evaluation/runs/_gate_plan.html", {"plan": form.plan()})
 
 
 # ------------------------------------------------------------------------------------- runs: report
@@ -157,9 +160,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "params": params_text(run.effective_params),
         "overrides": overrides_text(_target_sends(run), run.params),
         "deliveries": list(run.notifications.all()),  # who was told of its verdict (docs/runs.md)
-        # The experiment it confirms, when an adoption started it (docs/experiments.md).
-        "adopted_from": list(run.adoptions.select_related("adopted_by", "reverted_by", "target")),
     }
+    # What the capabilities built on runs show here (evaluation/runs/hooks.py): a run's studies, the
+    # experiment whose adoption started it.
+    panels = run_page_panels_of(run)
+    for panel in panels:
+        context.update(panel.context)
+    context["panels"] = {place: [p for p in panels if p.place == place] for place in PANEL_PLACES}
     if run.report is not None:
         context.update(report_context(run, show_all=request.GET.get("all", "")))
         rows = context.pop("per_query_rows")
@@ -171,7 +178,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         context["overlap"] = run_overlap(run, context["baseline_run"])
         if may_review and unjudged:
             context["judge_offer"] = services.unjudged_judge_offer(run=run, rows=unjudged)
-    return render(request, "evaluation/run_detail.html", context)
+    return render(request, "evaluation/runs/run_detail.html", context)
 
 
 @require_GET
@@ -360,4 +367,4 @@ def run_compare(request: HttpRequest) -> HttpResponse:
         ]
         context["choices"] = picker
         context["overlap"] = summary_shown(found.to_dict() if found is not None else None)
-    return render(request, "evaluation/compare.html", context)
+    return render(request, "evaluation/runs/compare.html", context)

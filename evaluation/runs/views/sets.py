@@ -98,7 +98,7 @@ def budgets_edit(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect(f"{url}?target={target_id}" if target_id else url)
     return render(
         request,
-        "evaluation/budgets.html",
+        "evaluation/runs/budgets.html",
         {
             "golden_set": golden_set,
             "grid": grid,
@@ -130,6 +130,6 @@ def baseline_list(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set(request, slug)
     return render(
         request,
-        "evaluation/baselines.html",
+        "evaluation/runs/baselines.html",
         {"golden_set": golden_set, "baselines": list(selectors.baseline_list(golden_set=golden_set))},
     )

@@ -23,7 +23,7 @@ from evaluation.runs import access, selectors, services
 from evaluation.runs.forms import TARGET_PROBLEM_FIELDS, ScheduleForm, TargetForm
 from evaluation.runs.list_specs import targets_spec
 from evaluation.runs.models import SearchTarget
-from evaluation.runs.report_page import num
+from evaluation.runs.numbers_page import num
 from evaluation.runs.views.access_helpers import get_set, get_target, require_evaluation_user
 from labeling.forms import problems_to_form
 from labeling.lists import list_page
@@ -37,7 +37,7 @@ def target_list(request: HttpRequest) -> HttpResponse:
     targets = list_page(request, access.targets_for(request.user).distinct(), spec)
     return render(
         request,
-        "evaluation/target_list.html",
+        "evaluation/runs/target_list.html",
         {
             "targets": targets,
             "rows": [(t, redact_url(t.url), access.may_edit_target(request.user, t)) for t in targets.items],
@@ -77,7 +77,7 @@ def _target_page(
         schedule_form = ScheduleForm(sets=schedulable, initial=initial)
     return render(
         request,
-        "evaluation/target_detail.html",
+        "evaluation/runs/target_detail.html",
         {
             "target": target,
             "url": redact_url(target.url),
@@ -167,7 +167,9 @@ def target_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             messages.success(request, f"Target {saved.name} saved.")
             return redirect("evaluation:target_detail", pk=saved.pk)
     status = 422 if request.method == "POST" else 200
-    return render(request, "evaluation/target_form.html", {"form": form, "target": target}, status=status)
+    return render(
+        request, "evaluation/runs/target_form.html", {"form": form, "target": target}, status=status
+    )
 
 
 def _trend_budgets(budgets: Budgets) -> dict[str, tuple[float | None, float | None]]:
@@ -195,7 +197,7 @@ def target_trend(request: HttpRequest, pk: int) -> HttpResponse:
     budgets = selectors.budgets_get(golden_set=golden_set) if golden_set is not None else Budgets()
     return render(
         request,
-        "evaluation/trend.html",
+        "evaluation/runs/trend.html",
         {
             "target": target,
             "golden_set": golden_set,

@@ -21,7 +21,7 @@ from labeling.roles import is_reviewer
 def _tokens_page(request: HttpRequest, form: TokenForm, created: str = "", status: int = 200) -> HttpResponse:
     return render(
         request,
-        "evaluation/tokens.html",
+        "evaluation/runs/tokens.html",
         {"form": form, "tokens": api_token_list(user=request.user), "created": created},
         status=status,
     )

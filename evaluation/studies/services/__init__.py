@@ -1,12 +1,35 @@
-"""Writes of side-by-side studies (docs/sxs.md): `studies` (creation, answers, the analysis kept on the
-study, the setting), `close` (closing and reopening one), `export` (the answers as CSV and JSON lines),
-`planning` (the interval a study's size will likely give) and `pending` (a study on two targets searched
-now, made when both runs have finished). This package re-exports every public name of each
-(`tests/config/test_reexports.py`); runs are started and read through `evaluation.runs`.
+"""Writes of side-by-side studies (docs/sxs.md): `studies` (creation from two finished runs, and the
+refusals every study service raises), `answers` (a rater's answer and its undo), `analysis` (the
+analysis kept on the study, the studies of a run, the set's "a passed study before a baseline" setting),
+`close` (closing and reopening one, and what a promotion to baseline asks of a study), `export` (the
+answers as CSV and JSON lines), `planning` (the interval a study's size will likely give) and `pending`
+(a study on two targets searched now, made when both runs have finished). This package re-exports every
+public name of each (`tests/config/test_reexports.py`); runs are started and read through
+`evaluation.runs`.
 """
 
 from __future__ import annotations
 
+from evaluation.studies.services.analysis import (
+    ANSWER_FIELDS,
+    run_studies,
+    study_analysis,
+    study_answers,
+    study_setting_set,
+    sxs_inputs,
+)
+from evaluation.studies.services.answers import (
+    ALREADY,
+    CLOSED,
+    NOTE_MAX,
+    SECOND_TAB,
+    Answer,
+    answer_problems,
+    rater_open_tasks,
+    rater_tasks,
+    study_answer,
+    study_undo,
+)
 from evaluation.studies.services.close import (
     WHY_MAX,
     StudyStateError,
@@ -32,33 +55,17 @@ from evaluation.studies.services.planning import (
     study_expectation,
 )
 from evaluation.studies.services.studies import (
-    ALREADY,
-    ANSWER_FIELDS,
-    CLOSED,
     DEFAULT_EXAMPLES,
     DEFAULT_INSTRUCTIONS,
     MAX_SEED,
-    NOTE_MAX,
-    SECOND_TAB,
-    Answer,
     AnswerRefused,
     StudyError,
     StudySpec,
-    answer_problems,
     compared_systems,
     instructions_get_or_create,
     option_problems,
     rater_name_problems,
-    rater_open_tasks,
-    rater_tasks,
-    run_studies,
-    study_analysis,
-    study_answer,
-    study_answers,
     study_create,
-    study_setting_set,
-    study_undo,
-    sxs_inputs,
 )
 
 __all__ = [

@@ -20,7 +20,8 @@ from django.utils import timezone
 from assay.storable import text_problem
 from evaluation.runs.models import Baseline, EvaluationRun
 from evaluation.studies.models import StudyEvent, StudySetting, StudyTask, SxsStudy
-from evaluation.studies.services.studies import StudyError, study_analysis
+from evaluation.studies.services.analysis import study_analysis
+from evaluation.studies.services.studies import StudyError
 from labeling.roles import reviews
 
 WHY_MAX = 2000

@@ -9,7 +9,7 @@ from typing import Any
 
 from assay.problems import csv_text
 from evaluation.studies.models import SxsStudy
-from evaluation.studies.services.studies import study_answers
+from evaluation.studies.services.analysis import study_answers
 
 EXPORT_FIELDS = (
     "study",

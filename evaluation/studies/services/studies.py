@@ -1,7 +1,8 @@
-"""Writes of side-by-side studies (docs/sxs.md): creating a study from two finished runs, a rater's
-answer and its undo (refused once the study is closed), the analysis kept on the study (frozen while it
-is closed), and the set's "a passed study before a baseline" setting. Closing, reopening and what a
-promotion to baseline asks of a study: `evaluation.studies.services.close`.
+"""Creating a side-by-side study from two finished runs (docs/sxs.md, "Creating a study"), and what every
+study service refuses with (`StudyError`, `AnswerRefused`). A rater's answer and its undo:
+`evaluation.studies.services.answers`; the analysis kept on the study and the set's "a passed study before
+a baseline" setting: `evaluation.studies.services.analysis`; closing, reopening and what a promotion to
+baseline asks of a study: `evaluation.studies.services.close`.
 
 Blindness is decided here, at creation: which run a rater sees on the left is drawn per (rater, query)
 and stored; the task's token is random (never derived from an id or an order); what the raters see of a
@@ -18,18 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from assay.storable import text_problem
 from assay.sxs import (
-    ANALYSIS_VERSION,
-    PREFERENCE_SCALE,
-    REASONS,
-    SxsAnswer,
-    SxsQuery,
     SxsRule,
-    analyse,
     rater_name_default,
     rater_name_problem,
 )
@@ -39,17 +33,13 @@ from evaluation.runs.services.runs import RunError
 from evaluation.studies.models import (
     SHOWN_MAX,
     TOKEN_LENGTH,
-    TOKEN_SHAPE,
     StudyInstructions,
     StudyQuery,
-    StudySetting,
     StudyTask,
     SxsStudy,
-    sides_undone,
 )
-from labeling.keyboard import key_of
 from labeling.models import Document, GoldenSet
-from labeling.roles import is_rater, rated_filter, reviews
+from labeling.roles import is_rater, reviews
 
 Status = EvaluationRun.Status
 Selection = SxsStudy.Selection
@@ -65,7 +55,6 @@ DEFAULT_EXAMPLES = (
     "hardware-return articles first, even if both have it somewhere.\n"
     "Two lists with the same pages in a slightly different order below the top three: about the same."
 )
-NOTE_MAX = 2000
 MAX_SEED = 2**53  # a seed people can type and JSON carries exactly
 
 
@@ -484,267 +473,3 @@ def _selected(query_id: str, spec: StudySpec, queries: Mapping[str, Any]) -> boo
         return True
     query = queries.get(query_id)
     return query is not None and (query.stratum or "") == spec.stratum.strip()
-
-
-# ------------------------------------------------------------------------------------------ answers
-
-SECOND_TAB = (
-    "This query was answered or undone in another tab or window since this page was drawn: nothing was "
-    "saved. Reload the page to see your answer as it stands."
-)
-ALREADY = (
-    f"You have answered this query already: undo ({key_of('undo')}) first to change your answer. "
-    "Nothing was saved."
-)
-CLOSED = (
-    "This study is closed: its reviewers have read its verdict from the answers as they stood, so no "
-    "answer is saved or undone any more. Nothing changed."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A rater's answer as shown: preference from -3 (left much better) to +3 (right much better)."""
-
-    preference: int
-    reasons: tuple[str, ...] = ()
-    junk_left: bool = False
-    junk_right: bool = False
-    note: str = ""
-    time_spent_ms: int = 0
-
-
-def answer_problems(body: Any) -> tuple[Answer | None, int | None, str]:
-    """Read a rater's answer from a JSON body: (answer, revision, "") or (None, None, the problem)."""
-    if not isinstance(body, dict):
-        return (
-            None,
-            None,
-            "the body must be a JSON object: {preference, reasons, junk_left, junk_right, note, revision}",
-        )
-    revision = body.get("revision")
-    if type(revision) is not int or revision < 0:
-        return None, None, "revision: the whole number the page was drawn with (reload the page)"
-    preference = body.get("preference")
-    if type(preference) is not int or preference not in PREFERENCE_SCALE:
-        return None, None, "preference: a whole number from -3 (left much better) to 3 (right much better)"
-    reasons = body.get("reasons", [])
-    if not isinstance(reasons, list) or any(r not in REASONS for r in reasons):
-        return None, None, f"reasons: a list of {', '.join(REASONS)}"
-    flags = [body.get(k, False) for k in ("junk_left", "junk_right")]
-    if any(type(f) is not bool for f in flags):
-        return None, None, "junk_left, junk_right: true or false"
-    note = body.get("note", "")
-    if not isinstance(note, str):
-        return None, None, "note: text"
-    unstorable = text_problem(note, NOTE_MAX, free_text=True)
-    if unstorable:
-        return None, None, f"note: {unstorable}"
-    spent = body.get("time_spent_ms", 0)
-    if type(spent) is not int or not 0 <= spent <= 86_400_000:
-        spent = 0
-    ordered = tuple(r for r in REASONS if r in reasons)
-    return Answer(preference, ordered, flags[0], flags[1], note.strip(), spent), revision, ""
-
-
-def rater_tasks(rater: Any) -> QuerySet[StudyTask]:
-    """The rater's own study tasks of the sets they rate now (`labeling.roles.rated_sets`): taken off a
-    set's raters list or out of the raters group, none of its studies' tasks opens (the answers stay)."""
-    return StudyTask.objects.filter(rated_filter(rater, "study__golden_set"), rater_id=rater.pk)
-
-
-def rater_open_tasks(rater: Any) -> QuerySet[StudyTask]:
-    """The rater's tasks still to answer (`rater_tasks`, unanswered), of open studies only: a closed
-    study's tasks are in no queue and no count."""
-    return rater_tasks(rater).filter(answered_at__isnull=True, study__closed_at__isnull=True)
-
-
-def _locked_task(token: str, rater: Any) -> StudyTask:
-    shaped = TOKEN_SHAPE.fullmatch(token) is not None
-    # The rule is read in the same statement that takes the lock: a removal committed before it refuses.
-    task = rater_tasks(rater).select_for_update(of=("self",)).filter(token=token).first() if shaped else None
-    if task is None:
-        raise AnswerRefused(404, "not_found", "No such study task of yours.")
-    # Read after the task's lock, in a statement of its own: a close holds every task of its study locked
-    # until it commits (study_close), so an answer either commits before the close reads the verdict or
-    # waits and then finds the study closed.
-    if SxsStudy.objects.filter(pk=task.study_id, closed_at__isnull=False).exists():
-        raise AnswerRefused(409, "closed", CLOSED)
-    return task
-
-
-@transaction.atomic
-def study_answer(*, token: str, rater: Any, revision: int, answer: Answer) -> StudyTask:
-    """Save the rater's answer to their task. Refused (AnswerRefused, nothing saved): not their task
-    (404), the study closed (409 `closed`), the page's revision behind the task's (409 `stale`: another
-    tab answered or undid), answered already (409 `answered`: undo first)."""
-    task = _locked_task(token, rater)
-    if revision != task.revision:
-        raise AnswerRefused(409, "stale", SECOND_TAB)
-    if task.answered_at is not None:
-        raise AnswerRefused(409, "answered", ALREADY)
-    task.preference = answer.preference
-    task.reasons = list(answer.reasons)
-    task.junk_left, task.junk_right = answer.junk_left, answer.junk_right
-    task.note = answer.note
-    task.time_spent_ms = min(task.time_spent_ms + answer.time_spent_ms, 2**31 - 1)
-    task.answered_at = timezone.now()
-    task.revision += 1
-    task.save()
-    return task
-
-
-@transaction.atomic
-def study_undo(*, token: str, rater: Any, revision: int) -> StudyTask:
-    """Take the rater's answer back (it can then be answered again). Refused like an answer: 404, 409
-    `closed`, 409 `stale`, and 409 `open` when there is no answer to undo."""
-    task = _locked_task(token, rater)
-    if revision != task.revision:
-        raise AnswerRefused(409, "stale", SECOND_TAB)
-    if task.answered_at is None:
-        raise AnswerRefused(409, "open", "There is no answer to undo on this query. Nothing changed.")
-    task.preference, task.reasons, task.note = None, [], ""
-    task.junk_left = task.junk_right = False
-    task.answered_at = None
-    task.revision += 1
-    task.save()
-    return task
-
-
-# ------------------------------------------------------------------------------------------ analysis
-
-
-ANSWER_FIELDS = (
-    "study_id",
-    "token",
-    "candidate_left",
-    "preference",
-    "reasons",
-    "junk_left",
-    "junk_right",
-    "note",
-    "answered_at",
-    "item__query_id",
-    "item__stratum",
-    "item__critical",
-    "item__ndcg_change",
-    "rater__username",
-)
-
-
-def study_answers(study: SxsStudy) -> QuerySet[StudyTask]:
-    """The study's answered tasks with their query and rater, in a stable order (query, rater)."""
-    # Only what an answer row needs: a query's cards (its two lists, kilobytes) are not read once per answer.
-    return (
-        StudyTask.objects.filter(study=study, answered_at__isnull=False)
-        .select_related("item", "rater")
-        .only(*ANSWER_FIELDS)
-        .order_by("item__query_id", "rater__username", "token")
-    )
-
-
-def sxs_inputs(study: SxsStudy) -> tuple[list[SxsQuery], list[SxsAnswer]]:
-    """The analysis' input: every chosen query (identical ones flagged) with its nDCG change, and every
-    answer with the sides undone (in the candidate's favour)."""
-    queries = [
-        SxsQuery(
-            query_id=q.query_id,
-            stratum=q.stratum,
-            critical=q.critical,
-            ndcg_change=q.ndcg_change,
-            identical=q.identical,
-        )
-        for q in StudyQuery.objects.filter(study=study)
-        .only("query_id", "stratum", "critical", "ndcg_change", "identical")
-        .order_by("id")
-    ]
-    # Plain rows, not model instances: the analysis reads seven values of every answer.
-    rows = (
-        StudyTask.objects.filter(study=study, answered_at__isnull=False)
-        .order_by("item__query_id", "rater__username", "token")
-        .values_list(
-            "item__query_id",
-            "rater__username",
-            "candidate_left",
-            "preference",
-            "reasons",
-            "junk_left",
-            "junk_right",
-        )
-    )
-    answers = []
-    for query_id, rater, left, preference, reasons, junk_left, junk_right in rows:
-        assert (
-            preference is not None
-        )  # answered: study_answer sets it with answered_at, study_undo clears both
-        undone = sides_undone(left, preference, junk_left, junk_right)
-        answers.append(
-            SxsAnswer(
-                query_id=query_id,
-                rater=rater,
-                preference=undone["preference"],
-                candidate_left=left,
-                reasons=tuple(reasons),
-                junk_baseline=undone["junk_baseline"],
-                junk_candidate=undone["junk_candidate"],
-            )
-        )
-    return queries, answers
-
-
-def _answers_key(study: SxsStudy) -> str:
-    """What the kept analysis was made from: every submit and undo adds one to its task's revision, so
-    the revisions' sum moves whenever an answer changes; and by which version of the analysis, so one
-    stored by an older rule is made again when read (docs/sxs.md, "Studies stored before the three
-    outcomes")."""
-    state = StudyTask.objects.filter(study=study).aggregate(n=Count("id"), revisions=Sum("revision"))
-    return f"v{ANALYSIS_VERSION}:{state['n']}:{state['revisions'] or 0}"
-
-
-def study_analysis(study: SxsStudy) -> dict[str, Any]:
-    """The study's analysis (`assay.sxs.analyse`), kept on the study and made again only when an answer
-    changed since (every submit and undo moves the revisions' sum); its verdict goes on the study, where
-    the run pages read it. A closed study's is frozen: the one read when it closed, whatever reads it
-    (a newer version of the analysis included) until a reviewer reopens it."""
-    if study.closed_at is not None and study.analysis is not None:
-        return study.analysis
-    key = _answers_key(study)
-    if study.analysis is not None and study.analysed_key == key:
-        return study.analysis
-    queries, answers = sxs_inputs(study)
-    result = analyse(
-        queries,
-        answers,
-        answers_per_query=study.answers_per_query,
-        rule=SxsRule.from_dict(study.rule),
-        seed=study.seed,
-    ).to_dict()
-    verdict = result["verdict"]["result"]
-    SxsStudy.objects.filter(pk=study.pk).update(analysis=result, analysed_key=key, verdict=verdict)
-    study.analysis, study.analysed_key, study.verdict = result, key, verdict
-    return result
-
-
-# ------------------------------------------------------------------------------------------ settings
-
-
-def study_setting_set(*, golden_set: GoldenSet, require_passed_study: bool, by: Any) -> StudySetting:
-    if not reviews(by, golden_set):
-        raise StudyError([f"only a reviewer of {golden_set.slug} can change its study setting"])
-    setting, _ = StudySetting.objects.update_or_create(
-        golden_set=golden_set, defaults={"require_passed_study": require_passed_study, "updated_by": by}
-    )
-    return setting
-
-
-def run_studies(run: EvaluationRun) -> list[dict[str, Any]]:
-    """The studies `run` is in (as run A or B), newest first, each with its verdict brought up to date
-    (`study_analysis`), the run's role and the other run (its label's columns only)."""
-    rows: list[tuple[SxsStudy, str, int]] = []
-    for study in SxsStudy.objects.filter(Q(run_a=run) | Q(run_b=run)).order_by("-created", "-id"):
-        study_analysis(study)
-        role = "run A (the baseline)" if study.run_a_id == run.pk else "run B (the candidate)"
-        rows.append((study, role, study.run_b_id if study.run_a_id == run.pk else study.run_a_id))
-    others = EvaluationRun.objects.filter(pk__in=[other for *_, other in rows]).select_related("target")
-    named = {other.pk: other for other in others.only(*EvaluationRun.LABEL_FIELDS)}
-    return [{"study": study, "role": role, "other": named[other]} for study, role, other in rows]
