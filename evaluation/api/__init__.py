@@ -1,7 +1,3 @@
-"""The REST API (DRF): golden sets, versions and their files, search targets, evaluation runs.
-
-Settings once, in `config/settings.py` (REST_FRAMEWORK): deny by default (IsAuthenticated plus the token's
-scopes), one pagination class that refuses unordered querysets, drf-spectacular for the schema. A token
-acts as its user: every object is looked up through the same visibility rules as the pages, and what a
-user may not see is a 404. docs/api.md describes every endpoint.
+"""The REST API's URLs (`urls`, `/api/v1/`): every capability's endpoints (`evaluation.runs.api`,
+`evaluation.studies.api`, `evaluation.experiments.api`), one namespace. docs/api.md describes them.
 """

@@ -1,5 +1,5 @@
 """Experiments: a parameter sweep of one target on one golden version, run on the Celery workers
-(docs/experiments.md, "In the app"). Imported at the end of `evaluation/models.py`, so Django finds
+(docs/experiments.md, "In the app"). Imported by the registry, `evaluation/models.py`, so Django finds
 these models in the `evaluation` app.
 
 An experiment is searched in chunks of (configurations, queries), each leased as a run's chunk is

@@ -1,6 +1,6 @@
 """When each person last looked at their home page, so it can say what finished since their last visit
-(docs/runs.md, "What waits for you"). Imported at the end of `evaluation/models.py`, so Django finds the
-model in the `evaluation` app; the write is `evaluation.home.services.home_visit`.
+(docs/runs.md, "What waits for you"). Imported by the registry, `evaluation/models.py`, so Django finds
+the model in the `evaluation` app; the write is `evaluation.home.services.home_visit`.
 
 A visit is a run of home page views with no gap of `VISIT_GAP` or more between two of them (the web's
 usual 30 minutes): reloading the page, or coming back to it from a run a minute later, is the same visit

@@ -1,4 +1,4 @@
-# The home page's visits (evaluation/home_models.py, docs/runs.md "What waits for you").
+# The home page's visits (evaluation/home/models.py, docs/runs.md "What waits for you").
 
 import django.db.models.deletion
 from django.conf import settings

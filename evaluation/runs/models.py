@@ -1,6 +1,6 @@
 """Search targets, evaluation runs and their per-query results, baselines, budgets and nightly schedules.
 
-Single-row behaviour only: writes that span rows are in `evaluation.services`, reads in
+Single-row behaviour only: writes that span rows are in `evaluation.runs.services`, reads in
 `evaluation.runs.selectors`, the Celery side in `evaluation.runs.tasks`. The run row is the unit of
 idempotency: tasks claim work with conditional updates on its `status`, and `QueryRunResult` is unique per
 (run, query), so a chunk delivered twice writes each query once.

@@ -1,4 +1,4 @@
-"""Celery tasks of evaluation runs: thin interfaces over `evaluation.services`.
+"""Celery tasks of evaluation runs: thin interfaces over `evaluation.runs.services`.
 
 Explicit stable names, JSON arguments (ids), services imported inside each task function (the services
 never import this module: they queue `run_start` by its name, `evaluation.runs.enqueue`). Idempotency lives

@@ -1,9 +1,9 @@
 """Side-by-side (SxS) studies: two finished runs of one golden version shown to raters as two result lists
 per query, blind, and the raters' preferences (docs/sxs.md).
 
-Single-row behaviour only, like the rest of `evaluation.models` (which imports this module at its end, so
-Django finds these models in the evaluation app): the writes are `evaluation.studies.services.studies`, the
-pure analysis `assay.sxs`.
+Single-row behaviour only, as every model of the app (imported by the registry, `evaluation/models.py`,
+so Django finds them in the evaluation app): the writes are `evaluation.studies.services`, the pure
+analysis `assay.sxs`.
 
 Names: run A is the *baseline* and run B the *candidate* (the reviewer's choice; any two runs will do).
 What a rater sees is *left* and *right*, drawn per rater and query (`StudyTask.candidate_left`); answers

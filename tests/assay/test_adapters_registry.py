@@ -1,6 +1,6 @@
 """The adapters are registered once (assay.adapters.ADAPTERS): the command's `--adapter` choices, the
 target checks, docs/cli.md and `make_adapter` follow the registry (the target model's choices:
-tests/evaluation/test_adapter_choices.py)."""
+tests/evaluation/runs/test_adapter_choices.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ no traceback: deep nesting, UTF-16, latin-1, a huge integer, a truncated file, t
 byte-order mark run together, binary bytes, an empty file, a NUL inside a string, a directory, a file it
 may not read. In-process through `assay.cli.main` for each command and file option, and once as a real
 process. (`assay remote run` reads no file: its inputs are options and the server's answers,
-tests/evaluation/test_remote.py.)"""
+tests/evaluation/runs/test_remote.py.)"""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from evaluation.models import Experiment, ExperimentResult, StudyTask, SxsStudy
 from evaluation.runs.services import baseline_promote, run_regate_rescored
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.evaluation.test_services_rescore import relabeled
+from tests.evaluation.runs.test_services_rescore import relabeled
 from tests.support.evaluation import Scene, html_text, logged_in, section_text
 from tests.support.experiments import finished_experiment, tuned_answer
 from tests.support.runs import RunFactory, golden_file, make_target, make_version

@@ -4,8 +4,8 @@ the run page, the studies list, a study's page, the other run of a study on a ru
 form's choices, the experiment page (its adoption's confirming run), a target's page, the trend page,
 the budgets and baselines pages, the side-by-side page, the Start-a-run form's gate plan and the API's run
 representation and summary; the pages that list runs read as many queries for many runs as for few
-(notifications: tests/evaluation/test_services_notifications.py; the home page:
-tests/evaluation/test_home_waiting.py; messages: tests/evaluation/test_views_runs.py)."""
+(notifications: tests/evaluation/runs/test_services_notifications.py; the home page:
+tests/evaluation/home/test_home_waiting.py; messages: tests/evaluation/runs/test_views_runs.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from evaluation.models import BaselineRescore, EvaluationRun, SearchTarget
 from evaluation.runs.services import baseline_promote
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
-from tests.evaluation.test_services_rescore import relabeled
+from tests.evaluation.runs.test_services_rescore import relabeled
 from tests.support.evaluation import (
     bearer,
     logged_in,

@@ -109,7 +109,7 @@ def hooked(target: SearchTarget, hook: StubServer, monkeypatch: pytest.MonkeyPat
 
 def _granted(target: SearchTarget) -> None:
     """An administrator granted the target's set the webhook's variable (labeling.selectors.secrets); the
-    refusal without a grant is tests/evaluation/test_secret_grants.py's."""
+    refusal without a grant is tests/evaluation/runs/test_secret_grants.py's."""
     factories.grant_secrets(target.golden_sets.get(), HOOK_VAR)
 
 

@@ -32,7 +32,7 @@ from tests.support.runs import eager_celery
 
 pytestmark = pytest.mark.django_db
 
-DEMO_BUDGETS = Path(__file__).resolve().parents[2] / "demo" / "budgets.json"
+DEMO_BUDGETS = Path(__file__).resolve().parents[3] / "demo" / "budgets.json"
 
 
 @pytest.fixture(scope="module")
