@@ -1,8 +1,9 @@
 """What runs announce to the capabilities built on them. Runs know neither side-by-side studies nor
-experiments (pyproject.toml's import contracts): where a run's end or a baseline's promotion must reach
-another capability, runs send one of these signals and that capability connects its receivers
-(`EvaluationConfig.ready`, evaluation/apps.py; the studies' are `evaluation.studies.receivers`). A signal
-nobody listens to does nothing, and a receiver's error is the sender's, as a direct call's would be.
+experiments (pyproject.toml's import contracts): where a run's end, a baseline's promotion or a run's
+page must reach another capability, runs send one of these signals and that capability connects its
+receivers (`EvaluationConfig.ready`, evaluation/apps.py: `evaluation.studies.receivers`,
+`evaluation.experiments.receivers`). A signal nobody listens to does nothing, and a receiver's error is
+the sender's, as a direct call's would be.
 
 - `run_finished` (`run_id`): finalize has committed a run's final status and verdict (a study on two
   targets waiting for its runs is made or failed then: docs/sxs.md, "Creating a study").

@@ -69,3 +69,16 @@ def test_the_contracts_hold() -> None:
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "1 kept, 0 broken" in done.stdout
+
+
+def test_studies_and_experiments_listen_to_what_runs_announce() -> None:
+    """Each of runs' announcements has its listeners once the app is ready (evaluation/apps.py); what
+    they do is held by the capabilities' own tests (a pending study made when its runs finish:
+    tests/evaluation/studies/test_study_targets.py; a run's page showing its studies and its adoption:
+    test_studies.py, tests/evaluation/experiments/test_experiment_adoption.py)."""
+    from evaluation.runs import hooks
+
+    for signal in (hooks.run_finished, hooks.baseline_checks, hooks.baseline_promoted, hooks.run_page_panels):
+        assert signal.has_listeners(), signal
+    listeners = {uid for (uid, _), _, _ in hooks.run_page_panels.receivers}
+    assert listeners == {"studies.run_page_panels", "experiments.run_page_panels"}
