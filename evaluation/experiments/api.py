@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import generics, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -38,16 +38,15 @@ from evaluation.experiments.services.experiments import (
 from evaluation.runs import access
 from evaluation.runs.action_words import GAPS_ACTIONS
 from evaluation.runs.api.base import (
-    READ,
     RUNS_WRITE,
-    START_NOT_FOUND,
-    ApiView,
     ObjectAction,
+    ObjectDetail,
+    SetTargetStatusList,
+    listed_by_set_target_status,
     problems,
     set_target_status,
-    set_target_status_parameters,
-    set_target_status_query,
     start_on,
+    start_responses,
     version_of,
 )
 from evaluation.runs.api.serializers import ProblemsSerializer
@@ -267,30 +266,18 @@ def _read_only(view: str) -> str:
     return f"only reviewers of the golden set {view}"
 
 
-class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
+@listed_by_set_target_status(Experiment.Status.values)
+class ExperimentListCreate(SetTargetStatusList):
     """Experiments you can see, newest first (filters: golden_set, target, status); POST starts one."""
 
     serializer_class = ExperimentListSerializer
-    required_scopes = {"GET": READ, "POST": RUNS_WRITE}
-    query = set_target_status_query(Experiment.Status.values)
-
-    @extend_schema(parameters=set_target_status_parameters(Experiment.Status.values))
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Experiment]:
         rows = experiments_for(self.request.user).defer("result", "tuning", "split", "grid")
         rows = set_target_status(rows, self.request)
         return rows.order_by("-created", "-id")
 
-    @extend_schema(
-        request=ExperimentCreateSerializer,
-        responses={
-            201: ExperimentSerializer,
-            400: ProblemsSerializer,
-            404: START_NOT_FOUND,
-        },
-    )
+    @extend_schema(request=ExperimentCreateSerializer, responses=start_responses(ExperimentSerializer))
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         start = start_on(
             request,
@@ -330,14 +317,13 @@ class ExperimentListCreate(ApiView, generics.ListCreateAPIView[Experiment]):
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["page"]})
 
 
-class ExperimentDetail(ApiView, generics.RetrieveAPIView[Experiment]):
+class ExperimentDetail(ObjectDetail):
     """An experiment's status and progress, and its result once it succeeded."""
 
     serializer_class = ExperimentSerializer
-    required_scopes = {"GET": READ}
 
-    def get_object(self) -> Experiment:
-        return _experiment(self.request, self.kwargs["pk"])
+    def target(self, request: Request, pk: int) -> Experiment:
+        return _experiment(request, pk)
 
 
 class _ExperimentAction(ObjectAction):
@@ -363,6 +349,9 @@ class _ExperimentAction(ObjectAction):
 
 
 class ExperimentCancel(_ExperimentAction):
+    """Cancel a queued or running experiment (those who review its set): whether it was still active, and
+    the experiment as it is after."""
+
     serializer_class = ExperimentCancelSerializer
     what = "cancel its experiments"
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_not_required
 from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, mixins, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -25,10 +25,13 @@ from rest_framework.response import Response
 from assay.inputs import whole_number
 from evaluation.runs import access
 from evaluation.runs.api.pagination import OrderedLimitOffsetPagination
+from evaluation.runs.api.serializers import ProblemsSerializer
 from evaluation.runs.models import SearchTarget
 from golden_io import selectors as golden_selectors
 from golden_io.models import GoldenVersion
 from labeling.models import GoldenSet
+
+ListT = TypeVar("ListT", bound="SetTargetStatusList")
 
 READ = "read"
 GOLDEN_READ = "golden:read"
@@ -145,23 +148,40 @@ def set_target_status(rows: QuerySet[Any], request: Request) -> QuerySet[Any]:
     return rows
 
 
-def set_target_status_query(statuses: Sequence[str]) -> dict[str, Callable[[str], str | None] | None]:
-    """The query parameters of a list filtered by `set_target_status` (`statuses`: its rows' statuses)."""
-    return {"golden_set": None, "target": None, "status": choice(statuses)}
+class SetTargetStatusList(ApiView, generics.ListCreateAPIView[Any]):
+    """A list of what runs on a set and a target (runs, experiments), newest first, filtered by its
+    `golden_set`, `target` and `status` parameters (`set_target_status`, the statuses its class names
+    with `@listed_by_set_target_status`); a POST starts one (`start_on`)."""
+
+    required_scopes = {"GET": READ, "POST": RUNS_WRITE}
 
 
-def set_target_status_parameters(statuses: Sequence[str]) -> list[OpenApiParameter]:
-    """The same parameters as the schema describes them."""
-    return [
-        OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug"),
-        OpenApiParameter("target", OpenApiTypes.STR, description="target name"),
-        OpenApiParameter("status", OpenApiTypes.STR, enum=list(statuses)),
-    ]
+def listed_by_set_target_status(statuses: Sequence[str]) -> Callable[[type[ListT]], type[ListT]]:
+    """The class decorator of a `SetTargetStatusList`: the query parameters it reads (a status among
+    `statuses`), and the same as the schema describes them."""
+
+    def decorate(cls: type[ListT]) -> type[ListT]:
+        cls.query = {"golden_set": None, "target": None, "status": choice(statuses)}
+        parameters = [
+            OpenApiParameter("golden_set", OpenApiTypes.STR, description="set slug"),
+            OpenApiParameter("target", OpenApiTypes.STR, description="target name"),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=list(statuses)),
+        ]
+        described: type[ListT] = extend_schema_view(get=extend_schema(parameters=parameters))(cls)
+        return described
+
+    return decorate
 
 
 # --- work started on a golden set and a target (a run, an experiment)
 
 START_NOT_FOUND = OpenApiResponse(description="no golden set, version or target by that name you can see")
+
+
+def start_responses(created: type[serializers.Serializer[Any]]) -> dict[int, Any]:
+    """The schema's answers of a POST that starts work: `created` (201), a refusal (400), nothing by
+    the names given that the caller sees (404)."""
+    return {201: created, 400: ProblemsSerializer, 404: START_NOT_FOUND}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +214,19 @@ def start_on(
     return StartOn(values, golden_set, target)
 
 
-# --- one object acted on
+# --- one object read or acted on
+
+
+class ObjectDetail(ApiView, generics.RetrieveAPIView[Any]):
+    """GET one object the caller may see (`target`: 404 for what they may not), serialized."""
+
+    required_scopes = {"GET": READ}
+
+    def target(self, request: Request, pk: int) -> Any:
+        raise NotImplementedError
+
+    def get_object(self) -> Any:
+        return self.target(self.request, self.kwargs["pk"])
 
 
 class ObjectAction(ApiView):

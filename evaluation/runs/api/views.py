@@ -19,15 +19,16 @@ from evaluation.runs.api.base import (
     GOLDEN_READ,
     READ,
     RUNS_WRITE,
-    START_NOT_FOUND,
     ApiView,
     ObjectAction,
+    ObjectDetail,
+    SetTargetStatusList,
     golden_set_of,
+    listed_by_set_target_status,
     problems,
     set_target_status,
-    set_target_status_parameters,
-    set_target_status_query,
     start_on,
+    start_responses,
     version_of,
 )
 from evaluation.runs.api.serializers import (
@@ -158,29 +159,17 @@ def _page_url(request: Request, run: EvaluationRun) -> str:
     return request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk]))
 
 
-class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
+@listed_by_set_target_status(EvaluationRun.Status.values)
+class RunListCreate(SetTargetStatusList):
     """Runs you can see, newest first (filters: golden_set, target, status); POST starts one."""
 
     serializer_class = RunSerializer
-    required_scopes = {"GET": READ, "POST": RUNS_WRITE}
-    query = set_target_status_query(EvaluationRun.Status.values)
-
-    @extend_schema(parameters=set_target_status_parameters(EvaluationRun.Status.values))
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
         rows = access.run_rows(set_target_status(access.runs_for(self.request.user), self.request))
         return rows.prefetch_related("adoptions")  # each row's `adopted_from`
 
-    @extend_schema(
-        request=RunCreateSerializer,
-        responses={
-            201: RunReceiptSerializer,
-            400: ProblemsSerializer,
-            404: START_NOT_FOUND,
-        },
-    )
+    @extend_schema(request=RunCreateSerializer, responses=start_responses(RunReceiptSerializer))
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         start = start_on(
             request, RunCreateSerializer, refused=lambda slug: f"only reviewers of {slug} start runs on it"
@@ -222,14 +211,13 @@ class RunListCreate(ApiView, generics.ListCreateAPIView[EvaluationRun]):
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["run"]})
 
 
-class RunDetail(ApiView, generics.RetrieveAPIView[EvaluationRun]):
+class RunDetail(ObjectDetail):
     """A run's status and progress (what `assay remote run --wait` polls)."""
 
     serializer_class = RunSerializer
-    required_scopes = {"GET": READ}
 
-    def get_object(self) -> EvaluationRun:
-        return _run(self.request, self.kwargs["pk"])
+    def target(self, request: Request, pk: int) -> EvaluationRun:
+        return _run(request, pk)
 
 
 class RunReport(ApiView):
@@ -288,6 +276,9 @@ class RunVerdict(ApiView):
 
 
 class RunCancel(ObjectAction):
+    """Cancel a queued or running run (those who review its set): whether it was still active, and the
+    run as it is after."""
+
     required_scopes = {"POST": RUNS_WRITE}
     serializer_class = CancelSerializer
 
