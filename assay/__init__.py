@@ -25,11 +25,12 @@ docs/architecture.md's table to the tree):
 - `assay.sweep_charts`: an experiment's line chart and heat map;
 - `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
   and budgets suggested above it;
-- `assay.harness`, `assay.transport`, `assay.run_meta`, `assay.adapters`, `assay.targets`, `assay.netpolicy`,
-  `assay.outbound`, `assay.urls`, `assay.results`, `assay.replies`: calling a search system (its
-  connection route and the run's recorded settings), the one network policy of every outbound address
-  (with its hook in each HTTP client), every outbound URL parsed in one place (credentials refused, error
-  texts without a URL), and a remote reply read within bounds;
+- `assay.harness`, `assay.harness_config`, `assay.harness_http`, `assay.transport`, `assay.run_meta`,
+  `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.urls`, `assay.results`,
+  `assay.replies`: calling a search system (the pool of workers, its settings, one query's call with its
+  retries, its connection route and the run's recorded settings), the one network policy of every
+  outbound address (with its hook in each HTTP client), every outbound URL parsed in one place
+  (credentials refused, error texts without a URL), and a remote reply read within bounds;
 - `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.storable`, `assay.charts`,
   `assay.docs`, `assay.memory`, `assay.memo`: git writing, the secret-name and path rules, import reports,
   what a column can store, chart geometry, the docs pages, memory habits of large work, work done once per

@@ -18,7 +18,7 @@ The policy is applied twice:
   are addresses) before it is judged: a reading that is a refused address, or `localhost`, refuses the URL.
   A host **name** passes here;
 - to the address actually connected to, on every new connection (`public_socket`, `public_connection`,
-  used by each client's connector in `assay.outbound` and `assay.harness`), so a name that resolves to a
+  used by each client's connector in `assay.outbound` and `assay.harness_http`), so a name that resolves to a
   private address, or is re-pointed at one later, is refused too, and so is any literal that some parser
   read differently from the check above.
 """

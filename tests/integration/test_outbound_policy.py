@@ -29,7 +29,8 @@ import pytest
 from assay import git_export
 from assay.cli import main as cli_main
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from assay.netpolicy import ALLOW_PRIVATE_ENV, AddressRefused
 from assay.outbound import PublicPoolManager, public_httpx_transport
 from assay.transport import public_connector
