@@ -15,8 +15,9 @@ docs/architecture.md's table to the tree):
   matched to the judgments, the report, the change of a metric between two reports;
 - `assay.resampling`: the bootstrap and randomization test behind every interval and p-value (exact sums,
   reproducible draws);
-- `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the
-  budgeted gate;
+- `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_findings`, `assay.gate_queries`,
+  `assay.gate_losers`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate (the
+  comparison, its findings and their evidence, the rules on single queries, the top losers);
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
 - `assay.overlap`: how much two result lists overlap (Jaccard@k, rank-biased overlap), per query and as a
   mean with its interval;
