@@ -24,8 +24,9 @@ docs/architecture.md's table to the tree):
 - `assay.experiment`: parameter sweeps ranked on tuning queries and confirmed on held-out ones;
 - `assay.sxs`: side-by-side studies' analysis and verdict (docs/sxs.md);
 - `assay.sweep_charts`: an experiment's line chart and heat map;
-- `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
-  and budgets suggested above it;
+- `assay.noise` (the one import of `assay.noise_format`, `assay.noise_measure`, `assay.noise_budgets`): the
+  noise floor of a budget (how far a metric moves between runs of one configuration: what it holds and its
+  file, its measure) and budgets suggested above it;
 - `assay.harness`, `assay.harness_config`, `assay.harness_http`, `assay.transport`, `assay.run_meta`,
   `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.urls`, `assay.results`,
   `assay.replies`: calling a search system (the pool of workers, its settings, one query's call with its

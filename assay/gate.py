@@ -43,7 +43,8 @@ from assay.gate_findings import Finding, Findings
 from assay.gate_queries import check_critical, check_errors, check_unexpected_hits
 from assay.golden.format import natural_key
 from assay.metric_table import GATED_METRICS, METRIC_KEYS, WEIGHTED_METRICS
-from assay.noise import NoiseFloor, noise_warnings
+from assay.noise_budgets import noise_warnings
+from assay.noise_format import NoiseFloor
 from assay.overlap import report_overlap
 
 Verdict = Literal["pass", "warn", "fail"]

@@ -15,7 +15,7 @@ from assay.budgets import Budget
 from assay.changes import TOLERANCE, Change
 from assay.display import counted
 from assay.metric_table import BY_KEY, format_p_value
-from assay.noise import NoiseFloor
+from assay.noise_format import NoiseFloor
 from assay.resampling import LEVEL, holm
 
 # The chance of a false FAIL the gate allows over its family of changes on metrics that move between runs.

@@ -18,7 +18,7 @@ from assay.changes import TOLERANCE, QueryColumns
 from assay.display import counted
 from assay.gate_findings import Finding, Findings
 from assay.metric_table import BY_KEY
-from assay.noise import CriticalReach
+from assay.noise_format import CriticalReach
 
 
 def _value(agg: Mapping[str, Any] | None, metric: str) -> float | None:
