@@ -33,10 +33,11 @@ docs/architecture.md's table to the tree):
   retries, its connection route and the run's recorded settings), the one network policy of every
   outbound address (with its hook in each HTTP client), every outbound URL parsed in one place
   (credentials refused, error texts without a URL), and a remote reply read within bounds;
-- `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.storable`, `assay.charts`,
-  `assay.docs`, `assay.memory`, `assay.memo`: git writing, the secret-name and path rules, import reports,
-  what a column can store, chart geometry, the docs pages, memory habits of large work, work done once per
-  immutable object (a parsed golden version's derived tables);
+- `assay.git_export`, `assay.git_remote`, `assay.git_repo`, `assay.secrets`, `assay.paths`, `assay.problems`,
+  `assay.storable`, `assay.charts`, `assay.docs`, `assay.memory`, `assay.memo`: git writing (its remote and
+  push, a repository read), the secret-name and path rules, import reports, what a column can store, chart
+  geometry, the docs pages, memory habits of large work, work done once per immutable object (a parsed
+  golden version's derived tables);
 - `assay.loop_thread`: a coroutine on its own event loop in its own thread, its results handed to the
   caller's thread (which owns the database connection) as they come, stopped at once on request (a run's
   and an experiment's chunk search this way, a judge job's chunk calls its judge);
