@@ -178,7 +178,9 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
     as the baseline with who approved it and the commit. Nothing is recorded when the git write fails;
     a failed push keeps the local commit and is recorded on the baseline. Raises BaselineError."""
     from assay.artifacts import dump_artifact
-    from assay.git_export import Author, GitExportError, Remote, git_write
+    from assay.git_export import Author, git_write
+    from assay.git_remote import Remote
+    from assay.git_repo import GitExportError
     from golden_io.models import GitExportConfig
 
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
