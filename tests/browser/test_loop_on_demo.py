@@ -186,7 +186,7 @@ def test_the_loop_from_an_experiment_to_an_adopted_change_and_back_on_the_demo(
             page.context.close()
 
 
-def _sweep(walk: Walk, target: SearchTarget, version: int, made: Experiment | None) -> Experiment:
+def _sweep(walk: Walk, target: SearchTarget, version_id: int, made: Experiment | None) -> Experiment:
     """From the target's page, the new experiment's form, filled; the experiment's page once it ends. Or,
     given the experiment `made` before, its page from the list of experiments."""
     page = walk.page
@@ -203,7 +203,7 @@ def _sweep(walk: Walk, target: SearchTarget, version: int, made: Experiment | No
         walk.follow(page.locator(f"#experiment-{made.pk} a"), f"/experiments/{made.pk}/")
         walk.checked()
         return made
-    page.select_option("#id_golden_version", str(version))
+    page.select_option("#id_golden_version", str(version_id))
     page.fill("#id_grid", json.dumps(GRID))
     page.fill("#id_seed", str(SEED))
     page.fill("#id_top", "3")
