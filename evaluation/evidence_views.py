@@ -22,7 +22,7 @@ from assay.sxs import REASON_LABELS
 from evaluation import access
 from evaluation.evidence import EvidenceList, evidence_context, golden_query, grades_of, ndcg_of
 from evaluation.experiment_models import Experiment, ExperimentResult
-from evaluation.list_specs import picker_spec
+from evaluation.list_specs import per_query_found, picker_spec
 from evaluation.models import EvaluationRun, QueryRunResult
 from evaluation.overlap_page import note, query_shown, with_rbo
 from evaluation.report_page import baseline_report, compare_choice_shown
@@ -162,7 +162,8 @@ def run_query_evidence(request: HttpRequest, run_id: int) -> HttpResponse:
         b=b,
         k=golden.k,
         ndcg_change=None if before is None or after is None else after - before,
-        back=(reverse("evaluation:run_detail", args=[run.pk]) + "#per-query", run.label),
+        # Back to the report's list of every query, open on this query's row.
+        back=(reverse("evaluation:run_detail", args=[run.pk]) + per_query_found(query_id), run.label),
         where=f"as the runs returned them (the top {golden.k})",
     )
     context["title"] = f"Run {run.pk}, query {query_id}"

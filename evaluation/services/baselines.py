@@ -267,9 +267,9 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> Regated:
     if not reviews(by, golden_set):
         problems.append(f"only a reviewer of {golden_set.slug} can re-score its baseline")
     if run.status != Status.SUCCEEDED or run.report is None:
-        problems.append(f"run {run.pk} is {run.status}: only a finished run with a report is gated")
+        problems.append(f"{run.label} is {run.status}: only a finished run with a report is gated")
     elif run.baseline is None:
-        problems.append(f"run {run.pk} was gated without a baseline: there is no baseline to re-score")
+        problems.append(f"{run.label} was gated without a baseline: there is no baseline to re-score")
     elif run.baseline.run.golden_version_id == run.golden_version_id:
         problems.append(f"the baseline is already on version {run.golden_version.name}: nothing to re-score")
     if problems:
@@ -295,7 +295,7 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> Regated:
         when = _iso(datetime.fromisoformat(regated["at"]))
         raise BaselineError(
             [
-                f"run {run.pk} is already gated against the baseline re-scored on version "
+                f"{run.label} is already gated against the baseline re-scored on version "
                 f"{run.golden_version.name} (by {regated['by']} at {when}), with the same budgets: "
                 f"gating again would change nothing (verdict {verdict})"
             ]
