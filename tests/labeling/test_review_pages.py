@@ -247,6 +247,10 @@ def test_gold_marking_on_the_query_page_and_agreement_with_gold_on_the_dashboard
     assert not GoldItem.objects.exists()
 
 
+# A row's document and its final label's cell (headed by its column's name on a phone: its data-label).
+FINAL_CELL = r'<tr data-doc="([^"]+)">.*?<td class="final"[^>]*>(.*?)</td>'
+
+
 def test_the_query_page_shows_each_documents_final_label_and_method(
     disputed: Disputed, reviewer: Client, golden_set: GoldenSet
 ) -> None:
@@ -254,7 +258,7 @@ def test_the_query_page_shows_each_documents_final_label_and_method(
     body = page.content.decode()
     finals = {
         doc: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", cell)).strip()
-        for doc, cell in re.findall(r'<tr data-doc="([^"]+)">.*?<td class="final">(.*?)</td>', body, re.S)
+        for doc, cell in re.findall(FINAL_CELL, body, re.S)
     }
     docs = [c.document.doc_id for c in disputed.candidates]
     assert finals[docs[1]] == "1 agreed" and finals[docs[2]] == "2 agreed"
