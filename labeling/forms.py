@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import models
 from django.forms.fields import InvalidJSONInput
 
@@ -198,19 +197,26 @@ class InlineForm(forms.Form):
 
 
 class ReassignForm(InlineForm):
-    """Another rater for an assignment: the set's raters but the one who holds it now (`held_by`)."""
+    """Another rater for an assignment: one of `raters` (the set's, read once for the page's every form)
+    but the one who holds it now (`held_by`); the cleaned `rater` is the user."""
 
     KIND = "reassign"
     PROBLEMS_FIELD = "rater"
-    rater = forms.ModelChoiceField(queryset=get_user_model().objects.none(), label="Reassign to")
+    rater = forms.TypedChoiceField(
+        label="Reassign to",
+        coerce=int,
+        error_messages={"invalid_choice": "choose one of the golden set's other raters"},
+    )
 
-    def __init__(self, data: Any = None, *, raters: Any, held_by: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, data: Any = None, *, raters: Sequence[Any], held_by: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(data, **kwargs)
-        field = self.fields["rater"]
-        assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = raters.exclude(pk=held_by) if held_by is not None else raters
-        field.empty_label = None
-        field.error_messages["invalid_choice"] = "choose one of the golden set's other raters"
+        self.raters = {rater.pk: rater for rater in raters if rater.pk != held_by}
+        self.fields["rater"].choices = [(pk, rater.username) for pk, rater in self.raters.items()]  # type: ignore[attr-defined]
+
+    def clean_rater(self) -> Any:
+        return self.raters[self.cleaned_data["rater"]]
 
 
 # --- reviewer actions (docs/agreement.md): the services check the rules and name what is wrong --------

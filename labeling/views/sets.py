@@ -88,7 +88,7 @@ def _set_page(request: HttpRequest, golden_set: GoldenSet, refused: Refused | No
     reassignment sent back beside its assignment (labeling/inline_forms.py)."""
     rows = selectors.golden_set_queries(golden_set=golden_set)
     queries = list_page(request, rows, _queries_spec(golden_set))
-    raters = raters_of(golden_set).order_by("username")
+    raters = list(raters_of(golden_set).order_by("username"))
     forms = InlineForms(refused, reassign=partial(ReassignForm, raters=raters))
     return forms.render(
         request,
@@ -130,7 +130,7 @@ def assign(request: HttpRequest, slug: str) -> HttpResponse:
 def reassign(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = get_assignment_for_reviewer(request, pk)
     golden_set = assignment.query.golden_set
-    raters = raters_of(golden_set).order_by("username")
+    raters = list(raters_of(golden_set).order_by("username"))
     form = ReassignForm(request.POST, key=assignment.pk, raters=raters, held_by=assignment.rater_id)
     if form.is_valid():
         try:
