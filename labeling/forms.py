@@ -17,6 +17,7 @@ from assay.labels import querylog
 from assay.labels.agreement import reading_thresholds_errors
 from assay.problems import size_text
 from labeling.services import POOL_DEPTH
+from labeling.widget_html import PythonWidgets
 
 
 class UploadForm(forms.Form):
@@ -185,6 +186,7 @@ class InlineForm(forms.Form):
 
     KIND: ClassVar[str] = ""
     PROBLEMS_FIELD: ClassVar[str] = ""
+    default_renderer = PythonWidgets  # a page draws many: their widgets without Django's templates
 
     def __init__(self, data: Any = None, *, key: object = "", **initial: Any) -> None:
         self.key = str(key)

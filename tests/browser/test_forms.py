@@ -68,7 +68,7 @@ def test_the_login_page_says_what_is_wrong_and_where(page: Page, live_server: An
 
 
 # A phone's screen: a small form far down a long page, refused, must not leave its error out of sight.
-PHONE = {"width": 390, "height": 844}
+WIDTH, HEIGHT = 390, 844
 
 
 def _graded_query(golden_set: GoldenSet, alice: User, documents: int) -> Query:
@@ -106,7 +106,7 @@ def test_a_refused_final_grade_far_down_a_phone_page_is_said_at_the_top_and_besi
 ) -> None:
     query = _graded_query(golden_set, alice, 12)
     document = query.candidates.order_by("best_rank").last().document  # type: ignore[union-attr]
-    context = browser.new_context(viewport=PHONE)
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     session_for(context, "rita")
     page = context.new_page()
     page.goto(f"{live_server.url}/sets/{golden_set.slug}/queries/{query.pk}/adjudicate/")
@@ -130,7 +130,7 @@ def test_a_refused_proposal_decision_on_a_phone_is_said_at_the_top_and_beside_it
     query = _graded_query(golden_set, alice, 3)
     proposal = LabelProposal.objects.filter(query=query).order_by("pk").last()
     assert proposal is not None
-    context = browser.new_context(viewport=PHONE)
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     session_for(context, "rita")
     page = context.new_page()
     page.goto(f"{live_server.url}/sets/{golden_set.slug}/proposals/")
