@@ -15,25 +15,29 @@ docs/architecture.md's table to the tree):
   matched to the judgments, the report, the change of a metric between two reports;
 - `assay.resampling`: the bootstrap and randomization test behind every interval and p-value (exact sums,
   reproducible draws);
-- `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_render` (re-exported by `assay.drift`): the
-  budgeted gate;
+- `assay.budgets`, `assay.gate_check`, `assay.gate`, `assay.gate_findings`, `assay.gate_queries`,
+  `assay.gate_losers`, `assay.gate_render` (re-exported by `assay.drift`): the budgeted gate (the
+  comparison, its findings and their evidence, the rules on single queries, the top losers);
 - `assay.rescore`: a baseline's stored result lists re-scored on a new golden version;
 - `assay.overlap`: how much two result lists overlap (Jaccard@k, rank-biased overlap), per query and as a
   mean with its interval;
 - `assay.experiment`: parameter sweeps ranked on tuning queries and confirmed on held-out ones;
 - `assay.sxs`: side-by-side studies' analysis and verdict (docs/sxs.md);
 - `assay.sweep_charts`: an experiment's line chart and heat map;
-- `assay.noise`: the noise floor of a budget (how far a metric moves between runs of one configuration)
-  and budgets suggested above it;
-- `assay.harness`, `assay.transport`, `assay.run_meta`, `assay.adapters`, `assay.targets`, `assay.netpolicy`,
-  `assay.outbound`, `assay.urls`, `assay.results`, `assay.replies`: calling a search system (its
-  connection route and the run's recorded settings), the one network policy of every outbound address
-  (with its hook in each HTTP client), every outbound URL parsed in one place (credentials refused, error
-  texts without a URL), and a remote reply read within bounds;
-- `assay.git_export`, `assay.secrets`, `assay.paths`, `assay.problems`, `assay.storable`, `assay.charts`,
-  `assay.docs`, `assay.memory`, `assay.memo`: git writing, the secret-name and path rules, import reports,
-  what a column can store, chart geometry, the docs pages, memory habits of large work, work done once per
-  immutable object (a parsed golden version's derived tables);
+- `assay.noise` (the one import of `assay.noise_format`, `assay.noise_measure`, `assay.noise_budgets`): the
+  noise floor of a budget (how far a metric moves between runs of one configuration: what it holds and its
+  file, its measure) and budgets suggested above it;
+- `assay.harness`, `assay.harness_config`, `assay.harness_http`, `assay.transport`, `assay.run_meta`,
+  `assay.adapters`, `assay.targets`, `assay.netpolicy`, `assay.outbound`, `assay.urls`, `assay.results`,
+  `assay.replies`: calling a search system (the pool of workers, its settings, one query's call with its
+  retries, its connection route and the run's recorded settings), the one network policy of every
+  outbound address (with its hook in each HTTP client), every outbound URL parsed in one place
+  (credentials refused, error texts without a URL), and a remote reply read within bounds;
+- `assay.git_export`, `assay.git_remote`, `assay.git_repo`, `assay.secrets`, `assay.paths`, `assay.problems`,
+  `assay.storable`, `assay.charts`, `assay.docs`, `assay.memory`, `assay.memo`: git writing (its remote and
+  push, a repository read), the secret-name and path rules, import reports, what a column can store, chart
+  geometry, the docs pages, memory habits of large work, work done once per immutable object (a parsed
+  golden version's derived tables);
 - `assay.loop_thread`: a coroutine on its own event loop in its own thread, its results handed to the
   caller's thread (which owns the database connection) as they come, stopped at once on request (a run's
   and an experiment's chunk search this way, a judge job's chunk calls its judge);

@@ -43,7 +43,8 @@ from assay.changes import pair_scope
 from assay.display import counted
 from assay.golden.columns import GoldenColumns
 from assay.golden.model import GoldenFile, GoldenQuery
-from assay.harness import HarnessConfig, SharedSearch, params_problem
+from assay.harness import SharedSearch
+from assay.harness_config import HarnessConfig, params_problem
 from assay.overlap import report_overlap, summarize
 from assay.report import build_report
 from assay.resampling import holm

@@ -15,13 +15,15 @@ the rebaseline workflow writes `baseline/relevance.json` and `RELEVANCE_NOTES.md
 - When the branch already holds exactly these files no commit is made; the tag (if any) goes on the head.
 - A push failure never undoes the local commit: `WriteResult.push_error` says what failed and what to do.
   Credentials come from environment variables named in `Remote`; their values are never stored or shown.
+
+The remote and the push are `assay.git_remote`; reading a repository, `assay.git_repo`; here, the
+configuration's checks and the writing (the tree built from blobs, the commit, the branch's
+compare-and-swap, the tag).
 """
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import io
 import os
 import random
 import re
@@ -33,33 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from dulwich import porcelain
-from dulwich.client import (
-    AbstractHttpGitClient,
-    GitClient,
-    LocalGitClient,
-    default_urllib3_manager,
-    get_transport_and_path,
-)
-from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import commit_tree_changes
 from dulwich.objects import Blob, Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
-from assay.netpolicy import host_problem, name_problem, private_targets_allowed, refused_in, url_problem
-from assay.secrets import git_export_path_problem, mask_secrets, secret_env_problem
-from assay.urls import UrlError, split_url, url_credential_problems, url_free
+from assay.git_remote import Remote, push, remote_named, remote_url_problem
+from assay.git_repo import GitExportError, blob_at, holds, open_repository, peel_commit, ref_id
+from assay.secrets import git_export_path_problem, secret_env_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-_REMOTE_SCHEMES = ("file", "http", "https", "ssh", "git")
-_USE_VARIABLES = "name environment variables holding them in the export's username and password fields"
 _MAX_ATTEMPTS = 20  # compare-and-swap retries when another writer moves or locks the branch meanwhile
-
-
-class GitExportError(Exception):
-    """The write could not be done; nothing was written. The message says why and what to do."""
 
 
 class TagConflict(GitExportError):
@@ -75,15 +62,6 @@ class Author:
         name = self.name.replace("<", "").replace(">", "").replace("\n", " ").strip() or "unknown"
         email = self.email.replace("<", "").replace(">", "").replace("\n", "").strip()
         return f"{name} <{email}>".encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Remote:
-    """Where to push. `username_env` / `password_env` NAME environment variables (never hold secrets)."""
-
-    url: str
-    username_env: str = ""
-    password_env: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,66 +103,6 @@ def tag_problem(tag: str) -> str | None:
     return None
 
 
-def remote_url_problem(url: str) -> str | None:
-    """Why a remote URL may not be pushed to: malformed (`assay.urls.split_url`), an unsupported scheme,
-    credentials in it (a password, a user over http(s), where a token is often given as the user, or a
-    query parameter named like one), a local directory outside the export roots, or a host the network
-    policy refuses (`remote_address_problem`). The words never quote the URL."""
-    if not url:
-        return None
-    try:
-        parts = split_url(url)
-    except UrlError as exc:
-        return f"remote URL: {exc}"
-    if parts.scheme and parts.scheme not in _REMOTE_SCHEMES and not re.match(r"^[\w.-]+@[\w.-]+:", url):
-        return f"remote URL scheme {parts.scheme!r} is not supported (use {', '.join(_REMOTE_SCHEMES)})"
-    over_http = parts.scheme in ("http", "https")
-    credentials = url_credential_problems(parts, _USE_VARIABLES, user_allowed=not over_http)
-    if credentials:
-        return "remote URL: " + "; ".join(credentials)
-    try:
-        client, path = get_transport_and_path(url)
-    except (ValueError, KeyError):
-        return "remote URL: dulwich cannot read it as a git remote (check its scheme, host and path)"
-    if isinstance(client, LocalGitClient):
-        return git_export_path_problem(path)
-    return remote_address_problem(url, client)
-
-
-def remote_address_problem(url: str, client: GitClient | None = None, *, resolve: bool = False) -> str | None:
-    """Why the network policy (assay.netpolicy) refuses the remote's host; None when it allows it, or
-    for a local remote. The host is taken as dulwich reads it (the client it would push with) and, over
-    http(s), as urllib3 and `assay.urls.split_url` read the URL too. With `resolve` (just before a push),
-    an ssh or git:// host name is also judged on what it resolves to: those clients connect on their
-    own, past the connect-time check http(s) gets. With private addresses allowed, only an http(s)
-    host no resolver can look up is refused."""
-    allowed = private_targets_allowed()
-    if client is None:
-        client, _path = get_transport_and_path(url)
-    if isinstance(client, LocalGitClient):
-        return None
-    if isinstance(client, AbstractHttpGitClient):
-        return url_problem(url, clients=("urllib3",), allow_private=allowed) or url_problem(
-            client.get_url(""), clients=("urllib3",), allow_private=allowed
-        )
-    host = getattr(client, "host", None) or getattr(client, "_host", None)  # ssh, git://
-    if not host:
-        return "remote URL: it names no host to push to"
-    if allowed:
-        return None
-    return name_problem(str(host)) if resolve else host_problem(str(host))
-
-
-def local_remote_path(url: str) -> str | None:
-    """The directory a remote URL names on this machine (file:// or a plain path), else None. Read as
-    dulwich reads it: `host:path` is an ssh remote, not a directory."""
-    try:
-        client, path = get_transport_and_path(url)
-    except (ValueError, KeyError):
-        return None
-    return path if isinstance(client, LocalGitClient) else None
-
-
 def config_problems(
     *,
     repository_path: str,
@@ -218,68 +136,6 @@ def config_problems(
     return problems
 
 
-# ------------------------------------------------------------------------------------------ reading
-
-
-def open_repository(path: str | os.PathLike[str], *, create: bool = False, branch: str = "main") -> Repo:
-    """The repository at `path`; with `create`, a missing path or empty directory becomes a bare repo
-    whose HEAD names `branch` (so `git clone` of it checks out the exported branch)."""
-    p = Path(path)
-    try:
-        return Repo(str(p))
-    except NotGitRepository:
-        if not create:
-            raise GitExportError(f"{p} is not a git repository") from None
-        if p.exists() and (not p.is_dir() or any(p.iterdir())):
-            raise GitExportError(
-                f"{p} exists and is not a git repository: point the export at an empty or missing "
-                "directory (a bare repository is created there) or at an existing repository"
-            ) from None
-        p.mkdir(parents=True, exist_ok=True)
-        repo = Repo.init_bare(str(p))
-        repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(b"refs/heads/" + branch.encode()))
-        return repo
-
-
-def _ref(repo: Repo, name: bytes) -> ObjectID | None:
-    try:
-        return repo.refs[Ref(name)]
-    except KeyError:
-        return None
-
-
-def _peel_commit(repo: Repo, sha: ObjectID) -> Commit:
-    obj = repo[sha]
-    while isinstance(obj, Tag):
-        obj = repo[obj.object[1]]
-    if not isinstance(obj, Commit):
-        raise GitExportError(f"{sha.decode()} does not point at a commit")
-    return obj
-
-
-def _blob_at(repo: Repo, tree_id: ObjectID, path: str) -> bytes | None:
-    try:
-        _mode, sha = repo[tree_id].lookup_path(repo.object_store.__getitem__, path.encode())  # type: ignore[attr-defined]
-    except KeyError:
-        return None
-    blob = repo[sha]
-    return blob.as_raw_string() if isinstance(blob, Blob) else None
-
-
-def read_file(repository_path: str | os.PathLike[str], ref: str, path: str) -> bytes | None:
-    """The content of `path` at `ref` (a branch, tag or full ref name); None if the ref or file is missing."""
-    with open_repository(repository_path) as repo:
-        for name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}"):
-            sha = _ref(repo, name.encode())
-            if sha is not None:
-                return _blob_at(repo, _peel_commit(repo, sha).tree, path)
-    return None
-
-
-def _holds(repo: Repo, commit: Commit, files: Mapping[str, bytes]) -> bool:
-    return all(_blob_at(repo, commit.tree, path) == content for path, content in files.items())
-
-
 # ------------------------------------------------------------------------------------------ writing
 
 
@@ -294,9 +150,9 @@ def _checked_out(repo: Repo, branch_ref: bytes) -> bool:
 
 def _start(repo: Repo, start_from: Sequence[str]) -> Commit | None:
     for name in start_from:
-        sha = _ref(repo, name.encode())
+        sha = ref_id(repo, name.encode())
         if sha is not None:
-            return _peel_commit(repo, sha)
+            return peel_commit(repo, sha)
     return None
 
 
@@ -307,7 +163,7 @@ def _check_clean(repo: Repo, head: Commit | None, files: Mapping[str, bytes]) ->
         on_disk = Path(repo.path, *PurePosixPath(path).parts)
         if not on_disk.exists():
             continue
-        committed = _blob_at(repo, head.tree, path) if head is not None else None
+        committed = blob_at(repo, head.tree, path) if head is not None else None
         if on_disk.is_dir() or committed is None or on_disk.read_bytes() != committed:
             dirty.append(path)
     if dirty:
@@ -329,7 +185,7 @@ def _new_commit(
     repo: Repo, head: Commit | None, files: Mapping[str, bytes], message: str, author: Author, when: int
 ) -> Commit | None:
     """The commit writing `files` on top of `head`, stored; None when `head` already holds them."""
-    if head is not None and _holds(repo, head, files):
+    if head is not None and holds(repo, head, files):
         return None
     changes = []
     for path, content in sorted(files.items()):
@@ -397,7 +253,7 @@ def git_write(
         if remote is None or not remote.url:
             return result
         refs = [branch_ref] if tag is None else [branch_ref, b"refs/tags/" + tag.encode()]
-        failure = _push(repo, remote, refs)
+        failure = push(repo, remote, refs)
     if failure is None:
         return WriteResult(result.commit, created, tag, tag_created, pushed=True)
     error, todo = failure
@@ -409,7 +265,7 @@ def git_write(
         tag_created,
         pushed=False,
         push_error=(
-            f"push to {_remote_named(remote.url)} failed: {error}. The {what} are kept in "
+            f"push to {remote_named(remote.url)} failed: {error}. The {what} are kept in "
             f"{repository_path}; {todo or 'fix the remote (or its credentials)'} and export again: an "
             "export of unchanged content writes nothing and only pushes."
         ),
@@ -448,16 +304,16 @@ def _write_locally(
     """(commit id, whether a commit or tag was created, whether the tag was created)."""
     tag_ref = b"refs/tags/" + tag.encode() if tag is not None else None
     if tag is not None and tag_ref is not None:
-        existing = _ref(repo, tag_ref)
+        existing = ref_id(repo, tag_ref)
         if existing is not None:
-            tagged = _peel_commit(repo, existing)
-            if _holds(repo, tagged, files):
+            tagged = peel_commit(repo, existing)
+            if holds(repo, tagged, files):
                 return tagged.id, False, False
             raise TagConflict(_conflict_message(repo, tag, tagged, files))
     worktree = _checked_out(repo, branch_ref)
     for _ in range(_MAX_ATTEMPTS):
-        old = _ref(repo, branch_ref)
-        head = _peel_commit(repo, old) if old is not None else _start(repo, start_from)
+        old = ref_id(repo, branch_ref)
+        head = peel_commit(repo, old) if old is not None else _start(repo, start_from)
         if worktree:
             _check_clean(repo, head, files)
         commit = _new_commit(repo, head, files, message, author, when)
@@ -494,15 +350,15 @@ def _write_locally(
     tag_obj.message = (tag_message or message).rstrip("\n").encode() + b"\n"
     repo.object_store.add_object(tag_obj)
     if not _swap(repo.refs.add_if_new, Ref(tag_ref), tag_obj.id, retry_locked=True):
-        existing = _ref(repo, tag_ref)
+        existing = ref_id(repo, tag_ref)
         if existing is None:
             raise GitExportError(
                 f"could not create tag {tag}: {tag_ref.decode()} stays locked (a stale .lock file in "
                 f"{repo.controldir()}?); the commit {target.id.decode()[:12]} is on the branch, export again"
             )
         # Someone tagged it between our check and now: same rule, judged on what they tagged.
-        tagged = _peel_commit(repo, existing)
-        if not _holds(repo, tagged, files):
+        tagged = peel_commit(repo, existing)
+        if not holds(repo, tagged, files):
             raise TagConflict(_conflict_message(repo, tag, tagged, files))
         return tagged.id, created, False
     return target.id, True, True
@@ -520,108 +376,10 @@ def _swap(update: Callable[..., bool], *args: Any, retry_locked: bool = False) -
 
 
 def _conflict_message(repo: Repo, tag: str, tagged: Commit, files: Mapping[str, bytes]) -> str:
-    differing = [p for p, content in files.items() if _blob_at(repo, tagged.tree, p) != content]
+    differing = [p for p, content in files.items() if blob_at(repo, tagged.tree, p) != content]
     return (
         f"tag {tag} already exists in {repo.path} (commit {tagged.id.decode()[:12]}) and its "
         f"{', '.join(differing)} differs from the content being exported. Tags are never moved: if that "
         "tag is from another Assay installation or was made by hand, export this version to another "
         "repository or file path, or delete the tag in git deliberately and export again."
-    )
-
-
-def _remote_named(url: str) -> str:
-    """The remote as a push error names it: a local directory by its path, any other remote as "the
-    remote" (its URL may hold a token in its path)."""
-    return local_remote_path(url) or "the remote"
-
-
-def _push_words(text: str, remote: Remote, credentials: Mapping[str, str]) -> str:
-    """A library's error text as the push error says it: no URL of the remote (`assay.urls.url_free`)
-    and no credential sent."""
-    if local_remote_path(remote.url) is None:
-        text = url_free(text, [remote.url])
-    return mask_secrets(text, _sent(credentials))
-
-
-def _push(repo: Repo, remote: Remote, refs: list[bytes]) -> tuple[str, str | None] | None:
-    """Push `refs` to the remote (same names there); None on success, else (the reason in words, what to
-    do when it is more than "fix the remote")."""
-    credentials: dict[str, str] = {}
-    for field, env_name in (("username", remote.username_env), ("password", remote.password_env)):
-        if env_name:
-            if refused := secret_env_problem(env_name):
-                return refused, None
-            value = os.environ.get(env_name)
-            if value is None:
-                return f"the environment variable {env_name} (the {field}) is not set in this process", None
-            credentials[field] = value
-    if refused := remote_address_problem(remote.url, resolve=True):
-        return refused, None
-    out, err = io.BytesIO(), io.BytesIO()
-    try:
-        result = porcelain.push(
-            repo,
-            remote.url,
-            refspecs=[r + b":" + r for r in refs],
-            outstream=out,
-            errstream=err,
-            **_public_pool(repo, remote.url),
-            **credentials,  # type: ignore[arg-type]
-        )
-    except porcelain.DivergedBranches as exc:
-        # Retrying cannot help here, and forcing would throw the remote's commits (or tag) away.
-        return _diverged(repo, refs, exc.current_sha, exc.new_sha)
-    except Exception as exc:  # every transport error is a failed push, reported in words
-        if (address := refused_in(exc)) is not None:
-            return str(address), None
-        reason = str(exc) or type(exc).__name__
-        return _push_words(f"{type(exc).__name__}: {reason}", remote, credentials), None
-    # porcelain.push reports refs the remote rejected only in ref_status; it does not raise for them.
-    rejected = {
-        ref.decode(errors="replace"): str(status)
-        for ref, status in (result.ref_status or {}).items()
-        if status is not None
-    }
-    if rejected:
-        said = "; ".join(f"{ref} ({why})" for ref, why in sorted(rejected.items()))
-        return _push_words(f"the remote rejected {said}", remote, credentials), None
-    return None
-
-
-def _public_pool(repo: Repo, url: str) -> dict[str, Any]:
-    """For an http(s) remote while private addresses are refused, dulwich's usual urllib3 pool manager
-    (git config and environment: proxies, CA bundle) built on `assay.outbound.PublicPoolManager`, so the
-    address each connection reaches is judged by the network policy. (Through a proxy, the proxy is
-    connected to, and it reaches the host.)"""
-    if private_targets_allowed() or split_url(url).scheme not in ("http", "https"):
-        return {}
-    from assay.outbound import PublicPoolManager
-
-    manager = default_urllib3_manager(
-        repo.get_config_stack(), pool_manager_cls=PublicPoolManager, base_url=url
-    )
-    return {"pool_manager": manager}
-
-
-def _sent(credentials: Mapping[str, str]) -> list[str]:
-    """The credentials as a remote may quote them back: each value, and the Basic authorization."""
-    pair = f"{credentials.get('username', '')}:{credentials.get('password', '')}"
-    return [*credentials.values(), base64.b64encode(pair.encode()).decode()] if credentials else []
-
-
-def _diverged(repo: Repo, refs: list[bytes], remote_sha: bytes, local_sha: bytes) -> tuple[str, str]:
-    """Why a push was refused as not fast-forward, and what to do, for the branch or the tag it was."""
-    ref = next((r for r in refs if _ref(repo, r) == local_sha), refs[0])
-    name = ref.decode().removeprefix("refs/heads/").removeprefix("refs/tags/")
-    if ref.startswith(b"refs/tags/"):
-        return (
-            f"the remote already has a tag {name} at {remote_sha.decode()[:12]}, other than this export's "
-            "(tags are never moved, nor force-pushed)",
-            "if the remote's tag is wrong, delete it there deliberately; otherwise export to another remote,",
-        )
-    return (
-        f"the remote's {name} holds commits this repository lacks (it is at {remote_sha.decode()[:12]}, this "
-        f"export at {local_sha.decode()[:12]}; Assay never force-pushes)",
-        f"merge the remote's {name} into {name} in {repo.path} first (for a bare repository: merge in a "
-        "clone and push the merge back to it), or point the export at another branch,",
     )

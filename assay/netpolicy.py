@@ -3,7 +3,7 @@
 Every address Assay calls is typed by a user of the server and called from inside the operator's network:
 search targets (`assay.harness`), candidate pools from live endpoints (the harness too), machine judges
 (`assay.judge.client`), run-notification webhooks (`evaluation.runs.services.notifications`) and git export
-remotes (`assay.git_export`). Left open, `http://169.254.169.254/latest/meta-data/` or
+remotes (`assay.git_remote`). Left open, `http://169.254.169.254/latest/meta-data/` or
 `http://10.0.0.5/admin` would let anyone who can save one read what only the server can reach. So they may
 reach public addresses only, unless the operator sets `ASSAY_TARGET_ALLOW_PRIVATE=true` (the name is older
 than the policy's reach: it covers every kind above; `make run` sets it for the demo on loopback).
@@ -18,7 +18,7 @@ The policy is applied twice:
   are addresses) before it is judged: a reading that is a refused address, or `localhost`, refuses the URL.
   A host **name** passes here;
 - to the address actually connected to, on every new connection (`public_socket`, `public_connection`,
-  used by each client's connector in `assay.outbound` and `assay.harness`), so a name that resolves to a
+  used by each client's connector in `assay.outbound` and `assay.harness_http`), so a name that resolves to a
   private address, or is re-pointed at one later, is refused too, and so is any literal that some parser
   read differently from the check above.
 """

@@ -15,8 +15,8 @@ from assay.urls import UrlError, split_url
 
 
 class RunSettings(Protocol):
-    """What `run_meta` reads of a run's settings (`assay.harness.HarnessConfig`, which imports this
-    module: a protocol rather than an import back)."""
+    """What `run_meta` reads of a run's settings (`assay.harness_config.HarnessConfig`; the harness's
+    transport imports this module: a protocol rather than an import back)."""
 
     @property
     def url(self) -> str: ...

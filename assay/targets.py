@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from assay.adapters import ADAPTER_NAMES, AdapterError, check_template
-from assay.harness import HarnessConfig, config_problems
+from assay.harness_config import HarnessConfig, config_problems
 from assay.inputs import header_name_problem, header_value_problem
 from assay.secrets import credential_name, secret_env_problem
 from assay.urls import UrlError, split_url, url_credential_problems
@@ -318,7 +318,7 @@ def harness_config(
         secrets: tuple[str, ...] = ()
     else:
         headers = resolve_headers(spec, os.environ if environ is None else environ)
-        # The values read from the environment: masked in whatever the engine answers (assay.harness).
+        # The values read from the environment: masked in whatever the engine answers (assay.harness_http).
         secrets = tuple(headers[name] for name, value in spec.headers.items() if isinstance(value, Mapping))
     return _config(spec, size=size, params=params, headers=headers, secrets=secrets)
 

@@ -1,8 +1,8 @@
 """How the harness's requests leave this machine (pure, no Django; aiohttp): the proxy and TLS settings of a
 run (`route_of`, read from the environment only when it is trusted), the connector that connects only
 where `assay.netpolicy` allows (`public_connector`, also the judge client's), and transport failures in
-words that name the phase without quoting a URL (`describe_transport_error`). Split from `assay.harness`,
-which sends the requests."""
+words that name the phase without quoting a URL (`describe_transport_error`). Split from the harness
+(`assay.harness_http` sends the requests)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from benchmarks._report import write_section
 from tests.support.processes import serving
 

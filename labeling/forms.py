@@ -5,11 +5,10 @@ rounds and machine judges; and how a service's problems go back to the fields th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import models
 from django.forms.fields import InvalidJSONInput
 
@@ -18,6 +17,7 @@ from assay.labels import querylog
 from assay.labels.agreement import reading_thresholds_errors
 from assay.problems import size_text
 from labeling.services import POOL_DEPTH
+from labeling.widget_html import PythonWidgets
 
 
 class UploadForm(forms.Form):
@@ -170,46 +170,129 @@ class RunUploadForm(UploadForm):
     depth = forms.IntegerField(min_value=1, max_value=100, initial=POOL_DEPTH)
 
 
-class ReassignForm(forms.Form):
-    rater = forms.ModelChoiceField(queryset=get_user_model().objects.none())
+# --- a page's small forms (labeling/inline_forms.py) ---------------------------------------------------
 
-    def __init__(self, *args: Any, raters: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["rater"].queryset = raters  # type: ignore[attr-defined]
+# The code of a service's problem that names none of a small form's fields, put beside its main field:
+# the summary of errors says it as it is worded, without that field's label before it.
+UNPLACED = "unplaced"
+
+
+class InlineForm(forms.Form):
+    """One of a page's small forms (labeling/inline_forms.py): `KIND` names it on the page; `key` tells it
+    from the page's other forms of its kind (the document or assignment it acts on; "" for the page's one
+    form of its kind) and starts its ids (`gold-12-grade`), so each error and each link to it is that
+    form's; keyword arguments are what it shows at first. A service's problem that names none of its
+    fields goes beside `PROBLEMS_FIELD`."""
+
+    KIND: ClassVar[str] = ""
+    PROBLEMS_FIELD: ClassVar[str] = ""
+    default_renderer = PythonWidgets  # a page draws many: their widgets without Django's templates
+
+    def __init__(self, data: Any = None, *, key: object = "", **initial: Any) -> None:
+        self.key = str(key)
+        start = f"{self.KIND}-{self.key}-" if self.key else f"{self.KIND}-"
+        super().__init__(data, auto_id=start + "%s", initial=initial)
+
+    def refuse(self, problems: Sequence[str], aliases: Mapping[str, str] | None = None) -> None:
+        """A service's problems, each beside the field it names, the rest beside `PROBLEMS_FIELD`."""
+        problems_to_form(self, problems, aliases or {}, rest=self.PROBLEMS_FIELD)
+
+
+class ReassignForm(InlineForm):
+    """Another rater for an assignment: one of `raters` (the set's, read once for the page's every form)
+    but the one who holds it now (`held_by`); the cleaned `rater` is the user."""
+
+    KIND = "reassign"
+    PROBLEMS_FIELD = "rater"
+    rater = forms.TypedChoiceField(
+        label="Reassign to",
+        coerce=int,
+        error_messages={"invalid_choice": "choose one of the golden set's other raters"},
+    )
+
+    def __init__(
+        self, data: Any = None, *, raters: Sequence[Any], held_by: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(data, **kwargs)
+        self.raters = {rater.pk: rater for rater in raters if rater.pk != held_by}
+        self.fields["rater"].choices = [(pk, rater.username) for pk, rater in self.raters.items()]  # type: ignore[attr-defined]
+
+    def clean_rater(self) -> Any:
+        return self.raters[self.cleaned_data["rater"]]
 
 
 # --- reviewer actions (docs/agreement.md): the services check the rules and name what is wrong --------
 
-
-class AdjudicationForm(forms.Form):
-    document = forms.IntegerField(widget=forms.HiddenInput)
-    grade = forms.IntegerField()
-    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+_RATIONALE = {"rows": 2, "placeholder": "why (kept with the decision)"}
 
 
-class ProposalDecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")])
-    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+class AdjudicationForm(InlineForm):
+    """A document's final grade, one of the rubric's (`scale`), with the reviewer's rationale."""
+
+    KIND = "adjudication"
+    PROBLEMS_FIELD = "rationale"
+    grade = forms.IntegerField(label="Final grade", widget=forms.RadioSelect)
+    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs=_RATIONALE))
+
+    def __init__(self, data: Any = None, *, scale: Sequence[int], **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        widget = self.fields["grade"].widget
+        assert isinstance(widget, forms.RadioSelect)
+        widget.choices = [(g, str(g)) for g in scale]
 
 
-class TierMoveForm(forms.Form):
-    tier = forms.ChoiceField(choices=[("core", "core"), ("shadow", "shadow"), ("challenge", "challenge")])
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+class ProposalDecisionForm(InlineForm):
+    """Accept or reject a proposal (`key` the proposal) with a rationale; the buttons post the decision."""
 
-
-class RetireForm(forms.Form):
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
-
-
-class GoldForm(forms.Form):
-    document = forms.IntegerField(widget=forms.HiddenInput)
-    grade = forms.IntegerField(required=False, help_text="the known answer; leave out to unmark")
-    unmark = forms.BooleanField(required=False)
+    KIND = "proposal"
+    PROBLEMS_FIELD = "rationale"
+    decision = forms.CharField(required=False)  # posted by the button pressed, drawn by none
+    rationale = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 1}))
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if not data.get("unmark") and data.get("grade") is None:
-            raise forms.ValidationError("give the known grade, or unmark the item")
+        if data.get("decision") not in ("accept", "reject"):
+            self.add_error("rationale", forms.ValidationError("press Accept or Reject", code=UNPLACED))
+        return data
+
+
+class QueryProposalsForm(ProposalDecisionForm):
+    """Accept or reject every pending proposal of a query (`key` the query) with one rationale."""
+
+    KIND = "proposals"
+
+
+class TierMoveForm(InlineForm):
+    KIND = "tier"
+    PROBLEMS_FIELD = "reason"
+    tier = forms.ChoiceField(
+        label="Move to", choices=[("core", "core"), ("shadow", "shadow"), ("challenge", "challenge")]
+    )
+    reason = forms.CharField(label="Why", max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class RetireForm(InlineForm):
+    KIND = "retire"
+    PROBLEMS_FIELD = "reason"
+    reason = forms.CharField(label="Why", max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class GoldForm(InlineForm):
+    """A document's known grade as a gold item (`key` the document), or `unmark` to stop."""
+
+    KIND = "gold"
+    PROBLEMS_FIELD = "grade"
+    grade = forms.IntegerField(label="Known grade", required=False)
+    unmark = forms.BooleanField(required=False)
+
+    def __init__(self, data: Any = None, *, scale: Sequence[int], **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.fields["grade"].widget = forms.Select(choices=[(g, str(g)) for g in scale])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("unmark") and data.get("grade") is None and "grade" not in self.errors:
+            self.add_error("grade", "give the known grade, or unmark the item")
         return data
 
 
@@ -257,13 +340,21 @@ def form_errors(form: forms.Form) -> str:
     )
 
 
-def problems_to_form(form: forms.Form, problems: Sequence[str], aliases: Mapping[str, str]) -> None:
+def problems_to_form(
+    form: forms.Form, problems: Sequence[str], aliases: Mapping[str, str], rest: str = ""
+) -> None:
     """Service problems start with the field they are about (`headers.X: ...`, `hour: ...`); `aliases`
-    maps other beginnings to a field (`search URL ...` -> url). The rest go above the form."""
+    maps other beginnings to a field (`search URL ...` -> url). The rest go above the form, or beside
+    the field `rest` names (a small form's main field, `InlineForm`)."""
     for problem in problems:
         head = problem.split(":", 1)[0].split(".", 1)[0].strip()
         head = next((name for start, name in aliases.items() if head.startswith(start)), head)
-        form.add_error(head if head in form.fields else None, problem)
+        if head in form.fields:
+            form.add_error(head, problem)
+        elif rest:
+            form.add_error(rest, forms.ValidationError(problem, code=UNPLACED))
+        else:
+            form.add_error(None, problem)
 
 
 def secret_choices(
@@ -367,25 +458,50 @@ class JudgeForm(forms.Form):
         key.choices = secret_choices(secrets, self, "api_key_env", "none: a server without a key")
 
 
-class JudgeJobForm(forms.Form):
+class JudgeJobForm(InlineForm):
+    """The queries a judge job judges: those chosen, or every one offered (`queries`: the set's active
+    queries with a pool, as (pk, label)). `query_ids` in the cleaned data: the chosen ones offered; a
+    value that is none of them (not an id, another set's query, one retired since) is left out, and
+    nothing offered left is refused."""
+
+    KIND = "job"
+    PROBLEMS_FIELD = "queries"
     queries = _AnyChoice(
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 10}),
-        help_text="every candidate of each chosen query is judged",
+        help_text="every candidate of each chosen query is judged (hold Ctrl or ⌘ to choose several)",
     )
     all_queries = forms.BooleanField(required=False, label="every active query of the set")
 
-    def __init__(self, *args: Any, queries: list[tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data: Any = None, *, queries: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
         self.fields["queries"].choices = queries  # type: ignore[attr-defined]
+        self.offered = [int(pk) for pk, _ in queries]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        chosen = set(data.get("queries") or ())
+        ids = [pk for pk in self.offered if data.get("all_queries") or str(pk) in chosen]
+        if not ids:
+            self.add_error(
+                "queries",
+                "the set has no active query with candidates: nothing to judge"
+                if not self.offered
+                else "choose one or more of these queries, or every active query of the set",
+            )
+        data["query_ids"] = ids
+        return data
 
 
 # --- judge qualification ---------------------------------------------------------------------------
 
 
-class QualifyForm(forms.Form):
+class QualifyForm(InlineForm):
     """Qualify a judge for a scope (docs/judge-qualification.md): the choices are the set's strata and
-    locales, (value, label)."""
+    locales, (value, label). A refusal of the scope goes beside the strata."""
+
+    KIND = "qualify"
+    PROBLEMS_FIELD = "strata"
 
     strata = forms.MultipleChoiceField(
         required=False, help_text="none chosen: every stratum", widget=forms.SelectMultiple(attrs={"size": 4})
@@ -398,14 +514,23 @@ class QualifyForm(forms.Form):
     )
 
     def __init__(
-        self, *args: Any, strata: list[tuple[str, str]], locales: list[tuple[str, str]], **kwargs: Any
+        self,
+        data: Any = None,
+        *,
+        strata: list[tuple[str, str]],
+        locales: list[tuple[str, str]],
+        **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(data, **kwargs)
         self.fields["strata"].choices = strata  # type: ignore[attr-defined]
         self.fields["locales"].choices = locales  # type: ignore[attr-defined]
 
 
-class WithdrawForm(forms.Form):
+class WithdrawForm(InlineForm):
+    """End a qualification (`key` the qualification) with a reason."""
+
+    KIND = "withdraw"
+    PROBLEMS_FIELD = "reason"
     reason = forms.CharField(max_length=1000, help_text="why its grades must stop counting")
 
 

@@ -16,7 +16,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("sets/", sets.set_list, name="set_list"),
     path("sets/<slug:slug>/", sets.set_detail, name="set_detail"),
     path("sets/<slug:slug>/labels-summary/", sets.labels_summary, name="labels_summary"),
-    path("sets/<slug:slug>/queries/<int:pk>/", sets.query_review, name="query_review"),
+    path("sets/<slug:slug>/queries/<int:pk>/", review.query_review, name="query_review"),
     path("sets/<slug:slug>/import/", imports.import_page, name="import"),
     # The page's golden-file form posts to golden_io (`golden_io:golden_import`), not here.
     path("sets/<slug:slug>/import/<slug:kind>/", imports.import_upload, name="import_upload"),

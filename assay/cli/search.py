@@ -21,7 +21,7 @@ from assay.replies import MAX_REPLY_MB, MIB
 
 
 def _harness_config(args: argparse.Namespace, golden: Any) -> Any:
-    from assay.harness import HarnessConfig
+    from assay.harness_config import HarnessConfig
     from assay.netpolicy import private_targets_allowed
 
     template = None

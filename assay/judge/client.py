@@ -29,7 +29,8 @@ from typing import Any
 
 import aiohttp
 
-from assay.harness import http_url_problem, is_transient_status, parse_retry_after
+from assay.harness_config import http_url_problem
+from assay.harness_http import is_transient_status, parse_retry_after
 from assay.judge.answer import Answer, parse_answer
 from assay.netpolicy import AddressRefused, body_shape, private_targets_allowed
 from assay.replies import MAX_REPLY_BYTES, ReplyError, decode_json_reply, read_response
@@ -72,7 +73,7 @@ class Endpoint:
 
 def endpoint_problem(base_url: str, *, allow_private: bool | None = None) -> str | None:
     """Why a judge may not call this base URL (None when it may): the URL its requests go to,
-    <base_url>/chat/completions, judged as a search URL is (`assay.harness.http_url_problem`: readable,
+    <base_url>/chat/completions, judged as a search URL is (`assay.harness_config.http_url_problem`: readable,
     http(s) with a host, an address the network policy allows, one aiohttp will call)."""
     allowed = private_targets_allowed() if allow_private is None else allow_private
     return http_url_problem(base_url.rstrip("/") + "/chat/completions", allow_private=allowed)

@@ -27,6 +27,7 @@ from labeling.roles import is_reviewer
 SHOWN = 10  # rows per list; the rest are counted
 RECENT = timedelta(days=7)  # a failed run this recent is listed; so is a finished experiment on a first visit
 GOLDEN_FILE = ("golden_version__content", "golden_version__documents")
+RUN_BLOBS = ("report", "gate", "key_map", "keys")  # a run's label reads its target and snapshot only
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,13 @@ def home_waiting(*, user: Any, since: datetime | None, now: datetime | None = No
         return None
     now = now or timezone.now()
     recent = now - RECENT
+    # Only the rows each list shows (the set's name, the runs' labels): the access helpers' every related
+    # row made PostgreSQL plan joins of a dozen tables on each view (35 ms for the studies alone).
     studies = (
         studies_for(user)
-        .defer(*GOLDEN_FILE, "analysis")
+        .select_related(None)
+        .select_related("golden_set")
+        .defer("analysis")
         .annotate(n_tasks=Count("tasks"), n_done=Count("tasks", filter=Q(tasks__answered_at__isnull=False)))
         .filter(n_done__lt=F("n_tasks"))
         .order_by("-created", "-id")
@@ -85,15 +90,17 @@ def home_waiting(*, user: Any, since: datetime | None, now: datetime | None = No
     )
     pending = (
         pending_for(user)
+        .select_related(None)
+        .select_related("golden_set", "run_a__target", "run_b__target")
         .filter(status=PendingStudy.Status.WAITING)
-        .defer(*GOLDEN_FILE)
+        .defer(*(f"{run}__{blob}" for run in ("run_a", "run_b") for blob in RUN_BLOBS))
         .order_by("-created", "-id")
     )
     failed = (
         access.runs_for(user)
         .filter(status=EvaluationRun.Status.FAILED, finished_at__gt=recent)
         .select_related("golden_version__golden_set", "target")
-        .defer(*GOLDEN_FILE, "report", "gate", "key_map", "keys")  # the snapshot: the label reads it
+        .defer(*GOLDEN_FILE, *RUN_BLOBS)
         .order_by("-finished_at", "-id")
     )
     return HomeWaiting(

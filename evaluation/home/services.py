@@ -34,6 +34,6 @@ def home_visit(*, user: Any, now: datetime | None = None) -> datetime | None:
 def home_pending_settle(*, user: Any) -> int:
     """Resolve the waiting studies on two targets of the sets `user` reviews (`pending_resolve`: the
     study made, or failed in words, once its runs have settled); how many are still waiting."""
-    waiting = pending_for(user).filter(status=PendingStudy.Status.WAITING)
-    waiting = waiting.defer("golden_version__content", "golden_version__documents")
+    # Their ids and status only: `pending_resolve` reads each again under its lock.
+    waiting = pending_for(user).filter(status=PendingStudy.Status.WAITING).select_related(None).only("status")
     return sum(pending_resolve(p).status == PendingStudy.Status.WAITING for p in waiting)

@@ -65,6 +65,7 @@ class Cell:
     value: str
     placeholder: str
     label: str  # for screen readers: "stratum billing, nDCG@k warn"
+    heading: str  # its column's, shown beside it on a phone (the grid's rows as cards): "nDCG@k warn"
     error: str = ""
 
 
@@ -143,6 +144,7 @@ def _cells(
                     value="" if budget is None else _text(getattr(budget, level)),
                     placeholder=empty[column.metric].split(" / ")[LEVELS.index(level)],
                     label=f"{_row_label(key)}, {column.label} {level}",
+                    heading=f"{column.label} {level}",
                 )
             )
     return cells

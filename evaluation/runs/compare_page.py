@@ -1,7 +1,7 @@
 """What the compare page shows of two runs on one query (display only): the two ranked lists rank by rank
 with each document's title, grade and rank in the other run, each list alone for a phone, one query's
 values in each run, and the picker of run B's queries by their nDCG change
-(`templates/evaluation/compare.html`).
+(`templates/evaluation/runs/compare.html`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def compare_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def compare_lists(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Each run's list alone, from `compare_rows`: a phone shows A's, then B's
-    (templates/evaluation/compare.html)."""
+    (templates/evaluation/runs/compare.html)."""
     return {side: [row[side] for row in rows if row[side]] for side in ("a", "b")}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Q
 
@@ -145,14 +146,19 @@ def picker_spec(choices: Sequence[dict[str, Any]]) -> ListSpec:
     )
 
 
+# The run report's list of every query: its parameters' prefix and its section's id.
+PER_QUERY_PREFIX = "pq-"
+PER_QUERY_ANCHOR = "per-query"
+
+
 def per_query_spec(rows: Sequence[dict[str, Any]]) -> ListSpec:
     """The report's list of every query (`report_page.report_context`'s `per_query_rows`)."""
     return _report_queries(
         rows,
         filters=[
-            Filter("pq-tier", "Tier", choices_of(r["tier"] for r in rows), equals("tier")),
+            Filter(f"{PER_QUERY_PREFIX}tier", "Tier", choices_of(r["tier"] for r in rows), equals("tier")),
             Filter(
-                "pq-errors",
+                f"{PER_QUERY_PREFIX}errors",
                 "Errors",
                 [("yes", "errored"), ("no", "answered")],
                 where(lambda row, v: bool(row["error"]) == (v == "yes")),
@@ -164,6 +170,12 @@ def per_query_spec(rows: Sequence[dict[str, Any]]) -> ListSpec:
             Sort("ndcg-high", "highest nDCG first", ordered("-ndcg_value", "id")),
             Sort("mrr", "lowest RR first", ordered("mrr_value", "id")),
         ],
-        prefix="pq-",
-        anchor="per-query",
+        prefix=PER_QUERY_PREFIX,
+        anchor=PER_QUERY_ANCHOR,
     )
+
+
+def per_query_found(query_id: str) -> str:
+    """The run report's list of every query searched for one query, open on the page with its row: the
+    way back from that query's evidence page (`?pq-q=q-0471#per-query`)."""
+    return f"?{urlencode({f'{PER_QUERY_PREFIX}q': query_id})}#{PER_QUERY_ANCHOR}"

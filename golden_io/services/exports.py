@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
-from assay import git_export
+from assay import git_export, git_remote, git_repo
 from assay.golden.diff import GoldenDiff, diff
 from assay.golden.format import dump_jsonl
 from golden_io.models import (
@@ -129,7 +129,7 @@ def golden_version_export(*, version: GoldenVersion, by: User | None) -> GitExpo
     change = diff(version.parent.golden(), golden) if version.parent is not None else None
     message = export_message(version=version, change=change)
     remote = (
-        git_export.Remote(config.remote_url, config.username_env, config.password_env)
+        git_remote.Remote(config.remote_url, config.username_env, config.password_env)
         if config.remote_url
         else None
     )
@@ -145,7 +145,7 @@ def golden_version_export(*, version: GoldenVersion, by: User | None) -> GitExpo
         )
     except git_export.TagConflict as exc:
         row.status, row.message = GitExport.Status.REFUSED, str(exc)
-    except (git_export.GitExportError, OSError) as exc:
+    except (git_repo.GitExportError, OSError) as exc:
         row.status, row.message = GitExport.Status.FAILED, f"nothing was written: {exc}"
     else:
         row.commit, row.pushed = result.commit, result.pushed

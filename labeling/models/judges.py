@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from assay.harness import MAX_CONCURRENCY
+from assay.harness_config import MAX_CONCURRENCY
 from labeling.models.sets import Document, GoldenSet, Query, Rubric
 
 

@@ -186,7 +186,8 @@ def pool_fetch(
 ) -> ImportReport:
     """One system's top `depth` for every active query, by calling its search endpoint with the harness.
     A query the endpoint failed to answer is a problem: nothing is written then (rerun when it is up)."""
-    from assay.harness import HarnessConfig, search_all_sync
+    from assay.harness import search_all_sync
+    from assay.harness_config import HarnessConfig
 
     report = ImportReport(kind="run", source=f"{system} at {redact_url(url)}")
     queries = [

@@ -7,7 +7,8 @@ A form may say where an error of its own points (`error_anchors`: a field's name
 errors of the whole form, to an element's id) when the field is drawn by hand; the errors of the whole
 form point to its first visible field otherwise. Pages whose mistakes are not a Django form's (the
 budgets grid, a freeze the service refused) pass their `problems` as words, and `anchors` (problem ->
-element id) where a problem has a place.
+element id) where a problem has a place. A page's small forms (labeling/inline_forms.py) are drawn with
+`{% inline_form %}`, their address keeping the page's query string with `{% list_state %}`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 
 from django import forms, template
 from django.forms.boundfield import BoundField
+
+from labeling.forms import UNPLACED, InlineForm
+from labeling.inline_forms import InlineForms, kept_query
 
 register = template.Library()
 
@@ -60,9 +64,11 @@ def form_entries(form: forms.BaseForm) -> list[Entry]:
     whole = anchors.get("__all__") or (field_anchor(visible[0]) if visible else "")
     entries = [Entry(str(message), whole) for message in form.non_field_errors()]
     for field in form:
-        for message in field.errors:
+        for error, message in zip(field.errors.as_data(), field.errors, strict=True):
             if field.is_hidden:
                 entries.append(Entry(str(message), whole))
+            elif error.code == UNPLACED:  # a service's problem put beside the field: said as worded
+                entries.append(Entry(str(message), field_anchor(field)))
             else:
                 text = _said_with_label(str(field.label or field.name), field.name, str(message))
                 entries.append(Entry(text, field_anchor(field)))
@@ -76,8 +82,27 @@ def error_summary(
     anchors: Mapping[str, str] | None = None,
     heading: str = "",
     summary_id: str = "error-summary",
+    linked: bool = True,
 ) -> dict[str, Any]:
-    """The summary of the forms' errors (and `problems`), or nothing when there is none."""
+    """The summary of the forms' errors (and `problems`), or nothing when there is none; not `linked`,
+    its entries link nowhere (the form is not on the page)."""
     entries = [entry for form in forms_ if form is not None for entry in form_entries(form)]
+    if not linked:
+        entries = [Entry(entry.text, "") for entry in entries]
     entries += [Entry(str(p), (anchors or {}).get(str(p), "")) for p in problems]
     return {"entries": entries, "heading": heading, "summary_id": summary_id}
+
+
+@register.simple_tag(takes_context=True)
+def inline_form(context: template.Context, kind: str, key: object = "", **shown: Any) -> InlineForm:
+    """One of the page's small forms (labeling/inline_forms.py): the one that was refused as it was sent,
+    any other made afresh, showing `shown` at first."""
+    forms: InlineForms = context["inline_forms"]
+    return forms.get(kind, key, **shown)
+
+
+@register.simple_tag(takes_context=True)
+def list_state(context: template.Context) -> str:
+    """The page's query string ("?page=2&sort=id", or nothing), for a small form's address: the page it
+    answers with is the one it was sent from."""
+    return kept_query(context["request"], "")

@@ -11,6 +11,7 @@ only (a 404 to everyone else, `labeling.views.access`), docs/judge-qualification
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -20,7 +21,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from assay.labels.judge_verdicts import NOT_QUALIFIED, QUALIFIED
-from labeling.forms import CompareForm, QualifyForm, WithdrawForm, form_errors
+from labeling.forms import CompareForm, QualifyForm, WithdrawForm
+from labeling.inline_forms import InlineForms, Refused
 from labeling.models import GoldenSet, Judge, JudgeQualification, Query
 from labeling.selectors.judge_items import judge_items_get, judges_compare_get
 from labeling.services import judge_qualification as qualification_services
@@ -37,9 +39,12 @@ def _scope_choices(golden_set: GoldenSet, field: str) -> list[tuple[str, str]]:
     return [(value, value or f"(no {field})") for value in values]
 
 
-def _qualify_form(golden_set: GoldenSet, data: Any = None) -> QualifyForm:
+def _qualify_form(golden_set: GoldenSet, data: Any = None, **kwargs: Any) -> QualifyForm:
     return QualifyForm(
-        data, strata=_scope_choices(golden_set, "stratum"), locales=_scope_choices(golden_set, "locale")
+        data,
+        strata=_scope_choices(golden_set, "stratum"),
+        locales=_scope_choices(golden_set, "locale"),
+        **kwargs,
     )
 
 
@@ -60,7 +65,12 @@ def plain_answer(verdict: str) -> str:
 
 @require_GET
 def judge_qualification(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    judge = get_judge_for_reviewer(request, slug, pk)
+    return _qualification_page(request, get_judge_for_reviewer(request, slug, pk))
+
+
+def _qualification_page(request: HttpRequest, judge: Judge, refused: Refused | None = None) -> HttpResponse:
+    """The qualification page; with `refused`, the qualify or withdraw form sent back beside where it
+    was (labeling/inline_forms.py)."""
     golden_set = judge.golden_set
     report = qualification_services.qualification_report(judge=judge)
     qualifications = list(JudgeQualification.objects.filter(judge=judge).select_related("by"))
@@ -69,7 +79,8 @@ def judge_qualification(request: HttpRequest, slug: str, pk: int) -> HttpRespons
         for q in qualifications
         if q.status == JudgeQualification.Status.ACTIVE
     ]
-    return render(
+    forms = InlineForms(refused, qualify=partial(_qualify_form, golden_set, None), withdraw=WithdrawForm)
+    return forms.render(
         request,
         "labeling/judge_qualification.html",
         {
@@ -81,10 +92,6 @@ def judge_qualification(request: HttpRequest, slug: str, pk: int) -> HttpRespons
             "qualifications": qualifications,
             "drift": drift,
             "newer": Judge.objects.filter(golden_set=golden_set, previous=judge).order_by("-created"),
-            "qualify_form": QualifyForm(
-                strata=_scope_choices(golden_set, "stratum"), locales=_scope_choices(golden_set, "locale")
-            ),
-            "withdraw_form": WithdrawForm(),
         },
     )
 
@@ -108,33 +115,31 @@ def judge_qualification_job(request: HttpRequest, slug: str, pk: int) -> HttpRes
 def judge_qualify(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     judge = get_judge_for_reviewer(request, slug, pk)
     form = _qualify_form(judge.golden_set, request.POST)
-    if not form.is_valid():
-        messages.error(request, f"Not qualified: {form_errors(form)}")
-        return back(_page_url(judge))
-    try:
-        made = qualification_services.judge_qualify(
-            judge=judge,
-            strata=form.cleaned_data["strata"],
-            locales=form.cleaned_data["locales"],
-            rationale=form.cleaned_data["rationale"],
-            by=request.user,  # type: ignore[arg-type]
-        )
-    except qualification_services.QualificationRefused as exc:
-        messages.error(request, f"Refused: {exc}")
-    else:
-        scope = qualification_services.scope_text(made.strata, made.locales)
-        messages.success(request, f"Qualified for {scope}: its labels count there from now on.")
-    return back(_page_url(judge))
+    if form.is_valid():
+        try:
+            made = qualification_services.judge_qualify(
+                judge=judge,
+                strata=form.cleaned_data["strata"],
+                locales=form.cleaned_data["locales"],
+                rationale=form.cleaned_data["rationale"],
+                by=request.user,  # type: ignore[arg-type]
+            )
+        except qualification_services.QualificationRefused as exc:
+            form.refuse([str(exc)], {"a rationale": "rationale"})
+        else:
+            scope = qualification_services.scope_text(made.strata, made.locales)
+            messages.success(request, f"Qualified for {scope}: its labels count there from now on.")
+            return back(_page_url(judge))
+    return _qualification_page(request, judge, Refused(form, "Not qualified"))
 
 
 @require_POST
 def judge_qualification_withdraw(request: HttpRequest, slug: str, pk: int, q_pk: int) -> HttpResponse:
     judge = get_judge_for_reviewer(request, slug, pk)
     qualification = get_object_or_404(JudgeQualification, pk=q_pk, judge=judge)
-    form = WithdrawForm(request.POST)
+    form = WithdrawForm(request.POST, key=qualification.pk)
     if not form.is_valid():
-        messages.error(request, "Not withdrawn: a reason is required.")
-        return back(_page_url(judge))
+        return _qualification_page(request, judge, Refused(form, "Not withdrawn"))
     if qualification_services.judge_qualification_withdraw(
         qualification=qualification,
         by=request.user,  # type: ignore[arg-type]

@@ -4,6 +4,8 @@ with its jobs and labels, and a job's page with its progress (polled) and cancel
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
@@ -13,7 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from assay.inputs import MAX_DB_INT, id_number
 from assay.judge.prompt import DEFAULT_INSTRUCTIONS
-from labeling.forms import JudgeForm, JudgeJobForm, form_errors, problems_to_form
+from labeling.forms import JudgeForm, JudgeJobForm, problems_to_form
+from labeling.inline_forms import InlineForms, Refused
 from labeling.lists import ListSpec, Sort, contains, list_page, ordered
 from labeling.models import FrozenLabel, GoldenSet, Judge, JudgeJob, Query
 from labeling.selectors import judges as judge_selectors
@@ -165,8 +168,15 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def judge_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    judge = get_judge_for_reviewer(request, slug, pk)
-    return render(
+    return _judge_page(request, get_judge_for_reviewer(request, slug, pk))
+
+
+def _judge_page(request: HttpRequest, judge: Judge, refused: Refused | None = None) -> HttpResponse:
+    """A judge, its jobs and labels, and the form that starts a job; with `refused`, that form sent back
+    (labeling/inline_forms.py)."""
+    queries = judge_selectors.judge_query_choices(golden_set=judge.golden_set)
+    forms = InlineForms(refused, job=partial(JudgeJobForm, queries=queries))
+    return forms.render(
         request,
         "labeling/judge_detail.html",
         {
@@ -174,30 +184,21 @@ def judge_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "judge": judge,
             "jobs": judge_selectors.judge_jobs(judge=judge),
             "labels": list_page(request, judge_selectors.judge_labels(judge=judge), LABELS_SPEC),
-            "job_form": JudgeJobForm(
-                queries=judge_selectors.judge_query_choices(golden_set=judge.golden_set)
-            ),
         },
     )
 
 
 @require_POST
 def judge_job_start(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """A job over the chosen queries' candidates (`JudgeJobForm`: the offered ones chosen, or every one)."""
     judge = get_judge_for_reviewer(request, slug, pk)
     form = JudgeJobForm(
         request.POST, queries=judge_selectors.judge_query_choices(golden_set=judge.golden_set)
     )
     if not form.is_valid():
-        messages.error(request, f"Not started: {form_errors(form)}")
-        return back(_judge_url(judge))
-    queries = Query.objects.filter(golden_set=judge.golden_set, status=Query.Status.ACTIVE)
-    if not form.cleaned_data["all_queries"]:
-        # Anything that is not an id names no query: left out, as a query of another set is.
-        chosen = [pk for pk in map(id_number, form.cleaned_data["queries"]) if pk is not None]
-        queries = queries.filter(pk__in=chosen)
+        return _judge_page(request, judge, Refused(form, "Not started"))
+    queries = Query.objects.filter(pk__in=form.cleaned_data["query_ids"])
     job = judge_services.judge_job_create(judge=judge, queries=list(queries), by=request.user)  # type: ignore[arg-type]
-    if not job.total:
-        messages.warning(request, "The job has no pairs: choose queries that have candidates.")
     return back(_job_url(job))
 
 

@@ -1,7 +1,9 @@
-"""Reviewer pages for a golden set: the set list, the set page, a query's pool, assigning, reassigning
-and reopening assignments."""
+"""Reviewer pages for a golden set: the set list, the set page, assigning, reassigning and reopening
+assignments."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -11,12 +13,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from labeling import selectors, services
 from labeling.forms import ReassignForm
+from labeling.inline_forms import InlineForms, Refused, kept_query
 from labeling.lists import Filter, ListSpec, Sort, choices_of, contains, equals, list_page, ordered, where
 from labeling.models import GoldenSet, Query
 from labeling.roles import raters_of
 from labeling.views.access import (
     get_assignment_for_reviewer,
-    get_query_for_reviewer,
     get_set_for_reviewer,
     require_reviewer,
 )
@@ -78,17 +80,24 @@ def _queries_spec(golden_set: GoldenSet) -> ListSpec:
 
 @require_GET
 def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = get_set_for_reviewer(request, slug)
+    return _set_page(request, get_set_for_reviewer(request, slug))
+
+
+def _set_page(request: HttpRequest, golden_set: GoldenSet, refused: Refused | None = None) -> HttpResponse:
+    """The set's queries with their assignments, each with its reassignment's form; with `refused`, the
+    reassignment sent back beside its assignment (labeling/inline_forms.py)."""
     rows = selectors.golden_set_queries(golden_set=golden_set)
     queries = list_page(request, rows, _queries_spec(golden_set))
-    return render(
+    raters = list(raters_of(golden_set).order_by("username"))
+    forms = InlineForms(refused, reassign=partial(ReassignForm, raters=raters))
+    return forms.render(
         request,
         "labeling/set_detail.html",
         {
             "golden_set": golden_set,
             "n_proposals": selectors.proposals_pending_count(golden_set=golden_set),
             "queries": queries,
-            "raters": raters_of(golden_set).order_by("username"),
+            "raters": raters,
         },
     )
 
@@ -107,22 +116,6 @@ def labels_summary(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, template, {"golden_set": golden_set, "summary": summary})
 
 
-@require_GET
-def query_review(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    query = get_query_for_reviewer(request, slug, pk)
-    rubric = query.golden_set.rubric
-    return render(
-        request,
-        "labeling/query_review.html",
-        {
-            "golden_set": query.golden_set,
-            "query": query,
-            "rows": selectors.query_review_get(query=query),
-            "scale": list(rubric.scale),
-        },
-    )
-
-
 @require_POST
 def assign(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = get_set_for_reviewer(request, slug)
@@ -137,18 +130,18 @@ def assign(request: HttpRequest, slug: str) -> HttpResponse:
 def reassign(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = get_assignment_for_reviewer(request, pk)
     golden_set = assignment.query.golden_set
-    form = ReassignForm(request.POST, raters=raters_of(golden_set))
-    target = reverse("labeling:set_detail", kwargs={"slug": golden_set.slug})
-    if not form.is_valid():
-        messages.error(request, "Choose one of the golden set's raters.")
-        return HttpResponseRedirect(target, status=303)
-    try:
-        new = services.assignment_reassign(assignment=assignment, rater=form.cleaned_data["rater"])
-    except services.AssignmentError as exc:
-        messages.error(request, str(exc))
-        return HttpResponseRedirect(target, status=303)
-    messages.success(request, f"Query {assignment.query.external_id} now goes to {new.rater}.")
-    return HttpResponseRedirect(target, status=303)
+    raters = list(raters_of(golden_set).order_by("username"))
+    form = ReassignForm(request.POST, key=assignment.pk, raters=raters, held_by=assignment.rater_id)
+    if form.is_valid():
+        try:
+            new = services.assignment_reassign(assignment=assignment, rater=form.cleaned_data["rater"])
+        except services.AssignmentError as exc:
+            form.refuse([str(exc)])
+        else:
+            messages.success(request, f"Query {assignment.query.external_id} now goes to {new.rater}.")
+            target = reverse("labeling:set_detail", kwargs={"slug": golden_set.slug})
+            return HttpResponseRedirect(kept_query(request, target), status=303)
+    return _set_page(request, golden_set, Refused(form, "Not reassigned"))
 
 
 @require_POST

@@ -10,3 +10,19 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   });
 });
+
+// A change list on a phone: each row a card (table.cards, static/css/cards.css), each cell headed by its
+// column's name, read from the header (Django renders the cells without one). The row's first field, a
+// row header linking to the object, heads the card; the checkbox column has no name.
+document.addEventListener("DOMContentLoaded", () => {
+  const table = document.getElementById("result_list");
+  if (!table || !table.tHead) return;
+  // (the name alone: not a sorted column's priority beside it)
+  const names = [...table.tHead.rows[0].cells].map((th) => (th.querySelector(".text") ?? th).textContent.trim());
+  for (const row of table.tBodies[0].rows) {
+    [...row.cells].forEach((cell, i) => {
+      if (cell.tagName === "TD" && names[i] && !cell.hasAttribute("colspan")) cell.dataset.label = names[i];
+    });
+  }
+  table.classList.add("cards");
+});

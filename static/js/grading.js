@@ -5,6 +5,8 @@
 // note, j/k (or arrows) move, d marks the query done, p and n go to the previous and next query. What
 // happened is announced in a live region for screen readers. Nothing a save answers depends on earlier
 // labels: the grades that overturn one are listed only once the query is marked done (and locked).
+// What a document and the progress strip show, and the live region, are static/js/grading_view.js; the
+// folded texts and the rubric's place, static/js/grading_layout.js.
 (function () {
   "use strict";
 
@@ -16,27 +18,14 @@
   const doneUrl = root.dataset.doneUrl;
   const done = root.dataset.done === "true";
   const flow = document.getElementById("flow-message");
-  const announcer = document.getElementById("announcer");
   const scale = root.dataset.scale.split(",").filter(Boolean).map(Number);
   const items = Array.from(root.querySelectorAll(".candidate"));
-  const progress = document.getElementById("progress");
   const progressText = document.getElementById("progress-text");
-  const todayCount = document.getElementById("today-count");
-  const reasons = {};
-  (items[0] ? items[0].querySelectorAll(".cj-form input[name=reason]") : []).forEach(function (input) {
-    reasons[input.value] = input.parentElement.textContent.trim();
-  });
+  const { announce, titleOf, stateOf, describe, setState, showGrade, showMark, showNote, updateProgress, countToday } =
+    window.AssayGradingView;
   const keyFor = window.AssayKeys.keyFor;
   const undoStack = []; // {item, before: {grade, cantJudge, note}}: this page's changes, newest last
   const unsaved = new Set(); // documents whose last save has not (yet) succeeded
-
-  // Said once to screen readers (the region is polite and atomic); cleared first so a repeat is heard.
-  function announce(text) {
-    announcer.textContent = "";
-    window.setTimeout(function () {
-      announcer.textContent = text;
-    }, 30);
-  }
 
   // What the page says about the query as a whole (a refusal of d, the warning before leaving, nothing
   // to undo) shows in the status line fixed at the bottom of the screen, where it is seen whatever the
@@ -73,20 +62,6 @@
   function clearFlow() {
     flow.textContent = "";
     guard.rearm();
-  }
-
-  function titleOf(item) {
-    return item.querySelector(".doc-title").textContent.trim();
-  }
-
-  function stateOf(item) {
-    return { grade: item.dataset.grade, cantJudge: item.dataset.cantJudge || "", note: item.dataset.note || "" };
-  }
-
-  function describe(state) {
-    if (state.grade !== "" && state.grade !== null && state.grade !== undefined) return "grade " + state.grade;
-    if (state.cantJudge) return "can't judge (" + (reasons[state.cantJudge] || state.cantJudge) + ")";
-    return "no grade";
   }
 
   let current = -1;
@@ -142,52 +117,6 @@
     if (!items.length) return;
     const item = focusItem(index);
     announce("Document " + (current + 1) + " of " + items.length + ": " + titleOf(item) + ", " + describe(stateOf(item)));
-  }
-
-  function setState(item, cls, text) {
-    const state = item.querySelector(".save-state");
-    state.className = "save-state " + cls;
-    state.textContent = text;
-  }
-
-  function showGrade(item, grade) {
-    item.dataset.grade = grade === null || grade === undefined ? "" : String(grade);
-    item.classList.toggle("graded", item.dataset.grade !== "");
-    item.querySelectorAll(".grade-btn").forEach(function (btn) {
-      const on = btn.dataset.grade === item.dataset.grade;
-      btn.classList.toggle("selected", on);
-      btn.setAttribute("aria-pressed", on ? "true" : "false");
-    });
-  }
-
-  function showMark(item, reason) {
-    item.dataset.cantJudge = reason || "";
-    item.classList.toggle("marked", item.dataset.cantJudge !== "");
-    item.querySelector(".cj-state").textContent = reason ? "Can't judge: " + (reasons[reason] || reason) : "";
-  }
-
-  function showNote(item, note) {
-    item.dataset.note = note || "";
-    const own = item.querySelector(".own-note");
-    own.hidden = !note;
-    own.querySelector("span").textContent = note || "";
-  }
-
-  function updateProgress(graded, total, cantJudged) {
-    const handled = graded + (cantJudged || 0);
-    progress.max = total;
-    progress.value = handled;
-    progressText.textContent =
-      graded + " of " + total + " graded" + (cantJudged ? ", " + cantJudged + " can't judge" : "") +
-      (total && handled >= total ? (done ? "" : " — every document done: press " + keyFor("done") + " to mark the query done") : "");
-  }
-
-  function countToday(item) {
-    if (item.dataset.today === "true" || !todayCount) return;
-    item.dataset.today = "true";
-    const n = Number(todayCount.dataset.count || 0) + 1;
-    todayCount.dataset.count = String(n);
-    todayCount.textContent = n + (n === 1 ? " document" : " documents");
   }
 
   function openNotePrompt(item) {
@@ -603,42 +532,6 @@
       refresh();
     }
   });
-
-  // Long texts fold to a few lines with a "more" button (only where they overflow).
-  document.querySelectorAll(".foldable").forEach(function (text) {
-    text.classList.add("folded");
-    if (text.scrollHeight <= text.clientHeight + 2) {
-      text.classList.remove("folded");
-      return;
-    }
-    const toggle = document.createElement("button");
-    toggle.type = "button";
-    toggle.className = "link-button fold-toggle";
-    toggle.textContent = "more";
-    toggle.setAttribute("aria-expanded", "false");
-    if (!text.id) text.id = "fold-" + Math.random().toString(36).slice(2);
-    toggle.setAttribute("aria-controls", text.id);
-    toggle.addEventListener("click", function () {
-      const open = text.classList.toggle("folded") === false;
-      toggle.textContent = open ? "less" : "more";
-      toggle.setAttribute("aria-expanded", open ? "true" : "false");
-    });
-    text.after(toggle);
-  });
-
-  // The rubric and its examples are open beside the list on a wide screen; on a narrow one the rubric
-  // sits above the list, folded, and opens with its summary.
-  const rubricPanel = document.getElementById("rubric-panel");
-  const wide = window.matchMedia("(min-width: 901px)");
-  function placeRubric() {
-    if (!rubricPanel) return;
-    rubricPanel.open = wide.matches;
-    rubricPanel.querySelectorAll(".rubric-examples").forEach(function (examples) {
-      examples.open = wide.matches;
-    });
-  }
-  placeRubric();
-  wide.addEventListener("change", placeRubric);
 
   if (items.length) {
     const firstOpen = items.findIndex(function (item) {

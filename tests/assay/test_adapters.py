@@ -20,7 +20,8 @@ from assay.adapters import (
     solr_filter_queries,
 )
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from tests.support.stub_server import Recorded, Reply, StubServer
 
 QUERY = GoldenQuery(

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import assay.gate as gate_module
+import assay.gate_losers as gate_losers
 from assay.changes import QueryColumns, ReportPairs, pair_scope, per_query_value
 from assay.gate import ArtifactError, validate_artifact
 from assay.metric_table import BY_KEY, METRIC_KEYS
@@ -211,6 +211,4 @@ def test_the_top_losers_are_the_row_by_row_ones(seed: int) -> None:
     matched = ReportPairs(QueryColumns(current), QueryColumns(baseline))
     paired = np.flatnonzero(matched.match >= 0).tolist()
     for top_n in (0, 1, 3, 10, 100):
-        assert gate_module._top_losers(matched, top_n) == gate_module._plain_top_losers(
-            matched, paired, top_n
-        )
+        assert gate_losers.top_losers(matched, top_n) == gate_losers._plain_top_losers(matched, paired, top_n)

@@ -14,15 +14,11 @@ from typing import Any
 
 import pytest
 
-from assay import harness
+from assay import harness_http
 from assay.golden.model import GoldenQuery
-from assay.harness import (
-    HarnessConfig,
-    backoff_delay,
-    field_path,
-    parse_retry_after,
-    search_all_sync,
-)
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
+from assay.harness_http import backoff_delay, field_path, parse_retry_after
 from assay.results import QueryResult
 from assay.run_meta import redact_url, run_meta
 from tests.support.processes import refused_url
@@ -310,13 +306,13 @@ def test_the_rate_limit_spaces_request_starts(
     # When each request may start, on the client's clock: the server's arrival times can bunch up on a
     # busy machine (a late first arrival), but no start can come before its slot.
     starts: list[float] = []
-    wait = harness._RateLimiter.wait
+    wait = harness_http._RateLimiter.wait
 
     async def recorded(self: Any) -> None:
         await wait(self)
         starts.append(time.monotonic())
 
-    monkeypatch.setattr(harness._RateLimiter, "wait", recorded)
+    monkeypatch.setattr(harness_http._RateLimiter, "wait", recorded)
 
     search_all_sync(queries, config(stub_server, concurrency=6, rate_limit=10.0))
 

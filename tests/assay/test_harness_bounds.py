@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from assay.golden.model import GoldenQuery
-from assay.harness import MAX_CONCURRENCY, HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import MAX_CONCURRENCY, HarnessConfig
 from assay.replies import MIB, REPLY_MAX_DEPTH, ReplyError, decode_json_reply
 from assay.results import QueryResult
 from tests.support.stub_server import Reply, StubServer, hits_reply

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from assay.results import QueryResult
 from tests.support.stub_server import Reply, StubServer
 

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from assay import harness
+from assay import harness_http
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from assay.results import QueryResult
 from tests.support.processes import free_port, refused_url
 from tests.support.stub_server import Reply, StubServer, hits_reply
@@ -89,7 +90,7 @@ def test_a_connect_that_never_completes_is_named_so_whichever_timer_ends_it(
 ) -> None:
     # On a loaded machine the whole-request deadline can run out before aiohttp's connect timeout, which
     # starts a moment later; here it always does (no grace at all).
-    monkeypatch.setattr(harness, "_DEADLINE_GRACE_S", -0.1)
+    monkeypatch.setattr(harness_http, "_DEADLINE_GRACE_S", -0.1)
     with unanswered_port() as port:
         cfg = HarnessConfig(url=f"http://127.0.0.1:{port}/search", timeout=0.2, retries=1, **FAST)
 

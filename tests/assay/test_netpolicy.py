@@ -9,7 +9,8 @@ import re
 import pytest
 
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from assay.netpolicy import (
     ALLOW_PRIVATE_ENV,
     host_problem,

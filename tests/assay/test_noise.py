@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.budgets import Budget, Budgets, load_budgets
-from assay.changes import IDENTITY_FIELDS
+from assay.changes import IDENTITY_FIELDS, TOLERANCE
 from assay.gate import compare
 from assay.golden.model import GoldenFile, GoldenQuery, Judgment
 from assay.metric_table import BY_KEY, GATED_METRICS
@@ -23,7 +23,6 @@ from assay.noise import (
     FAIL_FACTOR,
     MAX_CHANGE,
     SAME_REPORT,
-    TOLERANCE,
     WARN_FACTOR,
     MetricNoise,
     NoiseError,

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
@@ -25,16 +24,13 @@ from tests.browser.test_narrow_screens import assert_fits
 from tests.support.experiments import finished_experiment, tuned_answer
 from tests.support.runs import golden_file, make_target, make_version, run_finished
 from tests.support.stub_server import StubServer
-from tests.support.workers import StartWorker, wait_for
+from tests.support.workers import StartWorker, needs_redis_broker, wait_for
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.integration,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not settings.CELERY_BROKER_URL.startswith("redis://"),
-        reason="needs Redis as the broker: set REDIS_URL (CI and `make test` do)",
-    ),
+    needs_redis_broker(),
 ]
 
 Session = Callable[[BrowserContext, str], None]
@@ -51,7 +47,7 @@ def experiment(stub: StubServer, golden_set: GoldenSet, rita: User) -> Experimen
     return finished_experiment(version, target, rita, grid={"params": {"title_weight": [1, 2, 3, 6]}}, top=4)
 
 
-def _checked(page: Page, width: int) -> None:
+def checked(page: Page, width: int) -> None:
     """The page fits the screen (at 390 px the nav too) and axe-core finds nothing on it."""
     if width == 390:
         assert_fits(page)
@@ -84,7 +80,7 @@ def test_a_reviewer_adopts_a_configuration_follows_it_to_its_run_and_back_and_re
     try:
         here = f"{live_server.url}/experiments/{experiment.pk}/"
         page.goto(here)
-        _checked(page, width)
+        checked(page, width)
         offered = [o.get_attribute("value") for o in page.locator("#id_rank option").all()]
         assert len(offered) == 3 and str(winner) in offered
         rank = next(int(value) for value in offered if value is not None and value != str(winner))
@@ -102,7 +98,7 @@ def test_a_reviewer_adopts_a_configuration_follows_it_to_its_run_and_back_and_re
         expect(page.locator("h1")).to_contain_text(f"Run {run.pk} staging (mode=")
         wait_for(lambda: run_finished(run), f"run {run.pk} on the worker")
         expect(page.locator("#verdict")).to_be_visible(timeout=15_000)  # the page reloads when it is final
-        _checked(page, width)
+        checked(page, width)
 
         back.click()
         page.wait_for_url(f"{here}#adoption-{adoption.pk}")
@@ -110,7 +106,7 @@ def test_a_reviewer_adopts_a_configuration_follows_it_to_its_run_and_back_and_re
         expect(record.locator("a.adoption-run")).to_have_attribute("href", f"/runs/{run.pk}/")
         expect(record).to_contain_text("in use")
         expect(page.locator("#adopt-form")).to_have_count(0)  # gone while the adoption stands
-        _checked(page, width)
+        checked(page, width)
 
         page.fill(f"#id_reason_{adoption.pk}", "the lighter boost ranks the blog too high")
         page.click(f"#revert-{adoption.pk}")
@@ -122,7 +118,7 @@ def test_a_reviewer_adopts_a_configuration_follows_it_to_its_run_and_back_and_re
         expect(page.locator(".messages")).to_contain_text(run.label)
         expect(record).to_contain_text("reverted")
         expect(page.locator("#adopt-form")).to_have_count(1)  # back once reverted
-        _checked(page, width)
+        checked(page, width)
         assert _sent(adoption.target) == BEFORE
 
         seen = len(stub.requests)

@@ -1,8 +1,8 @@
 """Every page a role reaches fits a 390 px phone and a 1,366 px desktop: no sideways scrolling of the
 document, no table wider than its box outside a box that scrolls, and no two labels of a chart drawn over
 each other. At 390 px also: the top bar under 80 px tall (its menu folded behind its button), no control
-cut off (every link's, button's and field's box inside the screen's width, but in the tables `STILL_WIDE`
-lists), and the deciding columns of the runs list and the compare page in sight (`DECIDING`). A rater's
+cut off (every link's, button's and field's box inside the screen's width, in a box that scrolls or not),
+and the deciding columns of the tables a reviewer decides by in sight (`DECIDING`). A rater's
 study page and grading page at 390 px: the answer bar at the foot of the first screen, the top of both
 lists above it, and clear of the last results at the page's end.
 
@@ -129,45 +129,41 @@ HEADER = """(() => {
   const height = header ? header.getBoundingClientRect().height : 0;
   return height < 80 ? [] : [`the header is ${Math.round(height)} px tall`];
 })()"""
-# Reviewers' and admins' tables that still scroll sideways at 390 px with controls in their later columns (a
-# row's action, a grid of fields, sortable headers): reached by scrolling the table, not in sight. Each is a
-# page still to be given a phone layout of its own; a table not listed here fails the check below (the
-# rater's pages, the runs list and the compare page are not here).
-STILL_WIDE = (
-    "#config-table",  # an experiment's configurations: a sortable column per figure
-    "#top-losers table",  # the run report's losers: "side by side" last
-    "#queries table",  # the set page's queries: assignments to change, reopen
-    "table.disputed",  # the agreement page's and review queue's disputed queries: "Review" last
-    ".budgets-grid",  # the budgets: warn and fail fields per metric and scope
-    "table:has(a[href*='/qualification/'])",  # the judges list: each judge's qualification last
-    "#qualifications table",  # a judge's qualifications: "Withdraw" with its reason last
-    "#pending-proposals table",  # proposals: accept or reject with a rationale last
-    "#pool",  # a query's pool: grade and "Mark gold" last
-    "#targets table",  # the targets list: "edit" last
-    "#schedules table",  # a target's schedules: "edit" and "Delete" last
-    "#tokens",  # API tokens: "Revoke" last
-    "#result_list",  # Django admin's change lists, in Django's own layout: a sortable header per field
-)
 # At 390 px only: every control shown (a link, a button, a field) inside the screen's width, wherever it
-# sits: in a box that scrolls sideways too, whose hidden part nobody looks for (but `STILL_WIDE`'s).
+# sits: in a box that scrolls sideways too, whose hidden part nobody looks for. A table with controls in its
+# later columns (a row's action, a grid of fields, sortable headers) has a phone layout instead: each row a
+# card (table.cards, static/css/cards.css), Django admin's change lists too (static/js/admin.js).
 CUT_OFF = """[...document.querySelectorAll("CONTROLS")]
-  .filter((c) => c.checkVisibility({visibilityProperty: true}) && !c.closest(".visually-hidden, STILL_WIDE"))
+  .filter((c) => c.checkVisibility({visibilityProperty: true}) && !c.closest(".visually-hidden"))
   .map((c) => ({c, box: c.getBoundingClientRect()}))
   .filter(({box}) => box.width > 0 && (box.left < -0.5 || box.right > window.innerWidth + 0.5))
   .slice(0, 6)
   .map(({c, box}) => `${c.tagName.toLowerCase()} "${(c.textContent.trim() || c.getAttribute("aria-label")
     || c.name || c.id).replace(/\\s+/g, " ").slice(0, 40)}" cut off: `
     + `${Math.round(box.left)} to ${Math.round(box.right)} px`)
-""".replace("CONTROLS", "a[href], button, input:not([type=hidden]), select, textarea, summary").replace(
-    "STILL_WIDE",
-    ", ".join(STILL_WIDE),  # (single quotes only in STILL_WIDE's selectors)
-)
+""".replace("CONTROLS", "a[href], button, input:not([type=hidden]), select, textarea, summary")
 # At 390 px, on the pages a reviewer opens for them (by PAGES' names): the deciding columns, every cell of
-# them shown and inside the screen's width (seen without scrolling sideways).
+# them shown and inside the screen's width (seen without scrolling sideways). A table of cards shows every
+# cell but its empty ones and those its desktop layout alone has (.wide-only; the budgets' "—": no field).
+SHOWN = ":not(:empty, .wide-only, .blank)"
 DECIDING = {
     "runs": ["#runs th.status", "#runs th.verdict-col", "#runs td.status", "#runs td.verdict-col"],
     "side by side": ["#list-a th", "#list-a td", "#list-b th", "#list-b td"],  # both lists, stacked
     "compare picker": ["#picker th:not(.wide-only)", "#picker td:not(.wide-only)"],  # change, overlap
+    "set detail": [f"#queries td{SHOWN}"],  # its raters, reassign, reopen
+    "query review": [f"#pool td{SHOWN}"],  # the grades, the final label, gold
+    "review queue": [f"table.disputed td{SHOWN}"],  # why, Review
+    "agreement": [f"table.disputed td{SHOWN}"],
+    "proposals": [f"#pending-proposals td{SHOWN}"],  # frozen, proposed, accept or reject
+    "judges": [f"#judges td{SHOWN}"],  # qualification
+    "judge qualification": [f"#qualifications td{SHOWN}"],  # withdraw
+    "run report": [f"#top-losers td{SHOWN}"],  # drop, side by side
+    "targets": [f"#targets td{SHOWN}"],  # edit
+    "target detail": [f"#schedules td{SHOWN}"],  # edit, delete
+    "budgets": [f".budgets-grid td{SHOWN}", ".budgets-grid tbody th"],  # every field, by scope
+    "API tokens": [f"#tokens td{SHOWN}"],  # revoke
+    "experiment": [f"#config-table td{SHOWN}", "#config-table th a"],  # every figure, the sorts
+    "admin golden sets": [f"#result_list td{SHOWN}", "#result_list th a"],  # Django admin's change list
 }
 IN_SIGHT = """(selectors) => selectors.flatMap((selector) => {
   const found = [...document.querySelectorAll(selector)];

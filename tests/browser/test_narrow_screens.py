@@ -4,7 +4,9 @@ reflow without sideways scrolling (a wide table scrolls inside its own box, whic
 axe-core finds nothing there either), and the nav, an admin's the longest, folds behind the top bar's menu
 button and, opened, shows every link and "Log out" inside the screen. The menu button: a keyboard opens
 and closes it (Escape gives the focus back), axe-core finds nothing open or closed, it is not there on a
-desktop, and without scripts the menu stays unfolded. The compare page stacks its two lists, A then B."""
+desktop, and without scripts the menu stays unfolded. The compare page stacks its two lists, A then B. The
+reviewer's tables of records (and Django admin's change lists) are cards: each row a box inside the screen,
+each labeled cell headed by its column's name, and axe-core finds nothing; on a desktop, rows again."""
 
 from __future__ import annotations
 
@@ -170,5 +172,50 @@ def test_the_compare_page_stacks_list_a_then_list_b(
             assert shown == [hit["doc_id"] for hit in data[side]["hits"]]
         violations = axe_violations(page)
         assert not violations, described(violations)
+    finally:
+        page.context.close()
+
+
+# The pages whose tables of records are cards on a phone (table.cards, static/css/cards.css), by role.
+CARDS = {
+    "reviewer": [
+        *("set detail", "query review", "review queue", "agreement", "proposals", "judges"),
+        *("judge qualification", "run report", "targets", "target detail", "budgets", "API tokens"),
+        "experiment",
+    ],
+    "admin": ["admin golden sets"],  # Django admin's change list (static/js/admin.js)
+}
+# Each table of cards on the page: its rows' display and right edges, and its shown cells whose data-label
+# is not written before them.
+CARD_ROWS = """[...document.querySelectorAll("table.cards")].map((t) => ({
+  rows: [...t.tBodies].flatMap((b) => [...b.rows])
+    .map((r) => ({display: getComputedStyle(r).display, right: r.getBoundingClientRect().right})),
+  unlabeled: [...t.querySelectorAll(":scope > tbody > tr > [data-label]")]
+    .filter((c) => c.checkVisibility())
+    .filter((c) => getComputedStyle(c, "::before").content !== `"${c.dataset.label}: "`)
+    .map((c) => c.dataset.label),
+}))"""
+
+
+@pytest.mark.parametrize("role", list(CARDS))
+def test_tables_of_records_are_cards_on_a_phone_and_rows_on_a_desktop(
+    browser: Browser, live_server: Any, session_for: Session, site: Site, role: str
+) -> None:
+    page = sized_page(browser, session_for, USERS[role], WIDTH, HEIGHT)
+    try:
+        for name in CARDS[role]:
+            page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+            page.goto(f"{live_server.url}{PAGES[name](site)}")
+            tables = page.evaluate(CARD_ROWS)
+            assert tables and all(t["rows"] for t in tables), name
+            for table in tables:
+                for row in table["rows"]:  # a card (a grid), or a line of its own (a row of one cell)
+                    assert row["display"] in ("grid", "block") and row["right"] <= WIDTH, (name, row)
+                assert not table["unlabeled"], (name, table["unlabeled"])
+            violations = axe_violations(page)
+            assert not violations, f"{name}: {described(violations)}"
+            page.set_viewport_size({"width": 1366, "height": HEIGHT})
+            for table in page.evaluate(CARD_ROWS):
+                assert {row["display"] for row in table["rows"]} == {"table-row"}, name
     finally:
         page.context.close()

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from assay.budgets import Budgets, load_budgets
-from assay.gate import ALPHA, GateResult, compare
+from assay.gate import GateResult, compare
+from assay.gate_findings import ALPHA
 from assay.metric_table import BY_KEY
 from assay.noise import NoiseFloor, noise_floor, suggest_budgets
 from tests.support.aa_runs import DEMO, demo_lists, jittered, report_of

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from assay.harness import MAX_CONCURRENCY
+from assay.harness_config import MAX_CONCURRENCY
 from demo.search_service import Document, build_index, make_server
 from demo.serving import LISTEN_BACKLOG, WORKER_PROCESSES
 

@@ -140,8 +140,13 @@ def test_a_runs_query_rows_link_to_its_evidence_against_the_baseline(scene: Scen
     assert f'href="{url}"' in markup
     page = client.get(url)
     text = page.content.decode()
-    assert f'href="/runs/{scene.current.pk}/#per-query"' in text
+    # Back to the report's list of every query, open on this query's row alone.
+    back = f"/runs/{scene.current.pk}/?pq-q=q-1#per-query"
+    assert f'href="{back}"' in text
     assert f'href="/runs/{scene.baseline.pk}/"' in text
+    report = client.get(back).content.decode()
+    assert re.search(r'<section class="card" id="per-query">\s*<details open>', report)
+    assert re.findall(r'<tr data-query="([^"]+)"', report) == ["q-1"]
     assert _labels(text, "a") == [("1", "d1", "3"), ("2", "d2", "2"), ("3", "d3", "unjudged")]
     assert _labels(text, "b") == [("1", "d3", "unjudged"), ("2", "d9", "unjudged"), ("3", "d2", "2")]
     lists = section_text(page, "evidence-lists")

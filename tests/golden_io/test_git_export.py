@@ -15,8 +15,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from assay import git_export
-from assay.git_export import Author, GitExportError, Remote, TagConflict, git_write, read_file
+from assay import git_export, git_repo
+from assay.git_export import Author, TagConflict, git_write
+from assay.git_remote import Remote
+from assay.git_repo import GitExportError, read_file
 from assay.golden.format import dump_jsonl
 from golden_io import services
 from golden_io.models import GitExport, GitExportConfig, GoldenVersion
@@ -615,7 +617,7 @@ def test_a_stored_unprefixed_secret_variable_is_never_read_or_sent(
 ) -> None:
     """A configuration stored before the rule: the push names the rule and sends nothing."""
     remote = tmp_path / "remote.git"
-    git_export.open_repository(remote, create=True)
+    git_repo.open_repository(remote, create=True)
     monkeypatch.setenv("DJANGO_SECRET_KEY", "s3cret")
     result = git_write(
         repository_path=tmp_path / "local",

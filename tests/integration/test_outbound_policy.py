@@ -26,10 +26,11 @@ from typing import Any, cast
 import httpx
 import pytest
 
-from assay import git_export
+from assay import git_export, git_remote, git_repo
 from assay.cli import main as cli_main
 from assay.golden.model import GoldenQuery
-from assay.harness import HarnessConfig, search_all_sync
+from assay.harness import search_all_sync
+from assay.harness_config import HarnessConfig
 from assay.netpolicy import ALLOW_PRIVATE_ENV, AddressRefused
 from assay.outbound import PublicPoolManager, public_httpx_transport
 from assay.transport import public_connector
@@ -183,9 +184,9 @@ def use_remote(url: str, tmp_path: Path, **_: Any) -> str:
             files={"golden.json": b"{}\n"},
             message="golden",
             author=git_export.Author("A", "a@example.com"),
-            remote=git_export.Remote(url),
+            remote=git_remote.Remote(url),
         )
-    except git_export.GitExportError as exc:
+    except git_repo.GitExportError as exc:
         return str(exc)
     return result.push_error or ""
 

@@ -34,6 +34,8 @@ SERVER_ONLY = ("django", "celery", "kombu", "rest_framework", "sklearn", "psycop
 SERVER_SIDE_MODULES = {
     "assay.docs": "markdown_it",
     "assay.git_export": "dulwich",
+    "assay.git_remote": "dulwich",
+    "assay.git_repo": "dulwich",
     "assay.outbound": "urllib3",
     "assay.labels.agreement": "krippendorff",
     "assay.labels.agreement_pairs": "krippendorff",

@@ -27,6 +27,7 @@ from labeling.selectors.judge_scope import qualified_judge_labels
 from labeling.services import judge_qualification as jq
 from labeling.services import judges
 from tests import factories
+from tests.support.forms import error_summary
 from tests.support.judge_stub import judge_settings
 
 pytestmark = pytest.mark.django_db
@@ -182,12 +183,13 @@ def test_qualify_is_refused_where_the_figures_do_not_say_qualified(
     client: Client, bad: Judge, rita: User
 ) -> None:
     client.force_login(rita)
-    response = client.post(page(bad, "qualify/"), {"rationale": "looks fine"}, follow=True)
-    assert not JudgeQualification.objects.exists()
-    html = response.content.decode()
-    assert "Refused: not qualified for every stratum and locale: the figures say not qualified" in html
-    response = client.post(page(bad, "qualify/"), {"strata": ["docs"], "rationale": "x"}, follow=True)
-    assert "Refused: not qualified for docs" in response.content.decode()
+    response = client.post(page(bad, "qualify/"), {"rationale": "looks fine"})
+    assert response.status_code == 400 and not JudgeQualification.objects.exists()
+    [(text, anchor)] = error_summary(response).entries
+    assert text.startswith("not qualified for every stratum and locale: the figures say not qualified")
+    assert anchor == "qualify-strata"
+    response = client.post(page(bad, "qualify/"), {"strata": ["docs"], "rationale": "x"})
+    assert error_summary(response).texts[0].startswith("not qualified for docs")
     # No rationale: refused, whatever the figures.
     client.post(page(bad, "qualify/"), {"strata": ["billing"], "rationale": " "})
     assert not JudgeQualification.objects.exists()

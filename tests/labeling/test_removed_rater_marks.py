@@ -17,6 +17,7 @@ from labeling.models import Assignment, GoldenSet, LabelProposal, Query
 from labeling.roles import RATERS
 from tests import factories
 from tests.support.disputes import dual_graded
+from tests.support.forms import error_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -126,8 +127,11 @@ def test_new_work_goes_only_to_those_who_rate_the_set_now(
     assert f'<option value="{bob.pk}">' not in page
     held = Assignment.objects.filter(rater=alice).first()
     assert held is not None
-    refused = client.post(reverse("labeling:reassign", args=[held.pk]), {"rater": bob.pk}, follow=True)
-    assert "Choose one of the golden set&#x27;s raters." in refused.content.decode()
+    refused = client.post(reverse("labeling:reassign", args=[held.pk]), {"rater": bob.pk})
+    assert refused.status_code == 400
+    assert error_summary(refused).entries == [
+        ("Reassign to: choose one of the golden set's other raters", f"reassign-{held.pk}-rater")
+    ]
     assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.OPEN
     with pytest.raises(services.CalibrationError) as error:
         services.calibration_round_start(

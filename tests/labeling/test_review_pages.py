@@ -125,8 +125,10 @@ def test_a_reviewer_sets_the_final_grade_with_a_rationale_and_the_label_changes(
     doc = disputed.candidates[0].document
     url = reverse("labeling:adjudication_add", args=[golden_set.slug, disputed.query.pk])
     refused = reviewer.post(url, {"document": doc.pk, "grade": 2, "rationale": "   "})
-    assert refused.status_code == 303 and not Adjudication.objects.exists()
-    assert "rationale" in _text(reviewer.get(refused["Location"]).content)
+    assert refused.status_code == 400 and not Adjudication.objects.exists()
+    assert error_summary(refused).entries == [
+        ("Rationale: This field is required.", f"adjudication-{doc.pk}-rationale")
+    ]
 
     done = reviewer.post(url, {"document": doc.pk, "grade": 2, "rationale": "it explains how to cancel"})
 
@@ -183,7 +185,7 @@ def test_retiring_a_query_takes_it_out_of_the_consolidated_labels(
     disputed: Disputed, reviewer: Client, golden_set: GoldenSet
 ) -> None:
     url = reverse("labeling:retire", args=[golden_set.slug, disputed.query.pk])
-    assert reviewer.post(url, {"reason": ""}).status_code == 303
+    assert reviewer.post(url, {"reason": ""}).status_code == 400
     assert Query.objects.get(pk=disputed.query.pk).status == "active"
     assert reviewer.post(url, {"reason": "out of scope"}).status_code == 303
     assert Query.objects.get(pk=disputed.query.pk).status == "retired"
@@ -247,6 +249,10 @@ def test_gold_marking_on_the_query_page_and_agreement_with_gold_on_the_dashboard
     assert not GoldItem.objects.exists()
 
 
+# A row's document and its final label's cell (headed by its column's name on a phone: its data-label).
+FINAL_CELL = r'<tr data-doc="([^"]+)">.*?<td class="final"[^>]*>(.*?)</td>'
+
+
 def test_the_query_page_shows_each_documents_final_label_and_method(
     disputed: Disputed, reviewer: Client, golden_set: GoldenSet
 ) -> None:
@@ -254,7 +260,7 @@ def test_the_query_page_shows_each_documents_final_label_and_method(
     body = page.content.decode()
     finals = {
         doc: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", cell)).strip()
-        for doc, cell in re.findall(r'<tr data-doc="([^"]+)">.*?<td class="final">(.*?)</td>', body, re.S)
+        for doc, cell in re.findall(FINAL_CELL, body, re.S)
     }
     docs = [c.document.doc_id for c in disputed.candidates]
     assert finals[docs[1]] == "1 agreed" and finals[docs[2]] == "2 agreed"

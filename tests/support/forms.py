@@ -1,5 +1,6 @@
 """A form page's summary of errors as a reader meets it (templates/_error_summary.html): its heading, and
-each entry's words with the id its link goes to ("" for an entry without one), and the ids on the page."""
+each entry's words with the id its link goes to ("" for an entry without one), and the ids on the page,
+each with the form that holds it."""
 
 from __future__ import annotations
 
@@ -29,11 +30,19 @@ class _Reader(HTMLParser):
         self._in: str = ""  # "h2", "li" while reading one
         self._href = ""
         self._words: list[str] = []
+        self.form_of: dict[str, str] = {}  # id -> the action of the form holding it ("" outside any)
+        self.repeated: list[str] = []  # ids given to more than one element
+        self._forms: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
+        if tag == "form":
+            self._forms.append(values.get("action", ""))
         if "id" in values:
+            if values["id"] in self.ids:
+                self.repeated.append(values["id"])
             self.ids.setdefault(values["id"], (tag, values))
+            self.form_of[values["id"]] = self._forms[-1] if self._forms else ""
         if "data-error-summary" in values and not self._depth:
             self.summaries.append(Summary(id=values.get("id", ""), attrs=values))
             self._depth = 1
@@ -47,6 +56,8 @@ class _Reader(HTMLParser):
             self._href = values.get("href", "").removeprefix("#")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "form" and self._forms:
+            self._forms.pop()
         if not self._depth:
             return
         self._depth -= 1
@@ -78,3 +89,11 @@ def error_summary(response: Any) -> Summary:
     for text, anchor in summary.entries:
         assert not anchor or anchor in ids, f"{text!r} links to #{anchor}, which is not on the page"
     return summary
+
+
+def read_forms(response: Any) -> _Reader:
+    """The page read: `ids` (tag and attributes of each), `form_of` (the action of the form holding each
+    id), `repeated` (ids given twice)."""
+    reader = _Reader()
+    reader.feed(response.content.decode())
+    return reader

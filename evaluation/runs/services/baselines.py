@@ -178,7 +178,9 @@ def rebaseline_write(*, run: EvaluationRun, by: Any, rationale: str) -> Baseline
     as the baseline with who approved it and the commit. Nothing is recorded when the git write fails;
     a failed push keeps the local commit and is recorded on the baseline. Raises BaselineError."""
     from assay.artifacts import dump_artifact
-    from assay.git_export import Author, GitExportError, Remote, git_write
+    from assay.git_export import Author, git_write
+    from assay.git_remote import Remote
+    from assay.git_repo import GitExportError
     from golden_io.models import GitExportConfig
 
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
@@ -265,9 +267,9 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> Regated:
     if not reviews(by, golden_set):
         problems.append(f"only a reviewer of {golden_set.slug} can re-score its baseline")
     if run.status != Status.SUCCEEDED or run.report is None:
-        problems.append(f"run {run.pk} is {run.status}: only a finished run with a report is gated")
+        problems.append(f"{run.label} is {run.status}: only a finished run with a report is gated")
     elif run.baseline is None:
-        problems.append(f"run {run.pk} was gated without a baseline: there is no baseline to re-score")
+        problems.append(f"{run.label} was gated without a baseline: there is no baseline to re-score")
     elif run.baseline.run.golden_version_id == run.golden_version_id:
         problems.append(f"the baseline is already on version {run.golden_version.name}: nothing to re-score")
     if problems:
@@ -293,7 +295,7 @@ def run_regate_rescored(*, run: EvaluationRun, by: Any) -> Regated:
         when = _iso(datetime.fromisoformat(regated["at"]))
         raise BaselineError(
             [
-                f"run {run.pk} is already gated against the baseline re-scored on version "
+                f"{run.label} is already gated against the baseline re-scored on version "
                 f"{run.golden_version.name} (by {regated['by']} at {when}), with the same budgets: "
                 f"gating again would change nothing (verdict {verdict})"
             ]

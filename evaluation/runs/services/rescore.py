@@ -34,10 +34,10 @@ def baseline_rescore_get_or_create(
     if existing is not None:
         return existing
     if baseline_run.report is None:
-        raise BaselineRescoreError([f"run {baseline_run.pk} has no report: there is nothing to re-score"])
+        raise BaselineRescoreError([f"{baseline_run.label} has no report: there is nothing to re-score"])
     if baseline_run.golden_version_id == golden_version.pk:
         raise BaselineRescoreError(
-            [f"run {baseline_run.pk} is already on version {golden_version.name}: nothing to re-score"]
+            [f"{baseline_run.label} is already on version {golden_version.name}: nothing to re-score"]
         )
     resolved = resolve_keys(golden_of(golden_version), baseline_run.key_map or {})
     try:

@@ -26,6 +26,7 @@ from evaluation.runs.evidence import (
     golden_query,
     grades_of,
 )
+from evaluation.runs.list_specs import per_query_found
 from evaluation.runs.models import EvaluationRun, QueryRunResult
 from evaluation.runs.report_page import baseline_report
 from evaluation.runs.selectors import resolved_golden
@@ -73,7 +74,8 @@ def run_query_evidence(request: HttpRequest, run_id: int) -> HttpResponse:
         b=b,
         k=golden.k,
         ndcg_change=None if before is None or after is None else after - before,
-        back=(reverse("evaluation:run_detail", args=[run.pk]) + "#per-query", run.label),
+        # Back to the report's list of every query, open on this query's row.
+        back=(reverse("evaluation:run_detail", args=[run.pk]) + per_query_found(query_id), run.label),
         where=f"as the runs returned them (the top {golden.k})",
     )
     context["title"] = f"Run {run.pk}, query {query_id}"

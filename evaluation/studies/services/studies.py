@@ -131,7 +131,7 @@ def instructions_get_or_create(*, name: str, text: str, examples: str, by: Any) 
 def _run_problems(label: str, run: EvaluationRun) -> list[str]:
     if run.status != Status.SUCCEEDED or run.report is None:
         return [
-            f"run {label} (run {run.pk}) is {run.status}: only a finished run with a report can be compared"
+            f"run {label}, {run.label}, is {run.status}: only a finished run with a report can be compared"
         ]
     return []
 
@@ -143,15 +143,15 @@ def _spec_problems(spec: StudySpec, by: Any) -> list[str]:
     if not reviews(by, set_a) or not reviews(by, set_b):
         problems.append("only a reviewer of the runs' golden set can create a study of them")
     if a.pk == b.pk:
-        problems.append(f"run {a.pk} against itself: a study compares two different runs")
+        problems.append(f"{a.label} against itself: a study compares two different runs")
     elif set_a.pk != set_b.pk:
         problems.append(
-            f"run {a.pk} is of golden set {set_a.slug} and run {b.pk} of {set_b.slug}: a study compares two "
+            f"{a.label} is of golden set {set_a.slug} and {b.label} of {set_b.slug}: a study compares two "
             "runs of one set"
         )
     elif a.golden_version_id != b.golden_version_id:
         problems.append(
-            f"run {a.pk} is on golden version {a.golden_version.name} and run {b.pk} on "
+            f"{a.label} is on golden version {a.golden_version.name} and {b.label} on "
             f"{b.golden_version.name}: a study compares two runs of the same golden version"
         )
     problems += _run_problems("A", a) + _run_problems("B", b)
@@ -353,7 +353,7 @@ def study_create(*, spec: StudySpec, by: Any) -> SxsStudy:
     for row in rows:
         qid = row["id"]
         why = [
-            f"run {label} ({run.pk}) {_failure(results.get(qid))}"
+            f"run {label}, {run.label}, {_failure(results.get(qid))}"
             for label, run, results in (("A", a, results_a), ("B", b, results_b))
             if _failure(results.get(qid))
         ]

@@ -14,7 +14,8 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from assay.drift import BudgetsError, load_budgets
-from assay.git_export import Author, git_write, read_file
+from assay.git_export import Author, git_write
+from assay.git_repo import read_file
 from evaluation.models import Baseline, BudgetSet, EvaluationRun, SearchTarget
 from evaluation.runs.selectors import baseline_get, baseline_list, budgets_get
 from evaluation.runs.services import (

@@ -19,6 +19,7 @@ from evaluation.runs.services import (
     BaselineError,
     BaselineRescoreError,
     baseline_promote,
+    baseline_rescore_get_or_create,
     run_regate_rescored,
     runs_nightly,
     schedule_set,
@@ -169,6 +170,27 @@ def test_who_may_re_gate_and_what_cannot_be_re_scored(
     same = finished(golden_version=version)
     with pytest.raises(BaselineError, match="the baseline is already on version 2026-08-01: nothing to"):
         run_regate_rescored(run=same, by=rita)
+
+    # A run is named by its label, as the pages name it.
+    queued = EvaluationRun.objects.create(golden_version=newer, target=run.target)
+    with pytest.raises(BaselineError) as refused:
+        run_regate_rescored(run=queued, by=rita)
+    assert refused.value.problems == [
+        f"run {queued.pk} staging is queued: only a finished run with a report is gated"
+    ]
+    with pytest.raises(BaselineError) as refused:
+        run_regate_rescored(run=baseline_run, by=rita)  # the first run: gated against nothing
+    assert refused.value.problems == [
+        f"{baseline_run.label} was gated without a baseline: there is no baseline to re-score"
+    ]
+    with pytest.raises(BaselineRescoreError) as unscored:
+        baseline_rescore_get_or_create(baseline_run=queued, golden_version=version)
+    assert unscored.value.problems == [f"{queued.label} has no report: there is nothing to re-score"]
+    with pytest.raises(BaselineRescoreError) as unscored:
+        baseline_rescore_get_or_create(baseline_run=baseline_run, golden_version=version)
+    assert unscored.value.problems == [
+        f"{baseline_run.label} is already on version 2026-08-01: nothing to re-score"
+    ]
 
     deeper = finished(golden_version=make_version(golden_set, relabeled(version="2026-11-01", k=20)))
     with pytest.raises(BaselineRescoreError) as error:

@@ -77,7 +77,7 @@ def test_a_second_click_changes_nothing_and_says_so(refused: EvaluationRun, rita
     response = client.post(f"/runs/{refused.pk}/rescore-baseline/", follow=True)
 
     assert messages_text(response) == [
-        f"Not re-scored: run {refused.pk} is already gated against the baseline re-scored on version "
+        f"Not re-scored: {refused.label} is already gated against the baseline re-scored on version "
         f"2026-09-01 (by rita at {at}), with the same budgets: gating again would change nothing "
         "(verdict pass)"
     ]

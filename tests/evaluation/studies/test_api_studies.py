@@ -153,7 +153,7 @@ def test_bad_studies_are_refused_in_words(
     )
 
     assert itself.status_code == 400 and itself.json()["problems"] == [  # type: ignore[attr-defined]
-        f"run {run_a.pk} against itself: a study compares two different runs"
+        f"{run_a.label} against itself: a study compares two different runs"
     ]
     assert nobody.json()["problems"] == ["raters: no user named zed"]  # type: ignore[attr-defined]
     assert too_many.json()["problems"] == [  # type: ignore[attr-defined]

@@ -45,7 +45,7 @@ def test_a_study_asks_what_differs_counts_identical_lists_apart_and_names_errore
     assert sorted(items, key=lambda q: int(q[2:])) == ["q-1", "q-2", "q-3", "q-4", "q-6", "q-7", "q-8"]
     assert [q for q, item in items.items() if item.identical] == ["q-3"]
     assert study.left_out == [
-        {"query_id": "q-5", "why": f"run B ({run_b.pk}) errored: HTTP 500 from the engine"}
+        {"query_id": "q-5", "why": f"run B, {run_b.label}, errored: HTTP 500 from the engine"}
     ]
     # Two raters answer each of the six asked queries; none is asked of the identical one.
     tasks = StudyTask.objects.filter(study=study)
@@ -151,15 +151,17 @@ def test_bad_studies_are_refused_in_words(golden_set: GoldenSet, rita: User, ali
             study_create(spec=spec, by=by)
         return error.value.problems
 
-    assert refused(b=run_a) == [f"run {run_a.pk} against itself: a study compares two different runs"]
+    # Each run by its label (`run 3 engine`), as the pages name it.
+    assert refused(b=run_a) == [f"{run_a.label} against itself: a study compares two different runs"]
     assert refused(b=other_a) == [
-        f"run {run_a.pk} is of golden set help-center and run {other_a.pk} of other: a study compares two "
+        f"{run_a.label} is of golden set help-center and {other_a.label} of other: a study compares two "
         "runs of one set"
     ]
     assert refused(b=version_2_a) == [
-        f"run {run_a.pk} is on golden version 2026-08-01 and run {version_2_a.pk} on 2026-09-01: a study "
+        f"{run_a.label} is on golden version 2026-08-01 and {version_2_a.label} on 2026-09-01: a study "
         "compares two runs of the same golden version"
     ]
+    assert run_a.label == f"run {run_a.pk} engine"
     assert refused(selection="stratum", stratum="nothing") == [
         "stratum 'nothing' has no query in these runs (strata: billing, docs)"
     ]
@@ -195,7 +197,7 @@ def test_a_running_run_and_a_stranger_as_rater_are_refused(
         study_create(spec=_spec(run_a, run_b, [alice, charlie], answers_per_query=1), by=rita)
 
     assert error.value.problems == [
-        f"run B (run {run_b.pk}) is running: only a finished run with a report can be compared",
+        f"run B, {run_b.label}, is running: only a finished run with a report can be compared",
         "raters: charlie not a rater of help-center (the set's raters list and the raters group)",
     ]
 
