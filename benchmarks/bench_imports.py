@@ -10,9 +10,9 @@ stopped writing under the set's lock.
   no query yet ("new"), then a file of the same queries with every grade changed ("regraded": 50,000
   labels changed), each previewed then confirmed, then both undone (the regrade first, then the import
   that created the queries: 10,000 queries and their 50,000 labels and pool candidates deleted), on
-  PostgreSQL and on SQLite (`make run`'s WAL file).
-  Meanwhile a probe on its own connection tries the lock every 10 ms without waiting (PostgreSQL: the
-  set's row, `SELECT ... FOR UPDATE NOWAIT`; SQLite: the database's write lock, `BEGIN IMMEDIATE`), and a
+  PostgreSQL and on SQLite (`make run`'s WAL file). Meanwhile a probe on its own connection tries the
+  lock every 10 ms without waiting (PostgreSQL: the set's row as imports, undos and freezes take it,
+  `SELECT ... FOR NO KEY UPDATE NOWAIT`; SQLite: the database's write lock, `BEGIN IMMEDIATE`), and a
   rater saves a grade every 0.1 s through `labeling.services.judgment_submit` on another connection (on
   SQLite a save waits for the write lock up to `ASSAY_SQLITE_TIMEOUT`, 20 s, then fails "database is
   locked"). The lock's figure is the longest stretch the probe found it held.
@@ -164,7 +164,8 @@ class _Probe(threading.Thread):
             try:
                 with pg.transaction():
                     pg.execute(
-                        "SELECT id FROM labeling_goldenset WHERE id = %s FOR UPDATE NOWAIT", [self.set_pk]
+                        "SELECT id FROM labeling_goldenset WHERE id = %s FOR NO KEY UPDATE NOWAIT",
+                        [self.set_pk],
                     )
             except psycopg.errors.LockNotAvailable:
                 return True

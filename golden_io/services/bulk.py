@@ -73,7 +73,11 @@ def prepared_insert(rows: Prepared) -> None:
     columns = ", ".join(connection.ops.quote_name(column) for column in rows.columns)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            # psycopg's own cursor: its errors made Django's, as every other statement's are.
+            with (
+                connection.wrap_database_errors,
+                cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+            ):
                 copy.write(rows.copy)
         else:
             values = ", ".join(["%s"] * len(rows.columns))

@@ -87,7 +87,7 @@ def set_written(golden_set: GoldenSet, write: Callable[[Callable[[], None]], T])
 
 def _set_lock(golden_set: GoldenSet) -> None:
     """The set's row lock (on SQLite a no-op: the transaction holds the database's write lock)."""
-    GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).values_list("pk").first()
+    GoldenSet.objects.select_for_update(no_key=True).filter(pk=golden_set.pk).values_list("pk").first()
 
 
 @dataclass(slots=True)
