@@ -1,5 +1,6 @@
-"""Golden-file imports: refusals on the web page, the preview and the confirmation of 10,000 queries, and
-what a rater's grade save waits meanwhile; before and after the preview stopped writing.
+"""Golden-file imports: refusals on the web page, the preview, the confirmation and the undo of 10,000
+queries, and what a rater's grade save waits meanwhile; before and after the confirmation and the undo
+stopped writing under the set's lock.
 
 - **Refusals.** A file of 100,000 rows in each format the import page reads (written by assay.convert's
   writers; BEIR zipped, TREC qrels with topics), as 20,000 queries of 5 judgments and as 1,000 queries of
@@ -7,16 +8,18 @@ what a rater's grade save waits meanwhile; before and after the preview stopped 
   client (DEBUG off, PostgreSQL): seconds to the worded refusal, the median of 3.
 - **10,000 queries.** A golden file of 10,000 queries of 5 judgments into a set of 100 documents that has
   no query yet ("new"), then a file of the same queries with every grade changed ("regraded": 50,000
-  labels changed), each previewed then confirmed, on PostgreSQL and on SQLite (`make run`'s WAL file).
-  Meanwhile a probe on its own connection tries the lock every 10 ms without waiting (PostgreSQL: the
-  set's row, `SELECT ... FOR UPDATE NOWAIT`; SQLite: the database's write lock, `BEGIN IMMEDIATE`), and a
+  labels changed), each previewed then confirmed, then both undone (the regrade first, then the import
+  that created the queries: 10,000 queries and their 50,000 labels and pool candidates deleted), on
+  PostgreSQL and on SQLite (`make run`'s WAL file). Meanwhile a probe on its own connection tries the
+  lock every 10 ms without waiting (PostgreSQL: the set's row as imports, undos and freezes take it,
+  `SELECT ... FOR NO KEY UPDATE NOWAIT`; SQLite: the database's write lock, `BEGIN IMMEDIATE`), and a
   rater saves a grade every 0.1 s through `labeling.services.judgment_submit` on another connection (on
   SQLite a save waits for the write lock up to `ASSAY_SQLITE_TIMEOUT`, 20 s, then fails "database is
   locked"). The lock's figure is the longest stretch the probe found it held.
 - **Before and after.** The same measurement runs against the code of commit `BEFORE` (the import whose
-  preview wrote its changes under the set's lock and rolled them back, and whose confirmation checked the
-  freeze under it), extracted with `git archive` next to this one, in the same run: each twice, the two
-  codes' order alternating (the load of a shared machine moves while they run).
+  confirmation and undo wrote every row under the set's lock, the undo deleting through Django's
+  cascade), extracted with `git archive` next to this one, in the same run: each twice, the two codes'
+  order alternating (the load of a shared machine moves while they run).
 """
 
 from __future__ import annotations
@@ -41,14 +44,16 @@ from benchmarks import bench_grading
 from benchmarks._report import measure_in_django, write_section
 
 REPO = Path(__file__).resolve().parent.parent
-# The code before: the import whose preview wrote under the set's lock (the last commit without this).
-BEFORE = "5097c14a52d31fac219a92b7247d6c5bc4f4d65d"
+# The code before: the import whose confirmation and undo wrote under the set's lock (the last commit
+# without this).
+BEFORE = "cafa7d148c8ac895a4f18ab5e2a9f5712e1dc50b"
 QUERIES, PER_QUERY, DOCUMENTS = 10_000, 5, 100
 SHAPES = ((20_000, 5), (1_000, 100))  # 100,000 rows each
 PROBE_EVERY_S, SAVE_EVERY_S = 0.01, 0.1
 REFUSAL_REPEAT = 3
 ROUNDS = 2
 FIGURES = ("seconds", "lock_longest", "save_max")
+STEPS = ("preview", "confirm", "undo")
 
 
 def bench_database_url() -> str:
@@ -159,7 +164,8 @@ class _Probe(threading.Thread):
             try:
                 with pg.transaction():
                     pg.execute(
-                        "SELECT id FROM labeling_goldenset WHERE id = %s FOR UPDATE NOWAIT", [self.set_pk]
+                        "SELECT id FROM labeling_goldenset WHERE id = %s FOR NO KEY UPDATE NOWAIT",
+                        [self.set_pk],
                     )
             except psycopg.errors.LockNotAvailable:
                 return True
@@ -253,7 +259,8 @@ def _watched(ids: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _imports(ids: dict[str, Any]) -> list[dict[str, Any]]:
-    """The new and the regraded file, each previewed then confirmed, watched."""
+    """The new and the regraded file, each previewed then confirmed, then both undone (latest first),
+    watched."""
     from assay.golden.format import dump_json
     from golden_io import services
     from labeling.models import FrozenLabel, GoldenSet
@@ -277,6 +284,15 @@ def _imports(ids: dict[str, Any]) -> list[dict[str, Any]]:
             {"scenario": scenario, "step": "preview", **preview},
             {"scenario": scenario, "step": "confirm", "labels": labels, **confirm},
         ]
+    for scenario in ("regraded", "new"):
+        record = services.import_undoable(golden_set=GoldenSet.objects.get(pk=ids["set"]))
+        assert record is not None
+        with _watched(ids) as undo:
+            undone, _ = services.golden_import_undo(record=record, by=None)
+        if not undone.ok:
+            raise SystemExit(f"{scenario}: the undo was refused: {undone.problems[:3]}")
+        labels = FrozenLabel.objects.filter(query__golden_set_id=ids["set"]).count()
+        rows.append({"scenario": scenario, "step": "undo", "labels": labels, **undo})
     return rows
 
 
@@ -412,7 +428,7 @@ def main() -> None:
     loads += load
     imports = _imports_measured(pg, loads)
     lines = [
-        "## Golden-file imports: refusals, the preview and the confirmation",
+        "## Golden-file imports: refusals, the preview, the confirmation and the undo",
         "",
         f"`benchmarks/bench_imports.py`: {__doc__.split(chr(10), 2)[2].strip()}",
         "",
@@ -442,7 +458,7 @@ def main() -> None:
     ]
     steps = sorted(
         {(row["database"], row["scenario"], row["step"]) for row in imports},
-        key=lambda key: (key[0], key[1] != "new", key[2] != "preview"),
+        key=lambda key: (key[0], key[1] != "new", STEPS.index(key[2])),
     )
     for database, scenario, step in steps:
         rows = [r for r in imports if (r["database"], r["scenario"], r["step"]) == (database, scenario, step)]

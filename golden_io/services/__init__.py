@@ -15,6 +15,21 @@ re-exported here (docs/architecture.md, "Inside each app"), so callers write
 
 from __future__ import annotations
 
+from golden_io.services.bulk import (
+    Prepared,
+    PreparedUpdate,
+    id_list,
+    ids_reserved,
+    ids_sql,
+    json_text,
+    pair_rows,
+    pk_column,
+    prepared,
+    prepared_insert,
+    prepared_update,
+    update_prepared,
+)
+from golden_io.services.cascade import cascade_delete
 from golden_io.services.exports import (
     ExportConfigError,
     export_author,
@@ -44,6 +59,7 @@ from golden_io.services.import_planning import (
     ImportPlan,
     LabelChange,
     SetState,
+    Skipped,
     file_checked,
     file_read,
     import_plan,
@@ -52,6 +68,7 @@ from golden_io.services.import_planning import (
 )
 from golden_io.services.import_undo import (
     UndoPlan,
+    UndoRows,
     golden_import_undo,
     import_history,
     import_undo_plan,
@@ -60,17 +77,18 @@ from golden_io.services.import_undo import (
     undo_notes,
 )
 from golden_io.services.import_writing import (
-    BATCH,
+    LOCK_WAIT_MS,
     ImportRows,
-    Prepared,
+    QueryWrites,
+    Stale,
     chunks,
     import_rows,
     import_write,
     label_state,
-    prepared,
-    prepared_insert,
-    queries_update,
-    set_locked,
+    query_writes,
+    query_writes_run,
+    set_written,
+    settings_write,
 )
 from golden_io.services.imports import (
     PREVIEW_HOURS,
@@ -85,8 +103,8 @@ from golden_io.services.imports import (
 from golden_io.services.rejudge import RequeueReport, stale_requeue
 
 __all__ = [
-    "BATCH",
     "DOCUMENT_STATE",
+    "LOCK_WAIT_MS",
     "MERGE",
     "PREVIEW_HOURS",
     "QUERY_STATE",
@@ -105,9 +123,15 @@ __all__ = [
     "ImportRows",
     "LabelChange",
     "Prepared",
+    "PreparedUpdate",
+    "QueryWrites",
     "RequeueReport",
     "SetState",
+    "Skipped",
+    "Stale",
     "UndoPlan",
+    "UndoRows",
+    "cascade_delete",
     "chunks",
     "export_author",
     "export_message",
@@ -124,6 +148,9 @@ __all__ = [
     "golden_import_undo",
     "golden_version_export",
     "golden_version_freeze",
+    "id_list",
+    "ids_reserved",
+    "ids_sql",
     "import_history",
     "import_plan",
     "import_rows",
@@ -131,15 +158,22 @@ __all__ = [
     "import_undo_unwritten",
     "import_undoable",
     "import_write",
+    "json_text",
     "label_state",
     "not_done_text",
+    "pair_rows",
+    "pk_column",
     "prepared",
     "prepared_insert",
-    "queries_update",
-    "set_locked",
+    "prepared_update",
+    "query_writes",
+    "query_writes_run",
     "set_state",
+    "set_written",
+    "settings_write",
     "stale_requeue",
     "too_large",
     "undo_notes",
+    "update_prepared",
     "version_name_next",
 ]

@@ -144,7 +144,7 @@ def _freeze(
     on: dt.date | None,
 ) -> GoldenVersion:
     # The lock serialises freezes of one set: naming, parent and content are read under it.
-    locked = GoldenSet.objects.select_for_update().select_related("rubric").get(pk=golden_set.pk)
+    locked = GoldenSet.objects.select_for_update(no_key=True).select_related("rubric").get(pk=golden_set.pk)
     parent = selectors.version_latest(golden_set=locked)
     if name is None:
         name = version_name_next(golden_set=locked, on=on or timezone.localdate())

@@ -20,6 +20,7 @@ from assay.golden.model import GoldenFile, GoldenQuery
 from assay.problems import ImportReport
 from golden_io.foreign import JudgmentsFormat, golden_from_format
 from golden_io.models import GoldenImport
+from golden_io.services.bulk import id_list
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query
 from labeling.selectors import FrozenRow, Unwritten
 from labeling.selectors.labels import HUMAN
@@ -182,6 +183,7 @@ class ImportPlan:
     existing: dict[tuple[str, str], HeldLabel]
     set_values: dict[str, Any]
     state: SetState  # what was read of the set: the confirmation writes only if it is still so
+    source: str = ""  # the file's name, for the tier moves' reason
 
     def query_pks(self) -> dict[str, int]:
         """Every query's pk by id; a query to be created has a stand-in, negative (no row's), until it
@@ -228,8 +230,8 @@ SET_STATE = ("k", "relevant_min_grade", "frozen_version")
 class SetState(NamedTuple):
     """What a plan read of the set, as plain values in pk order (labels, queries, documents, the
     number of pool candidates, the set's settings): the confirmation reads it again under the set's lock
-    (`set_state`) and writes only if it is unchanged, so the plan made outside the lock is still the one
-    to write."""
+    (`set_state`) and writes only if it is as the plan read it, with the import's own writes, so the plan
+    made outside the lock is still the one written."""
 
     labels: tuple[tuple[Any, ...], ...]
     queries: tuple[tuple[Any, ...], ...]
@@ -237,14 +239,40 @@ class SetState(NamedTuple):
     candidates: int
     settings: tuple[Any, ...]
 
+    def without(self, skipped: Skipped) -> SetState:
+        """This state but for the rows `skipped` (pks, first of each row)."""
+        return self._replace(
+            labels=tuple(row for row in self.labels if row[0] not in skipped.labels),
+            queries=tuple(row for row in self.queries if row[0] not in skipped.queries),
+            documents=tuple(row for row in self.documents if row[0] not in skipped.documents),
+        )
 
-def set_state(golden_set: GoldenSet) -> SetState:
-    """The set as it stands, as a plan reads it: a few reads of plain columns, no model instances."""
+
+class Skipped(NamedTuple):
+    """Rows of the set (pks) a transaction wrote itself, and left out of its reading of the set: rows it
+    inserted, or locked, compared with the plan and then changed (`set_state`)."""
+
+    labels: frozenset[int] = frozenset()
+    queries: frozenset[int] = frozenset()
+    documents: frozenset[int] = frozenset()
+
+
+def set_state(golden_set: GoldenSet, skipped: Skipped = Skipped()) -> SetState:  # noqa: B008
+    """The set as it stands, as a plan reads it, but for the rows `skipped`: a few reads of plain columns,
+    no model instances."""
     labels = FrozenLabel.objects.filter(query__golden_set=golden_set).order_by("pk")
+    queries = golden_set.queries.order_by("pk")
+    documents = golden_set.documents.order_by("pk")
+    if skipped.labels:
+        labels = labels.exclude(pk__in=id_list(skipped.labels))
+    if skipped.queries:
+        queries = queries.exclude(pk__in=id_list(skipped.queries))
+    if skipped.documents:
+        documents = documents.exclude(pk__in=id_list(skipped.documents))
     return SetState(
         labels=tuple(labels.values_list(*HeldLabel._fields)),
-        queries=tuple(golden_set.queries.order_by("pk").values_list(*QUERY_STATE)),
-        documents=tuple(golden_set.documents.order_by("pk").values_list(*DOCUMENT_STATE)),
+        queries=tuple(queries.values_list(*QUERY_STATE)),
+        documents=tuple(documents.values_list(*DOCUMENT_STATE)),
         candidates=Candidate.objects.filter(query__golden_set=golden_set).count(),
         settings=tuple(GoldenSet.objects.filter(pk=golden_set.pk).values_list(*SET_STATE).get()),
     )
@@ -371,7 +399,13 @@ def _carried(fmt: JudgmentsFormat) -> tuple[str, ...]:
 
 
 def import_plan(
-    *, golden_set: GoldenSet, golden: GoldenFile, fmt: JudgmentsFormat, mode: str, report: ImportReport
+    *,
+    golden_set: GoldenSet,
+    golden: GoldenFile,
+    fmt: JudgmentsFormat,
+    mode: str,
+    report: ImportReport,
+    source: str = "",
 ) -> ImportPlan | None:
     """The changes the file would make to the set in `mode`, reading the set as it stands (None, and the
     problems in `report`, when the file does not fit the set)."""
@@ -471,6 +505,7 @@ def import_plan(
         existing=existing,
         set_values=set_values,
         state=state,
+        source=source,
     )
 
 

@@ -8,27 +8,29 @@ in memory like it, and written like it in one short transaction under the set's 
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from assay.display import counted
 from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.models import GoldenImport
+from golden_io.services.bulk import Prepared, id_list, pair_rows, prepared, prepared_insert
+from golden_io.services.cascade import cascade_delete
 from golden_io.services.import_planning import SET_READ, FieldChange, HeldLabel, ImportChanges, LabelChange
 from golden_io.services.import_writing import (
-    Prepared,
+    Stale,
     chunks,
     label_state,
-    prepared,
-    prepared_insert,
-    queries_update,
-    set_locked,
+    query_writes,
+    query_writes_run,
+    set_written,
+    settings_write,
 )
 from golden_io.services.imports import freeze_refusals
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Judgment, Query
@@ -119,11 +121,8 @@ def _labels_now(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], HeldLabel
 
 def _with_work(query_pks: Collection[int]) -> set[int]:
     """Of these queries, the ones someone graded (a judgment) since they were made."""
-    worked: set[int] = set()
-    for pks in chunks(sorted(query_pks)):
-        graded = Judgment.objects.filter(assignment__query_id__in=pks)
-        worked.update(graded.values_list("assignment__query_id", flat=True).distinct())
-    return worked
+    graded = Judgment.objects.filter(assignment__query_id__in=id_list(query_pks))
+    return set(graded.values_list("assignment__query_id", flat=True).distinct())
 
 
 def import_undo_unwritten(record: GoldenImport) -> Unwritten:
@@ -157,21 +156,48 @@ def import_undo_unwritten(record: GoldenImport) -> Unwritten:
     )
 
 
+def _candidates_added(undo: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(pk, query pk, document pk) of the pool candidates the import added that are still there."""
+    added = {(q, d) for q, d in undo.get("candidates", [])}
+    found = Candidate.objects.filter(query_id__in=id_list({q for q, _ in added}))
+    return [(pk, q, d) for pk, q, d in found.values_list("pk", "query_id", "document_id") if (q, d) in added]
+
+
 def _candidates_leaving(undo: dict[str, Any]) -> list[tuple[int, int, int]]:
     """(pk, query pk, document pk) of the candidates the import added that leave the pools with its
-    undo: those neither graded since nor labelled once its labels are back as they were."""
-    added = {(q, d) for q, d in undo.get("candidates", [])}
+    undo: those neither graded since nor labelled once its labels are back as they were (the rule
+    `_candidates_left` applies in the undo's transaction, here read for the freeze check before it)."""
     restored = {(q, d): prior is not None for q, d, prior in undo.get("labels", [])}
-    leaving: list[tuple[int, int, int]] = []
-    for pks in chunks(sorted({q for q, _ in added})):
-        graded = Judgment.objects.filter(assignment__query_id__in=pks)
-        kept = set(graded.values_list("assignment__query_id", "document_id"))
-        labelled = FrozenLabel.objects.filter(query_id__in=pks).values_list("query_id", "document_id")
-        kept |= {pair for pair in labelled if restored.get(pair, True)}
-        kept |= {pair for pair, has in restored.items() if has}
-        candidates = Candidate.objects.filter(query_id__in=pks).values_list("pk", "query_id", "document_id")
-        leaving += [(pk, q, d) for pk, q, d in candidates if (q, d) in added and (q, d) not in kept]
-    return leaving
+    added = _candidates_added(undo)
+    queries = {q for _, q, _ in added}
+    graded = Judgment.objects.filter(assignment__query_id__in=id_list(queries))
+    kept = set(graded.values_list("assignment__query_id", "document_id"))
+    labelled = FrozenLabel.objects.filter(query_id__in=id_list(queries)).values_list(
+        "query_id", "document_id"
+    )
+    kept |= {pair for pair in labelled if restored.get(pair, True)}
+    kept |= {pair for pair, has in restored.items() if has}
+    return [(pk, q, d) for pk, q, d in added if (q, d) not in kept]
+
+
+def _candidates_left(pks: Collection[int]) -> list[int]:
+    """Of these candidates, the ones neither graded nor labelled now (in the undo's transaction, once the
+    labels are back as they were before the import): those leave the pools."""
+    graded = Judgment.objects.filter(
+        assignment__query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
+    )
+    labelled = FrozenLabel.objects.filter(query_id=OuterRef("query_id"), document_id=OuterRef("document_id"))
+    leaving = Candidate.objects.filter(pk__in=id_list(pks)).exclude(Exists(graded)).exclude(Exists(labelled))
+    return list(leaving.values_list("pk", flat=True))
+
+
+@dataclass(slots=True)
+class UndoRows:
+    """What an undo writes that can be built before its transaction: the labels back as they were, and
+    the candidates the import added that are still there (which of them leave is decided in it)."""
+
+    priors: Prepared
+    candidates: list[int]
 
 
 def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[ImportReport, UndoPlan]:
@@ -195,25 +221,35 @@ def golden_import_undo(*, record: GoldenImport, by: User | None) -> tuple[Import
     freeze_refusals(record.golden_set, import_undo_unwritten(record), report, undo=True)
     if not report.ok:
         return report, plan
-    priors = _priors(record.undo or {})
-    with set_locked(record.golden_set):
-        # Claimed under the set's lock, while it is still the latest applied: of two undos at once one runs.
-        latest = import_undoable(golden_set=record.golden_set)
-        claimed = (
-            latest is not None
-            and latest.pk == record.pk
-            and GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.APPLIED).update(
-                status=GoldenImport.Status.UNDONE, undone=timezone.now(), undone_by=by
-            )
+    undo = record.undo or {}
+    rows = UndoRows(_priors(undo), [pk for pk, _, _ in _candidates_added(undo)])
+
+    def write(lock: Callable[[], None]) -> bool:
+        # Claimed first: of two undos at once one runs.
+        claimed = GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.APPLIED).update(
+            status=GoldenImport.Status.UNDONE, undone=timezone.now(), undone_by=by
         )
         if not claimed:
-            report.add(
-                "", "this import was undone already, or is no longer the latest: nothing was changed", "stale"
-            )
-        else:
-            _undo_write(record, plan, priors, by)
-            for name, n in plan.changes.counts().items():
-                report.count(name, n)
+            return False
+        _undo_write(record, plan, rows, by)
+        lock()
+        # Under the set's lock: still the set's latest applied import, or nothing is changed.
+        if _later_applied(record):
+            raise Stale
+        settings_write(record.golden_set, undo.get("set") or {})
+        return True
+
+    try:
+        claimed = set_written(record.golden_set, write)
+    except Stale:
+        claimed = False
+    if not claimed:
+        report.add(
+            "", "this import was undone already, or is no longer the latest: nothing was changed", "stale"
+        )
+    else:
+        for name, n in plan.changes.counts().items():
+            report.count(name, n)
     if report.ok:
         report.notes += undo_notes(plan)
     record.refresh_from_db()
@@ -256,40 +292,48 @@ def _priors(undo: dict[str, Any]) -> Prepared:
     )
 
 
-def _undo_write(record: GoldenImport, plan: UndoPlan, priors: Prepared, by: User | None) -> None:
+def _later_applied(record: GoldenImport) -> bool:
+    """Was an import of the set applied after `record`?"""
+    applied = GoldenImport.objects.filter(
+        golden_set_id=record.golden_set_id, status=GoldenImport.Status.APPLIED
+    )
+    return applied.filter(
+        Q(applied__gt=record.applied) | Q(applied=record.applied, pk__gt=record.pk)
+    ).exists()
+
+
+def _undo_write(record: GoldenImport, plan: UndoPlan, rows: UndoRows, by: User | None) -> None:
+    """The undo's writes, in its transaction before the set's lock, in a few statements whatever its
+    size: the labels back, the queries' fields back, the queries it created deleted (with everything
+    that refers to them) or, graded since, retired, the keys it gave taken back, the candidates it added
+    out of the pools unless graded or labelled."""
     undo = record.undo or {}
-    golden_set = record.golden_set
     reason = f"undo of the golden file import {record.source}"
-    now = _labels_now([(q, d) for q, d, _ in undo.get("labels", [])])
-    for pks in chunks([label.pk for label in now.values()]):
-        FrozenLabel.objects.filter(pk__in=pks).delete()
-    prepared_insert(priors)
+    pairs = [(q, d) for q, d, _ in undo.get("labels", [])]
+    if pairs:  # whatever labels these pairs hold now
+        FrozenLabel.objects.filter(pk__in=pair_rows(FrozenLabel, ("query_id", "document_id"), pairs)).delete()
+    prepared_insert(rows.priors)
     restore: dict[int, dict[str, Any]] = dict(undo.get("queries", []))
-    created = undo.get("created", [])
-    rows: dict[int, Query] = {}
-    for pks in chunks(sorted(restore.keys() | set(created))):
-        rows.update((row.pk, row) for row in Query.objects.filter(pk__in=pks))
-    # Read again under the lock: a query graded since the plan was read keeps its grades (retired).
-    worked = _with_work([pk for pk in created if pk in rows])
-    names = {pk: rows[pk].external_id for pk in created if pk in rows}
+    names = dict(
+        Query.objects.filter(pk__in=id_list(undo.get("created", []))).values_list("pk", "external_id")
+    )
+    # Read in the transaction: a query graded since the plan was read keeps its grades (retired).
+    worked = _with_work(names)
     plan.kept = sorted(names[pk] for pk in names if pk in worked)
     plan.changes.queries_removed = sorted(names[pk] for pk in names if pk not in worked)
-    updates = [(rows[pk], before) for pk, before in restore.items() if pk in rows]
-    updates += [(rows[pk], {"status": Query.Status.RETIRED.value}) for pk in names if pk in worked]
-    queries_update(updates, by=by, reason=reason)
-    for pks in chunks([pk for pk in names if pk not in worked]):
-        Query.objects.filter(pk__in=pks).delete()
+    current = {row.pk: row for row in Query.objects.filter(pk__in=id_list(restore.keys() | worked))}
+    updates = [(current[pk], before) for pk, before in restore.items() if pk in current]
+    retired = [pk for pk in names if pk in worked and pk in current]
+    updates += [(current[pk], {"status": Query.Status.RETIRED.value}) for pk in retired]
+    query_writes_run(query_writes(updates, by=by, reason=reason))
+    cascade_delete(Query, sorted(pk for pk in names if pk not in worked))
     given = dict(undo.get("keys", []))
-    key_now = dict(Document.objects.filter(pk__in=list(given)).values_list("pk", "key"))
-    for pks in chunks([pk for pk, key in given.items() if key_now.get(pk) == key]):
-        Document.objects.filter(pk__in=pks).update(key=None)
+    key_now = Document.objects.filter(pk__in=id_list(given)).values_list("pk", "key")
+    taken = [pk for pk, key in key_now if given[pk] == key]
+    if taken:
+        Document.objects.filter(pk__in=id_list(taken)).update(key=None)
     # The candidates it added leave the pools, unless graded since or labelled still.
-    for pks in chunks([pk for pk, _, _ in _candidates_leaving(undo)]):
-        Candidate.objects.filter(pk__in=pks).delete()
-    if undo.get("set"):
-        for name, value in undo["set"].items():
-            setattr(golden_set, name, value)
-        golden_set.save(update_fields=list(undo["set"]))
+    cascade_delete(Candidate, _candidates_left(rows.candidates))
 
 
 def import_history(*, golden_set: GoldenSet, limit: int = 20) -> list[GoldenImport]:

@@ -1,215 +1,110 @@
-"""The golden-file import's writes (docs/labeling.md, "Imports"): a planned import written, and the state
-before it recorded for its undo, in statements of many rows each (bulk inserts and updates, in batches),
-inside the one short transaction `set_locked` opens once everything was read and checked outside it.
-Part of `golden_io.services`."""
+"""The golden-file import's writes (docs/labeling.md, "Imports"): every row a confirmation writes, and the
+record of the state before it that its undo restores, built before its transaction (`import_rows`:
+values converted, ids reserved, PostgreSQL's COPY text made); then written in that transaction, in a few
+statements whatever the number of rows (`import_write`), and checked under the set's lock.
+
+The transaction (`set_written`) holds the set's row lock only for its end on PostgreSQL: the rows are
+written first, then the lock is taken, the set read again and compared with what the plan read plus
+what this import wrote (`ImportRows.state`), and the transaction commits. Part of
+`golden_io.services`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
-from django.db import connection, transaction
-from django.db.models import Model
+from django.db import DatabaseError, connection, transaction
 
-from golden_io.services.import_planning import HeldLabel, ImportPlan
+from golden_io.services.bulk import (
+    Prepared,
+    PreparedUpdate,
+    id_list,
+    ids_reserved,
+    prepared,
+    prepared_insert,
+    prepared_update,
+    update_prepared,
+)
+from golden_io.services.import_planning import (
+    DOCUMENT_STATE,
+    QUERY_STATE,
+    HeldLabel,
+    ImportPlan,
+    SetState,
+    Skipped,
+)
 from labeling.models import Candidate, Document, FrozenLabel, GoldenSet, Query, TierMove
-from labeling.services import JUDGED_SYSTEM, PoolEntry, pool_merge, pool_merged, retired_work_reopen
+from labeling.services import JUDGED_SYSTEM, PoolEntry, pool_merged, retired_work_reopen
 
-# Rows per INSERT or UPDATE statement (Django makes it fewer where the database takes fewer parameters).
-BATCH = 5000
+T = TypeVar("T")
+
+# How long, on PostgreSQL, a statement of an import's transaction waits for a lock before it gives up
+# (the transaction is then written again, the set's lock taken first): far below `deadlock_timeout`
+# (1 s by default), so the transaction, which writes before it takes the set's lock, is never caught in
+# a wait for a holder of the set's lock that waits for one of its rows.
+LOCK_WAIT_MS = 50
 
 
-@contextmanager
-def set_locked(golden_set: GoldenSet) -> Iterator[None]:
-    """One transaction under the set's row lock (on SQLite, the database's write lock, which every other
-    write waits for): only the re-check that the set did not change since it was read, and the writes,
-    run in it. Imports, undos and freezes of one set take turns."""
+class Stale(Exception):
+    """The set is not as the plan read it: nothing is written (the transaction is rolled back)."""
+
+
+def set_written(golden_set: GoldenSet, write: Callable[[Callable[[], None]], T]) -> T:
+    """`write` run in one transaction that holds the set's row lock from the moment it calls the function
+    it is given (`lock`) until it commits: the rows are written before, the re-reading of the set and the
+    last writes after. Imports, undos and freezes of one set take turns under that lock; a rater's grade
+    save takes no part in it.
+
+    On PostgreSQL the rows are written before the lock is taken, with each foreign key checked as its
+    statement ends (not at the commit, which would hold the lock for it), and no statement waits more
+    than LOCK_WAIT_MS for a lock: if one would (another transaction holds a row it writes, or the set's
+    lock), the transaction is rolled back and written again with the set's lock taken first, waiting for
+    it, as on SQLite, where the transaction holds the database's write lock from its start (and every
+    other write waits for it)."""
+    if connection.vendor == "postgresql":
+        nested = connection.in_atomic_block
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                done = write(lambda: _set_lock(golden_set))
+                if nested:  # inside an outer transaction: give it back its settings
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+                        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+                return done
+        except DatabaseError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+                raise
     with transaction.atomic():
-        GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).first()
-        yield
+        _set_lock(golden_set)
+        return write(lambda: None)
+
+
+def _set_lock(golden_set: GoldenSet) -> None:
+    """The set's row lock (on SQLite a no-op: the transaction holds the database's write lock)."""
+    GoldenSet.objects.select_for_update(no_key=True).filter(pk=golden_set.pk).values_list("pk").first()
 
 
 @dataclass(slots=True)
-class Prepared:
-    """Rows of one model as the database stores them (each value converted by its field), prepared
-    before the transaction that inserts them (`prepared_insert`): most of the work of an insert done
-    outside the lock. `query_id` None: the model has no such column."""
+class QueryWrites:
+    """Changes of queries' fields, prepared (`query_writes`): their tier moves, the updates (one per
+    set of fields changed), and the queries returning from retirement, whose closed work reopens."""
 
-    model: type[Model]
-    columns: list[str]
-    rows: list[list[Any]]
-    query_id: int | None
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def pairs(self) -> list[tuple[int, int]]:
-        """(query pk, document pk) of each row."""
-        q, d = self.columns.index("query_id"), self.columns.index("document_id")
-        return [(row[q], row[d]) for row in self.rows]
+    moves: Prepared
+    updates: list[PreparedUpdate]
+    returning: list[Query]
 
 
-def prepared(model: type[Model], objects: Sequence[Model]) -> Prepared:
-    """`objects` (new rows of `model`) prepared for `prepared_insert`; their pks are not needed after."""
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objects]
-    columns = [str(f.column) for f in fields]
-    return Prepared(model, columns, rows, columns.index("query_id") if "query_id" in columns else None)
-
-
-def prepared_insert(rows: Prepared) -> None:
-    """Insert prepared rows: PostgreSQL's COPY, else one parameterised INSERT run for every row (SQLite).
-    Either takes a fraction of the time of bulk_create for the same rows, which converts each value (in
-    Python, per field and row) while it builds the statement, inside the transaction."""
-    if not rows.rows:
-        return
-    table = connection.ops.quote_name(rows.model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(column) for column in rows.columns)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows.rows:
-                    copy.write_row(row)
-        else:
-            values = ", ".join(["%s"] * len(rows.columns))
-            cursor.executemany(
-                f"INSERT INTO {table} ({columns}) VALUES ({values})",  # noqa: S608 (the model's own table)
-                rows.rows,
-            )
-
-
-@dataclass(slots=True)
-class ImportRows:
-    """The rows an import inserts, built before its transaction: the queries it creates, which have
-    stand-in pks (`ImportPlan.query_pks`) until they are inserted, their labels and pool candidates, and
-    the other new labels (prepared); and the entries joining the pools of queries the set has, merged with
-    the candidates there under the lock."""
-
-    queries: list[Query]
-    labels: Prepared
-    candidates: Prepared
-    pools: dict[int, list[PoolEntry]]
-
-    def created(self, real: dict[int, int]) -> None:
-        """The created queries' stand-in pks replaced by their rows' (`real`: stand-in -> pk)."""
-        for rows in (self.labels, self.candidates):
-            column = rows.query_id
-            assert column is not None
-            for row in rows.rows:
-                row[column] = real.get(row[column], row[column])
-
-
-def import_rows(golden_set: GoldenSet, plan: ImportPlan) -> ImportRows:
-    """The rows the plan inserts, built before the transaction that inserts them (`import_write`)."""
-    pks = plan.query_pks()
-    documents, version = plan.documents, plan.golden.version
-    labels = [
-        FrozenLabel(
-            query_id=pks[query_id],
-            document_id=documents[doc_id].pk,
-            grade=wanted[0],
-            version=version,
-            source=wanted[1],
-        )
-        for (query_id, doc_id), wanted in plan.writes.items()
-        if wanted is not None and (query_id, doc_id) not in plan.existing
-    ]
-    new: dict[int, list[PoolEntry]] = {}
-    pools: dict[int, list[PoolEntry]] = {}
-    for query_id, doc_id in plan.changes.pools:
-        entry = PoolEntry(documents[doc_id], JUDGED_SYSTEM, None)
-        (new if query_id in plan.created else pools).setdefault(pks[query_id], []).append(entry)
-    return ImportRows(
-        queries=[
-            Query(golden_set=golden_set, external_id=query_id, **values)
-            for query_id, values in plan.created.items()
-        ],
-        labels=prepared(FrozenLabel, labels),
-        # A query not created yet has no candidate: all of its are new.
-        candidates=prepared(Candidate, list(pool_merged(new, {})[0].values())),
-        pools=pools,
-    )
-
-
-def import_write(golden_set: GoldenSet, plan: ImportPlan, rows: ImportRows, source: str) -> dict[str, Any]:
-    """Write the plan's changes, inserting `rows` (`import_rows` of a plan of the same rows); returns the
-    record of the state before them that an undo restores."""
-    undo: dict[str, Any] = {
-        "labels": [],
-        "queries": [],
-        "created": [],
-        "keys": [],
-        "set": {},
-        "candidates": [],
-        "reopened": 0,
-    }
-    documents, queries = plan.documents, plan.queries
-    keyed = []
-    for doc_id, key in plan.changes.keys:
-        documents[doc_id].key = key
-        keyed.append(documents[doc_id])
-        undo["keys"].append([documents[doc_id].pk, key])
-    Document.objects.bulk_update(keyed, ["key"], batch_size=BATCH)
-    created = Query.objects.bulk_create(rows.queries, batch_size=BATCH)
-    rows.created({-n: row.pk for n, row in enumerate(created, start=1)})
-    for row in created:
-        queries[row.external_id] = row
-        undo["created"].append(row.pk)
-    reason = f"golden file import {source} (version {plan.golden.version})"
-    updated = [(queries[query_id], values) for query_id, values in plan.updates.items()]
-    undo["queries"] = [[row.pk, {name: getattr(row, name) for name in values}] for row, values in updated]
-    undo["reopened"] = queries_update(updated, by=None, reason=reason)
-
-    version = plan.golden.version
-    gone: list[int] = []
-    regraded: dict[tuple[int, str], list[int]] = {}
-    for pair, wanted in plan.writes.items():
-        held = plan.existing.get(pair)
-        if held is None:
-            continue
-        undo["labels"].append([held.query_id, held.document_id, label_state(held)])
-        if wanted is None:
-            gone.append(held.pk)
-        else:
-            regraded.setdefault(wanted, []).append(held.pk)
-    undo["labels"] += [[q, d, None] for q, d in rows.labels.pairs()]
-    for pks in chunks(gone):
-        FrozenLabel.objects.filter(pk__in=pks).delete()
-    for (grade, source_), held_pks in regraded.items():
-        for pks in chunks(held_pks):
-            FrozenLabel.objects.filter(pk__in=pks).update(
-                grade=grade, version=version, source=source_, judge=None, judge_name=""
-            )
-    prepared_insert(rows.labels)
-
-    # A labelled document needs no rater: finished work is not reopened for it.
-    prepared_insert(rows.candidates)
-    added = pool_merge(pools=rows.pools, reopen=False).added | set(rows.candidates.pairs())
-    undo["candidates"] = sorted(map(list, added))
-
-    if plan.set_values:
-        undo["set"] = {name: getattr(golden_set, name) for name in plan.set_values}
-        for name, value in plan.set_values.items():
-            setattr(golden_set, name, value)
-        golden_set.save(update_fields=list(plan.set_values))
-    return undo
-
-
-def chunks(values: list[int], size: int = 10_000) -> list[list[int]]:
-    return [values[start : start + size] for start in range(0, len(values), size)]
-
-
-def label_state(label: FrozenLabel | HeldLabel) -> list[Any]:
-    return [label.grade, label.version, label.source, label.judge_id, label.judge_name]
-
-
-def queries_update(updates: Sequence[tuple[Query, dict[str, Any]]], *, by: User | None, reason: str) -> int:
-    """Set each query's fields (one UPDATE per batch of queries changing the same fields); a change of
-    tier or status is recorded as a TierMove, and a query that returns from retirement gets back the work
-    its retirement closed: how many assignments reopened."""
+def query_writes(
+    updates: Sequence[tuple[Query, dict[str, Any]]], *, by: User | None, reason: str
+) -> QueryWrites:
+    """Each query's new field values prepared (the rows given are left as they are); a change of tier or
+    status recorded as a TierMove, and a query returning from retirement noted."""
     moves: list[TierMove] = []
     returning: list[Query] = []
     by_fields: dict[tuple[str, ...], list[Query]] = {}
@@ -218,7 +113,7 @@ def queries_update(updates: Sequence[tuple[Query, dict[str, Any]]], *, by: User 
         if (tier, status) != (row.tier, row.status):
             moves.append(
                 TierMove(
-                    query=row,
+                    query_id=row.pk,
                     by=by,
                     from_tier=row.tier,
                     to_tier=tier,
@@ -229,10 +124,169 @@ def queries_update(updates: Sequence[tuple[Query, dict[str, Any]]], *, by: User 
             )
         if row.status == Query.Status.RETIRED and status == Query.Status.ACTIVE:
             returning.append(row)
+        changed = copy.copy(row)
         for name, value in values.items():
-            setattr(row, name, value)
-        by_fields.setdefault(tuple(sorted(values)), []).append(row)
-    TierMove.objects.bulk_create(moves, batch_size=BATCH)
-    for names, rows in by_fields.items():
-        Query.objects.bulk_update(rows, list(names), batch_size=BATCH)
-    return retired_work_reopen(queries=returning) if returning else 0
+            setattr(changed, name, value)
+        by_fields.setdefault(tuple(sorted(values)), []).append(changed)
+    return QueryWrites(
+        moves=prepared(TierMove, moves),
+        updates=[update_prepared(Query, names, rows) for names, rows in by_fields.items()],
+        returning=returning,
+    )
+
+
+def query_writes_run(writes: QueryWrites) -> int:
+    """Write prepared query changes; how many assignments of returning queries reopened."""
+    prepared_insert(writes.moves)
+    for update in writes.updates:
+        prepared_update(update)
+    return retired_work_reopen(queries=writes.returning) if writes.returning else 0
+
+
+@dataclass(slots=True)
+class ImportRows:
+    """Everything a confirmation writes, built before its transaction (`import_rows`): the queries it
+    creates and the labels it adds (with ids reserved for them), the labels it regrades or removes as the
+    plan read them (`held`) and the regrades, the pool candidates it adds, its changes of queries and
+    documents with those rows as the plan read them, the record of the state before it for its undo (all
+    but how many assignments reopen), and the set as the transaction must find it once these are
+    written (`state`), but for the rows it writes (`skipped`)."""
+
+    queries: Prepared
+    labels: Prepared
+    held: dict[int, HeldLabel]
+    regraded: dict[tuple[int, str], list[int]]  # (grade, source) -> the held labels given them
+    version: str  # the file's, stamped on the labels it writes
+    candidates: Prepared
+    query_writes: QueryWrites
+    query_rows: dict[int, tuple[Any, ...]]  # the queries changed, as the plan read them (QUERY_STATE)
+    keys: PreparedUpdate
+    key_rows: dict[int, tuple[Any, ...]]  # the documents keyed, as the plan read them (DOCUMENT_STATE)
+    undo: dict[str, Any]
+    skipped: Skipped
+    state: SetState
+
+
+def import_rows(golden_set: GoldenSet, plan: ImportPlan) -> ImportRows:
+    """The rows the plan writes, built before the transaction that writes them (`import_write`)."""
+    pks = dict(zip(plan.created, ids_reserved(Query, len(plan.created)), strict=True))
+    pks.update((query_id, row.pk) for query_id, row in plan.queries.items())
+    documents, version = plan.documents, plan.golden.version
+    new = [
+        (pks[query_id], documents[doc_id].pk, wanted)
+        for (query_id, doc_id), wanted in plan.writes.items()
+        if wanted is not None and (query_id, doc_id) not in plan.existing
+    ]
+    # The labels it regrades (in place: their pks by new grade and source) or removes, as the plan read them.
+    held: dict[int, HeldLabel] = {}
+    regraded: dict[tuple[int, str], list[int]] = {}
+    for pair, wanted in plan.writes.items():
+        label = plan.existing.get(pair)
+        if label is not None:
+            held[label.pk] = label
+            if wanted is not None:
+                regraded.setdefault(wanted, []).append(label.pk)
+    labels = [
+        FrozenLabel(pk=pk, query_id=q, document_id=d, grade=wanted[0], version=version, source=wanted[1])
+        for pk, (q, d, wanted) in zip(ids_reserved(FrozenLabel, len(new)), new, strict=True)
+    ]
+    # Pairs not pooled when the plan read the set (whose pool size the transaction checks): all new.
+    pools: dict[int, list[PoolEntry]] = {}
+    for query_id, doc_id in plan.changes.pools:
+        pools.setdefault(pks[query_id], []).append(PoolEntry(documents[doc_id], JUDGED_SYSTEM, None))
+    candidates = list(pool_merged(pools, {})[0].values())
+    created = [
+        Query(pk=pks[query_id], golden_set=golden_set, external_id=query_id, **values)
+        for query_id, values in plan.created.items()
+    ]
+    updated = [(plan.queries[query_id], values) for query_id, values in plan.updates.items()]
+    keyed = []
+    for doc_id, key in plan.changes.keys:
+        doc = copy.copy(documents[doc_id])
+        doc.key = key
+        keyed.append(doc)
+    undo: dict[str, Any] = {
+        "labels": [[label.query_id, label.document_id, label_state(label)] for label in held.values()]
+        + [[q, d, None] for q, d, _ in new],
+        "queries": [[row.pk, {name: getattr(row, name) for name in values}] for row, values in updated],
+        "created": [row.pk for row in created],
+        "keys": [[doc.pk, doc.key] for doc in keyed],
+        "set": {name: getattr(golden_set, name) for name in plan.set_values},
+        "candidates": sorted([c.query_id, c.document_id] for c in candidates),
+        "reopened": 0,
+    }
+    reason = f"golden file import {plan.source} (version {version})"
+    # The rows it writes are its own until it commits (inserted, or locked once compared with the plan):
+    # the set read again under its lock is the rest.
+    skipped = Skipped(
+        labels=frozenset(held) | {label.pk for label in labels},  # held: locked, then changed
+        queries=frozenset(row.pk for row in created) | {row.pk for row, _ in updated},
+        documents=frozenset(doc.pk for doc in keyed),
+    )
+    return ImportRows(
+        queries=prepared(Query, created, with_pk=True),
+        labels=prepared(FrozenLabel, labels, with_pk=True),
+        held=held,
+        regraded=regraded,
+        version=version,
+        candidates=prepared(Candidate, candidates),
+        query_writes=query_writes(updated, by=None, reason=reason),
+        query_rows={row.pk: _state_of(row, QUERY_STATE) for row, _ in updated},
+        keys=update_prepared(Document, ["key"], keyed),
+        key_rows={doc.pk: _state_of(documents[doc.doc_id], DOCUMENT_STATE) for doc in keyed},
+        undo=undo,
+        skipped=skipped,
+        state=plan.state.without(skipped)._replace(candidates=plan.state.candidates + len(candidates)),
+    )
+
+
+def _state_of(row: Any, names: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(getattr(row, name) for name in names)
+
+
+def import_write(rows: ImportRows) -> int:
+    """Write an import's rows (`import_rows`), in its transaction before the set's lock: first the rows it
+    changes are locked and compared with what the plan read, then the inserts, updates and deletes, a few
+    statements whatever their number of rows. Raises Stale, writing nothing, when one of them is not as
+    the plan read it; returns how many assignments of returning queries reopened."""
+    held = {pk: tuple(label) for pk, label in rows.held.items()}
+    for model, wanted, names in (
+        (FrozenLabel, held, HeldLabel._fields),
+        (Query, rows.query_rows, QUERY_STATE),
+        (Document, rows.key_rows, DOCUMENT_STATE),
+    ):
+        if wanted:
+            found = model._base_manager.select_for_update().filter(pk__in=id_list(wanted))
+            if {row[0]: row for row in found.values_list(*names)} != wanted:
+                raise Stale
+    version = rows.version
+    regraded = {pk for pks in rows.regraded.values() for pk in pks}
+    gone = [pk for pk in rows.held if pk not in regraded]
+    if gone:
+        FrozenLabel.objects.filter(pk__in=id_list(gone)).delete()
+    for (grade, source), pks in rows.regraded.items():
+        FrozenLabel.objects.filter(pk__in=id_list(pks)).update(
+            grade=grade, version=version, source=source, judge=None, judge_name=""
+        )
+    prepared_insert(rows.queries)
+    prepared_insert(rows.labels)
+    # A labelled document needs no rater: finished work is not reopened for it.
+    prepared_insert(rows.candidates)
+    prepared_update(rows.keys)
+    return query_writes_run(rows.query_writes)
+
+
+def settings_write(golden_set: GoldenSet, values: dict[str, Any]) -> None:
+    """The set's own settings (k, the cutoff, the frozen version) set: the last write, under its lock."""
+    if values:
+        for name, value in values.items():
+            setattr(golden_set, name, value)
+        golden_set.save(update_fields=list(values))
+
+
+def chunks(values: list[int], size: int = 10_000) -> list[list[int]]:
+    return [values[start : start + size] for start in range(0, len(values), size)]
+
+
+def label_state(label: FrozenLabel | HeldLabel) -> list[Any]:
+    return [label.grade, label.version, label.source, label.judge_id, label.judge_name]

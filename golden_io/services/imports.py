@@ -20,8 +20,10 @@ short one under the set's row lock, in which it only makes sure the set is as th
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.contrib.auth.models import User
 from django.utils import timezone
 
@@ -31,6 +33,7 @@ from assay.problems import ImportReport
 from golden_io import selectors
 from golden_io.foreign import GOLDEN, JudgmentsFormat
 from golden_io.models import GoldenImport
+from golden_io.services.bulk import json_text
 from golden_io.services.import_planning import (
     MERGE,
     ImportChanges,
@@ -40,7 +43,7 @@ from golden_io.services.import_planning import (
     import_plan,
     set_state,
 )
-from golden_io.services.import_writing import import_rows, import_write, set_locked
+from golden_io.services.import_writing import Stale, import_rows, import_write, set_written, settings_write
 from labeling.models import GoldenSet
 from labeling.selectors import Unwritten
 
@@ -106,7 +109,7 @@ def _planned(
     return (
         report,
         golden,
-        import_plan(golden_set=golden_set, golden=golden, fmt=fmt, mode=mode, report=report),
+        import_plan(golden_set=golden_set, golden=golden, fmt=fmt, mode=mode, report=report, source=source),
     )
 
 
@@ -191,25 +194,34 @@ def golden_import_confirm(
     if not report.ok:  # the set changed since the preview in a way that makes these changes refused
         return report, plan.changes
     rows = import_rows(golden_set, plan)
-    with set_locked(golden_set):
-        # Only the set is read again under the lock: if it is as the plan read it, the plan stands.
-        if set_state(golden_set) != plan.state:
-            _stale_preview(report)
-            return report, plan.changes
-        # Claimed under the set's lock: of two confirmations at once (a double click, two tabs) one writes.
+
+    def write(lock: Callable[[], None]) -> bool:
+        # Claimed first: of two confirmations at once (a double click, two tabs) one writes.
         claimed = GoldenImport.objects.filter(pk=record.pk, status=GoldenImport.Status.PREVIEWED).update(
             status=GoldenImport.Status.APPLIED, applied=timezone.now(), data=b"", topics_data=b""
         )
         if not claimed:
-            report.add(
-                "", "this import was confirmed or cancelled already: nothing more was written", "stale"
-            )
-        else:
-            undo = import_write(golden_set, plan, rows, record.source)
-            _report_changes(report, plan.changes)
-            if undo["reopened"]:
-                report.count("assignments of returning queries reopened", undo["reopened"])
-            GoldenImport.objects.filter(pk=record.pk).update(undo=undo)
+            return False
+        rows.undo["reopened"] = import_write(rows)
+        GoldenImport.objects.filter(pk=record.pk).update(undo=json_text(orjson.dumps(rows.undo).decode()))
+        lock()
+        # Under the set's lock: the set must be what the plan read with these writes, or nothing is written.
+        if set_state(golden_set, rows.skipped) != rows.state:
+            raise Stale
+        settings_write(golden_set, plan.set_values)
+        return True
+
+    try:
+        claimed = set_written(golden_set, write)
+    except Stale:
+        _stale_preview(report)
+        return report, plan.changes
+    if not claimed:
+        report.add("", "this import was confirmed or cancelled already: nothing more was written", "stale")
+    else:
+        _report_changes(report, plan.changes)
+        if rows.undo["reopened"]:
+            report.count("assignments of returning queries reopened", rows.undo["reopened"])
     record.refresh_from_db()
     return report, plan.changes
 

@@ -24,13 +24,13 @@ from golden_io import services
 from golden_io.foreign import JudgmentsFormat
 from golden_io.models import GoldenImport
 from golden_io.services import import_planning
-from labeling import services as labeling_services
 from labeling.models import Assignment, GoldenSet
 from labeling.models import Judgment as Grade
 from tests import factories
 from tests.golden_io.test_import_merge import as_file, partial
 from tests.support.evaluation import page_text
 from tests.support.rich_set import dump, rich_set
+from tests.support.threads import backend_state, grade_saved_while
 
 pytestmark = pytest.mark.django_db
 
@@ -288,23 +288,16 @@ def test_a_grade_saved_while_an_import_is_previewed_waits_for_nothing(
     thread.start()
     try:
         assert reached.wait(timeout=60)
+        state = backend_state(seen["pid"])
         with connection.cursor() as cursor:
-            cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [seen["pid"]])
-            state = cursor.fetchone()[0]
             cursor.execute(
                 "SELECT count(*) FROM pg_locks WHERE pid = %s AND locktype <> 'virtualxid'", [seen["pid"]]
             )
             locks = cursor.fetchone()[0]
-            cursor.execute("SET lock_timeout = '1s'")
-        labeling_services.judgment_submit(
-            assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=2
-        )
-        saved_while_held = thread.is_alive()
+        saved_while_held = grade_saved_while(thread, assignment, candidate)
     finally:
         released.set()
         thread.join(timeout=120)
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
     assert (state, locks, seen["atomic"], saved_while_held) == ("idle", 0, False, True)
     assert Grade.objects.get(assignment=assignment, document=candidate.document).grade == 2
     assert "error" not in result, result.get("error")

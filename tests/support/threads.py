@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.db import connection
 
@@ -31,3 +32,28 @@ def race(workers: Sequence[Callable[[], object]], timeout: float = 60) -> list[o
         t.join(timeout=timeout)
     assert not any(t.is_alive() for t in threads), f"a racing worker was still running after {timeout} s"
     return results
+
+
+def backend_state(pid: int) -> str:
+    """PostgreSQL: what another connection's backend is doing (`pg_stat_activity.state`)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid])
+        return str(cursor.fetchone()[0])
+
+
+def grade_saved_while(held: threading.Thread, assignment: Any, candidate: Any) -> bool:
+    """PostgreSQL: the rater of `assignment` saves a grade of `candidate` on this thread's connection with
+    a lock timeout of one second (so a wait for a lock the held thread holds fails the save instead of
+    waiting for it); whether `held` was still running when the save returned."""
+    from labeling.services import judgment_submit
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '1s'")
+    try:
+        judgment_submit(
+            assignment_id=assignment.pk, rater=assignment.rater, candidate_id=candidate.pk, grade=2
+        )
+        return held.is_alive()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")

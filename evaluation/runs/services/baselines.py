@@ -67,7 +67,7 @@ def baseline_promote(
     verdict frozen as read here (docs/sxs.md, "Closing a study")."""
     run = EvaluationRun.objects.select_related("golden_version__golden_set", "target").get(pk=run.pk)
     problems = _promotion_problems(run, by, rationale, lock=True)
-    golden_set = GoldenSet.objects.select_for_update().get(pk=run.golden_version.golden_set_id)
+    golden_set = GoldenSet.objects.select_for_update(no_key=True).get(pk=run.golden_version.golden_set_id)
     previous = baseline_get(golden_set=golden_set, target=run.target)
     if previous is not None and previous.run_id == run.pk and not git:
         problems.append(

@@ -117,7 +117,7 @@ def _target_save(
     if not any(problem.startswith("webhook_env:") for problem in problems):
         problems += webhook_problems(target.webhook_env)
     # The sets' rows locked first: two saves giving one set the same name take turns, not both pass.
-    list(GoldenSet.objects.select_for_update().filter(pk__in=[s.pk for s in sets]).order_by("pk"))
+    list(GoldenSet.objects.select_for_update(no_key=True).filter(pk__in=[s.pk for s in sets]).order_by("pk"))
     problems[:0] = target_name_problems(name=target.name, golden_sets=sets, exclude=target.pk)
     if problems:
         raise TargetError(problems)
