@@ -1,6 +1,5 @@
-"""Golden-file imports: refusals on the web page, the preview, the confirmation and the undo of 10,000
-queries, and what a rater's grade save waits meanwhile; before and after the confirmation and the undo
-stopped writing under the set's lock.
+"""Golden-file imports: refusals on the web page; the preview, confirmation and undo of 10,000 queries, what
+a rater's grade save waits meanwhile, before and after they stopped writing under the set's lock.
 
 - **Refusals.** A file of 100,000 rows in each format the import page reads (written by assay.convert's
   writers; BEIR zipped, TREC qrels with topics), as 20,000 queries of 5 judgments and as 1,000 queries of

@@ -8,7 +8,9 @@ nothing, not even the tiers it would have moved. A freeze whose content is its p
 (`FreezeUnchanged`): a version is a change, never a new name for the same labels.
 
 One module per part: `freeze`, the golden-file import (`imports`: its steps; `import_planning`: reading and
-planning; `import_writing`: the writes) and `import_undo`, `exports` (git), `rejudge`. Every public name is
+planning; `import_writing`: the writes) and `import_undo`, `bulk` (statements over many rows, prepared
+before their transaction) and `cascade` (deletes that take what refers to the rows, set-based),
+`exports` (git), `rejudge`. Every public name is
 re-exported here (docs/architecture.md, "Inside each app"), so callers write
 `services.golden_version_freeze(...)` whichever module it lives in.
 """

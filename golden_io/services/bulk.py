@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Model
+from django.db import connection, connections, models, transaction
+from django.db.models import Field, Model
 from django.db.models.expressions import RawSQL
 
 
@@ -43,11 +43,52 @@ def prepared(model: type[Model], objects: Sequence[Model], *, with_pk: bool = Fa
     """`objects` (new rows of `model`) prepared for `prepared_insert`: with their pks when `with_pk`
     (reserved by `ids_reserved`, or a row's own when it is written again), else the database gives them."""
     fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
-    rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objects]
+    values = [_db_value(f, inserted=True) for f in fields]
+    rows = [[value(obj) for value in values] for obj in objects]
     rows_ = Prepared(model, [str(f.column) for f in fields], rows)
     if connection.vendor == "postgresql" and rows:
         rows_.copy = _copy_text(rows)
     return rows_
+
+
+# Django's own fields whose value of these Python types is stored as it is (`get_db_prep_save` returns it
+# unchanged): converting each value of many rows through the field is most of the time of preparing them.
+_STORED_AS_IS: dict[type[Field[Any, Any]], tuple[type, ...]] = {
+    **dict.fromkeys(
+        (
+            models.AutoField,
+            models.BigAutoField,
+            models.IntegerField,
+            models.BigIntegerField,
+            models.SmallIntegerField,
+            models.PositiveIntegerField,
+            models.PositiveBigIntegerField,
+            models.PositiveSmallIntegerField,
+            models.ForeignKey,
+        ),
+        (int, type(None)),
+    ),
+    **dict.fromkeys((models.CharField, models.TextField), (str, type(None))),
+    models.BooleanField: (bool, type(None)),
+    models.FloatField: (float, type(None)),
+}
+
+
+def _db_value(f: Field[Any, Any], *, inserted: bool) -> Callable[[Model], Any]:
+    """The function giving a row's value of field `f` as the database stores it: the field's own
+    conversion (`pre_save` for a row `inserted`, as `save()` does, then `get_db_prep_save`), but for a
+    value Django would store as it is."""
+    db = connections[connection.alias]  # the connection itself, not its per-thread proxy: read once
+    as_is = _STORED_AS_IS.get(type(f), ())
+    attname = f.attname
+    if inserted and type(f).pre_save is not Field.pre_save:  # a value set as it is saved (auto_now_add)
+        return lambda obj: f.get_db_prep_save(f.pre_save(obj, True), db)
+
+    def value(obj: Model) -> Any:
+        got = getattr(obj, attname)
+        return got if type(got) in as_is else f.get_db_prep_save(got, db)
+
+    return value
 
 
 def _copy_text(rows: list[list[Any]]) -> bytes:
@@ -99,13 +140,9 @@ def update_prepared(model: type[Model], names: Sequence[str], rows: Sequence[Mod
     converts them, for one UPDATE by pk run for every row (`prepared_update`)."""
     concrete = {f.name: f for f in model._meta.concrete_fields}
     fields = [concrete[name] for name in names]
+    values = [_db_value(f, inserted=False) for f in fields]
     return PreparedUpdate(
-        model,
-        [str(f.column) for f in fields],
-        [
-            [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields] + [row.pk]
-            for row in rows
-        ],
+        model, [str(f.column) for f in fields], [[value(row) for value in values] + [row.pk] for row in rows]
     )
 
 

@@ -1,7 +1,10 @@
 """Undoing a golden-file import (docs/labeling.md, "Imports"): the set's latest applied import taken back,
 its labels and query fields returned to exactly what they were before it, from the state it recorded
 (`GoldenImport.undo`). Shown first like the import (`import_undo_plan`), checked against the next freeze
-in memory like it, and written like it in one short transaction under the set's row lock. Part of
+in memory like it, and written like it (`golden_io.services.import_writing.set_written`): its rows in a
+few statements whatever their number, the queries it deletes taking with them what refers to them
+(`golden_io.services.cascade`), and under the set's lock (on PostgreSQL taken once they are written) only
+the check that it is still the set's latest import and the set's own settings. Part of
 `golden_io.services`.
 """
 

@@ -12,9 +12,10 @@ An import is refused, whole, when the next freeze would refuse the set afterward
 have before (the critical-query rule, the scale, documents): checked on the set as the changes would
 leave it, built in memory (`freeze_refusals`), so the preview writes nothing and holds no lock. On the
 web, a file past the page's limits is refused before it is even converted (`too_large`). The
-confirmation reads, converts, plans and checks the same way outside any transaction, then writes in one
-short one under the set's row lock, in which it only makes sure the set is as the plan read it
-(`set_state`) and writes (`golden_io.services.import_writing`). Part of `golden_io.services`.
+confirmation reads, converts, plans and checks the same way outside any transaction, and builds there the
+rows it writes; then one transaction writes them and, under the set's row lock, makes sure the set is as
+the plan read it with those writes (`set_state`): on PostgreSQL the lock is taken only once the rows are
+written (`golden_io.services.import_writing`). Part of `golden_io.services`.
 """
 
 from __future__ import annotations
@@ -168,9 +169,10 @@ def golden_import_confirm(
     set changed meanwhile nothing is written and the report says so (preview again).
 
     The file is read, planned (its changes must still be the preview's: the digest) and checked against the
-    next freeze before the transaction, as the preview did, and the rows to insert are built; the
-    transaction (the set's row lock) holds only a reading of the set, to make sure it is still as the plan
-    read it (`set_state`), and the writes."""
+    next freeze before the transaction, as the preview did, and every row it writes is built; the
+    transaction claims the record, writes the rows (`import_write`), then under the set's row lock reads
+    the set again but for those rows and commits only if it is as the plan read it (`set_state`), with the
+    set's own settings (`set_written`: on PostgreSQL the lock is taken after the writes)."""
     golden_set = record.golden_set
     fmt = format_of(record)
     report = ImportReport(kind="golden", source=record.source)
