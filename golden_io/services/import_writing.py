@@ -4,8 +4,8 @@ values converted, ids reserved, PostgreSQL's COPY text made); then written in th
 statements whatever the number of rows (`import_write`), and checked under the set's lock.
 
 The transaction (`set_written`) holds the set's row lock only for its end on PostgreSQL: the rows are
-written first, then the lock is taken, the set read again and compared with what the plan read plus
-what this import wrote (`ImportRows.state`), and the transaction commits. Part of
+written first, then the lock is taken, the set read again but for the rows this import wrote and
+compared with what the plan read (`ImportRows.state`), and the transaction commits. Part of
 `golden_io.services`."""
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from labeling.services import JUDGED_SYSTEM, PoolEntry, pool_merged, retired_wor
 T = TypeVar("T")
 
 # How long, on PostgreSQL, a statement of an import's transaction waits for a lock before it gives up
-# (the transaction is then written again, the set's lock taken first): far below `deadlock_timeout`
-# (1 s by default), so the transaction, which writes before it takes the set's lock, is never caught in
-# a wait for a holder of the set's lock that waits for one of its rows.
+# (`set_written`): far below `deadlock_timeout` (1 s by default), so the transaction, which writes before
+# it takes the set's lock, is never caught in a wait for a holder of the set's lock that waits for one of
+# its rows.
 LOCK_WAIT_MS = 50
 
 
@@ -60,33 +60,69 @@ def set_written(golden_set: GoldenSet, write: Callable[[Callable[[], None]], T])
 
     On PostgreSQL the rows are written before the lock is taken, with each foreign key checked as its
     statement ends (not at the commit, which would hold the lock for it), and no statement waits more
-    than LOCK_WAIT_MS for a lock: if one would (another transaction holds a row it writes, or the set's
-    lock), the transaction is rolled back and written again with the set's lock taken first, waiting for
-    it, as on SQLite, where the transaction holds the database's write lock from its start (and every
-    other write waits for it)."""
+    than LOCK_WAIT_MS for a lock. The set's lock is tried again and again (`_set_lock_giving_way`) while
+    no other transaction waits for this one; a statement writing the rows that would wait longer, or a
+    holder of the set's lock that waits for one of the rows written, and the transaction is rolled back
+    and written again with the set's lock taken first, waiting for it, as on SQLite, where the
+    transaction holds the database's write lock from its start (and every other write waits for it)."""
     if connection.vendor == "postgresql":
-        nested = connection.in_atomic_block
+        outer = None
+        if connection.in_atomic_block:  # inside an outer transaction: its settings given back after
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('lock_timeout')")
+                outer = cursor.fetchone()[0]
         try:
             with transaction.atomic():
                 with connection.cursor() as cursor:
                     cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
                     cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-                done = write(lambda: _set_lock(golden_set))
-                if nested:  # inside an outer transaction: give it back its settings
+                done = write(lambda: _set_lock_giving_way(golden_set))
+                if outer is not None:
                     with connection.cursor() as cursor:
-                        cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+                        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [outer])
                         cursor.execute("SET CONSTRAINTS ALL DEFERRED")
                 return done
         except DatabaseError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            if not _lock_not_available(exc):
                 raise
     with transaction.atomic():
         _set_lock(golden_set)
         return write(lambda: None)
 
 
+def _lock_not_available(exc: DatabaseError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "55P03"
+
+
+def _set_lock_giving_way(golden_set: GoldenSet) -> None:
+    """PostgreSQL, once the rows are written: the set's lock, tried LOCK_WAIT_MS at a time for as long as
+    no other transaction waits for this one (whoever holds the set's lock meanwhile, a freeze or another
+    import's end, may need none of its rows); once one does, the error that gives up the transaction."""
+    while True:
+        try:
+            with transaction.atomic():  # a savepoint: a try that timed out leaves the transaction usable
+                _set_lock(golden_set)
+            return
+        except DatabaseError as exc:
+            if not _lock_not_available(exc) or _waited_for():
+                raise
+
+
+def _waited_for() -> bool:
+    """Does another transaction wait for a lock this one holds (PostgreSQL)?"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
+            " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)))"
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def _set_lock(golden_set: GoldenSet) -> None:
-    """The set's row lock (on SQLite a no-op: the transaction holds the database's write lock)."""
+    """The set's row lock, `FOR NO KEY UPDATE` as every taker of it takes it (the freeze, a baseline's
+    promotion, a target's save): the foreign-key checks of rows being written that refer to the set share
+    the row without holding that lock. On SQLite a no-op: the transaction holds the database's write
+    lock."""
     GoldenSet.objects.select_for_update(no_key=True).filter(pk=golden_set.pk).values_list("pk").first()
 
 

@@ -362,6 +362,7 @@ def test_what_runs_under_the_lock_does_not_grow_with_the_import(
         counts.append((confirm, regrade, len(seen) - confirm - regrade))
         assert not Query.objects.filter(golden_set=golden_set).exists()
         if connection.vendor == "postgresql":
+            # Reads, the set's own row, the settings given back to the test's transaction, savepoints.
             writes = [
                 sql
                 for sql in seen
@@ -469,79 +470,124 @@ def test_a_grade_saved_while_an_import_is_written_waits_for_nothing(
     assert created.count() == (20 if step == "confirm" else 0)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_an_import_that_finds_the_set_locked_waits_for_it_and_writes_in_full(golden_set: GoldenSet) -> None:
-    """On PostgreSQL another transaction holds the set's lock (a freeze, say) while a confirmation writes
-    its rows: the confirmation does not wait for the lock holding them (it would be a deadlock if the
-    holder needed one of them); it gives up its transaction and waits for the lock in the classic order,
-    its rows unwritten. Once the holder commits, it is written in full."""
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks: PostgreSQL")
-    docs = list(Document.objects.filter(golden_set=golden_set).values_list("doc_id", flat=True))
-    if not docs:
-        docs = [
-            factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}").doc_id for i in range(3)
-        ]
-    data = _file(golden_set, 10, docs[:3])
-    report, changes, record = services.golden_import_preview(
-        golden_set=golden_set, data=data, source="new.json", by=None
-    )
-    assert record is not None and changes is not None, report.problems
-    calls: list[int] = []
-    take = import_writing._set_lock
-
-    def counted(locked: GoldenSet) -> None:
-        calls.append(_backend())
-        take(locked)
-
-    result: dict[str, Any] = {}
+def _confirm_in_thread(record: GoldenImport, digest: str, result: dict[str, Any]) -> threading.Thread:
+    """The confirmation of `record` on a thread of its own (its own connection); its problems or its
+    error in `result`."""
 
     def run() -> None:
         try:
             written, _ = services.golden_import_confirm(
-                record=GoldenImport.objects.get(pk=record.pk), digest=changes.digest()
+                record=GoldenImport.objects.get(pk=record.pk), digest=digest
             )
-            result["problems"] = written.problems
-        except Exception as exc:
+            result["problems"] = [p.code for p in written.problems]
+        except Exception as exc:  # reported by the test, not lost in the thread
             result["error"] = exc
         finally:
             connection.close()
 
-    import_writing_lock = pytest.MonkeyPatch()
-    import_writing_lock.setattr(import_writing, "_set_lock", counted)
-    try:
+    return threading.Thread(target=run)
+
+
+@contextmanager
+def _lock_tries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The backend of each try of the set's lock (the real function, wrapped)."""
+    tries: list[int] = []
+    take = import_writing._set_lock
+
+    def tried(locked: GoldenSet) -> None:
+        tries.append(_backend())
+        take(locked)
+
+    monkeypatch.setattr(import_writing, "_set_lock", tried)
+    yield tries
+
+
+def _until(condition: Callable[[], bool], thread: threading.Thread) -> bool:
+    for _ in range(1200):
+        if condition():
+            return True
+        thread.join(timeout=0.05)
+    return False
+
+
+def _locks_on(pid: int, table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+            " WHERE l.pid = %s AND c.relname = %s",
+            [pid, table],
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_that_finds_the_set_locked_tries_again_with_its_rows_written(
+    golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL another transaction holds the set's lock (as a freeze or a baseline's promotion
+    does) while a confirmation writes its rows: the confirmation tries the lock again and again, its rows
+    written and kept; once the holder commits, it takes the lock and commits."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL")
+    docs = [factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}").doc_id for i in range(3)]
+    report, changes, record = services.golden_import_preview(
+        golden_set=golden_set, data=_file(golden_set, 10, docs), source="new.json", by=None
+    )
+    assert record is not None and changes is not None, report.problems
+    result: dict[str, Any] = {}
+    thread = _confirm_in_thread(record, changes.digest(), result)
+    with _lock_tries(monkeypatch) as tries:
         with transaction.atomic():
             GoldenSet.objects.select_for_update(no_key=True).get(pk=golden_set.pk)  # as a freeze does
-            thread = threading.Thread(target=run)
             thread.start()
-            waiting = False
-            for _ in range(1200):  # until it waits for the lock in the classic order (two tries)
-                if len(calls) == 2:
-                    with connection.cursor() as cursor:
-                        cursor.execute(
-                            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [calls[1]]
-                        )
-                        waiting = cursor.fetchone()[0] == "Lock"
-                    if waiting:
-                        break
-                thread.join(timeout=0.05)
-            # Its first transaction, which wrote the labels, is given up: it holds no lock on their table.
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
-                    " WHERE l.pid = %s AND c.relname = 'labeling_frozenlabel'",
-                    [calls[-1]],
-                )
-                unwritten = cursor.fetchone()[0] == 0
+            trying = _until(lambda: len(tries) >= 3, thread)
+            written = _locks_on(tries[0], "labeling_frozenlabel") if tries else 0
         thread.join(timeout=120)
-    finally:
-        import_writing_lock.undo()
-    assert waiting and unwritten
+    assert trying and written  # the same transaction, its labels written, tried the lock three times
     assert "error" not in result, result.get("error")
     assert result["problems"] == []
-    assert Query.objects.filter(golden_set=golden_set, external_id__startswith="q-2").count() == 10
-    assert (
-        FrozenLabel.objects.filter(query__golden_set=golden_set, query__external_id__startswith="q-2").count()
-        == 30
+    assert len(set(tries)) == 1  # one backend: never rolled back to the classic order
+    created = Query.objects.filter(golden_set=golden_set, external_id__startswith="q-2")
+    assert created.count() == 10 and FrozenLabel.objects.filter(query__in=created).count() == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_gives_way_to_a_holder_of_the_sets_lock_that_waits_for_its_rows(
+    golden_set: GoldenSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a confirmation regrading labels has written them and tries the set's lock, which
+    another transaction holds and, like a freeze, then needs one of those labels: the confirmation gives
+    way (no deadlock, the holder's write goes through), then takes the lock in the classic order, finds
+    the set changed and writes nothing."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL")
+    docs = [factories.DocumentFactory.create(golden_set=golden_set, doc_id=f"d{i}").doc_id for i in range(3)]
+    _confirmed(golden_set, _file(golden_set, 5, docs))
+    report, changes, record = services.golden_import_preview(
+        golden_set=golden_set,
+        data=_file(golden_set, 5, docs, version="v3", shift=1),
+        source="re.json",
+        by=None,
     )
-    assert len(calls) == 2
+    assert record is not None and changes is not None, report.problems
+    label = FrozenLabel.objects.filter(query__golden_set=golden_set).order_by("pk").first()
+    assert label is not None
+    result: dict[str, Any] = {}
+    thread = _confirm_in_thread(record, changes.digest(), result)
+    with _lock_tries(monkeypatch) as tries:
+        with transaction.atomic():
+            GoldenSet.objects.select_for_update(no_key=True).get(pk=golden_set.pk)
+            thread.start()
+            trying = _until(lambda: len(tries) >= 1, thread)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SET LOCAL lock_timeout = '60s'"
+                )  # a failure, not a hang, if it never gave way
+            FrozenLabel.objects.filter(pk=label.pk).update(grade=(label.grade + 2) % 4)
+        thread.join(timeout=120)
+    assert trying
+    assert "error" not in result, result.get("error")
+    assert result["problems"] == ["stale_preview"]
+    assert len(set(tries)) == 1 and len(tries) >= 2  # tried, gave way, then waited for the lock first
+    assert FrozenLabel.objects.get(pk=label.pk).grade == (label.grade + 2) % 4
+    assert GoldenImport.objects.get(pk=record.pk).status == "previewed"
